@@ -1,0 +1,3 @@
+from dgdgen.cli import main
+
+raise SystemExit(main())

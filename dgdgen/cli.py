@@ -1,0 +1,86 @@
+"""The command line: argument parsing, output streams and exit codes live here and nowhere else.
+
+Every subcommand is a module in :mod:`dgdgen.commands` with ``HELP`` (one line), ``DESCRIPTION``
+(the ``--help`` text), ``add_arguments(parser)`` and ``run(args) -> int``. Those modules import
+only the standard library at import time, so ``dgdgen --help`` stays fast; the work (and the
+heavy libraries) is imported inside ``run``.
+
+Exit codes: 0 clean, 1 findings at or above the failing severity (or a failed gate), 2 bad input
+or usage. Commands may document further codes (``analyze`` uses 3 for Inconclusive).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from dgdgen import __version__
+
+# name -> module; the order is the order of `dgdgen --help`.
+COMMANDS: dict[str, str] = {
+    "validate": "dgdgen.commands.validate",
+    "plan": "dgdgen.commands.plan",
+    "render": "dgdgen.commands.render",
+    "verify": "dgdgen.commands.verify",
+    "schema": "dgdgen.commands.schema",
+}
+
+EPILOG = """\
+exit codes: 0 clean, 1 findings at or above --fail-on (or a failed gate), 2 bad input or usage.
+Run `dgdgen COMMAND --help` for the options of one command.
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # usage errors exit 2, as argparse does, but tidily
+        self.print_usage(sys.stderr)
+        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        raise SystemExit(2)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="dgdgen",
+        description=(
+            "Progressive, GitOps rollouts for NVIDIA Dynamo DynamoGraphDeployments: expand a "
+            "rollout spec into the manifests of every step, and check DGD changes for rollout "
+            "hazards."
+        ),
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"dgdgen {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name, module_name in COMMANDS.items():
+        module = importlib.import_module(module_name)
+        p = sub.add_parser(
+            name,
+            help=module.HELP,
+            description=getattr(module, "DESCRIPTION", module.HELP),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        module.add_arguments(p)
+        p.set_defaults(_module=module)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return 2
+    from dgdgen.errors import DgdgenError
+
+    try:
+        return int(args._module.run(args))
+    except DgdgenError as exc:
+        sys.stderr.write(f"dgdgen {args.command}: error: {exc}\n")
+        return exc.exit_code
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted\n")
+        return 130
+    except BrokenPipeError:
+        return 0

@@ -1,0 +1,454 @@
+"""The one model of a DynamoGraphDeployment that the generator and the checker share.
+
+A DGD comes in two shapes (facts/dynamo.md §1.2–1.3):
+
+* ``nvidia.com/v1alpha1``: ``spec.services`` is a map of name → service; the main container is
+  ``extraPodSpec.mainContainer``; GPUs are ``resources.limits.gpu``; the role is
+  ``componentType`` (+ ``subComponentType`` for prefill/decode workers).
+* ``nvidia.com/v1beta1`` (storage version): ``spec.components`` is a list keyed by ``name``; the
+  main container is the container named ``main`` in ``podTemplate.spec.containers``; GPUs are the
+  container's ``nvidia.com/gpu`` limit; the role is ``type``.
+
+:class:`Dgd` wraps the plain document (never copied into a narrower model, so fields dgdgen does
+not model survive every edit) and gives a uniform :class:`Component` view and edit helpers.
+"""
+
+from __future__ import annotations
+
+import copy
+import enum
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from dgdgen.errors import InputError, Location
+from dgdgen.yamlio import Document, FieldPath
+
+GROUP = "nvidia.com"
+KIND = "DynamoGraphDeployment"
+VERSIONS = ("v1alpha1", "v1beta1")
+
+# Rolling-update annotations of the Deployment-backed managed rollout (facts/dynamo.md §2.3).
+ANN_MAX_SURGE = "nvidia.com/deployment-rolling-update-max-surge"
+ANN_MAX_UNAVAILABLE = "nvidia.com/deployment-rolling-update-max-unavailable"
+ANN_STRATEGY = "nvidia.com/deployment-strategy"
+# Operator bookkeeping of the worker generation (facts/dynamo.md §2.2).
+ANN_WORKER_HASH_V1 = "nvidia.com/current-worker-hash"
+ANN_WORKER_HASH_V2 = "nvidia.com/current-worker-hash-v2"
+
+WORKER_TYPES = frozenset({"worker", "prefill", "decode"})
+
+
+class Role(str, enum.Enum):
+    FRONTEND = "frontend"
+    AGGREGATED = "aggregated"
+    PREFILL = "prefill"
+    DECODE = "decode"
+    OTHER = "other"  # planner, epp, anything else: not serving capacity
+
+    @property
+    def is_worker(self) -> bool:
+        return self in (Role.AGGREGATED, Role.PREFILL, Role.DECODE)
+
+
+class Backend(str, enum.Enum):
+    VLLM = "vllm"
+    SGLANG = "sglang"
+    TRTLLM = "trtllm"
+    UNKNOWN = "unknown"
+
+
+_MODULE_BACKEND = {
+    "dynamo.vllm": Backend.VLLM,
+    "dynamo.sglang": Backend.SGLANG,
+    "dynamo.trtllm": Backend.TRTLLM,
+}
+
+
+@dataclass(frozen=True)
+class Component:
+    """A read-only view of one service (v1alpha1) / component (v1beta1)."""
+
+    name: str
+    role: Role
+    type: str  # the raw componentType / type
+    replicas: int
+    image: str | None
+    command: tuple[str, ...]
+    args: tuple[str, ...]
+    gpus_per_replica: int  # GPUs of one replica, all nodes of a multinode replica included
+    node_count: int
+    backend: Backend
+    path: FieldPath  # path of the component in the document
+    container_path: FieldPath | None  # path of the main container, if present
+    global_namespace: bool = False
+
+    @property
+    def is_worker(self) -> bool:
+        return self.role.is_worker
+
+
+@dataclass
+class Dgd:
+    """A DGD document plus the uniform view of its components."""
+
+    doc: dict[str, Any]
+    version: str
+    source: Document | None = None
+    components: dict[str, Component] = field(default_factory=dict)
+
+    # ----------------------------------------------------------------- identity
+
+    @property
+    def name(self) -> str:
+        return str(self.doc.get("metadata", {}).get("name", ""))
+
+    @property
+    def namespace(self) -> str | None:
+        ns = self.doc.get("metadata", {}).get("namespace")
+        return str(ns) if ns is not None else None
+
+    @property
+    def components_key(self) -> str:
+        return "services" if self.version == "v1alpha1" else "components"
+
+    def location(self, path: FieldPath = ()) -> Location:
+        if self.source is None:
+            return Location("<generated>")
+        return self.source.location(path)
+
+    @property
+    def backend(self) -> Backend:
+        declared = self.doc.get("spec", {}).get("backendFramework")
+        if declared in {b.value for b in Backend}:
+            return Backend(declared)
+        for comp in self.components.values():
+            if comp.backend is not Backend.UNKNOWN:
+                return comp.backend
+        return Backend.UNKNOWN
+
+    @property
+    def disaggregated(self) -> bool:
+        roles = {c.role for c in self.components.values()}
+        return Role.PREFILL in roles or Role.DECODE in roles
+
+    def workers(self) -> Iterator[Component]:
+        return (c for c in self.components.values() if c.is_worker)
+
+    def frontends(self) -> Iterator[Component]:
+        return (c for c in self.components.values() if c.role is Role.FRONTEND)
+
+    # ----------------------------------------------------------------- raw access
+
+    def component_doc(self, name: str) -> dict[str, Any]:
+        """The mutable mapping of one component inside :attr:`doc`."""
+        comp = self.components[name]
+        node: Any = self.doc
+        for part in comp.path:
+            node = node[part]
+        assert isinstance(node, dict)
+        return node
+
+    def main_container(self, name: str, *, create: bool = False) -> dict[str, Any] | None:
+        """The mutable main container of a component (created empty when ``create``)."""
+        node = self.component_doc(name)
+        if self.version == "v1alpha1":
+            eps = node.get("extraPodSpec")
+            if eps is None:
+                if not create:
+                    return None
+                eps = node["extraPodSpec"] = {}
+            mc = eps.get("mainContainer")
+            if mc is None:
+                if not create:
+                    return None
+                mc = eps["mainContainer"] = {}
+            assert isinstance(mc, dict)
+            return mc
+        pt = node.get("podTemplate")
+        if pt is None:
+            if not create:
+                return None
+            pt = node["podTemplate"] = {}
+        spec = pt.setdefault("spec", {}) if create else pt.get("spec")
+        if spec is None:
+            return None
+        containers = spec.setdefault("containers", []) if create else spec.get("containers")
+        if containers is None:
+            return None
+        for c in containers:
+            if isinstance(c, dict) and c.get("name") == "main":
+                return c
+        if not create:
+            return None
+        main: dict[str, Any] = {"name": "main"}
+        containers.insert(0, main)
+        return main
+
+    def pod_labels(self, name: str) -> dict[str, Any]:
+        """The mutable pod-label map of a component (created when absent)."""
+        node = self.component_doc(name)
+        if self.version == "v1alpha1":
+            meta = node.setdefault("extraPodMetadata", {})
+        else:
+            meta = node.setdefault("podTemplate", {}).setdefault("metadata", {})
+        labels = meta.setdefault("labels", {})
+        assert isinstance(labels, dict)
+        return labels
+
+    def component_annotations(self, name: str) -> dict[str, Any]:
+        """Where the operator reads per-component rolling-update annotations (facts §2.3)."""
+        node = self.component_doc(name)
+        if self.version == "v1alpha1":
+            ann = node.setdefault("annotations", {})
+        else:
+            ann = node.setdefault("podTemplate", {}).setdefault("metadata", {})
+            ann = ann.setdefault("annotations", {})
+        assert isinstance(ann, dict)
+        return ann
+
+    def copy(self) -> Dgd:
+        return parse(copy.deepcopy(self.doc), source=self.source)
+
+    def refresh(self) -> None:
+        """Recompute the component view after :attr:`doc` was edited."""
+        self.components = _components(self.doc, self.version, self.source)
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+def is_dgd(doc: Any) -> bool:
+    return (
+        isinstance(doc, dict)
+        and doc.get("kind") == KIND
+        and isinstance(doc.get("apiVersion"), str)
+        and doc["apiVersion"].startswith(GROUP + "/")
+    )
+
+
+def parse(doc: Any, *, source: Document | None = None) -> Dgd:
+    """Build the :class:`Dgd` view, or raise :class:`InputError` for something that is not a DGD."""
+
+    def where(path: FieldPath = ()) -> Location:
+        return source.location(path) if source is not None else Location("<inline>")
+
+    if not isinstance(doc, dict):
+        raise InputError("expected a DynamoGraphDeployment mapping", location=where())
+    kind = doc.get("kind")
+    api = doc.get("apiVersion")
+    if kind != KIND:
+        raise InputError(
+            f"not a DynamoGraphDeployment (kind is {kind!r})",
+            location=where(("kind",)),
+            field=("kind",),
+        )
+    if not isinstance(api, str) or "/" not in api or api.split("/")[0] != GROUP:
+        raise InputError(
+            f"expected apiVersion {GROUP}/v1alpha1 or {GROUP}/v1beta1, got {api!r}",
+            location=where(("apiVersion",)),
+            field=("apiVersion",),
+        )
+    version = api.split("/", 1)[1]
+    if version not in VERSIONS:
+        raise InputError(
+            f"unsupported DynamoGraphDeployment version {version!r} "
+            f"(supported: {', '.join(VERSIONS)})",
+            location=where(("apiVersion",)),
+            field=("apiVersion",),
+        )
+    meta = doc.get("metadata")
+    if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta["name"]:
+        raise InputError(
+            "a DynamoGraphDeployment needs metadata.name",
+            location=where(("metadata",)),
+            field=("metadata", "name"),
+        )
+    spec = doc.get("spec")
+    if not isinstance(spec, dict):
+        raise InputError(
+            "a DynamoGraphDeployment needs a spec mapping", location=where(), field=("spec",)
+        )
+    key = "services" if version == "v1alpha1" else "components"
+    comps = spec.get(key)
+    expected = "a mapping" if version == "v1alpha1" else "a list"
+    if not isinstance(comps, dict if version == "v1alpha1" else list):
+        raise InputError(
+            f"spec.{key} must be {expected} in {GROUP}/{version}",
+            location=where(("spec", key) if key in spec else ("spec",)),
+            field=("spec", key),
+        )
+    return Dgd(doc=doc, version=version, source=source, components=_components(doc, version, source))
+
+
+def _components(doc: dict[str, Any], version: str, source: Document | None) -> dict[str, Component]:
+    out: dict[str, Component] = {}
+    spec = doc["spec"]
+    if version == "v1alpha1":
+        for name, svc in spec["services"].items():
+            path: FieldPath = ("spec", "services", name)
+            if not isinstance(svc, dict):
+                raise _bad(source, path, "a service must be a mapping")
+            out[str(name)] = _component_v1alpha1(str(name), svc, path)
+    else:
+        for i, comp in enumerate(spec["components"]):
+            path = ("spec", "components", i)
+            if not isinstance(comp, dict) or not isinstance(comp.get("name"), str):
+                raise _bad(source, path, "a component must be a mapping with a string name")
+            out[comp["name"]] = _component_v1beta1(comp["name"], comp, path)
+    return out
+
+
+def _bad(source: Document | None, path: FieldPath, message: str) -> InputError:
+    loc = source.location(path) if source is not None else Location("<inline>")
+    return InputError(message, location=loc, field=path)
+
+
+def _int(value: Any, default: int) -> int:
+    if isinstance(value, bool):
+        return default
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return default
+
+
+def _strs(value: Any) -> tuple[str, ...]:
+    if isinstance(value, list):
+        return tuple(str(v) for v in value)
+    return ()
+
+
+def _role(ctype: str, sub: str | None, args: tuple[str, ...]) -> Role:
+    ctype = (ctype or "").lower()
+    sub = (sub or "").lower()
+    if ctype == "frontend":
+        return Role.FRONTEND
+    if ctype in ("prefill", "decode"):
+        return Role(ctype)
+    if ctype == "worker":
+        if sub in ("prefill", "decode"):
+            return Role(sub)
+        mode = disaggregation_mode(args)
+        if mode in ("prefill", "decode"):
+            return Role(mode)
+        return Role.AGGREGATED
+    return Role.OTHER
+
+
+def disaggregation_mode(args: tuple[str, ...]) -> str | None:
+    """``--disaggregation-mode`` from an argument list (also inside one ``sh -c`` string)."""
+    flat = list(args)
+    for i, a in enumerate(flat):
+        if a == "--disaggregation-mode" and i + 1 < len(flat):
+            return flat[i + 1].lower()
+        if a.startswith("--disaggregation-mode="):
+            return a.split("=", 1)[1].lower()
+        m = re.search(r"--disaggregation-mode[= ]+([A-Za-z]+)", a)
+        if m and " " in a:
+            return m.group(1).lower()
+    if "--is-prefill-worker" in flat:
+        return "prefill"
+    return None
+
+
+def _backend(command: tuple[str, ...], args: tuple[str, ...]) -> Backend:
+    text = " ".join(command + args)
+    for module, backend in _MODULE_BACKEND.items():
+        if re.search(rf"(?<![\w.]){re.escape(module)}(?![\w])", text):
+            return backend
+    return Backend.UNKNOWN
+
+
+def _gpu(value: Any) -> int:
+    return _int(value, 0) if value is not None else 0
+
+
+def _component_v1alpha1(name: str, svc: dict[str, Any], path: FieldPath) -> Component:
+    mc = (svc.get("extraPodSpec") or {}).get("mainContainer") or {}
+    command, args = _strs(mc.get("command")), _strs(mc.get("args"))
+    res = svc.get("resources") or {}
+    gpus = _gpu((res.get("limits") or {}).get("gpu")) or _gpu((res.get("requests") or {}).get("gpu"))
+    if not gpus:
+        limits = (mc.get("resources") or {}).get("limits") or {}
+        gpus = _gpu(limits.get("nvidia.com/gpu"))
+    nodes = _int((svc.get("multinode") or {}).get("nodeCount"), 2) if svc.get("multinode") else 1
+    ctype = str(svc.get("componentType") or "")
+    return Component(
+        name=name,
+        role=_role(ctype, svc.get("subComponentType"), command + args),
+        type=ctype,
+        replicas=_int(svc.get("replicas"), 1),
+        image=mc.get("image"),
+        command=command,
+        args=args,
+        gpus_per_replica=gpus * nodes,
+        node_count=nodes,
+        backend=_backend(command, args),
+        path=path,
+        container_path=path + ("extraPodSpec", "mainContainer") if mc else None,
+        global_namespace=bool(svc.get("globalDynamoNamespace")),
+    )
+
+
+def _component_v1beta1(name: str, comp: dict[str, Any], path: FieldPath) -> Component:
+    containers = ((comp.get("podTemplate") or {}).get("spec") or {}).get("containers") or []
+    main: dict[str, Any] = {}
+    index = None
+    for i, c in enumerate(containers):
+        if isinstance(c, dict) and c.get("name") == "main":
+            main, index = c, i
+            break
+    command, args = _strs(main.get("command")), _strs(main.get("args"))
+    limits = (main.get("resources") or {}).get("limits") or {}
+    gpus = _gpu(limits.get("nvidia.com/gpu"))
+    nodes = _int((comp.get("multinode") or {}).get("nodeCount"), 2) if comp.get("multinode") else 1
+    ctype = str(comp.get("type") or "")
+    return Component(
+        name=name,
+        role=_role(ctype, None, command + args),
+        type=ctype,
+        replicas=_int(comp.get("replicas"), 1),
+        image=main.get("image"),
+        command=command,
+        args=args,
+        gpus_per_replica=gpus * nodes,
+        node_count=nodes,
+        backend=_backend(command, args),
+        path=path,
+        container_path=path + ("podTemplate", "spec", "containers", index)
+        if index is not None
+        else None,
+        global_namespace=bool(comp.get("globalDynamoNamespace")),
+    )
+
+
+# --------------------------------------------------------------------------- Dynamo namespaces
+
+
+def dynamo_namespace(k8s_namespace: str, dgd_name: str) -> str:
+    """The Dynamo namespace the operator derives for a DGD: ``{k8s-ns}-{dgd-name}``, dots in the
+    name replaced by ``-`` (PR #4126, ``ComputeDynamoNamespace``; facts/dynamo.md §2.1)."""
+    return f"{k8s_namespace}-{dgd_name.replace('.', '-')}"
+
+
+def prefix_conflicts(namespaces: dict[str, str]) -> list[tuple[str, str]]:
+    """Pairs (a, b) of owners whose Dynamo namespace ``a`` is a string prefix of ``b``'s.
+
+    The frontend discovers every namespace that *starts with* its own (``NamespaceFilter::Prefix``
+    in ``lib/llm/src/namespace.rs``; facts/dynamo.md §2.1), so such a pair cross-talks.
+    """
+    items = sorted(namespaces.items(), key=lambda kv: (kv[1], kv[0]))
+    out = []
+    for owner_a, ns_a in items:
+        for owner_b, ns_b in items:
+            if owner_a != owner_b and ns_b.startswith(ns_a) and (ns_a != ns_b or owner_a < owner_b):
+                out.append((owner_a, owner_b))
+    return out
+
+
+def read_dgds(documents: list[Document]) -> list[Dgd]:
+    """Every DGD in a list of YAML documents (other kinds are skipped)."""
+    return [parse(d.data, source=d) for d in documents if is_dgd(d.data)]

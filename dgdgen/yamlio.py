@@ -1,0 +1,301 @@
+"""The one module that owns YAML: loading with positions, and deterministic dumping.
+
+Loading keeps the 1-based line and column of every mapping key and sequence item, so any later
+stage can point at ``file:line:column`` for a field path. Two loaders share that contract:
+
+* :func:`load_documents` uses ruamel.yaml's round-trip loader, which builds only plain YAML
+  types (no arbitrary object construction: safe) and records positions. Used for rollout specs
+  and the DGDs the generator reads.
+* :func:`load_documents_fast` composes with libyaml (PyYAML's C loader) when it is available and
+  walks the node graph itself; it exists for the checker, which must read thousands of files at
+  close to the C parser's speed.
+
+Dumping always goes through ruamel.yaml with a fixed configuration: top-level keys in the
+Kubernetes order (apiVersion, kind, metadata, spec, ...), other keys in insertion order, no
+aliases, a fixed line width, multi-line strings as literal blocks.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import io
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from dgdgen.errors import InputError, Location
+
+FieldPath = tuple[str | int, ...]
+
+TOP_LEVEL_ORDER = ("apiVersion", "kind", "metadata", "spec", "data", "stringData", "status")
+
+
+@dataclass
+class Document:
+    """One YAML document as plain Python data, with the position of every field."""
+
+    data: Any
+    file: str
+    index: int = 0  # position of the document within a multi-document stream
+    positions: dict[FieldPath, tuple[int, int]] = field(default_factory=dict)
+    start_line: int = 1
+
+    def location(self, path: Sequence[str | int] = ()) -> Location:
+        """The closest known location of ``path`` (falls back to its nearest parent)."""
+        p: FieldPath = tuple(path)
+        while p:
+            if p in self.positions:
+                line, col = self.positions[p]
+                return Location(self.file, line, col)
+            p = p[:-1]
+        return Location(self.file, self.start_line, 1)
+
+
+# --------------------------------------------------------------------------- ruamel loader
+
+
+def _ruamel_loader() -> Any:
+    from ruamel.yaml import YAML
+
+    yaml = YAML(typ="rt")
+    yaml.allow_duplicate_keys = False
+    return yaml
+
+
+def _plain(node: Any, path: FieldPath, positions: dict[FieldPath, tuple[int, int]]) -> Any:
+    """Convert ruamel round-trip containers/scalars to plain Python, recording positions."""
+    from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
+    if isinstance(node, CommentedMap):
+        out: dict[str, Any] = {}
+        for key in node:
+            child = path + (str(key),)
+            try:
+                line, col = node.lc.key(key)
+                positions[child] = (line + 1, col + 1)
+            except (KeyError, TypeError, AttributeError):
+                pass
+            out[str(key) if not isinstance(key, (int, float, bool)) else _key(key)] = _plain(
+                node[key], child, positions
+            )
+        return out
+    if isinstance(node, CommentedSeq):
+        items = []
+        for i, item in enumerate(node):
+            child = path + (i,)
+            try:
+                line, col = node.lc.item(i)
+                positions[child] = (line + 1, col + 1)
+            except (KeyError, TypeError, AttributeError):
+                pass
+            items.append(_plain(item, child, positions))
+        return items
+    return _scalar(node)
+
+
+def _key(key: Any) -> str:
+    # Kubernetes keys are strings; a YAML key such as `8000:` or `true:` is read as its text.
+    if isinstance(key, bool):
+        return "true" if key else "false"
+    return str(key)
+
+
+def _scalar(value: Any) -> Any:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, (_dt.datetime, _dt.date)):
+        return value.isoformat()
+    return value
+
+
+def _yaml_error(exc: Exception, file: str) -> InputError:
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    context = getattr(exc, "context", None)
+    message = f"malformed YAML: {problem}"
+    if context:
+        message += f" ({context})"
+    if mark is not None:
+        return InputError(message, location=Location(file, mark.line + 1, mark.column + 1))
+    return InputError(message, location=Location(file))
+
+
+def load_documents(text: str, file: str) -> list[Document]:
+    """Parse every document of a YAML stream (safe: plain YAML types only), keeping positions."""
+    from ruamel.yaml.error import YAMLError
+
+    yaml = _ruamel_loader()
+    docs: list[Document] = []
+    try:
+        for i, raw in enumerate(yaml.load_all(text)):
+            if raw is None:
+                continue
+            positions: dict[FieldPath, tuple[int, int]] = {}
+            data = _plain(raw, (), positions)
+            start = 1
+            lc = getattr(raw, "lc", None)
+            if lc is not None and getattr(lc, "line", None) is not None:
+                start = lc.line + 1
+            docs.append(Document(data, file, i, positions, start))
+    except YAMLError as exc:
+        raise _yaml_error(exc, file) from None
+    except Exception as exc:  # ruamel raises a few non-YAMLError types for odd input
+        if exc.__class__.__module__.startswith("ruamel"):
+            raise _yaml_error(exc, file) from None
+        raise
+    return docs
+
+
+def read_text(path: str, *, display: str | None = None) -> str:
+    """Read a file as UTF-8 with a clear error when it is missing, a directory or unreadable."""
+    shown = display or path
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except FileNotFoundError:
+        raise InputError("file not found", location=Location(shown)) from None
+    except IsADirectoryError:
+        raise InputError("is a directory, expected a YAML file", location=Location(shown)) from None
+    except PermissionError:
+        raise InputError("permission denied", location=Location(shown)) from None
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"not UTF-8 text (byte {exc.start})", location=Location(shown)
+        ) from None
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", location=Location(shown)) from None
+
+
+def load_file(path: str, *, display: str | None = None) -> list[Document]:
+    return load_documents(read_text(path, display=display), display or path)
+
+
+# --------------------------------------------------------------------------- fast loader
+
+
+def load_documents_fast(text: str, file: str) -> list[Document]:
+    """Like :func:`load_documents`, but parsed by libyaml (YAML 1.1 scalars, as PyYAML's
+    SafeLoader resolves them), for bulk checking."""
+    import yaml
+
+    loader_cls = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    docs: list[Document] = []
+    try:
+        loader = loader_cls(text)
+        try:
+            i = 0
+            while loader.check_node():
+                node = loader.get_node()
+                if node is not None and not (
+                    isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:null"
+                ):
+                    positions: dict[FieldPath, tuple[int, int]] = {}
+                    data = _walk_node(loader, node, (), positions)
+                    docs.append(Document(data, file, i, positions, node.start_mark.line + 1))
+                i += 1
+        finally:
+            loader.dispose()
+    except yaml.YAMLError as exc:
+        raise _yaml_error(exc, file) from None
+    return docs
+
+
+def _walk_node(
+    loader: Any, node: Any, path: FieldPath, positions: dict[FieldPath, tuple[int, int]]
+) -> Any:
+    import yaml
+
+    if isinstance(node, yaml.MappingNode):
+        out: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                merged = _walk_node(loader, value_node, path, positions)
+                for m in merged if isinstance(merged, list) else [merged]:
+                    if isinstance(m, dict):
+                        for k, v in m.items():
+                            out.setdefault(k, v)
+                continue
+            key = _key(loader.construct_object(key_node, deep=True))
+            if key in out:
+                raise InputError(
+                    f"duplicate key {key!r}",
+                    location=Location(
+                        "", key_node.start_mark.line + 1, key_node.start_mark.column + 1
+                    ),
+                )
+            child = path + (key,)
+            positions[child] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+            out[key] = _walk_node(loader, value_node, child, positions)
+        return out
+    if isinstance(node, yaml.SequenceNode):
+        items = []
+        for i, item in enumerate(node.value):
+            child = path + (i,)
+            positions[child] = (item.start_mark.line + 1, item.start_mark.column + 1)
+            items.append(_walk_node(loader, item, child, positions))
+        return items
+    return _scalar(loader.construct_object(node, deep=True))
+
+
+# --------------------------------------------------------------------------- dumping
+
+
+def _ordered(obj: Mapping[str, Any]) -> dict[str, Any]:
+    head = {k: obj[k] for k in TOP_LEVEL_ORDER if k in obj}
+    tail = {k: v for k, v in obj.items() if k not in head}
+    return {**head, **tail}
+
+
+def _dumper() -> Any:
+    from ruamel.yaml import YAML
+    from ruamel.yaml.representer import RoundTripRepresenter
+
+    yaml = YAML(typ="rt")
+    yaml.default_flow_style = False
+    yaml.width = 4096
+    yaml.indent(mapping=2, sequence=2, offset=0)
+    yaml.explicit_start = False
+
+    class _Representer(RoundTripRepresenter):
+        def ignore_aliases(self, data: Any) -> bool:
+            return True
+
+    def _str(representer: Any, data: str) -> Any:
+        if "\n" in data:
+            return representer.represent_scalar("tag:yaml.org,2002:str", data, style="|")
+        return representer.represent_str(data)
+
+    _Representer.add_representer(str, _str)
+    yaml.Representer = _Representer
+    return yaml
+
+
+def dump(obj: Any) -> str:
+    """One YAML document, deterministically: the same object always gives the same bytes."""
+    yaml = _dumper()
+    buf = io.StringIO()
+    yaml.dump(_ordered(obj) if isinstance(obj, Mapping) else obj, buf)
+    return buf.getvalue()
+
+
+def dump_all(objs: Sequence[Any]) -> str:
+    return "---\n".join(dump(o) for o in objs)
+
+
+def iter_paths(data: Any, path: FieldPath = ()) -> Iterator[tuple[FieldPath, Any]]:
+    """Every (path, value) pair of a plain data tree, depth first."""
+    yield path, data
+    if isinstance(data, dict):
+        for k, v in data.items():
+            yield from iter_paths(v, path + (k,))
+    elif isinstance(data, list):
+        for i, v in enumerate(data):
+            yield from iter_paths(v, path + (i,))
