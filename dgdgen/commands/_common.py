@@ -1,0 +1,28 @@
+"""Small helpers shared by the generator commands (stdlib only at import time)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, Iterator
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+def progress(items: list[T], verb: str, label: str = "") -> Iterator[T]:
+    """Yield items, printing ``[i/n] verb item`` to stderr when it is a terminal and there are
+    several items (long runs show where they are; pipes and CI logs stay clean)."""
+    show = len(items) > 1 and sys.stderr.isatty()
+    for i, item in enumerate(items, 1):
+        if show:
+            sys.stderr.write(f"\r\033[K[{i}/{len(items)}] {verb} {item}")
+            sys.stderr.flush()
+        yield item
+    if show:
+        sys.stderr.write("\r\033[K")
+        sys.stderr.flush()
+
+
+def report_errors(errors: Iterable[BaseException]) -> None:
+    for e in errors:
+        sys.stderr.write(f"error: {e}\n")

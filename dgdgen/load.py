@@ -1,0 +1,201 @@
+"""spec file → validated :class:`RolloutSpec` + the stable :class:`Dgd` (the I/O edge of the
+generator). Every problem becomes an :class:`InputError` with file, line and field path."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from dgdgen import dgd as dgdmod
+from dgdgen import yamlio
+from dgdgen.errors import InputError, InputErrors, Location, did_you_mean, format_path
+
+
+@dataclass(frozen=True)
+class LoadedSpec:
+    spec: Any  # dgdgen.spec.RolloutSpec (typed loosely to keep pydantic out of import time)
+    document: yamlio.Document
+    stable: dgdmod.Dgd
+    path: str
+
+    def location(self, field: tuple[str | int, ...]) -> Location:
+        return self.document.location(field)
+
+
+def _model_at(model: Any, loc: tuple[str | int, ...]) -> Any:
+    """The pydantic model class found by following ``loc`` (aliases) from ``model``."""
+    import typing
+
+    from pydantic import BaseModel
+
+    current: Any = model
+    for part in loc:
+        if isinstance(part, int) or current is None:
+            continue
+        if not (isinstance(current, type) and issubclass(current, BaseModel)):
+            return None
+        found = None
+        for name, info in current.model_fields.items():
+            if part in (name, info.alias):
+                found = info.annotation
+                break
+        if found is None:
+            return None
+        # unwrap Optional / list / dict to the model inside, if any
+        stack = [found]
+        current = None
+        while stack:
+            t = stack.pop()
+            if isinstance(t, type) and issubclass(t, BaseModel):
+                current = t
+                break
+            stack.extend(typing.get_args(t))
+    return current
+
+
+def _pydantic_errors(exc: Any, doc: yamlio.Document, root_model: Any) -> InputErrors:
+    errors = []
+    for err in exc.errors(include_url=False):
+        loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+        # pydantic reports union members as extra loc parts like 'int' / 'str'
+        clean: list[str | int] = []
+        data: Any = doc.data
+        for part in loc:
+            if isinstance(data, dict) and isinstance(part, str) and part in data:
+                clean.append(part)
+                data = data[part]
+            elif isinstance(data, list) and isinstance(part, int) and part < len(data):
+                clean.append(part)
+                data = data[part]
+            elif err["type"] in ("missing", "extra_forbidden") and part == loc[-1]:
+                clean.append(part)
+        path = tuple(clean)
+        etype = err["type"]
+        hint = None
+        if etype == "extra_forbidden":
+            model = _model_at(root_model, path[:-1])
+            known = []
+            if model is not None:
+                known = [info.alias or name for name, info in model.model_fields.items()]
+            guess = did_you_mean(str(path[-1]), known) if path else None
+            message = "unknown field"
+            if guess:
+                hint = f"did you mean {guess!r}?"
+            elif known:
+                hint = f"expected one of: {', '.join(sorted(known))}"
+        elif etype == "missing":
+            message = "required field is missing"
+        else:
+            msg = err["msg"]
+            if msg.startswith("Value error, "):
+                msg = msg[len("Value error, ") :]
+            message = msg[:1].lower() + msg[1:]
+            if etype in ("literal_error", "enum") and "expected" in err.get("ctx", {}):
+                message = f"expected {err['ctx']['expected']}, got {err.get('input')!r}"
+        errors.append(InputError(message, location=doc.location(path), field=path, hint=hint))
+    # one message per field path, in file order
+    seen: dict[str, InputError] = {}
+    for e in errors:
+        seen.setdefault(format_path(e.field), e)
+    ordered = sorted(
+        seen.values(),
+        key=lambda e: (e.location.line or 0, e.location.column or 0) if e.location else (0, 0),
+    )
+    return InputErrors(ordered)
+
+
+def load_spec(path: str) -> LoadedSpec:
+    """Read, validate and resolve one rollout spec file."""
+    from pydantic import ValidationError
+
+    from dgdgen.spec import API_VERSION, KIND, RolloutSpec
+
+    docs = yamlio.load_file(path)
+    if not docs:
+        raise InputError("empty file, expected a DGDRollout document", location=Location(path))
+    if len(docs) > 1:
+        raise InputError(
+            "expected one DGDRollout document, found "
+            f"{len(docs)} (one spec per file)",
+            location=docs[1].location(()),
+        )
+    doc = docs[0]
+    data = doc.data
+    if not isinstance(data, dict):
+        raise InputError("expected a DGDRollout mapping", location=doc.location(()))
+    if data.get("kind") != KIND or data.get("apiVersion") != API_VERSION:
+        where = ("kind",) if data.get("kind") != KIND else ("apiVersion",)
+        raise InputError(
+            f"not a rollout spec: expected apiVersion {API_VERSION} and kind {KIND}, got "
+            f"{data.get('apiVersion')!r} / {data.get('kind')!r}",
+            location=doc.location(where),
+            field=where,
+        )
+    try:
+        spec = RolloutSpec.model_validate(data)
+    except ValidationError as exc:
+        raise _pydantic_errors(exc, doc, RolloutSpec) from None
+    stable = _load_stable(spec, doc, path)
+    return LoadedSpec(spec=spec, document=doc, stable=stable, path=path)
+
+
+def _load_stable(spec: Any, doc: yamlio.Document, spec_path: str) -> dgdmod.Dgd:
+    st = spec.spec.stable
+    if st.manifest is not None:
+        field = ("spec", "stable", "manifest")
+        sub_positions = {
+            k[len(field) :]: v for k, v in doc.positions.items() if k[: len(field)] == field
+        }
+        sub = yamlio.Document(st.manifest, doc.file, 0, sub_positions, doc.location(field).line or 1)
+        return dgdmod.parse(_plain_copy(st.manifest), source=sub)
+    field = ("spec", "stable", "dgd")
+    base = os.path.dirname(os.path.abspath(spec_path))
+    target = st.dgd if os.path.isabs(st.dgd) else os.path.join(base, st.dgd)
+    shown = os.path.relpath(target) if not os.path.isabs(st.dgd) else st.dgd
+    if not os.path.exists(target):
+        raise InputError(
+            f"stable DGD file {st.dgd!r} not found (resolved to {shown})",
+            location=doc.location(field),
+            field=field,
+        )
+    try:
+        docs = yamlio.load_file(target, display=shown)
+    except InputError as exc:
+        raise InputError(
+            f"cannot read the stable DGD: {exc}", location=doc.location(field), field=field
+        ) from None
+    dgds = [d for d in docs if dgdmod.is_dgd(d.data)]
+    if not dgds:
+        kinds = sorted({str(d.data.get("kind")) for d in docs if isinstance(d.data, dict)})
+        raise InputError(
+            f"{shown} holds no DynamoGraphDeployment (found: {', '.join(kinds) or 'nothing'})",
+            location=doc.location(field),
+            field=field,
+        )
+    if st.name is not None:
+        chosen = [d for d in dgds if (d.data.get("metadata") or {}).get("name") == st.name]
+        if not chosen:
+            names = [str((d.data.get("metadata") or {}).get("name")) for d in dgds]
+            guess = did_you_mean(st.name, names)
+            raise InputError(
+                f"{shown} has no DGD named {st.name!r}",
+                location=doc.location(("spec", "stable", "name")),
+                field=("spec", "stable", "name"),
+                hint=f"did you mean {guess!r}?" if guess else f"found: {', '.join(names)}",
+            )
+        dgds = chosen
+    if len(dgds) > 1:
+        names = [str((d.data.get("metadata") or {}).get("name")) for d in dgds]
+        raise InputError(
+            f"{shown} holds several DGDs ({', '.join(names)}); say which with spec.stable.name",
+            location=doc.location(field),
+            field=field,
+        )
+    return dgdmod.parse(dgds[0].data, source=dgds[0])
+
+
+def _plain_copy(obj: Any) -> Any:
+    import copy
+
+    return copy.deepcopy(obj)

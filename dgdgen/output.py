@@ -1,0 +1,44 @@
+"""Rendered files of a prepared rollout: the mapping relative path → text that
+:func:`dgdgen.write.write_tree` writes, and output validation against the vendored schemas."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from dgdgen import yamlio
+from dgdgen.errors import ValidationFailed
+from dgdgen.render import Manifest, render_state
+
+if TYPE_CHECKING:
+    from dgdgen.pipeline import Prepared
+    from dgdgen.plan import PlanStep
+
+
+def state_files(prepared: Prepared, state: PlanStep, *, validate: bool = True) -> dict[str, str]:
+    manifests = render_state(prepared, state)
+    if validate:
+        validate_manifests(manifests, where=state.label)
+    return {m.filename: yamlio.dump(m.obj) for m in manifests}
+
+
+def all_files(prepared: Prepared, *, validate: bool = True) -> dict[str, str]:
+    """Every state in its own directory (step-00 … step-NN, rollback, cleanup) + plan.json."""
+    files: dict[str, str] = {}
+    for state in prepared.plan.all_states():
+        for name, text in state_files(prepared, state, validate=validate).items():
+            files[f"{state.label}/{name}"] = text
+    files["plan.json"] = json.dumps(prepared.plan.to_dict(), indent=2) + "\n"
+    return files
+
+
+def validate_manifests(manifests: list[Manifest], *, where: str) -> None:
+    """Every rendered object against its upstream schema (strict) and CEL rules."""
+    from dgdgen import crd
+
+    problems = []
+    for m in manifests:
+        for v in crd.validate(m.obj, overlays=m.overlays):
+            problems.append(f"{where}/{m.filename}: {v}")
+    if problems:
+        raise ValidationFailed(problems)

@@ -1,0 +1,167 @@
+"""spec → plan: the glue between the loaded spec (I/O edge) and the pure planner, plus the
+isolation-mode decision for ``auto``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from dgdgen import plan as planmod
+from dgdgen.errors import InputError, PlanError
+from dgdgen.generation import Generation, candidate_generation, spec_locator, stable_generation
+from dgdgen.load import LoadedSpec, load_spec
+
+
+@dataclass(frozen=True)
+class Prepared:
+    loaded: LoadedSpec
+    stable: Generation
+    candidate: Generation
+    mode: str
+    plan: planmod.Plan
+    base_name: str
+    candidate_name: str  # the candidate DGD's name (the stable's name in single-DGD modes)
+    reasons: tuple[str, ...] = ()
+
+
+def _plan_input(loaded: LoadedSpec, stable: Generation, cand: Generation, mode: str,
+                steps: tuple[planmod.StepInput, ...]) -> planmod.PlanInput:
+    body = loaded.spec.spec
+    comps = []
+    for name, sc in stable.dgd.components.items():
+        cc = cand.dgd.components[name]
+        comps.append(
+            planmod.ComponentInput(
+                name=name,
+                role=sc.role.value,
+                stable_replicas=stable.target_replicas[name],
+                candidate_replicas=cand.target_replicas[name],
+                stable_gpus=sc.gpus_per_replica,
+                candidate_gpus=cc.gpus_per_replica,
+            )
+        )
+    return planmod.PlanInput(
+        rollout=loaded.spec.metadata.name,
+        mode=mode,
+        strategy=body.strategy.value,
+        components=tuple(comps),
+        steps=steps,
+        max_surge=planmod.Budget(body.capacity.max_surge),
+        max_unavailable=planmod.Budget(body.capacity.max_unavailable),
+        headroom=planmod.Budget(body.capacity.headroom),
+        stable_revision=stable.revision,
+        candidate_revision=cand.revision,
+    )
+
+
+def prepare(path: str) -> Prepared:
+    """Load a spec file and plan it. Raises :class:`InputError` (with location) on bad input."""
+    from dgdgen.spec import Isolation, parse_duration
+
+    loaded = load_spec(path)
+    body = loaded.spec.spec
+    locate = spec_locator(loaded.document)
+    stable = stable_generation(loaded.stable, body.stable.revision)
+    cand = candidate_generation(stable, body.candidate, locate)
+    steps = tuple(
+        planmod.StepInput(s.weight, parse_duration(s.pause) if s.pause else None, s.gate)
+        for s in body.steps
+    )
+    mode = body.isolation.value
+    reasons: tuple[str, ...] = ()
+    if body.isolation in (Isolation.AUTO, Isolation.IN_PLACE):
+        mode, auto_steps, reasons = decide_isolation(stable, cand, body.isolation.value)
+        if body.isolation is Isolation.IN_PLACE and mode != "in-place":
+            raise InputError(
+                "isolation: in-place is not allowed for this change: "
+                + "; ".join(reasons)
+                + ". Use separate-dgd (or auto)",
+                location=loaded.location(("spec", "isolation")),
+                field=("spec", "isolation"),
+            )
+        if not steps:
+            steps = auto_steps
+    try:
+        plan = planmod.make_plan(_plan_input(loaded, stable, cand, mode, steps))
+    except PlanError as exc:
+        raise PlanError(
+            exc.message, location=loaded.location(exc.field), field=exc.field, hint=exc.hint
+        ) from None
+    if reasons:
+        plan = _with_notes(plan, reasons)
+    base, cand_name = _names(loaded, stable, cand, mode)
+    return Prepared(loaded, stable, cand, mode, plan, base, cand_name, reasons)
+
+
+def _names(loaded: LoadedSpec, stable: Generation, cand: Generation, mode: str) -> tuple[str, str]:
+    from dgdgen.generation import base_name
+    from dgdgen.render import names
+
+    ns = loaded.spec.metadata.namespace
+    if stable.dgd.namespace is not None and stable.dgd.namespace != ns:
+        field = ("metadata", "namespace")
+        raise InputError(
+            f"the stable DGD is in namespace {stable.dgd.namespace!r} but the rollout says "
+            f"{ns!r}",
+            location=loaded.location(field),
+            field=field,
+        )
+    base = base_name(stable.dgd, stable.revision)
+    if mode != "separate-dgd":
+        return base, stable.dgd.name
+    given = loaded.spec.spec.candidate.name
+    field = ("spec", "candidate", "name") if given else ("spec", "candidate", "revision")
+    cand_name = given or names.candidate_dgd_name(base, cand.revision)
+    try:
+        names.check_dgd_name(cand_name, list(cand.dgd.components), field)
+        names.check_prefix_free(ns, {"stable": stable.dgd.name, "candidate": cand_name})
+    except PlanError as exc:
+        raise PlanError(
+            exc.message, location=loaded.location(exc.field), field=exc.field
+        ) from None
+    return base, cand_name
+
+
+def _with_notes(plan: planmod.Plan, notes: tuple[str, ...]) -> planmod.Plan:
+    import dataclasses
+
+    return dataclasses.replace(plan, notes=plan.notes + notes)
+
+
+def decide_isolation(
+    stable: Generation, cand: Generation, requested: str
+) -> tuple[str, tuple[planmod.StepInput, ...], tuple[str, ...]]:
+    """Ask the checker whether stable → candidate needs isolation, and pick mode and schedule.
+
+    Returns (mode, default steps, reasons). ``in-place`` is chosen only when the checker finds no
+    isolation-demanding change.
+    """
+    try:
+        from dgdgen.check.classify import verdict
+    except ImportError:  # the checker is not installed in this build: be safe
+        return "separate-dgd", (), ("the change could not be classified; isolating to be safe",)
+    v = verdict(stable.dgd, cand.dgd)
+    grade = getattr(v.risk, "value", str(v.risk))
+    reasons = tuple(f"risk grade {grade}: {r}" for r in v.reasons) or (f"risk grade {grade}",)
+    if not v.isolation_required:
+        return "in-place", (planmod.StepInput(100),), reasons
+    # An isolating rollout always moves in steps, even for a configuration-only change.
+    return "separate-dgd", SCHEDULES.get(grade, planmod.DEFAULT_CANARY), reasons
+
+
+_H = 3600
+SCHEDULES: dict[str, tuple[planmod.StepInput, ...]] = {
+    "same-model-new-revision": (
+        planmod.StepInput(10, 900), planmod.StepInput(50, 900), planmod.StepInput(100),
+    ),
+    "same-family": (
+        planmod.StepInput(5, 1800), planmod.StepInput(25, 1800), planmod.StepInput(50, 1800),
+        planmod.StepInput(100),
+    ),
+    "new-family": (
+        planmod.StepInput(2, _H), planmod.StepInput(5, _H), planmod.StepInput(10, _H),
+        planmod.StepInput(25, 2 * _H), planmod.StepInput(50, 2 * _H), planmod.StepInput(100),
+    ),
+}
+
+

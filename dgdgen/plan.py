@@ -1,0 +1,370 @@
+"""The planner: a pure function from a rollout's inputs to its ordered steps. No I/O, no YAML.
+
+Model (docs/planning.md explains it with examples):
+
+* Each generation has a *target* size ``T[k]`` per component (the stable's replicas; the
+  candidate's after its replica overrides). Its serving capacity is the fraction of full traffic
+  it can carry: ``min_k replicas[k] / T[k]`` over its worker components (aggregated, prefill,
+  decode). Frontends and other components (planner, epp) run at their full count while the
+  generation exists.
+* At a step with candidate weight ``w`` the candidate runs ``ceil(w * T[k])`` replicas of each
+  worker component (at least one while it exists) and the stable ``ceil((1 - w) * T[k])``.
+  Rounding every component up from the same fraction keeps each generation's prefill:decode ratio
+  within one replica of its target ratio.
+* A step moves in four phases: *make room* (shrink the stable, only as far as `maxUnavailable`
+  and `headroom` allow while it still carries the previous share), *scale up* the candidate,
+  *shift* traffic, *scale down* the stable. The peak of replicas in use (after scale-up) must fit
+  the surge budget; if it does not, the step is refused with the surge it would need.
+* ``blue-green`` brings the candidate to full size at the first step and keeps the stable at full
+  size until cleanup (rollback is then instant; it needs a 100 % surge budget).
+* Rollback restores the stable exactly as before the rollout and removes the candidate; cleanup
+  removes the stable once the candidate carries 100 %.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from dgdgen.errors import PlanError
+
+ROLES_WORKER = ("aggregated", "prefill", "decode")
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+@dataclass(frozen=True)
+class ComponentInput:
+    name: str
+    role: str  # frontend | aggregated | prefill | decode | other
+    stable_replicas: int
+    candidate_replicas: int
+    stable_gpus: int  # per replica
+    candidate_gpus: int
+
+    @property
+    def is_worker(self) -> bool:
+        return self.role in ROLES_WORKER
+
+
+@dataclass(frozen=True)
+class StepInput:
+    weight: int
+    pause_seconds: int | None = None
+    gate: str | None = None
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A count or a percentage of a component's replicas (``"25%"``)."""
+
+    value: int | str
+
+    def replicas(self, total: int, *, round_up: bool) -> int:
+        if isinstance(self.value, int):
+            return self.value
+        pct = int(self.value.rstrip("%"))
+        exact = pct * total / 100
+        return math.ceil(exact) if round_up else math.floor(exact)
+
+    def fraction(self, totals: Sequence[int]) -> float:
+        """As a fraction of capacity: a percentage directly; a count relative to the smallest
+        component (the most conservative reading)."""
+        if isinstance(self.value, int):
+            positive = [t for t in totals if t > 0]
+            return min(1.0, self.value / min(positive)) if positive else 0.0
+        return int(self.value.rstrip("%")) / 100
+
+
+@dataclass(frozen=True)
+class PlanInput:
+    rollout: str
+    mode: str  # separate-dgd | worker-group | partition | in-place
+    strategy: str  # canary | blue-green
+    components: tuple[ComponentInput, ...]
+    steps: tuple[StepInput, ...]
+    max_surge: Budget = Budget("25%")
+    max_unavailable: Budget = Budget(0)
+    headroom: Budget = Budget(0)
+    stable_revision: str = "stable"
+    candidate_revision: str = "candidate"
+
+
+# --------------------------------------------------------------------------- outputs
+
+
+@dataclass(frozen=True)
+class GenerationState:
+    revision: str
+    present: bool
+    weight: int  # % of traffic
+    replicas: dict[str, int]
+    gpus: int
+    capacity: float  # fraction of full traffic this generation can carry
+
+
+@dataclass(frozen=True)
+class PlanStep:
+    index: int  # 0 = baseline; 1..n = rollout steps; -1 rollback; -2 cleanup
+    kind: str  # baseline | step | rollback | cleanup
+    label: str  # directory / display name
+    stable: GenerationState
+    candidate: GenerationState
+    pause_seconds: int | None
+    gate: str | None
+    peak_replicas: dict[str, int] = field(default_factory=dict)  # both generations, at the peak
+    peak_gpus: int = 0
+    extra_gpus_peak: int = 0  # above the stable's full size
+    min_capacity: float = 1.0  # lowest total capacity during the transition into this step
+
+    @property
+    def weights(self) -> tuple[int, int]:
+        return self.stable.weight, self.candidate.weight
+
+
+@dataclass(frozen=True)
+class Plan:
+    rollout: str
+    mode: str
+    strategy: str
+    stable_revision: str
+    candidate_revision: str
+    steps: tuple[PlanStep, ...]  # baseline first
+    rollback: PlanStep
+    cleanup: PlanStep
+    surge_replicas: dict[str, int]
+    unavailable_fraction: float
+    headroom_fraction: float
+    baseline_gpus: int
+    notes: tuple[str, ...] = ()
+
+    def all_states(self) -> tuple[PlanStep, ...]:
+        return self.steps + (self.rollback, self.cleanup)
+
+    def state(self, selector: int | str) -> PlanStep:
+        if selector in ("rollback", -1):
+            return self.rollback
+        if selector in ("cleanup", -2):
+            return self.cleanup
+        if isinstance(selector, int) and 0 <= selector < len(self.steps):
+            return self.steps[selector]
+        raise KeyError(selector)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# --------------------------------------------------------------------------- planning
+
+DEFAULT_CANARY = (StepInput(10, 600), StepInput(50, 600), StepInput(100))
+DEFAULT_BLUE_GREEN = (StepInput(0, 600, None), StepInput(100))
+
+
+def _frac_replicas(fraction: float, total: int) -> int:
+    # Guard float noise such as 0.1 * 30 = 3.0000000000000004.
+    return math.ceil(round(fraction * total, 9))
+
+
+def make_plan(inp: PlanInput) -> Plan:
+    """Expand the inputs into the ordered plan, or raise :class:`PlanError` naming the field."""
+    comps = inp.components
+    if not any(c.is_worker for c in comps):
+        raise PlanError(
+            "the DGD has no worker component (aggregated, prefill or decode) to roll out",
+            field=("spec", "stable"),
+        )
+    steps = inp.steps or (DEFAULT_BLUE_GREEN if inp.strategy == "blue-green" else DEFAULT_CANARY)
+    if inp.mode == "in-place":
+        if any(s.weight != 100 for s in steps) and inp.steps:
+            raise PlanError(
+                "an in-place rollout has no traffic steps (the operator replaces workers); "
+                "leave `steps` empty or give one step with weight 100",
+                field=("spec", "steps"),
+            )
+        steps = (StepInput(100, steps[-1].pause_seconds, steps[-1].gate),)
+    _check_weights(steps)
+
+    stable_T = {c.name: c.stable_replicas for c in comps}
+    cand_T = {c.name: c.candidate_replicas for c in comps}
+    workers = [c for c in comps if c.is_worker]
+    for c in workers:
+        if c.candidate_replicas == 0:
+            raise PlanError(
+                f"the candidate's {c.name} has 0 replicas: it could not take any traffic",
+                field=("spec", "candidate", "components", c.name, "replicas"),
+            )
+    surge = {c.name: inp.max_surge.replicas(c.stable_replicas, round_up=True) for c in workers}
+    unavail = inp.max_unavailable.fraction([c.stable_replicas for c in workers])
+    headroom = inp.headroom.fraction([c.stable_replicas for c in workers])
+
+    def stable_state(w: int, *, full: bool = False, present: bool = True) -> GenerationState:
+        reps: dict[str, int] = {}
+        for c in comps:
+            if not present:
+                reps[c.name] = 0
+            elif not c.is_worker or full or inp.strategy == "blue-green":
+                reps[c.name] = c.stable_replicas
+            else:
+                reps[c.name] = _frac_replicas((100 - w) / 100, c.stable_replicas)
+        return _state(inp.stable_revision, present, 100 - w if present else 0, reps, comps, stable_T, "stable")
+
+    def cand_state(w: int, *, present: bool = True) -> GenerationState:
+        reps: dict[str, int] = {}
+        for c in comps:
+            if not present:
+                reps[c.name] = 0
+            elif not c.is_worker or inp.strategy == "blue-green" or inp.mode == "in-place":
+                reps[c.name] = c.candidate_replicas
+            else:
+                reps[c.name] = max(1, _frac_replicas(w / 100, c.candidate_replicas))
+        return _state(inp.candidate_revision, present, w if present else 0, reps, comps, cand_T, "candidate")
+
+    baseline_stable = stable_state(0, full=True)
+    absent_cand = cand_state(0, present=False)
+    baseline = PlanStep(
+        0, "baseline", "step-00", baseline_stable, absent_cand, None, None,
+        peak_replicas=dict(baseline_stable.replicas), peak_gpus=baseline_stable.gpus,
+    )
+    out = [baseline]
+    prev_s, prev_c = baseline_stable, absent_cand
+    for i, st in enumerate(steps, start=1):
+        if inp.mode == "in-place":
+            s_t = stable_state(100, present=False)
+            c_t = cand_state(100)
+            step = _in_place_step(i, st, prev_s, s_t, c_t, comps, surge, inp)
+        else:
+            s_t = stable_state(st.weight)
+            c_t = cand_state(st.weight)
+            step = _transition(i, st, prev_s, prev_c, s_t, c_t, comps, surge, unavail, headroom,
+                               stable_T, inp)
+        out.append(step)
+        prev_s, prev_c = step.stable, step.candidate
+
+    if steps[-1].weight != 100:
+        raise PlanError(
+            f"the last step sends {steps[-1].weight}% to the candidate; a rollout ends at 100 "
+            "(add `- weight: 100`)",
+            field=("spec", "steps", len(steps) - 1, "weight"),
+        )
+    last = out[-1]
+    rollback = PlanStep(
+        -1, "rollback", "rollback", baseline_stable, absent_cand, None, None,
+        peak_replicas={n: baseline_stable.replicas[n] + last.candidate.replicas[n] for n in stable_T},
+        peak_gpus=baseline_stable.gpus + last.candidate.gpus,
+        extra_gpus_peak=last.candidate.gpus,
+    )
+    final_c = cand_state(100)
+    cleanup = PlanStep(
+        -2, "cleanup", "cleanup", stable_state(0, present=False), final_c, None, None,
+        peak_replicas=dict(last.peak_replicas), peak_gpus=last.candidate.gpus + last.stable.gpus,
+        extra_gpus_peak=max(0, last.candidate.gpus + last.stable.gpus - baseline_stable.gpus),
+    )
+    notes = []
+    if inp.mode == "partition":
+        notes.append(
+            "partition: both revisions share one frontend, which splits traffic between worker "
+            "sets in proportion to their worker counts (facts/dynamo.md §3.1), so the weights "
+            "are carried by replica counts, not by a router"
+        )
+    return Plan(
+        rollout=inp.rollout, mode=inp.mode, strategy=inp.strategy,
+        stable_revision=inp.stable_revision, candidate_revision=inp.candidate_revision,
+        steps=tuple(out), rollback=rollback, cleanup=cleanup, surge_replicas=surge,
+        unavailable_fraction=unavail, headroom_fraction=headroom,
+        baseline_gpus=baseline_stable.gpus, notes=tuple(notes),
+    )
+
+
+def _check_weights(steps: Sequence[StepInput]) -> None:
+    prev = 0
+    for i, st in enumerate(steps):
+        if not 0 <= st.weight <= 100:
+            raise PlanError(f"weight {st.weight} is outside 0..100", field=("spec", "steps", i, "weight"))
+        if st.weight < prev:
+            raise PlanError(
+                f"weight goes backwards ({prev}% → {st.weight}%); weights never decrease within a "
+                "rollout (use `dgdgen rollback` to return traffic)",
+                field=("spec", "steps", i, "weight"),
+            )
+        prev = st.weight
+
+
+def _state(
+    revision: str, present: bool, weight: int, reps: dict[str, int],
+    comps: Sequence[ComponentInput], targets: Mapping[str, int], which: str,
+) -> GenerationState:
+    gpus = sum(
+        reps[c.name] * (c.stable_gpus if which == "stable" else c.candidate_gpus) for c in comps
+    )
+    return GenerationState(revision, present, weight, reps, gpus, capacity(reps, comps, targets) if present else 0.0)
+
+
+def capacity(reps: Mapping[str, int], comps: Sequence[ComponentInput], targets: Mapping[str, int]) -> float:
+    """Fraction of full traffic a generation can carry: its scarcest worker component."""
+    fracs = [reps[c.name] / targets[c.name] for c in comps if c.is_worker and targets[c.name] > 0]
+    if any(reps[c.name] == 0 for c in comps if c.role == "frontend"):
+        return 0.0
+    return min(fracs) if fracs else 0.0
+
+
+def _transition(
+    index: int, st: StepInput, prev_s: GenerationState, prev_c: GenerationState,
+    s_t: GenerationState, c_t: GenerationState, comps: Sequence[ComponentInput],
+    surge: Mapping[str, int], unavail: float, headroom: float, stable_T: Mapping[str, int],
+    inp: PlanInput,
+) -> PlanStep:
+    # Phase 1, make room: the stable may shrink below its current share by `headroom`, and total
+    # capacity may dip by `maxUnavailable`, before the candidate grows.
+    prev_share = prev_s.weight / 100
+    floor_frac = max(prev_share - headroom, (1 - unavail) - prev_c.capacity, 0.0)
+    room: dict[str, int] = {}
+    for c in comps:
+        if c.is_worker and inp.strategy != "blue-green":
+            room[c.name] = min(prev_s.replicas[c.name], max(s_t.replicas[c.name], _frac_replicas(floor_frac, c.stable_replicas)))
+        else:
+            room[c.name] = prev_s.replicas[c.name]
+    room_cap = capacity(room, comps, stable_T) if prev_s.present else 0.0
+    # Phase 2, scale up: the peak.
+    peak = {c.name: room[c.name] + c_t.replicas[c.name] for c in comps}
+    for c in comps:
+        if not c.is_worker:
+            continue
+        extra = peak[c.name] - c.stable_replicas
+        if extra > surge[c.name]:
+            raise PlanError(
+                f"step {index} ({prev_c.weight}% → {st.weight}%) needs {extra} extra {c.name} "
+                f"replica(s) at its peak ({c_t.replicas[c.name]} candidate while the stable still "
+                f"runs {room[c.name]}), but capacity.maxSurge allows {surge[c.name]}: the surge "
+                "budget is too small to make progress. Raise capacity.maxSurge, allow "
+                "capacity.maxUnavailable together with capacity.headroom, or add smaller steps",
+                field=("spec", "steps", index - 1, "weight"),
+            )
+    peak_gpus = sum(room[c.name] * c.stable_gpus + c_t.replicas[c.name] * c.candidate_gpus for c in comps)
+    baseline_gpus = sum(c.stable_replicas * c.stable_gpus for c in comps)
+    min_cap = min(room_cap + prev_c.capacity, s_t.capacity + c_t.capacity)
+    return PlanStep(
+        index, "step", f"step-{index:02d}", s_t, c_t, st.pause_seconds, st.gate,
+        peak_replicas=peak, peak_gpus=peak_gpus,
+        extra_gpus_peak=max(0, peak_gpus - baseline_gpus), min_capacity=min_cap,
+    )
+
+
+def _in_place_step(
+    index: int, st: StepInput, prev_s: GenerationState, s_t: GenerationState,
+    c_t: GenerationState, comps: Sequence[ComponentInput], surge: Mapping[str, int],
+    inp: PlanInput,
+) -> PlanStep:
+    # The operator replaces workers itself, bounded by the rolling-update annotations that the
+    # renderer writes from the same budgets (facts/dynamo.md §2.3): at most `surge` extra replicas
+    # per component at any time.
+    peak = {c.name: c.stable_replicas + (surge[c.name] if c.is_worker else 0) for c in comps}
+    peak_gpus = sum(peak[c.name] * max(c.stable_gpus, c.candidate_gpus) for c in comps)
+    baseline_gpus = sum(c.stable_replicas * c.stable_gpus for c in comps)
+    return PlanStep(
+        index, "step", f"step-{index:02d}", s_t, c_t, st.pause_seconds, st.gate,
+        peak_replicas=peak, peak_gpus=peak_gpus, extra_gpus_peak=max(0, peak_gpus - baseline_gpus),
+        min_capacity=1.0 - inp.max_unavailable.fraction([c.stable_replicas for c in comps if c.is_worker]),
+    )

@@ -1,0 +1,145 @@
+"""Plan reports: a text table, JSON, and a Markdown summary with mermaid charts for pull
+requests. One function per format, chosen from :data:`FORMATS`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from dgdgen.pipeline import Prepared
+    from dgdgen.plan import GenerationState, PlanStep
+
+ROLE_ABBR = {"frontend": "fe", "aggregated": "agg", "prefill": "pre", "decode": "dec", "other": "oth"}
+
+
+def _duration(seconds: int | None) -> str:
+    if not seconds:
+        return "-"
+    h, rem = divmod(seconds, 3600)
+    m, s = divmod(rem, 60)
+    return "".join(f"{v}{u}" for v, u in ((h, "h"), (m, "m"), (s, "s")) if v) or "0s"
+
+
+def _abbr(prepared: Prepared) -> dict[str, str]:
+    roles: dict[str, list[str]] = {}
+    for name, comp in prepared.stable.dgd.components.items():
+        roles.setdefault(comp.role.value, []).append(name)
+    out = {}
+    for role, names in roles.items():
+        for name in names:
+            out[name] = ROLE_ABBR[role] if len(names) == 1 else name
+    return out
+
+
+def _reps(prepared: Prepared, gen: GenerationState) -> str:
+    if not gen.present:
+        return "—"
+    abbr = _abbr(prepared)
+    return " ".join(f"{abbr[n]}:{r}" for n, r in gen.replicas.items())
+
+
+def _title(state: PlanStep) -> str:
+    return {"baseline": "0 baseline", "rollback": "rollback", "cleanup": "cleanup"}.get(
+        state.kind, str(state.index)
+    )
+
+
+def _rows(prepared: Prepared) -> list[list[str]]:
+    rows = []
+    for st in prepared.plan.all_states():
+        rows.append([
+            _title(st),
+            f"{st.stable.weight}/{st.candidate.weight}",
+            _reps(prepared, st.stable),
+            _reps(prepared, st.candidate),
+            f"{st.peak_gpus} (+{st.extra_gpus_peak})",
+            f"{st.stable.capacity:.0%}/{st.candidate.capacity:.0%}",
+            _duration(st.pause_seconds),
+            st.gate or "-",
+        ])
+    return rows
+
+
+HEADERS = ["step", "weight s/c %", f"stable", "candidate", "GPUs peak (+extra)",
+           "capacity s/c", "pause", "gate"]
+
+
+def _header(prepared: Prepared) -> list[str]:
+    p = prepared.plan
+    lines = [
+        f"rollout {p.rollout}: {prepared.stable.dgd.name} ({p.stable_revision}) → "
+        f"{prepared.candidate_name} ({p.candidate_revision})",
+        f"isolation {p.mode}, strategy {p.strategy}; surge per worker component "
+        + ", ".join(f"{k} +{v}" for k, v in p.surge_replicas.items())
+        + f"; baseline GPUs {p.baseline_gpus}",
+    ]
+    from dgdgen.render.dgds import CAPABILITY
+
+    if p.mode in CAPABILITY:
+        lines.append(f"requires operator capability: {CAPABILITY[p.mode]}")
+    lines.extend(f"note: {n}" for n in p.notes)
+    return lines
+
+
+def table(prepared: Prepared) -> str:
+    rows = [HEADERS] + _rows(prepared)
+    widths = [max(len(r[i]) for r in rows) for i in range(len(HEADERS))]
+    out = _header(prepared) + [""]
+    for j, r in enumerate(rows):
+        out.append("  ".join(c.ljust(widths[i]) for i, c in enumerate(r)).rstrip())
+        if j == 0:
+            out.append("  ".join("-" * w for w in widths))
+    return "\n".join(out) + "\n"
+
+
+def as_json(prepared: Prepared) -> str:
+    data = prepared.plan.to_dict()
+    data["stableName"] = prepared.stable.dgd.name
+    data["candidateName"] = prepared.candidate_name
+    return json.dumps(data, indent=2) + "\n"
+
+
+def markdown(prepared: Prepared) -> str:
+    p = prepared.plan
+    lines = [f"### Rollout plan `{p.rollout}`", ""]
+    lines += [f"- {h}" for h in _header(prepared)]
+    lines += ["", "| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
+    lines += ["| " + " | ".join(r) + " |" for r in _rows(prepared)]
+    steps = p.steps
+    x = ", ".join(f'"{s.index}"' for s in steps)
+    weights = ", ".join(str(s.candidate.weight) for s in steps)
+    stable_w = ", ".join(str(sum(v for k, v in s.stable.replicas.items()
+                                 if prepared.stable.dgd.components[k].is_worker)) for s in steps)
+    cand_w = ", ".join(str(sum(v for k, v in s.candidate.replicas.items()
+                               if prepared.stable.dgd.components[k].is_worker)) for s in steps)
+    top = max([1] + [sum(s.peak_replicas.values()) for s in steps])
+    lines += [
+        "",
+        "```mermaid",
+        "xychart-beta",
+        '  title "Traffic to the candidate (%) per step"',
+        f"  x-axis [{x}]",
+        '  y-axis "candidate weight %" 0 --> 100',
+        f"  bar [{weights}]",
+        "```",
+        "",
+        "```mermaid",
+        "xychart-beta",
+        '  title "Worker replicas per step: stable (first line), candidate (second line)"',
+        f"  x-axis [{x}]",
+        f'  y-axis "worker replicas" 0 --> {top}',
+        f"  line [{stable_w}]",
+        f"  line [{cand_w}]",
+        "```",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+FORMATS: dict[str, Callable[[Prepared], str]] = {
+    "table": table,
+    "json": as_json,
+    "markdown": markdown,
+}

@@ -1,0 +1,50 @@
+"""plan → manifests. Each renderer in :data:`RENDERERS` turns one plan state into objects; the
+result is a sorted list of :class:`Manifest` (one object per file, deterministic names)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dgdgen.pipeline import Prepared
+    from dgdgen.plan import PlanStep
+
+
+@dataclass(frozen=True)
+class Manifest:
+    obj: dict[str, Any]
+    overlays: tuple[str, ...] = ()  # schema overlays the object needs (proposed fields)
+
+    @property
+    def kind(self) -> str:
+        return str(self.obj["kind"])
+
+    @property
+    def name(self) -> str:
+        return str(self.obj["metadata"]["name"])
+
+    @property
+    def filename(self) -> str:
+        return f"{self.kind.lower()}-{self.name}.yaml"
+
+
+Renderer = Callable[["Prepared", "PlanStep"], Sequence[Manifest]]
+
+
+def renderers() -> list[Renderer]:
+    from dgdgen.render import dgds, services
+
+    return [dgds.render, services.render]
+
+
+def render_state(prepared: Prepared, state: PlanStep) -> list[Manifest]:
+    out: list[Manifest] = []
+    for fn in renderers():
+        out.extend(fn(prepared, state))
+    names = [m.filename for m in out]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise AssertionError(f"two objects render to the same file: {', '.join(dupes)}")
+    return sorted(out, key=lambda m: m.filename)

@@ -1,0 +1,204 @@
+"""The DynamoGraphDeployments of one plan state, for every isolation mode, in the CRD version of
+the input. Only the fields a mode must change are touched; the rest of each document is kept as
+the stable (or candidate) generation has it."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from dgdgen import dgd as dgdmod
+from dgdgen.generation import (
+    ANN_BASE_NAME,
+    ANN_REVISION,
+    LABEL_GENERATION,
+    LABEL_ROLE,
+    LABEL_ROLLOUT,
+)
+from dgdgen.render import Manifest
+
+if TYPE_CHECKING:
+    from dgdgen.pipeline import Prepared
+    from dgdgen.plan import GenerationState, PlanStep
+
+OVERLAY_PROPOSED = "dgd-proposed-rollout-fields"
+# Capabilities an operator needs for the opt-in modes (DEP, Dynamo issue #15214); printed by
+# `dgdgen plan` and recorded on the DGD so a reviewer sees it.
+CAPABILITY = {
+    "worker-group": "dgd-worker-groups (per-component workerGroupName; proposed in Dynamo "
+    "DEP #15214, in no released CRD)",
+    "partition": "dgd-partitioned-rollout (per-component partition with ControllerRevision "
+    "revisions; proposed in Dynamo DEP #15214, in no released CRD)",
+}
+ANN_CAPABILITY = "dgdgen.dev/requires-operator-capability"
+
+
+def render(prepared: Prepared, state: PlanStep) -> Sequence[Manifest]:
+    return _MODES[prepared.mode](prepared, state)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _label_frontends(d: dgdmod.Dgd, rollout: str, revision: str | None) -> None:
+    """Label frontend pods so per-generation Services can select them. Frontends are not part of
+    the operator's worker hash (facts/dynamo.md §2.2), so this never restarts the workers."""
+    for comp in list(d.frontends()):
+        labels = d.pod_labels(comp.name)
+        labels[LABEL_ROLLOUT] = rollout
+        if revision is not None:
+            labels[LABEL_GENERATION] = revision
+        labels[LABEL_ROLE] = "frontend"
+
+
+def _set_replicas(d: dgdmod.Dgd, replicas: dict[str, int]) -> None:
+    for name, comp in d.components.items():
+        want = replicas[name]
+        node = d.component_doc(name)
+        if "replicas" in node or want != comp.replicas:
+            node["replicas"] = want
+    d.refresh()
+
+
+def _namespaced(d: dgdmod.Dgd, namespace: str) -> None:
+    d.doc.setdefault("metadata", {})["namespace"] = namespace
+    meta = d.doc["metadata"]
+    # keep metadata keys in a conventional order: name, namespace, then the rest
+    ordered = {k: meta[k] for k in ("name", "namespace") if k in meta}
+    ordered.update({k: v for k, v in meta.items() if k not in ordered})
+    d.doc["metadata"] = ordered
+
+
+def _copy(d: dgdmod.Dgd) -> dgdmod.Dgd:
+    return dgdmod.parse(copy.deepcopy(d.doc), source=d.source)
+
+
+def _annotate(d: dgdmod.Dgd, items: dict[str, str]) -> None:
+    meta = d.doc.setdefault("metadata", {})
+    anns = meta.setdefault("annotations", {})
+    anns.update(items)
+
+
+def stable_dgd(prepared: Prepared, gen: GenerationState) -> dgdmod.Dgd:
+    d = _copy(prepared.stable.dgd)
+    _label_frontends(d, prepared.loaded.spec.metadata.name, prepared.stable.revision)
+    _set_replicas(d, gen.replicas)
+    _namespaced(d, prepared.loaded.spec.metadata.namespace)
+    return d
+
+
+def candidate_dgd(prepared: Prepared, gen: GenerationState, name: str) -> dgdmod.Dgd:
+    d = _copy(prepared.candidate.dgd)
+    d.doc["metadata"]["name"] = name
+    _annotate(d, {ANN_REVISION: prepared.candidate.revision, ANN_BASE_NAME: prepared.base_name})
+    _label_frontends(d, prepared.loaded.spec.metadata.name, prepared.candidate.revision)
+    _set_replicas(d, gen.replicas)
+    _namespaced(d, prepared.loaded.spec.metadata.namespace)
+    return d
+
+
+# --------------------------------------------------------------------------- modes
+
+
+def _separate(prepared: Prepared, state: PlanStep) -> list[Manifest]:
+    out = []
+    if state.stable.present:
+        out.append(Manifest(stable_dgd(prepared, state.stable).doc))
+    if state.candidate.present:
+        out.append(Manifest(candidate_dgd(prepared, state.candidate, prepared.candidate_name).doc))
+    return out
+
+
+def group_component_name(name: str, revision: str) -> str:
+    return f"{name}-{revision}"
+
+
+def _worker_group(prepared: Prepared, state: PlanStep) -> list[Manifest]:
+    """One DGD; every component once per generation, each copy in its own worker group (the
+    proposed ``workerGroupName``: the operator appends a per-group hash to the Dynamo namespace,
+    so each group's frontend sees only its own workers)."""
+    rollout = prepared.loaded.spec.metadata.name
+    base = stable_dgd(prepared, state.stable if state.stable.present else _full(prepared, state))
+    d = base
+    entries: list[tuple[str, dict[str, Any]]] = []
+    for gen, source, suffix in (
+        (state.stable, prepared.stable.dgd, False),
+        (state.candidate, prepared.candidate.dgd, True),
+    ):
+        if not gen.present:
+            continue
+        src = _copy(source)
+        _label_frontends(src, rollout, gen.revision)
+        _set_replicas(src, gen.replicas)
+        for name in src.components:
+            node = copy.deepcopy(src.component_doc(name))
+            node["workerGroupName"] = gen.revision
+            new_name = group_component_name(name, gen.revision) if suffix else name
+            entries.append((new_name, node))
+    if d.version == "v1alpha1":
+        d.doc["spec"]["services"] = {n: node for n, node in entries}
+    else:
+        items = []
+        for n, node in entries:
+            node = dict(node)
+            node["name"] = n
+            items.append(node)
+        d.doc["spec"]["components"] = items
+    _annotate(d, {ANN_CAPABILITY: CAPABILITY["worker-group"]})
+    return [Manifest(d.doc, overlays=(OVERLAY_PROPOSED,))]
+
+
+def _full(prepared: Prepared, state: PlanStep) -> GenerationState:
+    return prepared.plan.steps[0].stable
+
+
+def _partition(prepared: Prepared, state: PlanStep) -> list[Manifest]:
+    """One DGD carrying the candidate template; per component ``partition`` = replicas on the new
+    revision (the first ``replicas - partition`` keep the old one, via ControllerRevisions)."""
+    if state.kind in ("baseline", "rollback"):
+        return [Manifest(stable_dgd(prepared, state.stable).doc)]
+    d = _copy(prepared.candidate.dgd)
+    d.doc["metadata"]["name"] = prepared.stable.dgd.name
+    _label_frontends(d, prepared.loaded.spec.metadata.name, None)
+    _namespaced(d, prepared.loaded.spec.metadata.namespace)
+    total = {n: state.stable.replicas[n] + state.candidate.replicas[n] for n in d.components}
+    for name, comp in d.components.items():
+        node = d.component_doc(name)
+        if comp.is_worker:
+            node["replicas"] = total[name]
+            if state.kind != "cleanup":
+                node["partition"] = state.candidate.replicas[name]
+        else:
+            node["replicas"] = prepared.candidate.target_replicas[name]
+            if state.candidate.weight < 100:
+                node["partition"] = 0  # non-serving components switch at the 100 % step
+    d.refresh()
+    _annotate(d, {ANN_CAPABILITY: CAPABILITY["partition"], ANN_REVISION: prepared.candidate.revision})
+    return [Manifest(d.doc, overlays=(OVERLAY_PROPOSED,) if state.kind != "cleanup" else ())]
+
+
+def _in_place(prepared: Prepared, state: PlanStep) -> list[Manifest]:
+    """The stable DGD updated with the candidate's changes and the operator's rolling-update
+    annotations per worker component (facts/dynamo.md §2.3)."""
+    if state.kind in ("baseline", "rollback"):
+        return [Manifest(stable_dgd(prepared, state.stable).doc)]
+    d = _copy(prepared.candidate.dgd)
+    d.doc["metadata"]["name"] = prepared.stable.dgd.name
+    _label_frontends(d, prepared.loaded.spec.metadata.name, None)
+    _namespaced(d, prepared.loaded.spec.metadata.namespace)
+    cap = prepared.loaded.spec.spec.capacity
+    for comp in list(d.workers()):
+        anns = d.component_annotations(comp.name)
+        anns[dgdmod.ANN_MAX_SURGE] = str(cap.max_surge)
+        anns[dgdmod.ANN_MAX_UNAVAILABLE] = str(cap.max_unavailable)
+    d.refresh()
+    return [Manifest(d.doc)]
+
+
+_MODES = {
+    "separate-dgd": _separate,
+    "worker-group": _worker_group,
+    "partition": _partition,
+    "in-place": _in_place,
+}

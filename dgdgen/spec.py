@@ -1,0 +1,296 @@
+"""The rollout spec: dgdgen's own kind (``dgdgen.dev/v1alpha1``, ``DGDRollout``).
+
+Typed and validated at the boundary (pydantic v2, unknown fields rejected, camelCase keys as in
+Kubernetes). :func:`dgdgen.load.load_spec` reads a file, maps every pydantic error back to the
+file, line and field path, and resolves the stable DGD; this module holds only the models.
+
+The JSON Schema of this model is generated into ``schemas/rollout-spec.schema.json`` (a test fails
+when it is stale) and printed by ``dgdgen schema``.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import Enum
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
+from pydantic.alias_generators import to_camel
+
+API_VERSION = "dgdgen.dev/v1alpha1"
+KIND = "DGDRollout"
+
+DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+_DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
+_PERCENT = re.compile(r"^(\d{1,3})%$")
+
+
+def parse_duration(text: str) -> int:
+    """``"1h30m"`` / ``"10m"`` / ``"45s"`` → seconds (the Go duration subset Argo uses)."""
+    m = _DURATION.match(text)
+    if not text or not m or not any(m.groups()):
+        raise ValueError(f"expected a duration such as 30s, 10m or 1h30m, got {text!r}")
+    h, mi, s = (int(g) if g else 0 for g in m.groups())
+    return h * 3600 + mi * 60 + s
+
+
+def _duration(v: str) -> str:
+    parse_duration(v)
+    return v
+
+
+def _percent_or_count(v: int | str) -> int | str:
+    if isinstance(v, bool):
+        raise ValueError("expected a replica count or a percentage such as 25%")
+    if isinstance(v, int):
+        if v < 0:
+            raise ValueError("must not be negative")
+        return v
+    m = _PERCENT.match(v)
+    if not m or int(m.group(1)) > 100:
+        raise ValueError(f"expected a replica count or a percentage 0%..100%, got {v!r}")
+    return v
+
+
+def _revision(v: str) -> str:
+    if len(v) > 12 or not DNS1035_LABEL.match(v):
+        raise ValueError(
+            "a revision id is 1-12 characters of lower-case letters, digits and '-', starting "
+            f"with a letter (it becomes part of object names), got {v!r}"
+        )
+    return v
+
+
+Duration = Annotated[str, AfterValidator(_duration)]
+PercentOrCount = Annotated[int | str, AfterValidator(_percent_or_count)]
+Revision = Annotated[str, AfterValidator(_revision)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+        frozen=True,
+        alias_generator=to_camel,
+        populate_by_name=True,
+        use_enum_values=False,
+    )
+
+
+class Isolation(str, Enum):
+    SEPARATE_DGD = "separate-dgd"
+    WORKER_GROUP = "worker-group"
+    PARTITION = "partition"
+    IN_PLACE = "in-place"
+    AUTO = "auto"
+
+
+class Strategy(str, Enum):
+    CANARY = "canary"
+    BLUE_GREEN = "blue-green"
+
+
+class Metadata(_Model):
+    name: str = Field(description="Name of this rollout; labels and object names derive from it.")
+    namespace: str = Field(
+        "default", description="Kubernetes namespace the DGDs run in (the Dynamo namespace is "
+        "derived from it and the DGD name)."
+    )
+
+    @field_validator("name", "namespace")
+    @classmethod
+    def _label(cls, v: str) -> str:
+        if len(v) > 63 or not DNS1123_LABEL.match(v):
+            raise ValueError(f"must be a DNS-1123 label (lower-case, digits, '-'; ≤63), got {v!r}")
+        return v
+
+
+class StableGeneration(_Model):
+    """The generation running today."""
+
+    dgd: str | None = Field(
+        None, description="Path to today's DGD manifest (relative to this spec file), "
+        "nvidia.com/v1alpha1 or nvidia.com/v1beta1. The file may hold several documents."
+    )
+    name: str | None = Field(
+        None, description="Which DGD of the file to use, when it holds more than one."
+    )
+    manifest: dict[str, Any] | None = Field(
+        None, description="The DGD inline, instead of `dgd`."
+    )
+    revision: Revision | None = Field(
+        None, description="Short revision id of the stable generation (default: a content hash)."
+    )
+
+    @model_validator(mode="after")
+    def _one_source(self) -> StableGeneration:
+        if (self.dgd is None) == (self.manifest is None):
+            raise ValueError("give exactly one of `dgd` (a path) or `manifest` (inline)")
+        return self
+
+
+class ArgChanges(_Model):
+    set: dict[str, str | int | float | bool | None] = Field(
+        default_factory=dict,
+        description="Flags to set, e.g. {'--block-size': 32}. A null value is a flag without a "
+        "value (e.g. '--trust-remote-code'); false removes such a flag.",
+    )
+    remove: list[str] = Field(default_factory=list, description="Flags to remove.")
+
+    @field_validator("set")
+    @classmethod
+    def _flags(cls, v: dict[str, Any]) -> dict[str, Any]:
+        for k in v:
+            if not k.startswith("-"):
+                raise ValueError(f"argument names start with '-', got {k!r}")
+        return v
+
+
+class EnvChanges(_Model):
+    set: dict[str, str] = Field(default_factory=dict, description="Variables to set.")
+    remove: list[str] = Field(default_factory=list, description="Variables to remove.")
+
+
+class ComponentChange(_Model):
+    image: str | None = Field(None, description="New image of the component's main container.")
+    args: ArgChanges | None = None
+    env: EnvChanges | None = None
+    replicas: int | None = Field(None, ge=0, description="Replicas of the candidate at 100%.")
+
+
+class Candidate(_Model):
+    """The new generation, as a small set of changes against the stable one."""
+
+    revision: Revision | None = Field(
+        None, description="Short revision id (default: a content hash of the candidate DGD)."
+    )
+    name: str | None = Field(
+        None, description="DGD name of the candidate (separate-dgd; default derived from the "
+        "stable name and the revision so no Dynamo namespace is a prefix of another)."
+    )
+    image: str | None = Field(
+        None, description="New image for every component that has a main container image."
+    )
+    components: dict[str, ComponentChange] = Field(
+        default_factory=dict, description="Per-component changes, keyed by component name."
+    )
+
+
+class Capacity(_Model):
+    max_surge: PercentOrCount = Field(
+        "25%", description="Extra replicas per worker component allowed above the stable size "
+        "at any moment (count, or % of the stable replicas, rounded up)."
+    )
+    max_unavailable: PercentOrCount = Field(
+        0, description="Serving capacity that may be missing at any moment (count per "
+        "component, or %, rounded down). Used together with `headroom`."
+    )
+    headroom: PercentOrCount = Field(
+        0, description="How far (in % of full traffic) a generation's traffic share may exceed "
+        "its share of serving capacity while replicas move."
+    )
+
+
+class Step(_Model):
+    weight: int = Field(ge=0, le=100, description="Traffic to the candidate, in %.")
+    pause: Duration | None = Field(
+        None, description="Bake time before the next step, e.g. 10m (Go duration)."
+    )
+    gate: str | None = Field(None, description="Name of the analysis gate that must pass.")
+
+
+class TrafficProvider(str, Enum):
+    NONE = "none"
+    GATEWAY_API = "gateway-api"
+    GAMMA = "gamma"
+    INFERENCE_POOL = "inference-pool"
+    HAPROXY = "haproxy"
+
+
+class ParentRef(_Model):
+    name: str
+    namespace: str | None = None
+    section_name: str | None = None
+
+
+class Traffic(_Model):
+    provider: TrafficProvider = TrafficProvider.NONE
+    gateway: ParentRef | None = Field(None, description="Gateway for `gateway-api` / `inference-pool`.")
+    service: str | None = Field(None, description="Service the GAMMA route attaches to.")
+    hostnames: list[str] = Field(default_factory=list)
+    path: str = Field("/", description="Path prefix routed to the model.")
+    request_timeout: Duration = Field("3600s", description="Whole-request timeout (streaming).")
+    sticky: str | None = Field(
+        None, description="Header or cookie (`cookie:NAME`) that pins a client to a generation."
+    )
+    settings: dict[str, Any] = Field(
+        default_factory=dict, description="Provider-specific settings (see docs/traffic.md)."
+    )
+
+
+class Slos(_Model):
+    ttft_p95_seconds: float | None = Field(None, gt=0)
+    ttft_p99_seconds: float | None = Field(None, gt=0)
+    itl_p95_seconds: float | None = Field(None, gt=0)
+    error_rate: float | None = Field(None, ge=0, le=1)
+
+
+class Analysis(_Model):
+    enabled: bool = False
+    prometheus: str | None = Field(None, description="Prometheus address used by the gates.")
+    slos: Slos = Field(default_factory=Slos)
+    max_regression: float = Field(
+        1.2, gt=1, description="Candidate p95/p99 may be at most this factor of the stable's."
+    )
+    min_requests: int | None = Field(
+        None, ge=1, description="Requests per window below which a gate is Inconclusive "
+        "(default: derived from effect size and power)."
+    )
+    interval: Duration = "1m"
+    settings: dict[str, Any] = Field(default_factory=dict)
+
+
+class GitOps(_Model):
+    repo_url: str | None = None
+    path: str | None = None
+    branch: str | None = None
+    settings: dict[str, Any] = Field(default_factory=dict)
+
+
+class RolloutBody(_Model):
+    stable: StableGeneration
+    candidate: Candidate
+    isolation: Isolation = Isolation.SEPARATE_DGD
+    strategy: Strategy = Strategy.CANARY
+    capacity: Capacity = Field(default_factory=Capacity)
+    steps: list[Step] = Field(
+        default_factory=list,
+        description="Traffic steps; weights never go backwards and end at 100. Empty: a default "
+        "schedule (for `auto`, the one the change's risk grade calls for).",
+    )
+    traffic: Traffic = Field(default_factory=Traffic)
+    analysis: Analysis = Field(default_factory=Analysis)
+    gitops: GitOps = Field(default_factory=GitOps)
+
+
+class RolloutSpec(_Model):
+    """A dgdgen rollout: stable DGD → candidate, in weighted, gated steps."""
+
+    api_version: Literal["dgdgen.dev/v1alpha1"] = Field(alias="apiVersion")
+    kind: Literal["DGDRollout"]
+    metadata: Metadata
+    spec: RolloutBody
+
+
+def json_schema() -> dict[str, Any]:
+    schema = RolloutSpec.model_json_schema(by_alias=True)
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = "https://dgdgen.dev/schemas/rollout-spec.schema.json"
+    return schema
