@@ -196,7 +196,9 @@ def make_plan(inp: PlanInput) -> Plan:
                 f"the candidate's {c.name} has 0 replicas: it could not take any traffic",
                 field=("spec", "candidate", "components", c.name, "replicas"),
             )
-    surge = {c.name: inp.max_surge.replicas(c.stable_replicas, round_up=True) for c in workers}
+    # Budgets are relative to the larger of the two generations' full sizes: a candidate that is
+    # meant to be bigger grows into its size, and only what exceeds it is surge.
+    surge = {c.name: inp.max_surge.replicas(_size(c), round_up=True) for c in workers}
     unavail = inp.max_unavailable.fraction([c.stable_replicas for c in workers])
     headroom = inp.headroom.fraction([c.stable_replicas for c in workers])
 
@@ -254,13 +256,13 @@ def make_plan(inp: PlanInput) -> Plan:
         -1, "rollback", "rollback", baseline_stable, absent_cand, None, None,
         peak_replicas={n: baseline_stable.replicas[n] + last.candidate.replicas[n] for n in stable_T},
         peak_gpus=baseline_stable.gpus + last.candidate.gpus,
-        extra_gpus_peak=last.candidate.gpus,
+        extra_gpus_peak=max(0, baseline_stable.gpus + last.candidate.gpus - _full_gpus(comps)),
     )
     final_c = cand_state(100)
     cleanup = PlanStep(
         -2, "cleanup", "cleanup", stable_state(0, present=False), final_c, None, None,
         peak_replicas=dict(last.peak_replicas), peak_gpus=last.candidate.gpus + last.stable.gpus,
-        extra_gpus_peak=max(0, last.candidate.gpus + last.stable.gpus - baseline_stable.gpus),
+        extra_gpus_peak=max(0, last.candidate.gpus + last.stable.gpus - _full_gpus(comps)),
     )
     notes = []
     if inp.mode == "partition":
@@ -275,6 +277,17 @@ def make_plan(inp: PlanInput) -> Plan:
         steps=tuple(out), rollback=rollback, cleanup=cleanup, surge_replicas=surge,
         unavailable_fraction=unavail, headroom_fraction=headroom,
         baseline_gpus=baseline_stable.gpus, notes=tuple(notes),
+    )
+
+
+def _size(c: ComponentInput) -> int:
+    return max(c.stable_replicas, c.candidate_replicas)
+
+
+def _full_gpus(comps: Sequence[ComponentInput]) -> int:
+    return max(
+        sum(c.stable_replicas * c.stable_gpus for c in comps),
+        sum(c.candidate_replicas * c.candidate_gpus for c in comps),
     )
 
 
@@ -332,7 +345,7 @@ def _transition(
     for c in comps:
         if not c.is_worker:
             continue
-        extra = peak[c.name] - c.stable_replicas
+        extra = peak[c.name] - _size(c)
         if extra > surge[c.name]:
             raise PlanError(
                 f"step {index} ({prev_c.weight}% → {st.weight}%) needs {extra} extra {c.name} "
@@ -343,7 +356,7 @@ def _transition(
                 field=("spec", "steps", index - 1, "weight"),
             )
     peak_gpus = sum(room[c.name] * c.stable_gpus + c_t.replicas[c.name] * c.candidate_gpus for c in comps)
-    baseline_gpus = sum(c.stable_replicas * c.stable_gpus for c in comps)
+    baseline_gpus = _full_gpus(comps)
     min_cap = min(room_cap + prev_c.capacity, s_t.capacity + c_t.capacity)
     return PlanStep(
         index, "step", f"step-{index:02d}", s_t, c_t, st.pause_seconds, st.gate,
@@ -362,7 +375,7 @@ def _in_place_step(
     # per component at any time.
     peak = {c.name: c.stable_replicas + (surge[c.name] if c.is_worker else 0) for c in comps}
     peak_gpus = sum(peak[c.name] * max(c.stable_gpus, c.candidate_gpus) for c in comps)
-    baseline_gpus = sum(c.stable_replicas * c.stable_gpus for c in comps)
+    baseline_gpus = _full_gpus(comps)
     return PlanStep(
         index, "step", f"step-{index:02d}", s_t, c_t, st.pause_seconds, st.gate,
         peak_replicas=peak, peak_gpus=peak_gpus, extra_gpus_peak=max(0, peak_gpus - baseline_gpus),
