@@ -1,0 +1,577 @@
+"""Strict validation of a plain object against a CRD's structural schema, with its CEL rules.
+
+This follows what kube-apiserver does with a custom resource (k8s.io/apiextensions-apiserver,
+pkg/apiserver/schema): defaults are applied first, then the OpenAPI value validations, then the
+``x-kubernetes-validations`` CEL rules. Where the API server would *silently prune* a field that
+the schema does not declare, we report an error instead: a rendered manifest that loses fields
+on apply is a defect (kubectl's ``--validate=strict`` reports them the same way).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+from dgdgen.crd import cel
+from dgdgen.crd.violation import FieldPath, Violation
+from dgdgen.errors import did_you_mean
+
+Schema = Mapping[str, Any]
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "<missing>"
+
+
+MISSING: Any = _Missing()
+
+_TYPE_NAMES = {
+    bool: "boolean",
+    int: "integer",
+    float: "number",
+    str: "string",
+    list: "array",
+    dict: "object",
+    type(None): "null",
+}
+
+
+def type_name(value: Any) -> str:
+    return _TYPE_NAMES.get(type(value), type(value).__name__)
+
+
+def _is_type(value: Any, expected: str) -> bool:
+    if expected == "object":
+        return isinstance(value, dict)
+    if expected == "array":
+        return isinstance(value, list)
+    if expected == "string":
+        return isinstance(value, str)
+    if expected == "boolean":
+        return isinstance(value, bool)
+    if expected == "integer":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if expected == "number":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return True
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True, default=str)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+# --------------------------------------------------------------------------- ObjectMeta
+
+# Custom resources get ObjectMeta from the API machinery, not from the CRD (whose schema may only
+# constrain name/generateName): these are its fields (k8s.io/apimachinery meta/v1 ObjectMeta).
+_STRING_MAP = {"type": "object", "additionalProperties": {"type": "string"}}
+OBJECT_META: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string"},
+        "generateName": {"type": "string"},
+        "namespace": {"type": "string"},
+        "selfLink": {"type": "string"},
+        "uid": {"type": "string"},
+        "resourceVersion": {"type": "string"},
+        "generation": {"type": "integer", "format": "int64"},
+        "creationTimestamp": {"type": "string", "format": "date-time", "nullable": True},
+        "deletionTimestamp": {"type": "string", "format": "date-time", "nullable": True},
+        "deletionGracePeriodSeconds": {"type": "integer", "format": "int64"},
+        "labels": _STRING_MAP,
+        "annotations": _STRING_MAP,
+        "ownerReferences": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["apiVersion", "kind", "name", "uid"],
+                "properties": {
+                    "apiVersion": {"type": "string"},
+                    "kind": {"type": "string"},
+                    "name": {"type": "string"},
+                    "uid": {"type": "string"},
+                    "controller": {"type": "boolean"},
+                    "blockOwnerDeletion": {"type": "boolean"},
+                },
+            },
+        },
+        "finalizers": {"type": "array", "items": {"type": "string"}},
+        "managedFields": {
+            "type": "array",
+            "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+        },
+    },
+}
+
+# k8s.io/apimachinery/pkg/util/validation: qualified names, label values, DNS labels.
+_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_ANNOTATIONS_MAX = 256 * 1024
+
+
+def _qualified_name_problem(key: str) -> str | None:
+    prefix, slash, name = key.rpartition("/")
+    if slash and (not prefix or len(prefix) > 253 or not _DNS1123_SUBDOMAIN.match(prefix)):
+        return "prefix must be a DNS-1123 subdomain"
+    if not name or len(name) > 63 or not _QUALIFIED_NAME.match(name):
+        return (
+            "name part must be 63 characters or less, alphanumeric, '-', '_' or '.', "
+            "starting and ending with an alphanumeric character"
+        )
+    return None
+
+
+def metadata_problems(meta: Mapping[str, Any], path: FieldPath) -> list[Violation]:
+    """ObjectMeta checks the API server applies to every object (ValidateObjectMeta)."""
+    out: list[Violation] = []
+    if not meta.get("name") and not meta.get("generateName"):
+        out.append(Violation(path + ("name",), "name or generateName is required", "required"))
+    name = meta.get("name")
+    if isinstance(name, str) and name and (name in (".", "..") or "/" in name or "%" in name):
+        out.append(
+            Violation(path + ("name",), f"invalid name {name!r}: may not be '.', '..' or "
+                      "contain '/' or '%'", "name")
+        )
+    ns = meta.get("namespace")
+    if isinstance(ns, str) and ns and (len(ns) > 63 or not _DNS1123_LABEL.match(ns)):
+        out.append(Violation(path + ("namespace",), f"{ns!r} is not a DNS-1123 label", "name"))
+    labels = meta.get("labels")
+    if isinstance(labels, dict):
+        for k, v in labels.items():
+            problem = _qualified_name_problem(k)
+            if problem:
+                out.append(Violation(path + ("labels", k), f"label key {k!r}: {problem}", "key"))
+            if isinstance(v, str) and (len(v) > 63 or not _LABEL_VALUE.match(v)):
+                out.append(
+                    Violation(path + ("labels", k), f"label value {v!r} must be 63 characters "
+                              "or less, alphanumeric, '-', '_' or '.', starting and ending with "
+                              "an alphanumeric character", "labelValue")
+                )
+    annotations = meta.get("annotations")
+    if isinstance(annotations, dict):
+        total = 0
+        for k, v in annotations.items():
+            problem = _qualified_name_problem(k)
+            if problem:
+                out.append(
+                    Violation(path + ("annotations", k), f"annotation key {k!r}: {problem}", "key")
+                )
+            total += len(k) + (len(v) if isinstance(v, str) else 0)
+        if total > _ANNOTATIONS_MAX:
+            out.append(
+                Violation(path + ("annotations",), f"annotations total {total} bytes, must "
+                          f"be at most {_ANNOTATIONS_MAX}", "maxLength")
+            )
+    return out
+
+
+def with_metadata(crd_meta: Schema | None) -> dict[str, Any]:
+    """ObjectMeta, plus the name constraints a CRD may add to ``metadata``."""
+    extra = (crd_meta or {}).get("properties") or {}
+    if not extra:
+        return OBJECT_META
+    props = dict(OBJECT_META["properties"])
+    for field in ("name", "generateName"):
+        if field in extra:
+            props[field] = {**props[field], **extra[field]}
+    return {**OBJECT_META, "properties": props}
+
+
+# --------------------------------------------------------------------------- defaulting
+
+
+def copy_plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: copy_plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [copy_plain(v) for v in value]
+    return value
+
+
+def apply_defaults(value: Any, schema: Schema) -> None:
+    """Set schema defaults on absent fields, in place (structuraldefaulting.Default)."""
+    if isinstance(value, dict):
+        props = schema.get("properties")
+        if props:
+            for name, sub in props.items():
+                if name not in value and "default" in sub:
+                    value[name] = copy_plain(sub["default"])
+            for name, sub in props.items():
+                if name in value:
+                    apply_defaults(value[name], sub)
+        extra = schema.get("additionalProperties")
+        if isinstance(extra, dict):
+            for k, v in value.items():
+                if not props or k not in props:
+                    apply_defaults(v, extra)
+    elif isinstance(value, list):
+        items = schema.get("items")
+        if isinstance(items, dict):
+            for v in value:
+                apply_defaults(v, items)
+
+
+# --------------------------------------------------------------------------- formats
+
+
+def _valid_date_time(text: str) -> bool:
+    try:
+        datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        return False
+    return True
+
+
+def _valid_byte(text: str) -> bool:
+    try:
+        base64.b64decode(text, validate=True)
+    except ValueError:
+        return False
+    return True
+
+
+# Only the formats the vendored CRDs use and kube-openapi checks; int32/int64 are range checks
+# so that a value the controllers' typed clients would overflow on is caught here.
+_STRING_FORMATS = {"date-time": _valid_date_time, "datetime": _valid_date_time, "byte": _valid_byte}
+_INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
+
+
+# --------------------------------------------------------------------------- the walker
+
+
+_FIELD_PATH_TOKEN = re.compile(r"\.([A-Za-z0-9_\-$]+)|\['((?:[^'\\]|\\.)*)'\]|\[([0-9]+)\]")
+
+
+def parse_field_path(text: str | None) -> FieldPath:
+    """A CEL rule's ``fieldPath`` (``.spec.foo['a.b']``) as path parts; () if unparsable."""
+    if not text:
+        return ()
+    parts: list[str | int] = []
+    pos = 0
+    while pos < len(text):
+        m = _FIELD_PATH_TOKEN.match(text, pos)
+        if not m:
+            return ()
+        name, quoted, index = m.groups()
+        parts.append(int(index) if index is not None else (name if name is not None else quoted))
+        pos = m.end()
+    return tuple(parts)
+
+
+class Walker:
+    """One validation run: collects violations while walking value and schema together."""
+
+    def __init__(self, *, strict: bool = True, run_cel: bool = True) -> None:
+        self.strict = strict
+        self.run_cel = run_cel
+        self.violations: list[Violation] = []
+        # CEL runs after the whole structural walk, and not at all when a value has the wrong
+        # type (apiextensions-apiserver customResourceStrategy.validate: hasBlockingErr).
+        self._deferred: list[tuple[Any, Schema, FieldPath, Any]] = []
+        self._type_errors = 0
+
+    def add(self, path: FieldPath, message: str, rule: str | None, reason: str | None = None) -> None:
+        self.violations.append(Violation(path, message, rule, reason))
+
+    # The entry point for a whole object: apiVersion/kind/metadata are the API machinery's.
+    def root(self, obj: dict[str, Any], schema: Schema, old: Any = MISSING) -> None:
+        props = dict(schema.get("properties") or {})
+        props["metadata"] = with_metadata(props.get("metadata"))
+        self.walk(obj, {**schema, "properties": props}, (), old)
+        meta = obj.get("metadata")
+        if isinstance(meta, dict):
+            self.violations.extend(metadata_problems(meta, ("metadata",)))
+        elif meta is None:
+            self.add(("metadata",), "metadata is required (name or generateName)", "required")
+        self.run_deferred()
+
+    def run_deferred(self) -> None:
+        deferred, self._deferred = self._deferred, []
+        if self._type_errors:
+            if deferred:
+                self.add((), "CEL validation rules were not checked because the object has type "
+                         "errors; correct them to complete validation", "x-kubernetes-validations")
+            return
+        for value, schema, path, old in deferred:
+            self._cel(value, schema, path, old)
+
+    def walk(self, value: Any, schema: Schema, path: FieldPath, old: Any = MISSING) -> None:
+        if value is None:
+            if not schema.get("nullable"):
+                # The API server drops a null for a non-nullable field; in generated output that
+                # is always a mistake (a field meant to be set, or one to leave out).
+                self.add(path, "must not be null (the field is not nullable)", "nullable")
+            return
+        if not self._type_ok(value, schema, path):
+            return
+        self._value_validations(value, schema, path)
+        if isinstance(value, dict):
+            self._object(value, schema, path, old)
+        elif isinstance(value, list):
+            self._array(value, schema, path, old)
+        if self.run_cel and "x-kubernetes-validations" in schema:
+            self._deferred.append((value, schema, path, old))
+
+    # ----------------------------------------------------------------------- types
+
+    def _type_ok(self, value: Any, schema: Schema, path: FieldPath) -> bool:
+        if schema.get("x-kubernetes-int-or-string"):
+            if _is_type(value, "integer") or isinstance(value, str):
+                return True
+            self._type_errors += 1
+            self.add(path, f"must be an integer or a string, got {type_name(value)}", "type")
+            return False
+        expected = schema.get("type")
+        if expected is None or _is_type(value, expected):
+            return True
+        self._type_errors += 1
+        self.add(path, f"must be of type {expected}, got {type_name(value)} {_short(value)}", "type")
+        return False
+
+    def _value_validations(self, value: Any, schema: Schema, path: FieldPath) -> None:
+        enum = schema.get("enum")
+        if enum is not None and value not in enum:
+            allowed = ", ".join(json.dumps(e) for e in enum)
+            self.add(path, f"unsupported value {_short(value)}: supported values: {allowed}", "enum")
+        if isinstance(value, str):
+            self._string(value, schema, path)
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            self._number(value, schema, path)
+        elif isinstance(value, list):
+            n = len(value)
+            if "maxItems" in schema and n > schema["maxItems"]:
+                self.add(path, f"must have at most {schema['maxItems']} items, has {n}", "maxItems")
+            if "minItems" in schema and n < schema["minItems"]:
+                self.add(path, f"must have at least {schema['minItems']} items, has {n}", "minItems")
+        elif isinstance(value, dict):
+            n = len(value)
+            if "maxProperties" in schema and n > schema["maxProperties"]:
+                self.add(path, f"must have at most {schema['maxProperties']} entries, has {n}",
+                         "maxProperties")
+            if "minProperties" in schema and n < schema["minProperties"]:
+                self.add(path, f"must have at least {schema['minProperties']} entries, has {n}",
+                         "minProperties")
+        for keyword in ("allOf", "anyOf", "oneOf", "not"):
+            if keyword in schema:
+                self._combinator(keyword, value, schema[keyword], path)
+
+    def _string(self, value: str, schema: Schema, path: FieldPath) -> None:
+        n = len(value)  # characters, as kube-openapi counts (utf8.RuneCountInString)
+        if "maxLength" in schema and n > schema["maxLength"]:
+            self.add(path, f"may not be longer than {schema['maxLength']} characters, is {n}",
+                     "maxLength")
+        if "minLength" in schema and n < schema["minLength"]:
+            self.add(path, f"must be at least {schema['minLength']} characters, is {n}",
+                     "minLength")
+        pattern = schema.get("pattern")
+        if pattern is not None and not _compiled(pattern).search(value):
+            self.add(path, f"{_short(value)} does not match the pattern {pattern}", "pattern")
+        check = _STRING_FORMATS.get(schema.get("format", ""))
+        if check is not None and not check(value):
+            self.add(path, f"{_short(value)} is not a valid {schema['format']}", "format")
+
+    def _number(self, value: float, schema: Schema, path: FieldPath) -> None:
+        if "maximum" in schema:
+            limit = schema["maximum"]
+            if value > limit or (schema.get("exclusiveMaximum") and value == limit):
+                op = "less than" if schema.get("exclusiveMaximum") else "less than or equal to"
+                self.add(path, f"{value} must be {op} {limit}", "maximum")
+        if "minimum" in schema:
+            limit = schema["minimum"]
+            if value < limit or (schema.get("exclusiveMinimum") and value == limit):
+                op = "greater than" if schema.get("exclusiveMinimum") else "greater than or equal to"
+                self.add(path, f"{value} must be {op} {limit}", "minimum")
+        if "multipleOf" in schema and value % schema["multipleOf"] != 0:
+            self.add(path, f"{value} must be a multiple of {schema['multipleOf']}", "multipleOf")
+        bounds = _INT_RANGES.get(schema.get("format", ""))
+        if bounds is not None and isinstance(value, int) and not bounds[0] <= value <= bounds[1]:
+            self.add(path, f"{value} is out of range for {schema['format']}", "format")
+
+    def _combinator(self, keyword: str, value: Any, subs: Any, path: FieldPath) -> None:
+        # Structural schemas allow these only for value validations (no new fields), so a
+        # sub-walk without the unknown-field check and without CEL decides each branch.
+        def ok(sub: Schema) -> bool:
+            w = Walker(strict=False, run_cel=False)
+            w.walk(value, sub, path)
+            return not w.violations
+
+        if keyword == "not":
+            if ok(subs):
+                self.add(path, "must not match the schema in 'not'", "not")
+            return
+        passed = sum(1 for sub in subs if ok(sub))
+        if keyword == "allOf" and passed != len(subs):
+            for sub in subs:
+                w = Walker(strict=False, run_cel=False)
+                w.walk(value, sub, path)
+                self.violations.extend(w.violations)
+        elif keyword == "anyOf" and passed == 0:
+            self.add(path, f"{_short(value)} must match at least one schema in anyOf", "anyOf")
+        elif keyword == "oneOf" and passed != 1:
+            self.add(path, f"{_short(value)} must match exactly one schema in oneOf, matches "
+                     f"{passed}", "oneOf")
+
+    # ----------------------------------------------------------------------- containers
+
+    def _object(self, value: dict[str, Any], schema: Schema, path: FieldPath, old: Any) -> None:
+        props: Mapping[str, Any] = schema.get("properties") or {}
+        extra = schema.get("additionalProperties")
+        embedded = schema.get("x-kubernetes-embedded-resource", False)
+        if embedded:
+            props = {
+                "apiVersion": {"type": "string"},
+                "kind": {"type": "string"},
+                **props,
+                "metadata": with_metadata(props.get("metadata")),
+            }
+            for field in ("apiVersion", "kind"):
+                if not value.get(field):
+                    self.add(path + (field,), f"{field} is required in an embedded object",
+                             "x-kubernetes-embedded-resource")
+        for field in schema.get("required") or ():
+            if field not in value:
+                self.add(path + (field,), "required field is missing", "required")
+        preserve = schema.get("x-kubernetes-preserve-unknown-fields", False)
+        old_map = old if isinstance(old, dict) else None
+        for key, item in value.items():
+            child_old = old_map.get(key, MISSING) if old_map is not None else MISSING
+            sub = props.get(key)
+            if sub is not None:
+                self.walk(item, sub, path + (key,), child_old)
+            elif isinstance(extra, dict):
+                self.walk(item, extra, path + (key,), child_old)
+            elif extra is True or preserve or not self.strict:
+                continue
+            else:
+                hint = did_you_mean(key, props) if props else None
+                message = f"unknown field {key!r}: the schema does not declare it, so the API " \
+                    "server would drop it"
+                if hint:
+                    message += f" (did you mean {hint!r}?)"
+                self.add(path + (key,), message, "unknown-field")
+
+    def _array(self, value: list[Any], schema: Schema, path: FieldPath, old: Any) -> None:
+        items = schema.get("items")
+        list_type = schema.get("x-kubernetes-list-type", "atomic")
+        keys: list[str] = schema.get("x-kubernetes-list-map-keys") or []
+        # Transition rules see old items only where they correlate: by key in map lists.
+        old_by_key: dict[str, Any] = {}
+        if list_type == "map" and keys and isinstance(old, list):
+            for o in old:
+                if isinstance(o, dict):
+                    old_by_key[_key_of(o, keys)] = o
+        seen: dict[str, int] = {}
+        for i, item in enumerate(value):
+            child_old = MISSING
+            if list_type == "map" and keys and isinstance(item, dict):
+                k = _key_of(item, keys)
+                child_old = old_by_key.get(k, MISSING)
+                if k in seen:
+                    shown = ", ".join(f"{f}={_short(item.get(f))}" for f in keys)
+                    self.add(path + (i,), f"duplicate entry with key {shown} (also item "
+                             f"{seen[k]})", "x-kubernetes-list-map-keys")
+                seen.setdefault(k, i)
+            elif list_type == "set":
+                k = json.dumps(item, sort_keys=True)
+                if k in seen:
+                    self.add(path + (i,), f"duplicate value {_short(item)} in a set (also item "
+                             f"{seen[k]})", "x-kubernetes-list-type")
+                seen.setdefault(k, i)
+            if isinstance(items, dict):
+                self.walk(item, items, path + (i,), child_old)
+
+    # ----------------------------------------------------------------------- CEL
+
+    def _cel(self, value: Any, schema: Schema, path: FieldPath, old: Any) -> None:
+        self_value: Any = MISSING
+        memo_key = _memo_key(value, old)
+        for rule in schema["x-kubernetes-validations"]:
+            source = rule.get("rule", "")
+            try:
+                program = cel.compile_rule(source)
+            except cel.Unsupported as exc:
+                self.add(path, f"CEL rule not evaluated ({exc}): {source}", source, "Unsupported")
+                continue
+            if self_value is MISSING:
+                self_value = cel.to_cel(value, schema)
+            activation: dict[str, Any] = {"self": self_value}
+            if program.uses_old_self:
+                if rule.get("optionalOldSelf"):
+                    activation["oldSelf"] = (
+                        cel.Optional() if old is MISSING else cel.Optional(cel.to_cel(old, schema), True)
+                    )
+                elif old is MISSING:
+                    continue  # a transition rule: only checked on update, against the old value
+                else:
+                    activation["oldSelf"] = cel.to_cel(old, schema)
+            key = (source, bool(rule.get("optionalOldSelf")), memo_key)
+            outcome = _RESULTS.get(key)
+            if outcome is None:
+                try:
+                    result = cel.evaluate(program, activation)
+                    outcome = "" if isinstance(result, cel.ct.BoolType) and bool(result) else "F"
+                    if not isinstance(result, cel.ct.BoolType):
+                        outcome = f"E the rule returned {type(result).__name__}, not a bool"
+                except cel.EvalError as exc:
+                    outcome = f"E{exc}"
+                if len(_RESULTS) >= _RESULTS_MAX:
+                    _RESULTS.clear()
+                _RESULTS[key] = outcome
+            if not outcome:
+                continue
+            if outcome.startswith("E"):
+                self.add(path, f"CEL rule failed to evaluate ({outcome[1:]}): {source}", source)
+                continue
+            where = path + parse_field_path(rule.get("fieldPath"))
+            self.add(where, self._message(rule, activation), source, rule.get("reason"))
+
+    @staticmethod
+    def _message(rule: Mapping[str, Any], activation: dict[str, Any]) -> str:
+        expr = rule.get("messageExpression")
+        if expr:
+            try:
+                text = cel.evaluate(cel.compile_rule(expr), activation)
+            except (cel.Unsupported, cel.EvalError):
+                text = None
+            if isinstance(text, str) and text.strip():
+                return str(text)
+        message = rule.get("message")
+        if message:
+            return str(message)
+        return f"failed rule: {rule.get('rule', '')}"
+
+
+# Rendered objects repeat the same sub-values (path matches, components) many times, and
+# cel-python's interpreter costs about a millisecond per rule: outcomes are memoised by rule and
+# by the canonical JSON of self and oldSelf.
+_RESULTS: dict[tuple[str, bool, str], str] = {}
+_RESULTS_MAX = 100_000
+
+
+def _memo_key(value: Any, old: Any) -> str:
+    new_text = json.dumps(value, sort_keys=True, separators=(",", ":"))
+    if old is MISSING:
+        return new_text
+    return new_text + "\x00" + json.dumps(old, sort_keys=True, separators=(",", ":"))
+
+
+def _key_of(item: Mapping[str, Any], keys: Iterable[str]) -> str:
+    return json.dumps([item.get(k) for k in keys], sort_keys=True)
+
+
+_PATTERNS: dict[str, re.Pattern[str]] = {}
+
+
+def _compiled(pattern: str) -> re.Pattern[str]:
+    compiled = _PATTERNS.get(pattern)
+    if compiled is None:
+        compiled = _PATTERNS[pattern] = re.compile(pattern)
+    return compiled
