@@ -152,7 +152,9 @@ def _load_stable(spec: Any, doc: yamlio.Document, spec_path: str) -> dgdmod.Dgd:
     field = ("spec", "stable", "dgd")
     base = os.path.dirname(os.path.abspath(spec_path))
     target = st.dgd if os.path.isabs(st.dgd) else os.path.join(base, st.dgd)
-    shown = os.path.relpath(target) if not os.path.isabs(st.dgd) else st.dgd
+    shown = os.path.relpath(target)
+    if os.path.isabs(st.dgd) or shown.startswith(".."):
+        shown = target
     if not os.path.exists(target):
         raise InputError(
             f"stable DGD file {st.dgd!r} not found (resolved to {shown})",

@@ -1,0 +1,155 @@
+"""DESIGN.md §4 invariants, property-tested over thousands of random rollouts.
+
+The checks here are written independently of the planner's own arithmetic: they recompute
+capacity, shares and surges from the plan's replica numbers.
+"""
+
+from __future__ import annotations
+
+import math
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dgdgen.errors import PlanError
+from dgdgen.plan import Budget, ComponentInput, PlanInput, StepInput, make_plan
+
+ROLE_SETS = [("aggregated",), ("prefill", "decode"), ("prefill", "decode", "aggregated")]
+
+
+@st.composite
+def plan_inputs(draw):
+    roles = draw(st.sampled_from(ROLE_SETS))
+    comps = [ComponentInput("Frontend", "frontend", draw(st.integers(1, 3)),
+                            draw(st.integers(1, 3)), 0, 0)]
+    for i, role in enumerate(roles):
+        s = draw(st.integers(1, 16))
+        c = draw(st.one_of(st.just(s), st.integers(1, 16)))
+        g = draw(st.sampled_from([1, 2, 4, 8]))
+        comps.append(ComponentInput(f"w{i}-{role}", role, s, c, g, g))
+    if draw(st.booleans()):
+        comps.append(ComponentInput("Planner", "other", 1, 1, 0, 0))
+    weights = sorted(draw(st.lists(st.integers(0, 100), min_size=0, max_size=6))) + [100]
+    steps = tuple(StepInput(w, draw(st.sampled_from([None, 60, 600]))) for w in weights)
+    pct = st.integers(0, 100).map(lambda p: f"{p}%")
+    surge = draw(st.one_of(st.integers(0, 16), pct))
+    unavail = draw(st.one_of(st.integers(0, 4), pct))
+    headroom = draw(st.sampled_from([0, "0%", "10%", "25%", "50%"]))
+    return PlanInput(
+        rollout="r", mode=draw(st.sampled_from(["separate-dgd", "worker-group", "partition"])),
+        strategy=draw(st.sampled_from(["canary", "canary", "blue-green"])),
+        components=tuple(comps), steps=steps, max_surge=Budget(surge),
+        max_unavailable=Budget(unavail), headroom=Budget(headroom),
+        stable_revision="s1", candidate_revision="c2",
+    )
+
+
+def _cap(reps, comps, which):
+    fracs = []
+    for c in comps:
+        if c.role in ("aggregated", "prefill", "decode"):
+            t = c.stable_replicas if which == "s" else c.candidate_replicas
+            fracs.append(reps[c.name] / t)
+    if any(reps[c.name] == 0 for c in comps if c.role == "frontend"):
+        return 0.0
+    return min(fracs)
+
+
+def _check(inp: PlanInput) -> None:
+    plan = make_plan(inp)
+    comps = inp.components
+    workers = [c for c in comps if c.role in ("aggregated", "prefill", "decode")]
+    headroom = inp.headroom.fraction([c.stable_replicas for c in workers])
+    unavail = inp.max_unavailable.fraction([c.stable_replicas for c in workers])
+    prev = None
+    for state in plan.all_states():
+        s, c = state.stable, state.candidate
+        # weights of each step sum to 100 %
+        assert s.weight + c.weight == 100 or (not c.present and s.weight == 100) or (
+            not s.present and c.weight == 100)
+        for gen, which in ((s, "s"), (c, "c")):
+            share = gen.weight / 100
+            if share > 0:
+                # a generation with weight > 0 has ready capacity ...
+                cap = _cap(gen.replicas, comps, which)
+                assert cap > 0, (state.label, gen)
+                # ... and its share never exceeds its capacity by more than the headroom
+                assert share <= cap + headroom + 1e-9, (state.label, which, share, cap)
+            if gen.present:
+                # prefill : decode ratio within one replica of the generation's target ratio
+                for a in workers:
+                    for b in workers:
+                        ta = a.stable_replicas if which == "s" else a.candidate_replicas
+                        tb = b.stable_replicas if which == "s" else b.candidate_replicas
+                        if ta >= tb:
+                            ideal_b = gen.replicas[a.name] * tb / ta
+                            assert abs(gen.replicas[b.name] - ideal_b) < 1 + 1e-9, (
+                                state.label, a.name, b.name, gen.replicas)
+        if state.kind == "step":
+            # total serving capacity never drops below 1 - maxUnavailable
+            assert state.min_capacity >= 1 - unavail - 1e-9, (state.label, state.min_capacity)
+            # extra replicas in use never exceed the surge budget
+            for w in workers:
+                size = max(w.stable_replicas, w.candidate_replicas)
+                budget = inp.max_surge.replicas(size, round_up=True)
+                assert state.peak_replicas[w.name] - size <= budget, (state.label, w.name)
+            # the peak holds at least both generations' final replicas of the step
+            for w in workers:
+                assert state.peak_replicas[w.name] >= c.replicas[w.name]
+        # weights never go backwards within the rollout
+        if state.kind == "step" and prev is not None:
+            assert c.weight >= prev
+        if state.kind in ("baseline", "step"):
+            prev = c.weight
+    # rollback restores the baseline exactly
+    assert plan.rollback.stable == plan.steps[0].stable
+    assert not plan.rollback.candidate.present
+    assert plan.cleanup.candidate.weight == 100 and not plan.cleanup.stable.present
+
+
+@settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(plan_inputs())
+def test_invariants_hold_or_plan_is_refused(inp: PlanInput) -> None:
+    try:
+        _check(inp)
+    except PlanError as exc:
+        # the only refusal for well-formed steps is a surge budget that cannot make progress
+        assert "surge budget is too small" in exc.message, exc.message
+
+
+@settings(max_examples=1000, deadline=None)
+@given(plan_inputs())
+def test_full_surge_always_plans(inp: PlanInput) -> None:
+    """With a 100 % surge budget every canary and blue/green plan is possible."""
+    import dataclasses
+
+    _check(dataclasses.replace(inp, max_surge=Budget("100%")))
+
+
+@settings(max_examples=500, deadline=None)
+@given(plan_inputs())
+def test_deterministic(inp: PlanInput) -> None:
+    try:
+        a = make_plan(inp)
+    except PlanError:
+        return
+    assert a == make_plan(inp)
+
+
+def test_surge_zero_needs_unavailability_and_headroom() -> None:
+    comps = (ComponentInput("F", "frontend", 1, 1, 0, 0), ComponentInput("W", "aggregated", 4, 4, 1, 1))
+    steps = (StepInput(25), StepInput(50), StepInput(75), StepInput(100))
+    base = PlanInput("r", "separate-dgd", "canary", comps, steps, max_surge=Budget(0))
+    try:
+        make_plan(base)
+    except PlanError as exc:
+        assert "surge budget is too small" in exc.message
+    else:
+        raise AssertionError("no surge and no unavailability cannot make progress")
+    import dataclasses
+
+    plan = make_plan(dataclasses.replace(base, max_unavailable=Budget("25%"), headroom=Budget("25%")))
+    assert [s.candidate.replicas["W"] for s in plan.steps] == [0, 1, 2, 3, 4]
+    assert all(s.peak_replicas["W"] <= 4 for s in plan.steps)
+    assert all(s.min_capacity >= 0.75 - 1e-9 for s in plan.steps[1:])
+    assert math.isclose(plan.steps[1].min_capacity, 0.75)
