@@ -25,6 +25,9 @@ COMMANDS: dict[str, str] = {
     "render": "dgdgen.commands.render",
     "verify": "dgdgen.commands.verify",
     "schema": "dgdgen.commands.schema",
+    "check": "dgdgen.commands.check",
+    "diff": "dgdgen.commands.diff",
+    "rules": "dgdgen.commands.rules",
 }
 
 EPILOG = """\

@@ -1,0 +1,107 @@
+"""What the rules see: the checked files (head documents, and base documents when there is a
+base), the DGDs in them with their facts, and each DGD's base → head verdict."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from dgdgen.check.classify import Change, Verdict, classify, pair_dgds
+from dgdgen.check.facts import DgdFacts, configmaps_of, dgd_facts, line_of
+from dgdgen.dgd import Dgd, is_dgd, parse
+from dgdgen.yamlio import Document, FieldPath
+
+
+@dataclass(frozen=True)
+class FileInput:
+    """One checked file: its documents now (head) and at the base revision (None: no base —
+    a new file, or a check without Git)."""
+
+    file: str
+    head: list[Document]
+    base: list[Document] | None = None
+
+
+@dataclass
+class DgdPair:
+    head: DgdFacts
+    base: DgdFacts | None
+    verdict: Verdict | None
+    document: Document
+
+
+@dataclass
+class Context:
+    release: str
+    files: list[FileInput]
+    dgds: list[DgdPair] = field(default_factory=list)
+    # Loads the documents of files next to a checked file (for references to objects that are
+    # rendered but not among the checked files, e.g. a route's backend Service).
+    sibling_loader: Callable[[str], list[Document]] | None = None
+
+    def documents(self, *kinds: str) -> Iterator[Document]:
+        for f in self.files:
+            for d in f.head:
+                if isinstance(d.data, dict) and (not kinds or d.data.get("kind") in kinds):
+                    yield d
+
+    def siblings(self, file: str) -> list[Document]:
+        """Documents of the files next to ``file`` that are not checked themselves (the loader
+        reads each directory once)."""
+        if self.sibling_loader is None:
+            return []
+        return self.sibling_loader(file)
+
+    def location_of_change(self, pair: DgdPair, change: Change) -> tuple[int, int]:
+        head = pair.head
+        path: FieldPath = change.path
+        dgd: Dgd = head.dgd
+        if change.side == "base" or not path:
+            comp = head.components.get(change.component)
+            if comp is not None:
+                path = (comp.container_path + ("args",)) if comp.container_path else comp.path
+            else:
+                path = ("spec",)
+            line, col = line_of(dgd, path, None)
+        else:
+            line, col = line_of(dgd, path, change.offset)
+        return line or 1, col or 1
+
+
+def build(files: list[FileInput], release: str,
+          sibling_loader: Callable[[str], list[Document]] | None = None) -> Context:
+    ctx = Context(release=release, files=files, sibling_loader=sibling_loader)
+    for f in files:
+        head_cms = configmaps_of(d.data for d in f.head)
+        heads = [parse(d.data, source=d) for d in f.head if is_dgd(d.data)]
+        bases: list[Dgd] = []
+        base_cms: dict[str, dict[str, str]] = {}
+        if f.base is not None:
+            base_cms = configmaps_of(d.data for d in f.base)
+            bases = [parse(d.data, source=d) for d in f.base if is_dgd(d.data)]
+        for b, h in pair_dgds(bases, heads):
+            hf = dgd_facts(h, head_cms)
+            bf = dgd_facts(b, base_cms) if b is not None else None
+            v = classify(bf, hf, release) if bf is not None else None
+            assert h.source is not None
+            ctx.dgds.append(DgdPair(hf, bf, v, h.source))
+    return ctx
+
+
+def annotations(doc: Any) -> dict[str, str]:
+    meta = doc.get("metadata") if isinstance(doc, dict) else None
+    ann = meta.get("annotations") if isinstance(meta, dict) else None
+    if not isinstance(ann, dict):
+        return {}
+    return {str(k): str(v) for k, v in ann.items()}
+
+
+def object_id(doc: Any) -> str:
+    if not isinstance(doc, dict):
+        return "<document>"
+    meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+    ns = meta.get("namespace")
+    name = meta.get("name", "<unnamed>")
+    return f"{doc.get('kind', '<kind>')}/{ns + '/' if ns else ''}{name}"
+

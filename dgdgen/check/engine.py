@@ -1,0 +1,143 @@
+"""Run the rules over checked files: files → context → rules → findings (selected, suppressed,
+sorted) → a :class:`Report`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from types import ModuleType
+
+from dgdgen.check.classify import RiskGrade
+from dgdgen.check.context import Context, DgdPair, FileInput, annotations, build, object_id
+from dgdgen.check.findings import Finding, Severity
+from dgdgen.check.flags import NEWEST
+from dgdgen.check.rules.registry import RULES
+from dgdgen.check.suppress import Suppression, applies, parse_annotations
+from dgdgen.errors import InputError
+from dgdgen.yamlio import Document
+
+
+@dataclass(frozen=True)
+class Options:
+    release: str = NEWEST
+    select: tuple[str, ...] = ()  # empty: every rule
+    ignore: tuple[str, ...] = ()
+    suppressions: tuple[Suppression, ...] = ()  # from the config file
+
+
+@dataclass
+class Report:
+    findings: list[Finding]
+    pairs: list[DgdPair]
+    files: list[str]
+    release: str
+    rules: list[ModuleType] = field(default_factory=list)
+
+    @property
+    def isolation_required(self) -> bool:
+        return any(p.verdict is not None and p.verdict.isolation_required for p in self.pairs)
+
+    @property
+    def categories(self) -> list[str]:
+        out: set[str] = set()
+        for p in self.pairs:
+            if p.verdict is not None:
+                out.update(p.verdict.categories)
+        return sorted(out)
+
+    @property
+    def risk(self) -> RiskGrade | None:
+        grades = [p.verdict.risk for p in self.pairs if p.verdict is not None]
+        return max(grades, key=lambda g: g.rank) if grades else None
+
+    def failing(self, fail_on: Severity | None) -> list[Finding]:
+        if fail_on is None:
+            return []
+        return [f for f in self.findings if not f.suppressed and f.severity.rank >= fail_on.rank]
+
+    def counts(self) -> dict[str, int]:
+        active = [f for f in self.findings if not f.suppressed]
+        return {
+            "error": sum(f.severity is Severity.ERROR for f in active),
+            "warning": sum(f.severity is Severity.WARNING for f in active),
+            "info": sum(f.severity is Severity.INFO for f in active),
+            "suppressed": sum(f.suppressed for f in self.findings),
+            "files": len(self.files),
+        }
+
+    def to_dict(self) -> dict[str, object]:
+        risk = self.risk
+        return {
+            "tool": "dgdgen",
+            "dynamo_version": self.release,
+            "isolation_required": self.isolation_required,
+            "categories": self.categories,
+            "risk": risk.value if risk is not None else None,
+            "summary": self.counts(),
+            "findings": [f.to_dict() for f in self.findings],
+            "verdicts": [
+                {"file": p.head.file, "object": p.head.object,
+                 "base_object": p.base.object if p.base is not None else None,
+                 **(p.verdict.to_dict() if p.verdict is not None else {})}
+                for p in self.pairs if p.verdict is not None
+            ],
+        }
+
+
+def resolve_selectors(selectors: Sequence[str]) -> None:
+    """Every ``--select`` / ``--ignore`` entry must name at least one rule (a typo must not
+    silently disable nothing)."""
+    for s in selectors:
+        if not any(m.RULE.matches(s) for m in RULES.values()):
+            raise InputError(f"no rule matches {s!r}",
+                             hint="see `dgdgen rules list` for codes and slugs")
+
+
+def selected(options: Options) -> list[ModuleType]:
+    resolve_selectors(options.select + options.ignore)
+    out = []
+    for module in RULES.values():
+        meta = module.RULE
+        if options.select and not any(meta.matches(s) for s in options.select):
+            continue
+        if any(meta.matches(s) for s in options.ignore):
+            continue
+        out.append(module)
+    return out
+
+
+def run(files: list[FileInput], options: Options,
+        sibling_loader: Callable[[str], list[Document]] | None = None) -> Report:
+    ctx: Context = build(files, options.release, sibling_loader)
+    rules = selected(options)
+    findings: list[Finding] = []
+    for module in rules:
+        findings.extend(module.check(ctx))
+    findings = _suppress(findings, files, options.suppressions)
+    findings = sorted(set(findings))
+    return Report(findings, ctx.dgds, [f.file for f in files], options.release, rules)
+
+
+def _suppress(findings: list[Finding], files: list[FileInput],
+              config: tuple[Suppression, ...]) -> list[Finding]:
+    by_object: dict[tuple[str, str], list[Suppression]] = {}
+    for f in files:
+        for d in f.head:
+            ann = annotations(d.data)
+            if ann:
+                entries = list(parse_annotations(ann))
+                if entries:
+                    by_object.setdefault((f.file, object_id(d.data)), []).extend(entries)
+    out = []
+    for finding in findings:
+        meta = RULES[finding.code].RULE
+        candidates = by_object.get((finding.file, finding.object), []) + list(config)
+        if finding.code == "DGD001":  # the complaint about a suppression cannot suppress itself
+            candidates = list(config)
+        for s in candidates:
+            if applies(s, meta.matches(s.selector), finding.file, finding.object):
+                where = "annotation" if s.annotation != "config" else "config"
+                finding = finding.suppress(f"{s.reason} ({where})")
+                break
+        out.append(finding)
+    return out

@@ -1,0 +1,577 @@
+"""Facts of a DGD component, as the rollout-safety rules need them.
+
+Built on the shared model (:mod:`dgdgen.dgd`): role, backend, image and replicas come from there;
+this module adds what a checker needs on top — the parsed arguments of the main process (from a
+YAML list, ``--flag=value`` / ``--flag value``, or one ``sh -c`` / ``bash -c`` string), the
+environment (``DYN_*`` variables are flags too, facts/dynamo.md §3.3), and for TRT-LLM the
+effective engine arguments (``--extra-engine-args`` YAML found in a ConfigMap of the same file,
+``--override-engine-args`` JSON, ``--trtllm.<path>`` overrides).
+
+Every setting keeps the field path it came from, so a finding can point at the line.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from dgdgen.check.flags import TRTLLM_CLI_ENGINE_KEYS
+from dgdgen.dgd import ANN_WORKER_HASH_V1, ANN_WORKER_HASH_V2, Backend, Component, Dgd, Role
+from dgdgen.yamlio import FieldPath
+
+SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ash"})
+_BACKEND_MODULES = {"dynamo.vllm": Backend.VLLM, "dynamo.sglang": Backend.SGLANG,
+                    "dynamo.trtllm": Backend.TRTLLM}
+_SHELL_OPERATORS = frozenset({"&&", "||", ";", "|", "&", ";;", "(", ")"})
+_ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+
+# Aliases accepted by the backends' parsers, mapped to one canonical spelling per backend.
+# vLLM: `-tp/-pp/-dp` short options; SGLang: `--tp`, `--tensor-parallel-size` etc. are aliases of
+# `--tp-size` (SGLang ServerArgs); TRT-LLM: `--model-path` is an obsolete alias of `--model`
+# (facts/dynamo.md §3.2; components/src/dynamo/trtllm/backend_args.py).
+_ALIASES: dict[Backend, dict[str, str]] = {
+    Backend.VLLM: {
+        "-tp": "--tensor-parallel-size", "-pp": "--pipeline-parallel-size",
+        "-dp": "--data-parallel-size", "--tp": "--tensor-parallel-size",
+    },
+    Backend.SGLANG: {
+        "--tp": "--tp-size", "--tensor-parallel-size": "--tp-size",
+        "--dp": "--dp-size", "--data-parallel-size": "--dp-size",
+        "--pp": "--pp-size", "--pipeline-parallel-size": "--pp-size",
+        "--model": "--model-path", "--tokenizer": "--tokenizer-path",
+    },
+    Backend.TRTLLM: {"--model-path": "--model", "--tp": "--tensor-parallel-size"},
+    Backend.UNKNOWN: {},
+}
+_BACKEND_ENV_PREFIX = {Backend.VLLM: "VLLM_", Backend.SGLANG: "SGLANG_", Backend.TRTLLM: "TRTLLM_"}
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One effective setting: its value (a string; ``"true"`` for a bare boolean flag, JSON for
+    structured values) and where it was written."""
+
+    value: str
+    path: FieldPath
+    source: str  # "args", "env", "dgd-env", "engine-file", "engine-override"
+    raw: str = ""  # the flag or variable as written, e.g. `--model-path`, `DYN_TRTLLM_MODEL`
+    offset: int | None = None  # character offset inside a shell string, for the line
+
+
+@dataclass(frozen=True)
+class Token:
+    text: str
+    path: FieldPath
+    offset: int | None = None  # offset inside a shell-string element
+
+
+@dataclass(frozen=True)
+class ComponentFacts:
+    name: str
+    role: Role
+    backend: Backend
+    image: str | None
+    replicas: int
+    node_count: int
+    multinode: bool
+    program: str | None  # `dynamo.vllm`, `dynamo.frontend`, a script, or None (image default)
+    flags: Mapping[str, Setting]  # canonical flag → effective setting (CLI beats env)
+    raw_flags: tuple[tuple[str, Setting], ...]  # every flag as written, in order
+    env: Mapping[str, Setting]  # effective environment (component beats DGD-wide)
+    engine: Mapping[str, Setting]  # TRT-LLM effective engine keys (`engine:<dotted>`)
+    engine_file_resolved: bool  # True when the --extra-engine-args file was read
+    runtime_version_override: str | None
+    path: FieldPath
+    container_path: FieldPath | None
+    annotations: Mapping[str, str]  # component-level (v1alpha1) / pod-template annotations
+    pod_labels: Mapping[str, str]
+    global_namespace: bool
+
+    @property
+    def is_worker(self) -> bool:
+        return self.role.is_worker
+
+    def setting(self, key: str) -> Setting | None:
+        if key.startswith("engine:"):
+            return self.engine.get(key)
+        return self.flags.get(key)
+
+    @property
+    def model(self) -> str | None:
+        for key in ("--model", "--model-path"):
+            s = self.flags.get(key)
+            if s is not None:
+                return s.value
+        return None
+
+
+@dataclass(frozen=True)
+class DgdFacts:
+    name: str
+    namespace: str | None
+    version: str
+    backend: Backend
+    disaggregated: bool
+    components: Mapping[str, ComponentFacts]
+    annotations: Mapping[str, str]
+    labels: Mapping[str, str]
+    file: str
+    dgd: Dgd = field(repr=False, compare=False)
+
+    @property
+    def object(self) -> str:
+        ns = f"{self.namespace}/" if self.namespace else ""
+        return f"DynamoGraphDeployment/{ns}{self.name}"
+
+    def workers(self) -> Iterator[ComponentFacts]:
+        return (c for c in self.components.values() if c.is_worker)
+
+    def frontends(self) -> Iterator[ComponentFacts]:
+        return (c for c in self.components.values() if c.role is Role.FRONTEND)
+
+    @property
+    def worker_hash_annotations(self) -> dict[str, str]:
+        return {k: v for k, v in self.annotations.items()
+                if k in (ANN_WORKER_HASH_V1, ANN_WORKER_HASH_V2)}
+
+
+# --------------------------------------------------------------------------- argument parsing
+
+
+def join_continuations(script: str) -> str:
+    """Join backslash-newline continuations as a shell does before splitting (facts §3.3)."""
+    return re.sub(r"\\\r?\n", " ", script)
+
+
+def split_shell(script: str) -> list[tuple[str, int]]:
+    """Split one shell command string into words (with their offsets in ``script``), keeping
+    operators (``&&``, ``;``, ``|``) as words of their own."""
+    joined = join_continuations(script)
+    lex = shlex.shlex(joined, posix=True, punctuation_chars=True)
+    lex.whitespace_split = True
+    lex.commenters = "#"
+    words: list[tuple[str, int]] = []
+    try:
+        for word in lex:
+            # shlex does not expose offsets; find the word (or its first char) after the last one
+            # (an unquoted word is never longer than its source, so search after the last one)
+            after = words[-1][1] + len(words[-1][0]) if words else 0
+            start = joined.find(word[:1], after) if word else -1
+            words.append((word, start if start >= 0 else after))
+    except ValueError:  # unbalanced quotes: fall back to whitespace split
+        words = [(m.group(0), m.start()) for m in re.finditer(r"\S+", joined)]
+    return words
+
+
+def _program_index(words: list[str]) -> tuple[int, str | None]:
+    """Index of the first argument of the Dynamo program in ``words``, and the program."""
+    best: tuple[int, str | None] | None = None
+    for i, w in enumerate(words):
+        if w == "-m" and i + 1 < len(words):
+            module = words[i + 1]
+            if module in _BACKEND_MODULES:
+                return i + 2, module
+            if best is None and module.startswith("dynamo."):
+                best = (i + 2, module)
+        elif w.endswith(".py") and best is None:
+            best = (i + 1, w)
+        elif w in _BACKEND_MODULES:  # `dynamo.vllm` console entry points
+            return i + 1, w
+    return best if best is not None else (-1, None)
+
+
+def _tokens(command: tuple[str, ...], args: tuple[str, ...], container_path: FieldPath | None
+            ) -> tuple[list[Token], list[Token]]:
+    """(tokens of the whole command line, env assignments written before the program)."""
+    base: FieldPath = container_path or ()
+    items: list[Token] = [Token(c, base + ("command", i)) for i, c in enumerate(command)]
+    items += [Token(a, base + ("args", i)) for i, a in enumerate(args)]
+    shell_at = next((i for i, t in enumerate(items[:2])
+                     if t.text.rsplit("/", 1)[-1] in SHELLS), None)
+    if shell_at is not None:
+        # `sh -c SCRIPT [argv0 ...]`: SCRIPT is the whole command line.
+        rest = items[shell_at + 1:]
+        flags_at = next((i for i, t in enumerate(rest) if t.text.startswith("-")
+                         and "c" in t.text[1:] and not t.text.startswith("--")), None)
+        if flags_at is not None and flags_at + 1 < len(rest):
+            script = rest[flags_at + 1]
+            words = split_shell(script.text)
+            items = [Token(w, script.path, off) for w, off in words]
+    else:
+        # A list element holding several words (`- --model Qwen/Qwen3-0.6B`) is split too.
+        expanded: list[Token] = []
+        for t in items:
+            if t.text.startswith("-") and re.search(r"\s", t.text.strip()):
+                expanded += [Token(w, t.path, off) for w, off in split_shell(t.text)]
+            else:
+                expanded.append(t)
+        items = expanded
+    # Keep the segment (between shell operators) that runs the Dynamo program.
+    segments: list[list[Token]] = [[]]
+    for t in items:
+        if t.text in _SHELL_OPERATORS:
+            segments.append([])
+        else:
+            segments[-1].append(t)
+    chosen = segments[0]
+    for seg in segments:
+        _, prog = _program_index([t.text for t in seg])
+        if prog in _BACKEND_MODULES:
+            chosen = seg
+            break
+        if prog is not None and chosen is segments[0]:
+            chosen = seg
+    env_assign = []
+    for t in chosen:
+        if _ENV_ASSIGN.match(t.text):
+            env_assign.append(t)
+        elif t.text not in ("exec", "env"):
+            break
+    return chosen, env_assign
+
+
+def canonical_flag(flag: str, backend: Backend) -> str:
+    """``--block_size`` → ``--block-size``; backend aliases → their canonical spelling.
+    ``--trtllm.a.b`` overrides keep their dotted path."""
+    if flag.startswith("--trtllm."):
+        return flag
+    if flag.startswith("--"):
+        flag = "--" + flag[2:].replace("_", "-")
+    return _ALIASES.get(backend, {}).get(flag, flag)
+
+
+def parse_flags(tokens: list[Token], backend: Backend) -> list[tuple[str, Setting]]:
+    """``--flag value``, ``--flag=value`` and bare boolean flags, in order."""
+    words = [t.text for t in tokens]
+    start, _ = _program_index(words)
+    if start < 0:
+        start = 0
+    out: list[tuple[str, Setting]] = []
+    i = start
+    while i < len(tokens):
+        tok = tokens[i]
+        text = tok.text
+        is_flag = text.startswith("--") or (text.startswith("-") and len(text) > 1
+                                             and not _is_number(text))
+        if not is_flag:
+            i += 1
+            continue
+        if "=" in text and text.startswith("--"):
+            name, value = text.split("=", 1)
+            out.append((name, Setting(value, tok.path, "args", name, tok.offset)))
+            i += 1
+            continue
+        nxt = tokens[i + 1] if i + 1 < len(tokens) else None
+        if nxt is not None and (not nxt.text.startswith("-") or _is_number(nxt.text)):
+            out.append((text, Setting(nxt.text, nxt.path, "args", text, nxt.offset)))
+            i += 2
+        else:
+            out.append((text, Setting("true", tok.path, "args", text, tok.offset)))
+            i += 1
+    return out
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False
+
+
+def env_flag(name: str, backend: Backend) -> str | None:
+    """The flag a ``DYN_*`` variable sets: ``DYN_<BACKEND>_<FLAG>`` or ``DYN_<FLAG>`` (e.g.
+    ``DYN_TRTLLM_MAX_SEQ_LEN`` → ``--max-seq-len``, ``DYN_CUSTOM_JINJA_TEMPLATE`` →
+    ``--custom-jinja-template``; facts/dynamo.md §3.3, trtllm/backend_args.py ``env_var``)."""
+    if not name.startswith("DYN_"):
+        return None
+    rest = name[4:]
+    prefix = _BACKEND_ENV_PREFIX.get(backend)
+    if prefix and rest.startswith(prefix):
+        rest = rest[len(prefix):]
+    else:
+        for other in _BACKEND_ENV_PREFIX.values():
+            if rest.startswith(other):  # another backend's variable: not read by this one
+                return None
+    return canonical_flag("--" + rest.lower().replace("_", "-"), backend)
+
+
+# --------------------------------------------------------------------------- environment
+
+
+def _env_list(value: Any, path: FieldPath, source: str) -> Iterator[tuple[str, Setting]]:
+    if not isinstance(value, list):
+        return
+    for i, item in enumerate(value):
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+            continue
+        if "value" in item:
+            v = item["value"]
+            text = "" if v is None else (json.dumps(v) if isinstance(v, (dict, list)) else str(v))
+            if isinstance(v, bool):
+                text = "true" if v else "false"
+        else:
+            text = "valueFrom:" + json.dumps(item.get("valueFrom"), sort_keys=True)
+        yield item["name"], Setting(text, path + (i,), source, item["name"])
+
+
+def _component_env(dgd: Dgd, comp: Component) -> dict[str, Setting]:
+    spec = dgd.doc.get("spec", {})
+    env: dict[str, Setting] = {}
+    dgd_key = "envs" if dgd.version == "v1alpha1" else "env"
+    env.update(_env_list(spec.get(dgd_key), ("spec", dgd_key), "dgd-env"))
+    node = dgd.component_doc(comp.name)
+    if dgd.version == "v1alpha1":
+        env.update(_env_list(node.get("envs"), comp.path + ("envs",), "env"))
+    if comp.container_path is not None:
+        main = dgd.main_container(comp.name) or {}
+        env.update(_env_list(main.get("env"), comp.container_path + ("env",), "env"))
+    return env
+
+
+# --------------------------------------------------------------------------- TRT-LLM engine args
+
+
+def flatten(value: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
+    if isinstance(value, dict) and value:
+        for k, v in value.items():
+            yield from flatten(v, f"{prefix}.{k}" if prefix else str(k))
+    else:
+        yield prefix, value
+
+
+def _scalar_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, sort_keys=True)
+    return "null" if value is None else str(value)
+
+
+def _mounted_configmaps(dgd: Dgd, comp: Component) -> list[tuple[str, str, str | None]]:
+    """(mountPath, ConfigMap name, subPath) of the main container's ConfigMap volumes."""
+    node = dgd.component_doc(comp.name)
+    if dgd.version == "v1alpha1":
+        pod = node.get("extraPodSpec") or {}
+    else:
+        pod = (node.get("podTemplate") or {}).get("spec") or {}
+    volumes = {v.get("name"): (v.get("configMap") or {}).get("name")
+               for v in pod.get("volumes") or [] if isinstance(v, dict) and v.get("configMap")}
+    main = dgd.main_container(comp.name) or {}
+    out = []
+    for m in main.get("volumeMounts") or []:
+        if isinstance(m, dict) and m.get("name") in volumes and m.get("mountPath"):
+            out.append((str(m["mountPath"]), str(volumes[m["name"]]), m.get("subPath")))
+    return out
+
+
+def resolve_engine_file(dgd: Dgd, comp: Component, path: str,
+                        configmaps: Mapping[str, Mapping[str, str]]) -> str | None:
+    """The text of an ``--extra-engine-args`` file when it comes from a ConfigMap in the same
+    file (the TRT-LLM multinode example mounts `nvidia-config` at /workspace/)."""
+    for mount, cm_name, sub in _mounted_configmaps(dgd, comp):
+        data = configmaps.get(cm_name)
+        if data is None:
+            continue
+        mount_dir = mount.rstrip("/")
+        if sub:
+            if path == mount:
+                return data.get(sub)
+            continue
+        if path.startswith(mount_dir + "/"):
+            key = path[len(mount_dir) + 1:]
+            if key in data:
+                return data[key]
+    return None
+
+
+def _engine_settings(flags: Mapping[str, Setting], raw: list[tuple[str, Setting]], dgd: Dgd,
+                     comp: Component, configmaps: Mapping[str, Mapping[str, str]]
+                     ) -> tuple[dict[str, Setting], bool]:
+    engine: dict[str, Setting] = {}
+    for flag, key in TRTLLM_CLI_ENGINE_KEYS.items():
+        s = flags.get(flag)
+        if s is not None:
+            engine["engine:" + key] = s
+    resolved = False
+    file_setting = flags.get("--extra-engine-args")
+    if file_setting is not None and file_setting.value:
+        text = resolve_engine_file(dgd, comp, file_setting.value, configmaps)
+        if text is not None:
+            import yaml  # the C loader is already loaded by the fast path
+
+            try:
+                data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+            except yaml.YAMLError:
+                data = None
+            if isinstance(data, dict):
+                resolved = True
+                for key, value in flatten(data):
+                    engine["engine:" + key] = Setting(_scalar_text(value), file_setting.path,
+                                                      "engine-file", key, file_setting.offset)
+    override = flags.get("--override-engine-args")
+    if override is not None:
+        try:
+            data = json.loads(override.value)
+        except ValueError:
+            data = None
+        if isinstance(data, dict):
+            for key, value in flatten(data):
+                engine["engine:" + key] = Setting(_scalar_text(value), override.path,
+                                                  "engine-override", key, override.offset)
+        else:
+            engine["engine:<override>"] = override
+    for flag, s in raw:
+        if flag.startswith("--trtllm."):
+            engine["engine:" + flag[len("--trtllm."):]] = Setting(
+                s.value, s.path, "engine-override", flag, s.offset)
+    return engine, resolved
+
+
+# --------------------------------------------------------------------------- assembly
+
+
+def _str_map(value: Any) -> dict[str, str]:
+    if not isinstance(value, dict):
+        return {}
+    return {str(k): _scalar_text(v) for k, v in value.items()}
+
+
+def component_facts(dgd: Dgd, comp: Component,
+                    configmaps: Mapping[str, Mapping[str, str]] | None = None) -> ComponentFacts:
+    backend = comp.backend
+    if backend is Backend.UNKNOWN and comp.is_worker:
+        backend = dgd.backend  # `backendFramework`, or another component's module
+    tokens, assigns = _tokens(comp.command, comp.args, comp.container_path)
+    program = _program_index([t.text for t in tokens])[1]
+    raw = parse_flags(tokens, backend)
+    env = _component_env(dgd, comp)
+    for t in assigns:
+        name, value = t.text.split("=", 1)
+        env[name] = Setting(value, t.path, "env", name, t.offset)
+
+    flags: dict[str, Setting] = {}
+    # Environment first, CLI after: the parsers take env values as defaults (facts §3.3).
+    for name, s in env.items():
+        flag = env_flag(name, backend)
+        if flag is not None:
+            flags[flag] = s
+    for flag, s in raw:
+        if flag.startswith("--no-") and not flag.startswith("--no-trtllm"):
+            flags[canonical_flag("--" + flag[5:], backend)] = Setting(
+                "false", s.path, s.source, flag, s.offset)
+            continue
+        flags[canonical_flag(flag, backend)] = s
+    # `--is-prefill-worker` is the old spelling of `--disaggregation-mode prefill` (#6483).
+    if "--is-prefill-worker" in flags and "--disaggregation-mode" not in flags:
+        s = flags["--is-prefill-worker"]
+        if s.value != "false":
+            flags["--disaggregation-mode"] = Setting("prefill", s.path, s.source, s.raw, s.offset)
+    flags.pop("--is-prefill-worker", None)
+
+    engine: dict[str, Setting] = {}
+    resolved = False
+    if backend is Backend.TRTLLM:
+        engine, resolved = _engine_settings(flags, raw, dgd, comp, configmaps or {})
+
+    node = dgd.component_doc(comp.name)
+    if dgd.version == "v1alpha1":
+        annotations = _str_map(node.get("annotations"))
+        labels = _str_map((node.get("extraPodMetadata") or {}).get("labels"))
+        annotations.update(_str_map((node.get("extraPodMetadata") or {}).get("annotations")))
+    else:
+        meta = (node.get("podTemplate") or {}).get("metadata") or {}
+        annotations = _str_map(meta.get("annotations"))
+        labels = _str_map(meta.get("labels"))
+    rvo = node.get("runtimeVersionOverride")
+    return ComponentFacts(
+        name=comp.name,
+        role=comp.role,
+        backend=backend,
+        image=comp.image,
+        replicas=comp.replicas,
+        node_count=comp.node_count,
+        multinode=bool(node.get("multinode")),
+        program=program,
+        flags=flags,
+        raw_flags=tuple(raw),
+        env=env,
+        engine=engine,
+        engine_file_resolved=resolved,
+        runtime_version_override=str(rvo) if rvo is not None else None,
+        path=comp.path,
+        container_path=comp.container_path,
+        annotations=annotations,
+        pod_labels=labels,
+        global_namespace=comp.global_namespace,
+    )
+
+
+def configmaps_of(documents: Iterable[Any]) -> dict[str, dict[str, str]]:
+    """ConfigMap name → data, from the plain documents of one file."""
+    out: dict[str, dict[str, str]] = {}
+    for d in documents:
+        if isinstance(d, dict) and d.get("kind") == "ConfigMap" and d.get("apiVersion") == "v1":
+            name = (d.get("metadata") or {}).get("name")
+            data = d.get("data")
+            if isinstance(name, str) and isinstance(data, dict):
+                out[name] = {str(k): str(v) for k, v in data.items()}
+    return out
+
+
+def dgd_facts(dgd: Dgd, configmaps: Mapping[str, Mapping[str, str]] | None = None) -> DgdFacts:
+    comps = {name: component_facts(dgd, c, configmaps) for name, c in dgd.components.items()}
+    meta = dgd.doc.get("metadata") or {}
+    file = dgd.source.file if dgd.source is not None else "<inline>"
+    return DgdFacts(
+        name=dgd.name,
+        namespace=dgd.namespace,
+        version=dgd.version,
+        backend=dgd.backend,
+        disaggregated=dgd.disaggregated,
+        components=comps,
+        annotations=_str_map(meta.get("annotations")),
+        labels=_str_map(meta.get("labels")),
+        file=file,
+        dgd=dgd,
+    )
+
+
+def line_of(dgd: Dgd, setting_path: FieldPath, offset: int | None, value: str | None = None
+            ) -> tuple[int | None, int | None]:
+    """Line and column of a setting; inside a multi-line shell string, the line of the word."""
+    loc = dgd.location(setting_path)
+    line, col = loc.line, loc.column
+    if offset is None or line is None:
+        return line, col
+    node: Any = dgd.doc
+    try:
+        for part in setting_path:
+            node = node[part]
+    except (KeyError, IndexError, TypeError):
+        return line, col
+    if isinstance(node, str) and "\n" in node:
+        # A literal block scalar: its text starts on the line after the `|` indicator. Offsets
+        # refer to the continuation-joined text, which keeps line breaks only where no
+        # backslash preceded them; count breaks in the original up to the same point.
+        joined_to_orig = _joined_offset_to_original(node, offset)
+        return line + 1 + node[:joined_to_orig].count("\n"), None
+    return line, col
+
+
+def _joined_offset_to_original(text: str, offset: int) -> int:
+    orig = 0
+    joined = 0
+    while orig < len(text) and joined < offset:
+        m = re.match(r"\\\r?\n", text[orig:])
+        if m:
+            orig += len(m.group(0))
+            joined += 1
+        else:
+            orig += 1
+            joined += 1
+    return orig

@@ -1,0 +1,73 @@
+"""Findings are values: immutable, ordered, format-neutral (STYLE.md principle 5)."""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+from dataclasses import dataclass, replace
+
+
+class Severity(str, enum.Enum):
+    INFO = "info"
+    WARNING = "warning"
+    ERROR = "error"
+
+    @property
+    def rank(self) -> int:
+        return {"info": 0, "warning": 1, "error": 2}[self.value]
+
+    @classmethod
+    def parse(cls, text: str) -> Severity:
+        try:
+            return cls(text.lower())
+        except ValueError:
+            raise ValueError(
+                f"unknown severity {text!r} (choose from info, warning, error)"
+            ) from None
+
+
+@dataclass(frozen=True, order=True)
+class Finding:
+    # Field order is the sort order: by file, position, then code.
+    file: str
+    line: int
+    column: int
+    code: str
+    slug: str
+    severity: Severity
+    message: str
+    object: str
+    category: str | None = None  # for diff findings: mdc-checksum, kv-transfer, runtime-version
+    component: str | None = None
+    remediation: str = ""
+    key: str = ""  # what the finding is about, stable across line moves (for the fingerprint)
+    suppressed: bool = False
+    suppression_reason: str | None = None
+
+    @property
+    def fingerprint(self) -> str:
+        """Stable identity for baselines and code scanning: independent of line numbers."""
+        text = "\x1f".join((self.code, self.file, self.object, self.component or "", self.key,
+                            self.message if not self.key else ""))
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+    def suppress(self, reason: str) -> Finding:
+        return replace(self, suppressed=True, suppression_reason=reason)
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "code": self.code,
+            "slug": self.slug,
+            "severity": self.severity.value,
+            "category": self.category,
+            "message": self.message,
+            "file": self.file,
+            "line": self.line,
+            "column": self.column,
+            "object": self.object,
+            "component": self.component,
+            "remediation": self.remediation,
+            "fingerprint": self.fingerprint,
+            "suppressed": self.suppressed,
+            "suppression_reason": self.suppression_reason,
+        }

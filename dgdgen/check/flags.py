@@ -1,0 +1,289 @@
+"""Which backend flags feed the ModelDeploymentCard checksum and which change the KV-transfer
+contract, per backend and per Dynamo release.
+
+This is data, kept next to its sources: every entry cites ``facts/dynamo.md`` (§3.2 flag → MDC
+field map, §3.3 caveats, §4 KV-transfer flags) and the upstream PR that made it true. Keys are
+canonical flag names (see :func:`dgdgen.check.facts.canonical_flag`), ``--prefix-*`` wildcards,
+or ``engine:<dotted.path>`` for TRT-LLM engine arguments (the effective value after
+``--extra-engine-args`` / ``--override-engine-args`` / ``--trtllm.<path>``).
+
+Releases. The facts pin behaviour to upstream PRs and dates; the table maps them onto releases:
+
+* ``1.5`` — upstream main as of 2026-08-21 (version 1.5.0-dev): the newest the facts cover.
+* ``1.4`` — branched before 2026-08-08: #12890 (2026-08-08) and #12769 (2026-08-19) are "1.5.0,
+  not 1.4.0" (facts §2.4, §3.1); PRs of July 2026 (#12023, #12089, worker router flags and
+  worker type entering the checksum) are in it.
+* ``1.3`` — older releases, after the February 2026 flag changes (#6450, #6483) and before the
+  July 2026 checksum changes.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from functools import lru_cache
+
+from dgdgen.dgd import Backend
+from dgdgen.errors import InputError
+
+RELEASES: tuple[str, ...] = ("1.3", "1.4", "1.5")
+NEWEST = RELEASES[-1]
+
+
+class Category(str, enum.Enum):
+    """What a base → head change of a component breaks when applied in place."""
+
+    MDC = "mdc-checksum"  # an input of the ModelDeploymentCard checksum changes
+    KV = "kv-transfer"  # KV transfer or KV layout changes in a disaggregated DGD
+    RUNTIME = "runtime-version"  # a worker or frontend image (runtime) changes
+    SAFE = "safe"
+
+    @property
+    def demands_isolation(self) -> bool:
+        return self is not Category.SAFE
+
+
+ALL = frozenset({Backend.VLLM, Backend.SGLANG, Backend.TRTLLM, Backend.UNKNOWN})
+VLLM = frozenset({Backend.VLLM})
+SGLANG = frozenset({Backend.SGLANG})
+TRTLLM = frozenset({Backend.TRTLLM})
+
+
+@dataclass(frozen=True)
+class Input:
+    """One flag (or family of flags) and what it feeds."""
+
+    keys: tuple[str, ...]
+    category: Category
+    what: str  # the MDC field or KV aspect it sets, for messages
+    backends: frozenset[Backend]
+    cite: str
+    since: str | None = None  # first release it applies to (None: every release covered)
+    until: str | None = None  # first release it no longer applies to
+
+    def applies(self, backend: Backend, release: str) -> bool:
+        if backend not in self.backends:
+            return False
+        r = release_key(release)
+        if self.since is not None and r < release_key(self.since):
+            return False
+        if self.until is not None and r >= release_key(self.until):
+            return False
+        return True
+
+
+def release_key(release: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in release.split("."))
+
+
+def normalize_release(value: str | None) -> str:
+    """``1.5``, ``1.5.0``, ``v1.4.1`` → a release of :data:`RELEASES`; unknown → InputError."""
+    if value is None:
+        return NEWEST
+    text = value.strip().lstrip("vV")
+    parts = text.split(".")
+    if len(parts) >= 2 and parts[0].isdigit() and parts[1].split("-")[0].isdigit():
+        major_minor = f"{int(parts[0])}.{int(parts[1].split('-')[0])}"
+        if major_minor in RELEASES:
+            return major_minor
+    raise InputError(
+        f"unknown Dynamo version {value!r}",
+        hint=f"the flag tables cover {', '.join(RELEASES)}; the default is {NEWEST}",
+    )
+
+
+# --------------------------------------------------------------------------- MDC inputs
+# facts/dynamo.md §3 (`lib/llm/src/model_card.rs` `mdcsum()`) and §3.2 (flag → field map from
+# components/src/dynamo/{vllm/main.py,sglang/register.py,trtllm/workers/llm_worker.py}).
+
+_CARD = "facts/dynamo.md §3.2"
+
+MDC_INPUTS: tuple[Input, ...] = (
+    Input(("--served-model-name",), Category.MDC, "display_name / aliases", ALL, _CARD),
+    # The model id names the files whose contents are hashed (config, tokenizer,
+    # tokenizer_config, generation_config) and `source_path` (facts §3 items 2–3).
+    Input(("--model",), Category.MDC, "source_path and model file checksums",
+          VLLM | TRTLLM, _CARD),
+    Input(("--model-path",), Category.MDC, "source_path and model file checksums",
+          SGLANG, _CARD),
+    # Dynamo's hub download has no revision support (lib/llm/src/hub.rs), so a revision or
+    # tokenizer reaches the card only through the file contents it hashes (facts §3.2 note):
+    # treated as a checksum input because the files can differ.
+    Input(("--revision", "--tokenizer", "--tokenizer-path"), Category.MDC,
+          "model file checksums (through downloaded file contents)", ALL, _CARD),
+    Input(("--custom-jinja-template",), Category.MDC, "chat_template_file checksum", ALL, _CARD),
+    Input(("--max-model-len",), Category.MDC, "context_length", VLLM, _CARD),
+    Input(("--context-length",), Category.MDC, "context_length", SGLANG, _CARD),
+    Input(("--max-seq-len", "engine:max_seq_len"), Category.MDC, "context_length", TRTLLM,
+          _CARD),
+    Input(("--block-size",), Category.MDC, "kv_cache_block_size", VLLM, _CARD),
+    Input(("--page-size", "--dcp-size"), Category.MDC, "kv_cache_block_size (page size x dcp)",
+          SGLANG, _CARD),
+    # TRT-LLM: since #12023 (2026-07-22) the card takes the block size the engine reports and
+    # --kv-block-size is only a fallback that is not passed to the engine (facts §3.3).
+    Input(("--kv-block-size",), Category.MDC, "kv_cache_block_size", TRTLLM, _CARD,
+          until="1.4"),
+    Input(("engine:kv_cache_config.tokens_per_block",), Category.MDC,
+          "kv_cache_block_size (reported by the engine, #12023)", TRTLLM,
+          "facts/dynamo.md §3.3, upstream #12023", since="1.4"),
+    # worker_type / needs and the worker router config entered the checksum by July 2026
+    # (facts §3 history, §3.3 "release-dependent inputs").
+    Input(("--disaggregation-mode", "--is-prefill-worker"), Category.MDC, "worker_type / needs",
+          ALL, _CARD, since="1.4"),
+    Input(("--route-to-encoder",), Category.MDC, "needs", VLLM, _CARD, since="1.4"),
+    Input(("--encode-endpoint",), Category.MDC, "needs", TRTLLM, _CARD, since="1.4"),
+    Input(("--router-*", "--router-mode", "--router-kv-events"), Category.MDC,
+          "router_config", ALL, _CARD, since="1.4"),
+)
+
+# --------------------------------------------------------------------------- KV transfer
+# facts/dynamo.md §4. Only meaningful for workers of a disaggregated DGD: old decode workers must
+# be able to take KV blocks from new prefill workers (DESIGN.md §1).
+
+_KV = "facts/dynamo.md §4"
+
+KV_INPUTS: tuple[Input, ...] = (
+    Input(("--disaggregation-mode", "--is-prefill-worker"), Category.KV, "disaggregation role",
+          ALL, _KV),
+    # vLLM
+    Input(("--kv-transfer-config",), Category.KV, "KV connector", VLLM, _KV),
+    Input(("--connector",), Category.KV, "KV connector (rejected since #6450)", VLLM, _KV),
+    Input(("--tensor-parallel-size", "--pipeline-parallel-size", "--data-parallel-size"),
+          Category.KV, "KV sharding (parallel sizes)", VLLM, _KV),
+    Input(("--block-size",), Category.KV, "KV block size", VLLM, _KV),
+    Input(("--kv-cache-dtype",), Category.KV, "KV cache dtype", VLLM | SGLANG, _KV),
+    # With the default `--kv-cache-dtype auto` the KV cache takes the model dtype, so a dtype
+    # change is a KV-cache dtype change (vLLM CacheConfig / SGLang ServerArgs behaviour).
+    Input(("--dtype",), Category.KV, "KV cache dtype (follows the model dtype)",
+          VLLM | SGLANG, _KV),
+    Input(("--max-model-len",), Category.KV, "KV layout (max model length)", VLLM, _KV),
+    # SGLang
+    Input(("--disaggregation-transfer-backend",), Category.KV, "KV transfer backend", SGLANG,
+          _KV),
+    Input(("--disaggregation-bootstrap-port",), Category.KV, "KV bootstrap port", SGLANG, _KV),
+    Input(("--page-size",), Category.KV, "KV page size", SGLANG, _KV),
+    Input(("--tp-size", "--dp-size", "--pp-size", "--enable-dp-attention"), Category.KV,
+          "KV sharding (parallel sizes)", SGLANG, _KV),
+    Input(("--skip-tokenizer-init",), Category.KV, "prefill/decode hand-off (token ids)", SGLANG,
+          _KV),
+    # TRT-LLM: CLI flags map onto engine keys (facts §3.3 precedence), so the effective engine
+    # value is compared; the engine YAML's cache_transceiver_config does the P/D transfer.
+    Input(("engine:cache_transceiver_config", "engine:cache_transceiver_config.*"), Category.KV,
+          "KV transfer backend (cache_transceiver_config)", TRTLLM, _KV),
+    Input(("engine:tensor_parallel_size", "engine:pipeline_parallel_size",
+           "engine:moe_expert_parallel_size", "engine:enable_attention_dp"), Category.KV,
+          "KV sharding (parallel sizes)", TRTLLM, _KV),
+    Input(("engine:kv_cache_config", "engine:kv_cache_config.*"), Category.KV,
+          "KV cache configuration", TRTLLM, _KV),
+    Input(("engine:max_num_tokens", "engine:max_seq_len"), Category.KV, "KV layout limits",
+          TRTLLM, _KV),
+    Input(("--kv-block-size",), Category.KV, "KV block size", TRTLLM, _KV, until="1.4"),
+    # The engine-arguments file itself: when its contents cannot be read (it ships in the image
+    # or a ConfigMap outside the checked files), a new file may change any key above.
+    Input(("--extra-engine-args",), Category.KV, "engine arguments file (contents unknown)",
+          TRTLLM, _KV),
+)
+
+# Keys that look like inputs (by wildcard) but only size capacity: safe to change in place.
+# TRT-LLM kv_cache_config memory sizing is not part of the KV layout or the card (facts §3:
+# total_kv_blocks is "not hashed").
+SAFE_KEYS: frozenset[str] = frozenset({
+    "engine:kv_cache_config.free_gpu_memory_fraction",
+    "engine:kv_cache_config.max_tokens",
+    "engine:kv_cache_config.enable_block_reuse",
+    "engine:kv_cache_config.host_cache_size",
+})
+
+# An engine-arguments file whose contents are unknown may also set max_seq_len or (since #12023)
+# the block size: both card inputs.
+UNKNOWN_ENGINE_FILE_MDC = Input(
+    ("--extra-engine-args",), Category.MDC,
+    "engine arguments file (contents unknown: may set max_seq_len / tokens_per_block)",
+    TRTLLM, "facts/dynamo.md §3.2–3.3",
+)
+
+# CLI flag → TRT-LLM engine key (facts §3.3: YAML applied after the CLI, overrides last).
+TRTLLM_CLI_ENGINE_KEYS: dict[str, str] = {
+    "--tensor-parallel-size": "tensor_parallel_size",
+    "--pipeline-parallel-size": "pipeline_parallel_size",
+    "--expert-parallel-size": "moe_expert_parallel_size",
+    "--enable-attention-dp": "enable_attention_dp",
+    "--max-seq-len": "max_seq_len",
+    "--max-num-tokens": "max_num_tokens",
+    "--max-batch-size": "max_batch_size",
+    "--free-gpu-memory-fraction": "kv_cache_config.free_gpu_memory_fraction",
+}
+
+
+def _matches(pattern: str, key: str) -> bool:
+    if pattern.endswith("*"):
+        return key.startswith(pattern[:-1])
+    return key == pattern
+
+
+@lru_cache(maxsize=4096)
+def inputs_for(key: str, backend: Backend, release: str, disaggregated: bool) -> tuple[Input, ...]:
+    """The table entries a changed key hits (empty: a safe change). Exact keys win over wildcards;
+    KV entries count only in a disaggregated DGD."""
+    if key in SAFE_KEYS:
+        return ()
+    tables = MDC_INPUTS + (KV_INPUTS if disaggregated else ())
+    out: list[Input] = []
+    seen: set[Category] = set()
+    for entry in tables:
+        if entry.category in seen or not entry.applies(backend, release):
+            continue
+        if any(_matches(p, key) for p in entry.keys):
+            out.append(entry)
+            seen.add(entry.category)
+    return tuple(out)
+
+
+# --------------------------------------------------------------------------- flag lifecycle
+
+
+@dataclass(frozen=True)
+class FlagStatus:
+    """A flag that is deprecated or removed in some release."""
+
+    flag: str
+    backends: frozenset[Backend]
+    replacement: str
+    cite: str
+    deprecated_since: str | None = None
+    removed_since: str | None = None
+    env: str | None = None  # the environment variable that sets the same flag
+    workers_only: bool = True
+
+    def state(self, release: str) -> str | None:
+        r = release_key(release)
+        if self.removed_since is not None and r >= release_key(self.removed_since):
+            return "removed"
+        if self.deprecated_since is not None and r >= release_key(self.deprecated_since):
+            return "deprecated"
+        return None
+
+
+FLAG_LIFECYCLE: tuple[FlagStatus, ...] = (
+    # facts/dynamo.md §3.2 note: deprecated 2026-02-23 (#6483), removed 2026-07-24 (#12089).
+    FlagStatus("--is-prefill-worker", VLLM, "--disaggregation-mode prefill",
+               "upstream #6483 (deprecated), #12089 (removed); facts/dynamo.md §3.2",
+               deprecated_since="1.3", removed_since="1.4"),
+    # facts/dynamo.md §4: `--connector` / DYN_CONNECTOR is rejected for vLLM since #6450.
+    FlagStatus("--connector", VLLM,
+               "--kv-transfer-config '{\"kv_connector\":\"NixlConnector\",\"kv_role\":\"kv_both\"}'",
+               "upstream #6450; facts/dynamo.md §4", removed_since="1.3", env="DYN_CONNECTOR"),
+    # facts/dynamo.md §3.2: TRT-LLM `--model-path` is an obsolete alias of `--model`
+    # (components/src/dynamo/trtllm/backend_args.py `obsolete_flag`).
+    FlagStatus("--model-path", TRTLLM, "--model",
+               "facts/dynamo.md §3.2; components/src/dynamo/trtllm/backend_args.py",
+               deprecated_since="1.3"),
+    # components/src/dynamo/trtllm/backend_args.py: "The deprecated `--publish-events-and-metrics`
+    # alias retains its original combined behavior for one release."
+    FlagStatus("--publish-events-and-metrics", TRTLLM, "--publish-kv-events",
+               "components/src/dynamo/trtllm/backend_args.py", deprecated_since="1.5"),
+    # facts/dynamo.md §3.2: `--migration-limit` is now a frontend flag.
+    FlagStatus("--migration-limit", VLLM | SGLANG | TRTLLM,
+               "--migration-limit on the frontend", "facts/dynamo.md §3.2",
+               deprecated_since="1.3"),
+)

@@ -1,0 +1,26 @@
+"""Output formats: one module each with ``render(report, *, color) -> str``, picked from
+:data:`REPORTERS` by name (STYLE.md principle 5: no `if fmt == ...` chains)."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Protocol
+
+from dgdgen.check.engine import Report
+
+REPORTERS: dict[str, str] = {
+    "text": "dgdgen.check.reporters.text",
+    "json": "dgdgen.check.reporters.json",
+    "sarif": "dgdgen.check.reporters.sarif",
+    "github": "dgdgen.check.reporters.github",
+    "junit": "dgdgen.check.reporters.junit",
+}
+
+
+class Reporter(Protocol):
+    def render(self, report: Report, *, color: bool = False) -> str: ...
+
+
+def render(name: str, report: Report, *, color: bool = False) -> str:
+    module: Reporter = importlib.import_module(REPORTERS[name])  # type: ignore[assignment]
+    return module.render(report, color=color)

@@ -1,0 +1,74 @@
+"""SARIF 2.1.0 (OASIS), validated against the vendored schema in tests
+(schemas/sarif-2.1.0.schema.json). Levels: error → error, warning → warning, info → note;
+suppressed findings carry ``suppressions`` with the justification."""
+
+from __future__ import annotations
+
+import json
+from urllib.parse import quote
+
+from dgdgen import __version__
+from dgdgen.check.engine import Report
+from dgdgen.check.findings import Severity
+from dgdgen.check.rules.registry import RULES
+
+LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
+SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+DOCS = "docs/rules/{code}.md"
+
+
+def render(report: Report, *, color: bool = False) -> str:
+    codes = [m.RULE.code for m in report.rules] or sorted(RULES)
+    index = {code: i for i, code in enumerate(codes)}
+    rules = []
+    for code in codes:
+        meta = RULES[code].RULE
+        rules.append({
+            "id": meta.code,
+            "name": meta.slug,
+            "shortDescription": {"text": meta.summary},
+            "fullDescription": {"text": meta.rationale},
+            "help": {"text": meta.remediation,
+                     "markdown": f"**Fix:** {meta.remediation}\n\nSee `{DOCS.format(code=code)}`."},
+            "defaultConfiguration": {"level": LEVEL[meta.severity]},
+            "properties": {"tags": [t for t in ("rollout", meta.category) if t]},
+        })
+    results = []
+    for f in report.findings:
+        result: dict[str, object] = {
+            "ruleId": f.code,
+            "level": LEVEL[f.severity],
+            "message": {"text": f"{f.message} [{f.object}]"},
+            "locations": [{
+                "physicalLocation": {
+                    "artifactLocation": {"uri": quote(f.file.replace("\\", "/"))},
+                    "region": {"startLine": f.line, "startColumn": f.column},
+                },
+                "logicalLocations": [{"fullyQualifiedName": f.object, "kind": "object"}],
+            }],
+            "partialFingerprints": {"dgdgenFindingHash/v1": f.fingerprint},
+            "properties": {"slug": f.slug, **({"category": f.category} if f.category else {})},
+        }
+        if f.code in index:
+            result["ruleIndex"] = index[f.code]
+        if f.suppressed:
+            result["suppressions"] = [{"kind": "inSource" if "(annotation)" in
+                                       (f.suppression_reason or "") else "external",
+                                       "justification": f.suppression_reason or ""}]
+        results.append(result)
+    log = {
+        "$schema": SCHEMA,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "dgdgen",
+                "version": __version__,
+                "rules": rules,
+            }},
+            "results": results,
+            "columnKind": "unicodeCodePoints",
+            "properties": {"isolationRequired": report.isolation_required,
+                           "dynamoVersion": report.release},
+        }],
+    }
+    return json.dumps(log, indent=2, sort_keys=True) + "\n"

@@ -1,0 +1,39 @@
+"""Human text, yamllint-like: ``file:line:col: severity CODE slug: message``; colour on a TTY."""
+
+from __future__ import annotations
+
+from dgdgen.check.engine import Report
+from dgdgen.check.findings import Severity
+
+_COLOR = {Severity.ERROR: "\033[31m", Severity.WARNING: "\033[33m", Severity.INFO: "\033[36m"}
+_DIM, _BOLD, _RESET = "\033[2m", "\033[1m", "\033[0m"
+
+
+def render(report: Report, *, color: bool = False) -> str:
+    def paint(code: str, text: str) -> str:
+        return f"{code}{text}{_RESET}" if color else text
+
+    lines: list[str] = []
+    for f in report.findings:
+        where = f"{f.file}:{f.line}:{f.column}"
+        sev = f.severity.value
+        head = f"{paint(_BOLD, where)}: {paint(_COLOR[f.severity], sev)} {f.code} {f.slug}: " \
+               f"{f.message}"
+        if f.suppressed:
+            lines.append(paint(_DIM, f"{where}: suppressed {f.code} {f.slug}: {f.message} "
+                                     f"[{f.suppression_reason}]"))
+            continue
+        lines.append(head)
+        lines.append(f"    {f.object}" + (f" · fix: {f.remediation}" if f.remediation else ""))
+    for p in report.pairs:
+        v = p.verdict
+        if v is None or not v.changes:
+            continue
+        mode = "isolation required" if v.isolation_required else "safe in place"
+        cats = f" ({', '.join(v.categories)})" if v.categories else ""
+        lines.append(f"{p.head.file}: {p.head.object}: {mode}{cats}; risk {v.risk.value}")
+    c = report.counts()
+    summary = (f"{c['error']} error(s), {c['warning']} warning(s), {c['info']} info, "
+               f"{c['suppressed']} suppressed in {c['files']} file(s); Dynamo {report.release}")
+    lines.append(paint(_BOLD, summary))
+    return "\n".join(lines) + "\n"

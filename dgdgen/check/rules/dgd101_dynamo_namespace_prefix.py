@@ -1,0 +1,73 @@
+"""DGD101 dynamo-namespace-prefix."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from dgdgen.check.context import Context
+from dgdgen.check.findings import Finding, Severity
+from dgdgen.check.rules import RuleMeta
+from dgdgen.dgd import dynamo_namespace, is_dgd, parse
+
+RULE = RuleMeta(
+    code="DGD101",
+    slug="dynamo-namespace-prefix",
+    severity=Severity.ERROR,
+    summary="Two DGDs in one Kubernetes namespace where one Dynamo namespace is a prefix of the "
+            "other: the frontends cross-talk.",
+    rationale=(
+        "The operator derives the Dynamo namespace as {k8s-namespace}-{dgd-name} (PR #4126) and "
+        "a frontend discovers every namespace that string-starts-with its own "
+        "(lib/llm/src/namespace.rs NamespaceFilter::Prefix; facts/dynamo.md §2.1). The frontend "
+        "of `qwen` therefore also routes to the workers of `qwen-canary` (or `qwen2`) in the "
+        "same Kubernetes namespace: a canary gets production traffic, or the model is split "
+        "between two cards."
+    ),
+    remediation=(
+        "Rename one DGD so neither name is a prefix of the other (e.g. `qwen-stable` and "
+        "`qwen-canary`), or put them in different Kubernetes namespaces. `dgdgen render` "
+        "generates non-overlapping generation names."
+    ),
+)
+
+
+def check(ctx: Context) -> Iterator[Finding]:
+    # DGDs of the checked files, plus those rendered next to them (a pre-commit run sees only
+    # the changed files; the other half of a conflicting pair usually sits in the same folder).
+    entries: dict[tuple[str | None, str], tuple[str, int | None, int | None, str, bool]] = {}
+    for pair in ctx.dgds:
+        h = pair.head
+        loc = h.dgd.location(("metadata", "name"))
+        entries.setdefault((h.namespace, h.name), (h.file, loc.line, loc.column, h.object, True))
+    for pair in ctx.dgds:
+        for doc in ctx.siblings(pair.head.file):
+            if is_dgd(doc.data):
+                try:
+                    d = parse(doc.data, source=doc)
+                except Exception:  # a broken neighbour is not this check's business
+                    continue
+                entries.setdefault((d.namespace, d.name), (doc.file, None, None,
+                                                           f"DynamoGraphDeployment/{d.name}",
+                                                           False))
+    by_ns: dict[str | None, list[str]] = {}
+    for ns, name in entries:
+        by_ns.setdefault(ns, []).append(name)
+    for ns, names in sorted(by_ns.items(), key=lambda kv: kv[0] or ""):
+        dyn = {n: dynamo_namespace(ns or "<namespace>", n) for n in names}
+        ordered = sorted(names, key=lambda n: (len(dyn[n]), n))
+        for i, short in enumerate(ordered):
+            for long in ordered[i + 1:]:
+                if dyn[long] == dyn[short] or not dyn[long].startswith(dyn[short]):
+                    continue
+                # Report on the checked one of the pair (the longer name when both are checked).
+                for name, other in ((long, short), (short, long)):
+                    file, line, col, obj, checked = entries[(ns, name)]
+                    if checked:
+                        yield RULE.finding(
+                            file=file, line=line, column=col,
+                            message=(f"Dynamo namespace of DGD {short!r} ({dyn[short]}) is a "
+                                     f"prefix of that of {long!r} ({dyn[long]}): the frontend "
+                                     f"of {short!r} also discovers the workers of {long!r}"),
+                            object=obj, key=other,
+                        )
+                        break

@@ -1,0 +1,66 @@
+"""DGD105 single-replica-rolling-update."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from dgdgen.check.context import Context
+from dgdgen.check.findings import Finding, Severity
+from dgdgen.check.rules import RuleMeta
+from dgdgen.dgd import ANN_MAX_SURGE, ANN_STRATEGY, Role
+
+GROVE_STRATEGY = "nvidia.com/grove-update-strategy"
+
+RULE = RuleMeta(
+    code="DGD105",
+    slug="single-replica-rolling-update",
+    severity=Severity.WARNING,
+    summary="A single-replica component is updated one replica at a time without surge: its "
+            "capacity drops to zero during the rollout.",
+    rationale=(
+        "Grove replaces pods one at a time with fixed maxUnavailable 1 / maxSurge 0 "
+        "(RollingRecreate, facts/dynamo.md §2.4; multinode components always run on Grove or "
+        "LWS), `nvidia.com/deployment-strategy: Recreate` scales the old pods to 0 first, and "
+        "a max-surge of 0 leaves only maxUnavailable to make progress (facts §2.3). With one "
+        "replica each of these takes the component's whole capacity away until the new pod is "
+        "ready — minutes for a GPU worker. Grove bug #697 can even delete all replicas at once."
+    ),
+    remediation=(
+        "Run at least two replicas of the component, or allow a surge (Deployment-backed "
+        "components: `nvidia.com/deployment-rolling-update-max-surge: \"1\"`), or roll out "
+        "into a separate generation with `dgdgen plan`."
+    ),
+)
+
+
+def _reason(comp_annotations: dict[str, str], dgd_annotations: dict[str, str], multinode: bool
+            ) -> str | None:
+    if comp_annotations.get(ANN_STRATEGY, "").lower() == "recreate":
+        return f"{ANN_STRATEGY}: Recreate"
+    if comp_annotations.get(ANN_MAX_SURGE, "").strip() in ("0", "0%"):
+        return f"{ANN_MAX_SURGE}: 0"
+    if multinode:
+        return "multinode components are updated by Grove/LWS one replica at a time"
+    if dgd_annotations.get(GROVE_STRATEGY) == "RollingRecreate":
+        return f"{GROVE_STRATEGY}: RollingRecreate replaces one replica at a time"
+    return None
+
+
+def check(ctx: Context) -> Iterator[Finding]:
+    for pair in ctx.dgds:
+        h = pair.head
+        for comp in h.components.values():
+            if comp.replicas != 1 or not (comp.is_worker or comp.role is Role.FRONTEND):
+                continue
+            reason = _reason(dict(comp.annotations), dict(h.annotations), comp.multinode)
+            if reason is None:
+                continue
+            node = h.dgd.component_doc(comp.name)
+            path = comp.path + (("replicas",) if "replicas" in node else ())
+            loc = h.dgd.location(path)
+            yield RULE.finding(
+                file=h.file, line=loc.line, column=loc.column,
+                message=f"{comp.name}: 1 replica and {reason}: capacity drops to zero during "
+                        "a rollout",
+                object=h.object, component=comp.name, key=comp.name,
+            )

@@ -1,0 +1,32 @@
+"""DGD203 runtime-change-in-place."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from dgdgen.check.context import Context
+from dgdgen.check.findings import Finding, Severity
+from dgdgen.check.flags import Category
+from dgdgen.check.rules import RuleMeta
+from dgdgen.check.rules._inplace import REMEDIATION, in_place
+
+RULE = RuleMeta(
+    code="DGD203",
+    slug="runtime-change-in-place",
+    severity=Severity.ERROR,
+    summary="A worker or frontend image (the Dynamo runtime) changes in place.",
+    rationale=(
+        "A new runtime image (e.g. vllm-runtime 0.6.0 → 0.7.0) may change the frontend↔worker "
+        "protocol and what goes into the card: cards from different releases hash differently "
+        "for the same configuration (facts/dynamo.md §3 history; DESIGN.md §1). During an "
+        "in-place update the frontend is replaced in place while old and new workers serve "
+        "(facts §2.3), and PR #13886 documents only an N-2 frontend/worker window."
+    ),
+    remediation=REMEDIATION,
+    needs_base=True,
+    category=Category.RUNTIME.value,
+)
+
+
+def check(ctx: Context) -> Iterator[Finding]:
+    return in_place(ctx, RULE, Category.RUNTIME)

@@ -1,0 +1,44 @@
+"""The explicit rule registry: adding a rule touches its module, one line here, and its case
+file in policies/cases/ (STYLE.md principle 3)."""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from dgdgen.check.rules import (
+    ana401_analysis_nan_unguarded,
+    ana402_analysis_empty_unguarded,
+    dgd001_suppression_without_reason,
+    dgd101_dynamo_namespace_prefix,
+    dgd102_shared_frontend,
+    dgd103_deprecated_flag,
+    dgd104_removed_flag,
+    dgd105_single_replica_rolling_update,
+    dgd106_missing_migration_limit,
+    dgd201_mdc_change_in_place,
+    dgd202_kv_transfer_change_in_place,
+    dgd203_runtime_change_in_place,
+    dgd204_rollout_bookkeeping_removed,
+    rte301_route_zero_weights,
+    rte302_route_backend_missing,
+)
+
+_MODULES: tuple[ModuleType, ...] = (
+    dgd001_suppression_without_reason,
+    dgd101_dynamo_namespace_prefix,
+    dgd102_shared_frontend,
+    dgd103_deprecated_flag,
+    dgd104_removed_flag,
+    dgd105_single_replica_rolling_update,
+    dgd106_missing_migration_limit,
+    dgd201_mdc_change_in_place,
+    dgd202_kv_transfer_change_in_place,
+    dgd203_runtime_change_in_place,
+    dgd204_rollout_bookkeeping_removed,
+    rte301_route_zero_weights,
+    rte302_route_backend_missing,
+    ana401_analysis_nan_unguarded,
+    ana402_analysis_empty_unguarded,
+)
+
+RULES: dict[str, ModuleType] = {m.RULE.code: m for m in _MODULES}

@@ -1,0 +1,52 @@
+"""RTE301 route-zero-weights."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from dgdgen.check.context import Context, object_id
+from dgdgen.check.findings import Finding, Severity
+from dgdgen.check.rules import RuleMeta
+
+ROUTE_KINDS = ("HTTPRoute", "GRPCRoute")
+
+RULE = RuleMeta(
+    code="RTE301",
+    slug="route-zero-weights",
+    severity=Severity.ERROR,
+    summary="A route rule whose backendRefs all have weight 0.",
+    rationale=(
+        "Gateway API weights are relative: each backend gets weight / sum(weights); `weight: 0` "
+        "means no traffic for that entry, and the CRD does not define what happens when all "
+        "weights of a rule are 0 (facts/traffic.md §1, backendRefs[].weight). Implementations "
+        "answer 500/503 or drop the rule: the model is unreachable."
+    ),
+    remediation="Give at least one backend of the rule a weight above 0 (the stable generation "
+                "during a rollback).",
+)
+
+
+def _weight(ref: object) -> int:
+    if not isinstance(ref, dict):
+        return 1
+    w = ref.get("weight", 1)  # CRD default: 1
+    return w if isinstance(w, int) and not isinstance(w, bool) else 1
+
+
+def check(ctx: Context) -> Iterator[Finding]:
+    for doc in ctx.documents(*ROUTE_KINDS):
+        if not str(doc.data.get("apiVersion", "")).startswith("gateway.networking.k8s.io/"):
+            continue
+        rules = (doc.data.get("spec") or {}).get("rules") or []
+        for i, rule in enumerate(rules if isinstance(rules, list) else []):
+            refs = rule.get("backendRefs") if isinstance(rule, dict) else None
+            if not isinstance(refs, list) or not refs:
+                continue
+            if all(_weight(r) == 0 for r in refs):
+                loc = doc.location(("spec", "rules", i, "backendRefs"))
+                yield RULE.finding(
+                    file=doc.file, line=loc.line, column=loc.column,
+                    message=f"rules[{i}]: all {len(refs)} backendRefs have weight 0; the rule "
+                            "sends traffic nowhere",
+                    object=object_id(doc.data), key=f"rules[{i}]",
+                )

@@ -1,0 +1,208 @@
+"""Where the checked files come from: the working tree, the Git index, a revision.
+
+Uses the real ``git`` through subprocess (no GitPython):
+
+* no paths, no base — pre-commit mode: the staged YAML files (index) against ``HEAD``;
+* paths, no base — the files as they are against ``HEAD`` (pre-commit passes the staged files
+  and stashes unstaged changes, so the working tree is the index);
+* ``--base REV`` — working-tree files (the given paths, or every YAML file that differs from
+  REV) against REV.
+
+Outside a Git work tree only the single-file rules run. Blobs are read with one
+``git cat-file --batch`` process, so many files cost one fork.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from dgdgen.check.context import FileInput
+from dgdgen.errors import InputError, Location
+from dgdgen.yamlio import Document, load_documents_fast, read_text
+
+YAML_SUFFIXES = (".yaml", ".yml")
+
+
+@dataclass(frozen=True)
+class Git:
+    top: str
+
+    def run(self, *args: str) -> bytes:
+        proc = subprocess.run(["git", "-C", self.top, *args], capture_output=True, check=False)
+        if proc.returncode != 0:
+            msg = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+            raise InputError(f"git {args[0]} failed: {msg[-1] if msg else proc.returncode}")
+        return proc.stdout
+
+    def verify(self, rev: str) -> None:
+        proc = subprocess.run(["git", "-C", self.top, "rev-parse", "--verify", "--quiet",
+                               rev + "^{commit}"], capture_output=True, check=False)
+        if proc.returncode != 0:
+            raise InputError(f"unknown Git revision {rev!r}")
+
+    def blobs(self, specs: list[str]) -> list[str | None]:
+        """Contents of ``REV:path`` / ``:path`` specs (None when missing)."""
+        if not specs:
+            return []
+        data = "".join(s + "\n" for s in specs).encode("utf-8")
+        proc = subprocess.run(["git", "-C", self.top, "cat-file", "--batch"], input=data,
+                              capture_output=True, check=False)
+        out: list[str | None] = []
+        buf = proc.stdout
+        pos = 0
+        for _ in specs:
+            nl = buf.index(b"\n", pos)
+            header = buf[pos:nl].decode("utf-8", "replace")
+            pos = nl + 1
+            if header.endswith(" missing") or header.endswith(" ambiguous"):
+                out.append(None)
+                continue
+            size = int(header.rsplit(" ", 1)[1])
+            out.append(buf[pos:pos + size].decode("utf-8", "replace"))
+            pos += size + 1
+        return out
+
+    def changed(self, *diff_args: str) -> list[tuple[str, str | None]]:
+        """(path, path at the base) of changed files, renames followed, deletions left out."""
+        raw = self.run("diff", "--name-status", "-z", "-M", "--diff-filter=ACMRT", *diff_args)
+        parts = raw.decode("utf-8", "replace").split("\0")
+        out: list[tuple[str, str | None]] = []
+        i = 0
+        while i < len(parts) and parts[i]:
+            status = parts[i]
+            if status.startswith(("R", "C")):
+                out.append((parts[i + 2], parts[i + 1]))
+                i += 3
+            else:
+                out.append((parts[i + 1], None if status == "A" else parts[i + 1]))
+                i += 2
+        return out
+
+
+def git_top(cwd: str = ".") -> Git | None:
+    try:
+        proc = subprocess.run(["git", "-C", cwd, "rev-parse", "--show-toplevel"],
+                              capture_output=True, check=False)
+    except FileNotFoundError:
+        return None
+    if proc.returncode != 0:
+        return None
+    return Git(proc.stdout.decode().strip())
+
+
+def _is_yaml(path: str) -> bool:
+    return path.lower().endswith(YAML_SUFFIXES)
+
+
+def _display(path: str) -> str:
+    rel = os.path.relpath(path)
+    return rel if not rel.startswith("..") else path
+
+
+def _expand(paths: Iterable[str]) -> list[str]:
+    out: list[str] = []
+    for p in paths:
+        if os.path.isdir(p):
+            for root, dirs, files in os.walk(p):
+                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                out += [os.path.join(root, f) for f in sorted(files) if _is_yaml(f)]
+        else:
+            out.append(p)
+    return out
+
+
+def _parse(text: str, display: str) -> list[Document]:
+    try:
+        return load_documents_fast(text, display)
+    except InputError as exc:
+        if exc.location is not None and not exc.location.file:
+            exc.location = Location(display, exc.location.line, exc.location.column)
+        raise
+
+
+def collect(paths: list[str], base: str | None, *, use_git: bool = True) -> list[FileInput]:
+    git = git_top() if use_git else None
+    if base is not None and git is None:
+        raise InputError("--base needs a Git work tree")
+    if git is not None and base is not None:
+        git.verify(base)
+
+    if not paths:
+        if git is None:
+            raise InputError("no files given, and not in a Git work tree to find staged files")
+        if base is None:  # pre-commit mode: index vs HEAD
+            changed = [(p, b) for p, b in git.changed("--cached") if _is_yaml(p)]
+            heads = git.blobs([":" + p for p, _ in changed])
+            bases = git.blobs(["HEAD:" + b if b else "HEAD:<none>" for _, b in changed])
+            staged = []
+            for (p, _), h, b in zip(changed, heads, bases):
+                shown = _display(os.path.join(git.top, p))
+                staged.append(FileInput(shown, _parse(h or "", shown),
+                                        _parse(b, shown) if b is not None else None))
+            return staged
+        changed = [(p, b) for p, b in git.changed(base) if _is_yaml(p)]
+        paths = [os.path.join(git.top, p) for p, _ in changed]
+        renames = {os.path.realpath(os.path.join(git.top, p)): b for p, b in changed}
+    else:
+        renames = {}
+
+    files = _expand(paths)
+    rev = base or "HEAD"
+    specs: list[str] = []
+    if git is not None:
+        for f in files:
+            real = os.path.realpath(f)
+            rel = os.path.relpath(real, os.path.realpath(git.top))
+            if rel.startswith(".."):
+                specs.append(rev + ":<outside>")
+            else:
+                old = renames.get(real, rel)
+                specs.append(f"{rev}:{old}" if old else rev + ":<none>")
+    base_texts = git.blobs(specs) if git is not None else [None] * len(files)
+    out = []
+    for f, b in zip(files, base_texts):
+        shown = _display(f)
+        text = read_text(f, display=shown)
+        out.append(FileInput(shown, _parse(text, shown), _parse(b, shown) if b is not None
+                             else None))
+    return out
+
+
+def load_pair(old: str, new: str) -> FileInput:
+    """``dgdgen diff OLD NEW``: NEW is the head, OLD its base."""
+    new_shown, old_shown = _display(new), _display(old)
+    head = _parse(read_text(new, display=new_shown), new_shown)
+    base = _parse(read_text(old, display=old_shown), old_shown)
+    return FileInput(new_shown, head, base)
+
+
+def sibling_loader(checked: Iterable[str]) -> Callable[[str], list[Document]]:
+    """Documents of YAML files in the directory of a checked file that are not checked
+    themselves; each directory is read once, unreadable or broken files are skipped."""
+    checked_real = {os.path.realpath(f) for f in checked}
+    cache: dict[str, list[Document]] = {}
+
+    def load(file: str) -> list[Document]:
+        directory = os.path.dirname(os.path.realpath(file))
+        if directory not in cache:
+            docs: list[Document] = []
+            try:
+                names = sorted(os.listdir(directory))
+            except OSError:
+                names = []
+            for name in names:
+                path = os.path.join(directory, name)
+                if not _is_yaml(name) or path in checked_real or not os.path.isfile(path):
+                    continue
+                try:
+                    with open(path, encoding="utf-8") as fh:
+                        docs += load_documents_fast(fh.read(), _display(path))
+                except (OSError, UnicodeDecodeError, InputError):
+                    continue
+            cache[directory] = docs
+        return cache[directory]
+
+    return load

@@ -1,0 +1,127 @@
+"""`dgdgen check`: rollout-safety rules over DGD manifests and their change since a base."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+HELP = "check DGD manifests (and their change since a Git base) for rollout hazards"
+DESCRIPTION = """\
+Check DynamoGraphDeployments, routes and analysis templates for rollout hazards.
+
+Each file is compared with its version at a base revision, so changes that demand namespace
+isolation (ModelDeploymentCard inputs, KV transfer, runtime image) are caught when they are
+applied in place. Without PATHS and without --base it checks the staged YAML files against
+HEAD (pre-commit mode); with PATHS and no --base it compares them with HEAD; with --base REV it
+compares the working tree with REV. New files and files outside Git get the single-file rules.
+
+Suppress a finding with a reason on the object: `dgdgen.dev/ignore: "DGD105: why"`, or in the
+`check.suppress` list of .dgdgen.yaml. Suppressed findings are reported, but do not fail.
+
+exit codes: 0 clean, 1 findings at or above --fail-on, 2 bad input or usage.
+"""
+
+FORMATS = ("text", "json", "sarif", "github", "junit")
+SEVERITIES = ("info", "warning", "error", "never")
+
+
+def add_output_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--format", "-f", action="append", choices=FORMATS, dest="formats",
+                        metavar="FORMAT",
+                        help="text (default), json, sarif, github, junit; repeat for several")
+    parser.add_argument("--output", "-o", action="append", dest="outputs", metavar="FILE",
+                        help="write the matching --format (by position) to FILE; "
+                             "formats without one go to stdout")
+    parser.add_argument("--fail-on", choices=SEVERITIES, default=None,
+                        help="lowest severity that fails the run (default: error)")
+    parser.add_argument("--select", action="append", default=[], metavar="RULE",
+                        help="only these rules: code, slug or prefix (DGD2); comma-separated "
+                             "or repeated")
+    parser.add_argument("--ignore", action="append", default=[], metavar="RULE",
+                        help="skip these rules: code, slug or prefix")
+    parser.add_argument("--dynamo-version", metavar="X.Y", default=None,
+                        help="Dynamo release the flag tables describe (default: the newest "
+                             "covered, 1.5)")
+    parser.add_argument("--config", metavar="FILE",
+                        help="config file (default: .dgdgen.yaml in the current directory or "
+                             "the repository root)")
+    parser.add_argument("--color", choices=("auto", "always", "never"), default="auto",
+                        help="colour in text output (default: auto, on a TTY)")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="*", metavar="PATH",
+                        help="files or directories (default: the staged YAML files)")
+    parser.add_argument("--base", metavar="REV",
+                        help="compare with this Git revision (default: HEAD)")
+    add_output_arguments(parser)
+
+
+def _split(values: list[str]) -> tuple[str, ...]:
+    return tuple(v.strip() for item in values for v in item.split(",") if v.strip())
+
+
+def options(args: argparse.Namespace, git_top: str | None) -> tuple[Any, Any]:
+    """(engine Options, fail-on Severity or None) from the command line and the config file."""
+    from dgdgen.check import config
+    from dgdgen.check.engine import Options
+    from dgdgen.check.findings import Severity
+    from dgdgen.check.flags import normalize_release
+    from dgdgen.errors import InputError
+
+    path = config.find(args.config, git_top)
+    cfg = config.load(path) if path else config.CheckConfig()
+    release = normalize_release(args.dynamo_version or cfg.dynamo_version)
+    fail_on_text = args.fail_on or cfg.fail_on or "error"
+    if fail_on_text not in SEVERITIES:
+        raise InputError(f"unknown fail-on severity {fail_on_text!r}",
+                         hint=f"choose from {', '.join(SEVERITIES)}")
+    fail_on = None if fail_on_text == "never" else Severity.parse(fail_on_text)
+    opts = Options(
+        release=release,
+        select=_split(args.select) or cfg.select,
+        ignore=_split(args.ignore) + cfg.ignore,
+        suppressions=cfg.suppressions,
+    )
+    return opts, fail_on
+
+
+def emit(report: Any, args: argparse.Namespace) -> None:
+    from dgdgen.check.reporters import render
+    from dgdgen.errors import InputError
+
+    formats = args.formats or ["text"]
+    outputs = args.outputs or []
+    if len(outputs) > len(formats):
+        raise InputError("more --output than --format options (pair each output with a format)")
+    color = args.color == "always" or (args.color == "auto" and sys.stdout.isatty()
+                                       and "NO_COLOR" not in os.environ)
+    rendered = []
+    for i, fmt in enumerate(formats):
+        target = outputs[i] if i < len(outputs) else None
+        text = render(fmt, report, color=color and target is None and fmt == "text")
+        rendered.append((target, text))
+    for target, text in rendered:  # write only after every format rendered
+        if target is None or target == "-":
+            sys.stdout.write(text)
+        else:
+            tmp = target + ".tmp"
+            try:
+                with open(tmp, "w", encoding="utf-8") as fh:
+                    fh.write(text)
+                os.replace(tmp, target)
+            except OSError as exc:
+                raise InputError(f"cannot write {target}: {exc.strerror}") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    from dgdgen.check import engine, sources
+
+    git = sources.git_top()
+    opts, fail_on = options(args, git.top if git else None)
+    files = sources.collect(list(args.paths), args.base)
+    report = engine.run(files, opts, sources.sibling_loader(f.file for f in files))
+    emit(report, args)
+    return 1 if report.failing(fail_on) else 0

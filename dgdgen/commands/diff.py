@@ -1,0 +1,35 @@
+"""`dgdgen diff OLD NEW`: classify the change between two DGD files."""
+
+from __future__ import annotations
+
+import argparse
+
+from dgdgen.commands.check import add_output_arguments, emit, options
+
+HELP = "classify the change between two DGD files (isolation required? which categories?)"
+DESCRIPTION = """\
+Compare two versions of a DGD file: NEW is checked as the head, OLD as its base. DGDs are
+matched by namespace and name (a single DGD on each side is matched even when renamed).
+
+The JSON report (`--format json`) has a top-level boolean `isolation_required`, the
+`categories` found (mdc-checksum, kv-transfer, runtime-version), the risk grade, `findings`
+and per-DGD `verdicts` with every change.
+
+exit codes: 0 clean, 1 findings at or above --fail-on, 2 bad input or usage.
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("old", metavar="OLD", help="the base version of the file")
+    parser.add_argument("new", metavar="NEW", help="the new version of the file")
+    add_output_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    from dgdgen.check import engine, sources
+
+    opts, fail_on = options(args, None)
+    pair = sources.load_pair(args.old, args.new)
+    report = engine.run([pair], opts, sources.sibling_loader([args.new]))
+    emit(report, args)
+    return 1 if report.failing(fail_on) else 0

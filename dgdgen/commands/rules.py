@@ -1,0 +1,31 @@
+"""`dgdgen rules list|explain`: the rule catalogue."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+HELP = "list the checker's rules, or explain one"
+DESCRIPTION = """\
+`dgdgen rules list` prints every rule: code, slug, severity, whether it needs a base revision,
+and its summary. `dgdgen rules explain CODE` prints one rule's documentation (what, why with
+the upstream citation, a failing and a passing example, the fix). CODE may be a slug.
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    lst = sub.add_parser("list", help="list the rules")
+    lst.add_argument("--format", choices=("text", "json"), default="text")
+    exp = sub.add_parser("explain", help="explain one rule")
+    exp.add_argument("code", metavar="CODE", help="rule code or slug, e.g. DGD201")
+
+
+def run(args: argparse.Namespace) -> int:
+    from dgdgen.check import docs
+
+    if args.action == "list":
+        sys.stdout.write(docs.listing(json_format=args.format == "json"))
+        return 0
+    sys.stdout.write(docs.explain(args.code))
+    return 0
