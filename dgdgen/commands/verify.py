@@ -59,7 +59,7 @@ def _files(paths: list[str]) -> list[str]:
     out: list[str] = []
     for path in paths:
         if os.path.isdir(path):
-            found = []
+            found: list[str] = []
             for root, dirs, names in os.walk(path):
                 dirs[:] = sorted(d for d in dirs if not d.startswith("."))
                 found.extend(
@@ -90,13 +90,18 @@ def run(args: argparse.Namespace) -> int:
     files = _files(args.paths)
     # Read everything first: bad input stops the run before anything is reported.
     documents = [doc for path in files for doc in yamlio.load_file(path)]
-    found = crd.validate_documents(
+    found: list[tuple[yamlio.Document, crd.Violation]] = crd.validate_documents(
         documents, overlays=args.overlay, skip_unknown_kinds=args.skip_unknown_kinds
+    )
+    # Within a document, report in source order (documents keep their file order).
+    order = {id(doc): i for i, doc in enumerate(documents)}
+    located = sorted(
+        ((doc, v, doc.location(v.path)) for doc, v in found),
+        key=lambda t: (order[id(t[0])], t[2].line or 0, t[2].column or 0),
     )
     failures = 0
     out = sys.stdout
-    for doc, violation in found:
-        where = doc.location(violation.path)
+    for doc, violation, where in located:
         field = format_path(violation.path)
         prefix = f"{where}: {_label(doc.data)}: "
         if violation.rule == crd.UNKNOWN_KIND:

@@ -22,24 +22,24 @@ from typing import Any
 from dgdgen.crd import catalog, core
 from dgdgen.crd import overlays as overlay_schemas
 from dgdgen.crd.structural import MISSING, Walker, apply_defaults, copy_plain
-from dgdgen.crd.violation import FieldPath, Violation
+from dgdgen.crd.violation import Violation
 from dgdgen.yamlio import Document
 
 __all__ = [
+    "UNKNOWN_KIND",
     "Violation",
-    "known",
     "kinds",
+    "known",
+    "unsupported_rules",
     "validate",
     "validate_documents",
-    "unsupported_rules",
-    "UNKNOWN_KIND",
 ]
 
 # The ``rule`` of the one violation returned for an object whose kind has no schema here.
 UNKNOWN_KIND = "unknown-kind"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _schema(api_version: str, kind: str, overlay_names: tuple[str, ...]) -> dict[str, Any] | None:
     entry = catalog.load(api_version, kind)
     if entry is None:

@@ -176,7 +176,7 @@ def key(api_version: str, kind: str) -> str:
     return f"{api_version}/{kind}"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load(api_version: str, kind: str) -> dict[str, Any] | None:
     """The compiled entry for an apiVersion/kind, or None when it is not vendored."""
     name = index().get(key(api_version, kind))

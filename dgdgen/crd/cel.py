@@ -28,8 +28,7 @@ from celpy.evaluation import CELEvalError
 # k8s.io/apiserver/pkg/cel/escaping.go: reserved words become __word__, and __ . - / are spelt
 # out, so `namespace` is read as `self.__namespace__` in rules (as Gateway API's parentRefs do).
 _RESERVED = frozenset(
-    "true false null in as break const continue else for function if import let loop package "
-    "namespace return var void while".split()
+    ["true", "false", "null", "in", "as", "break", "const", "continue", "else", "for", "function", "if", "import", "let", "loop", "package", "namespace", "return", "var", "void", "while"]
 )
 _ESCAPABLE = re.compile(r"^[a-zA-Z_.\-/][a-zA-Z0-9_.\-/]*$")
 
@@ -432,7 +431,7 @@ class Program:
     uses_old_self: bool
 
 
-def _called_names(tree: lark.Tree) -> set[str]:
+def _called_names(tree: lark.Tree[Any]) -> set[str]:
     names: set[str] = set()
     for sub in tree.iter_subtrees():
         if sub.data == "ident_arg" and sub.children:
@@ -442,7 +441,7 @@ def _called_names(tree: lark.Tree) -> set[str]:
     return names
 
 
-def _idents(tree: lark.Tree) -> set[str]:
+def _idents(tree: lark.Tree[Any]) -> set[str]:
     return {
         str(tok)
         for sub in tree.iter_subtrees()
@@ -461,19 +460,28 @@ def _environment() -> celpy.Environment:
     return env
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def compile_rule(source: str) -> Program:
     """Compile a rule (or messageExpression) once; raise :class:`Unsupported` if we cannot."""
     env = _environment()
     try:
         tree = env.compile(source)
-    except Exception as exc:  # cel-python raises a few parser exception types
+    except Exception as exc:  # noqa: BLE001 - cel-python raises several parser exception types
         raise Unsupported(f"cel-python cannot parse it: {str(exc).splitlines()[0]}") from None
     missing = sorted(_called_names(tree) - SUPPORTED)
     if missing:
         raise Unsupported(f"uses CEL function(s) dgdgen does not implement: {', '.join(missing)}")
     runner = env.program(tree, functions=FUNCTIONS)
     return Program(source, runner, "oldSelf" in _idents(tree))
+
+
+def is_true(result: Any) -> bool:
+    """Whether a rule's result is CEL ``true`` (anything else, including non-bools, fails)."""
+    return isinstance(result, ct.BoolType) and bool(result)
+
+
+def is_bool(result: Any) -> bool:
+    return isinstance(result, ct.BoolType)
 
 
 class EvalError(Exception):

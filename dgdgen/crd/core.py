@@ -20,7 +20,7 @@ from dgdgen.crd.violation import Violation
 def kubernetes_version() -> str | None:
     """The newest Kubernetes version kubernetes-validate has schemas for, or None if absent."""
     try:
-        from kubernetes_validate import utils
+        from kubernetes_validate import utils  # type: ignore[import-untyped]
     except ImportError:
         return None
     return str(utils.latest_version())
@@ -41,7 +41,7 @@ def _schema_dir() -> Any:
 
 # A few of the bundled schemas are for sub-objects (ServiceSpec ...), not API kinds; only objects
 # whose schema declares apiVersion and kind count.
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _validator(api_version: str, kind: str) -> Any:
     if kubernetes_version() is None or "/" in kind:
         return None

@@ -54,7 +54,7 @@ def available() -> list[str]:
     return sorted(p.name[: -len(".yaml")] for p in folder.iterdir() if p.name.endswith(".yaml"))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load(name: str) -> Overlay:
     if name not in available():
         known = ", ".join(available()) or "none"

@@ -517,8 +517,8 @@ class Walker:
             if outcome is None:
                 try:
                     result = cel.evaluate(program, activation)
-                    outcome = "" if isinstance(result, cel.ct.BoolType) and bool(result) else "F"
-                    if not isinstance(result, cel.ct.BoolType):
+                    outcome = "" if cel.is_true(result) else "F"
+                    if not cel.is_bool(result):
                         outcome = f"E the rule returned {type(result).__name__}, not a bool"
                 except cel.EvalError as exc:
                     outcome = f"E{exc}"
