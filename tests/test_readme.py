@@ -1,0 +1,31 @@
+"""The README's commands run: every `$ dgdgen ...` line of a console block succeeds."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+from conftest import REPO, run_cli
+
+
+def _commands() -> list[list[str]]:
+    cmds = []
+    for line in (REPO / "README.md").read_text().splitlines():
+        if line.startswith("$ dgdgen "):
+            cmds.append(shlex.split(line[len("$ dgdgen "):]))
+    return cmds
+
+
+def test_readme_commands_run(tmp_path: Path) -> None:
+    cmds = _commands()
+    assert len(cmds) >= 5
+    for argv in cmds:
+        argv = [str(tmp_path / "out") if a == "out/" else a for a in argv]
+        r = run_cli(*argv)
+        assert r.returncode == 0, (argv, r.stderr)
+
+
+def test_readme_plan_table_is_current() -> None:
+    r = run_cli("plan", "examples/vllm-disagg-block-size/rollout.yaml")
+    table = "\n".join(r.stdout.splitlines()[3:])
+    assert table in (REPO / "README.md").read_text()
