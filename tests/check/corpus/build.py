@@ -1,0 +1,223 @@
+"""Builds the classification corpus from the real upstream DGD examples.
+
+Each case is a directory with ``old.yaml`` (an upstream example, verbatim unless the case says
+otherwise), ``new.yaml`` (the same file after one realistic edit) and ``expected.json`` (the
+verdict: ``isolation_required``, ``categories``, ``risk``, optionally ``dynamo_version``).
+The expected verdicts are written here by hand, from facts/dynamo.md §3–4, not computed.
+
+    python tests/check/corpus/build.py [UPSTREAM_EXAMPLES_DIR]
+
+The output is committed; tests read it and never need ../shared.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+UPSTREAM = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
+    HERE, "..", "..", "..", "..", "shared", "upstream", "dynamo", "examples")
+
+MDC, KV, RT = "mdc-checksum", "kv-transfer", "runtime-version"
+
+
+def up(name: str) -> str:
+    with open(os.path.join(UPSTREAM, name), encoding="utf-8") as fh:
+        return fh.read()
+
+
+def sub(text: str, old: str, new: str, count: int = -1) -> str:
+    assert old in text, (old, text[:200])
+    return text.replace(old, new, count)
+
+
+CASES: list[dict] = []
+
+
+def case(name: str, old: str, new: str, categories: list[str], risk: str = "config-only",
+         note: str = "", dynamo_version: str | None = None) -> None:
+    assert old != new, name
+    CASES.append({"name": name, "old": old, "new": new, "expected": {
+        "isolation_required": bool(categories), "categories": sorted(categories), "risk": risk,
+        **({"dynamo_version": dynamo_version} if dynamo_version else {}),
+        "note": note}})
+
+
+vllm_disagg = up("vllm-disagg.yaml")  # v1alpha1, list args
+vllm_disagg_b = up("vllm-disagg.v1beta1.yaml")
+vllm_agg = up("vllm-agg.yaml")
+vllm_router = up("vllm-disagg_router.yaml")
+vllm_mn = up("vllm-disagg-multinode.yaml")
+sglang = up("sglang-disagg.yaml")
+sglang_b = up("sglang-disagg.v1beta1.yaml")
+trt = up("trtllm-disagg.yaml")
+trt_b = up("trtllm-disagg.v1beta1.yaml")
+trt_mn = up("trtllm-disagg-multinode.yaml")
+shared = up("shared-frontend.yaml")  # v1alpha1, `/bin/sh -c` string args
+
+# --- block / page size -----------------------------------------------------------------------
+case("vllm-block-size-disagg-v1alpha1", vllm_disagg,
+     sub(vllm_disagg, "            - Qwen/Qwen3-0.6B\n",
+         "            - Qwen/Qwen3-0.6B\n            - --block-size\n            - \"32\"\n"),
+     [MDC, KV], note="--block-size feeds kv_cache_block_size and the KV layout")
+case("sglang-page-size-disagg-v1beta1", sglang_b, sub(sglang_b, '- "16"', '- "32"'), [MDC, KV],
+     note="--page-size feeds kv_cache_block_size and the KV page layout")
+case("sglang-page-size-disagg-v1alpha1", sglang, sub(sglang, '- "16"', '- "64"'), [MDC, KV])
+# --- served model name / model ---------------------------------------------------------------
+case("sglang-served-model-name-v1alpha1", sglang,
+     sub(sglang, "- --served-model-name\n            - Qwen/Qwen3-0.6B",
+         "- --served-model-name\n            - qwen3-small"),
+     [MDC], note="display_name is hashed; not a KV input")
+case("trtllm-served-model-name-v1beta1", trt_b,
+     sub(trt_b, "- --served-model-name\n          - Qwen/Qwen3-0.6B",
+         "- --served-model-name\n          - qwen"), [MDC])
+case("vllm-model-same-family", vllm_agg, sub(vllm_agg, "Qwen/Qwen3-0.6B", "Qwen/Qwen3-8B"),
+     [MDC], risk="same-family")
+case("vllm-model-new-family", vllm_disagg,
+     sub(vllm_disagg, "Qwen/Qwen3-0.6B", "meta-llama/Llama-3.1-8B-Instruct"), [MDC],
+     risk="new-family")
+case("vllm-model-fp8-weights", vllm_agg, sub(vllm_agg, "Qwen/Qwen3-0.6B", "Qwen/Qwen3-0.6B-FP8"),
+     [MDC], risk="same-model-new-revision")
+# --- KV transfer -----------------------------------------------------------------------------
+case("vllm-kv-connector-v1beta1", vllm_disagg_b,
+     sub(vllm_disagg_b, '"kv_connector":"NixlConnector"', '"kv_connector":"LMCacheConnectorV1"'),
+     [KV], note="the connector is a KV-transfer input, not a card input")
+case("vllm-kv-transfer-config-whitespace-only", vllm_disagg,
+     sub(vllm_disagg, '\'{"kv_connector":"NixlConnector","kv_role":"kv_both"}\'',
+         '\'{"kv_role": "kv_both", "kv_connector": "NixlConnector"}\''), [],
+     note="same JSON, other spelling")
+case("sglang-transfer-backend-nixl-to-mooncake-v1beta1", sglang_b,
+     sub(sglang_b, "- nixl", "- mooncake"), [KV])
+case("vllm-tp-size-disagg-multinode", vllm_mn,
+     sub(vllm_mn, '- --tensor-parallel-size\n          - "2"', '- --tensor-parallel-size\n          - "4"'),
+     [KV], note="TP size shards the KV cache; not hashed in the card")
+case("vllm-tp-size-aggregated", vllm_agg,
+     sub(vllm_agg, "            - Qwen/Qwen3-0.6B\n",
+         "            - Qwen/Qwen3-0.6B\n            - --tensor-parallel-size\n            - \"2\"\n"),
+     [], note="aggregated: no KV transfer between workers")
+case("trtllm-extra-engine-args-path-v1alpha1", trt,
+     sub(trt, "engine_configs/qwen3/prefill.yaml", "engine_configs/qwen3/prefill_fp8kv.yaml"),
+     [MDC, KV], note="engine file contents unknown: may set max_seq_len, tokens_per_block, "
+                     "cache_transceiver_config")
+case("trtllm-configmap-transceiver-backend", trt_mn,
+     sub(trt_mn, "backend: DEFAULT", "backend: UCX", 1), [KV],
+     note="engine YAML from the ConfigMap in the same file, compared key by key")
+case("trtllm-configmap-free-memory-only", trt_mn,
+     sub(trt_mn, "free_gpu_memory_fraction: 0.80", "free_gpu_memory_fraction: 0.85"), [],
+     note="KV memory sizing is capacity only")
+case("trtllm-configmap-tokens-per-block", trt_mn,
+     sub(trt_mn, "kv_cache_config:\n      free_gpu_memory_fraction: 0.80",
+         "kv_cache_config:\n      free_gpu_memory_fraction: 0.80\n      tokens_per_block: 64"),
+     [MDC, KV], note="since #12023 the card takes the engine's block size")
+case("trtllm-override-engine-args-tp", trt_b,
+     sub(trt_b, "          - --disaggregation-mode\n          - prefill\n",
+         "          - --disaggregation-mode\n          - prefill\n          - --override-engine-args\n"
+         "          - '{\"tensor_parallel_size\": 2}'\n"),
+     [KV], note="--override-engine-args JSON overrides the engine YAML")
+case("trtllm-kv-block-size-flag-1.5", trt,
+     sub(trt, "            - --disaggregation-mode\n", "            - --kv-block-size\n"
+         "            - \"64\"\n            - --disaggregation-mode\n"), [],
+     note="since #12023 --kv-block-size is only an unused fallback", dynamo_version="1.5")
+case("trtllm-kv-block-size-flag-1.3", trt,
+     sub(trt, "            - --disaggregation-mode\n", "            - --kv-block-size\n"
+         "            - \"64\"\n            - --disaggregation-mode\n"), [MDC, KV],
+     note="before #12023 the flag sets the card's block size", dynamo_version="1.3")
+# --- runtime ---------------------------------------------------------------------------------
+case("vllm-image-bump-v1alpha1", vllm_agg, sub(vllm_agg, ":my-tag", ":0.7.0"), [RT])
+case("sglang-image-bump-v1beta1-frontend-only", sglang_b,
+     sub(sglang_b, "my-registry/sglang-runtime:my-tag\n          name: main\n    replicas: 1\n"
+                   "    type: frontend",
+         "my-registry/sglang-runtime:1.5.0\n          name: main\n    replicas: 1\n"
+         "    type: frontend"), [RT])
+case("shared-frontend-image-bump-multi-dgd", shared, sub(shared, ":0.5.0", ":0.6.0"), [RT])
+# --- safe ------------------------------------------------------------------------------------
+case("vllm-replicas-only", vllm_router, sub(vllm_router, "replicas: 2", "replicas: 4"), [],
+     note="replicas never change a worker's card or KV contract")
+case("sglang-replicas-only-v1beta1", sglang_b,
+     sub(sglang_b, "    replicas: 1\n    type: decode", "    replicas: 3\n    type: decode"), [])
+case("vllm-gpu-memory-utilization", vllm_agg,
+     sub(vllm_agg, "            - Qwen/Qwen3-0.6B\n", "            - Qwen/Qwen3-0.6B\n"
+         "            - --gpu-memory-utilization\n            - \"0.85\"\n"), [],
+     note="runtime_config capacity is not hashed")
+case("vllm-is-prefill-worker-respelled", sub(vllm_disagg, "            - --disaggregation-mode\n"
+                                             "            - prefill\n",
+                                             "            - --is-prefill-worker\n"), vllm_disagg,
+     [], note="--is-prefill-worker is the old spelling of --disaggregation-mode prefill")
+case("frontend-router-mode-env", vllm_router,
+     sub(vllm_router, "value: kv", "value: round-robin"), [],
+     note="frontend-side router mode: the frontend is updated in place, no card changes")
+# --- environment -----------------------------------------------------------------------------
+case("vllm-worker-env-jinja-template", vllm_disagg,
+     sub(vllm_disagg, "    VllmDecodeWorker:\n      envFromSecret: hf-token-secret\n",
+         "    VllmDecodeWorker:\n      envFromSecret: hf-token-secret\n      envs:\n"
+         "        - name: DYN_CUSTOM_JINJA_TEMPLATE\n          value: /templates/chat.jinja\n"),
+     [MDC], note="DYN_CUSTOM_JINJA_TEMPLATE is --custom-jinja-template (facts §3.3)")
+case("trtllm-dgd-env-max-seq-len", trt_mn,
+     sub(trt_mn, "    - name: HF_HOME\n      value: \"/models\"\n",
+         "    - name: HF_HOME\n      value: \"/models\"\n    - name: DYN_TRTLLM_MAX_SEQ_LEN\n"
+         "      value: \"16384\"\n"), [MDC, KV],
+     note="DGD-wide spec.envs reach every worker")
+case("trtllm-dgd-env-unrelated", trt_mn, sub(trt_mn, 'value: "/models"', 'value: "/cache"'), [])
+case("vllm-worker-router-mode-1.5", vllm_router,
+     sub(vllm_router, "            - prefill\n", "            - prefill\n            - --router-mode\n"
+         "            - kv\n"), [MDC], note="worker router flags feed router_config since 1.4")
+case("vllm-worker-router-mode-1.3", vllm_router,
+     sub(vllm_router, "            - prefill\n", "            - prefill\n            - --router-mode\n"
+         "            - kv\n"), [], dynamo_version="1.3")
+# --- `sh -c` command strings and --flag=value ------------------------------------------------
+case("sh-c-max-model-len", shared,
+     sub(shared, "python3 -m dynamo.vllm --model Qwen/Qwen3-0.6B",
+         "python3 -m dynamo.vllm --model Qwen/Qwen3-0.6B --max-model-len 8192"), [MDC])
+sh_block = sub(vllm_agg, """          command:
+            - python3
+            - -m
+            - dynamo.vllm
+          args:
+            - --model
+            - Qwen/Qwen3-0.6B
+""", """          command:
+            - /bin/bash
+            - -c
+          args:
+            - |
+              exec python3 -m dynamo.vllm \\
+                --model Qwen/Qwen3-0.6B \\
+                --block-size=16 \\
+                --gpu-memory-utilization 0.9
+""")
+case("bash-c-continuation-block-size", sh_block, sub(sh_block, "--block-size=16", "--block-size=32"),
+     [MDC], note="backslash-newline continuations are joined; aggregated: no KV category")
+case("bash-c-continuation-safe-flag", sh_block, sub(sh_block, "utilization 0.9", "utilization 0.8"),
+     [])
+case("flag-equals-served-model-name", vllm_agg,
+     sub(vllm_agg, "            - --model\n            - Qwen/Qwen3-0.6B\n",
+         "            - --model=Qwen/Qwen3-0.6B\n            - --served-model-name=qwen\n"),
+     [MDC], note="--flag=value spelling; the model itself is unchanged")
+# --- CRD version conversion (real upstream change, #12375) -----------------------------------
+case("vllm-disagg-v1alpha1-to-v1beta1", vllm_disagg, vllm_disagg_b, [KV],
+     note="upstream #12375 also gave the decode worker an explicit --kv-transfer-config")
+case("sglang-disagg-v1alpha1-to-v1beta1", sglang, sglang_b, [],
+     note="a pure CRD conversion: same facts")
+
+
+def main() -> None:
+    for entry in os.listdir(HERE):
+        if os.path.isdir(os.path.join(HERE, entry)) and not entry.startswith("_"):
+            shutil.rmtree(os.path.join(HERE, entry))
+    for c in CASES:
+        d = os.path.join(HERE, c["name"])
+        os.makedirs(d)
+        for fname in ("old", "new"):
+            with open(os.path.join(d, f"{fname}.yaml"), "w", encoding="utf-8") as fh:
+                fh.write(c[fname])
+        with open(os.path.join(d, "expected.json"), "w", encoding="utf-8") as fh:
+            json.dump(c["expected"], fh, indent=2, sort_keys=True)
+            fh.write("\n")
+    print(f"{len(CASES)} cases")
+
+
+if __name__ == "__main__":
+    main()
