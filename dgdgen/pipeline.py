@@ -136,13 +136,14 @@ def decide_isolation(
     Returns (mode, default steps, reasons). ``in-place`` is chosen only when the checker finds no
     isolation-demanding change.
     """
-    try:
-        from dgdgen.check.classify import verdict
-    except ImportError:  # the checker is not installed in this build: be safe
-        return "separate-dgd", (), ("the change could not be classified; isolating to be safe",)
+    from dgdgen.check.classify import verdict
+
     v = verdict(stable.dgd, cand.dgd)
     grade = getattr(v.risk, "value", str(v.risk))
-    reasons = tuple(f"risk grade {grade}: {r}" for r in v.reasons) or (f"risk grade {grade}",)
+    mode = "separate-dgd" if v.isolation_required else "in-place"
+    reasons = (f"{requested}: the checker grades the change {grade} and chooses {mode}",) + tuple(
+        f"{requested}: {r}" for r in v.reasons
+    )
     if not v.isolation_required:
         return "in-place", (planmod.StepInput(100),), reasons
     # An isolating rollout always moves in steps, even for a configuration-only change.

@@ -5,7 +5,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
@@ -22,6 +21,3 @@ def run_cli(*args: str, cwd: Path | str | None = None, env: dict[str, str] | Non
     )
 
 
-@pytest.fixture
-def cli():
-    return run_cli

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, run_cli
+from gen_support import REPO, run_cli
 
 EXAMPLE = REPO / "examples" / "vllm-disagg-block-size"
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLES, REPO, run_cli
+from gen_support import EXAMPLES, REPO, run_cli
 
 
 def test_help_lists_commands() -> None:

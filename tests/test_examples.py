@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLES
+from gen_support import EXAMPLES
 from dgdgen.output import all_files
 from dgdgen.pipeline import prepare
 

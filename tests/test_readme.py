@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from conftest import REPO, run_cli
+from gen_support import REPO, run_cli
 
 
 def _commands() -> list[list[str]]:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLES, REPO, run_cli
+from gen_support import EXAMPLES, REPO, run_cli
 from dgdgen import crd, dgd as dgdmod, yamlio
 from dgdgen.generation import edit_args
 from dgdgen.output import all_files
