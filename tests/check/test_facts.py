@@ -1,0 +1,182 @@
+"""Facts of DGD components: argument parsing in every spelling, both CRD versions, env, engine
+arguments."""
+
+from __future__ import annotations
+
+import pytest
+
+from dgdgen.check.facts import (
+    configmaps_of,
+    dgd_facts,
+    env_flag,
+    join_continuations,
+    line_of,
+    split_shell,
+)
+from dgdgen.dgd import Backend, Role, read_dgds
+from dgdgen.yamlio import load_documents_fast
+
+
+def facts(text: str):  # type: ignore[no-untyped-def]
+    docs = load_documents_fast(text, "t.yaml")
+    [dgd] = read_dgds(docs)
+    return dgd, dgd_facts(dgd, configmaps_of(d.data for d in docs))
+
+
+V1ALPHA1_LIST = """\
+apiVersion: nvidia.com/v1alpha1
+kind: DynamoGraphDeployment
+metadata: {name: d}
+spec:
+  services:
+    W:
+      componentType: worker
+      subComponentType: prefill
+      extraPodSpec:
+        mainContainer:
+          image: vllm-runtime:1
+          command: [python3, -m, dynamo.vllm]
+          args:
+            - --model
+            - Qwen/Qwen3-0.6B
+            - --block_size=16
+            - -tp
+            - "2"
+            - --enforce-eager
+            - --kv-transfer-config
+            - '{"kv_connector":"NixlConnector"}'
+"""
+
+
+def test_list_args_flag_value_and_equals_and_aliases() -> None:
+    _, f = facts(V1ALPHA1_LIST)
+    w = f.components["W"]
+    assert w.backend is Backend.VLLM and w.role is Role.PREFILL and w.program == "dynamo.vllm"
+    got = {k: s.value for k, s in w.flags.items()}
+    assert got == {"--model": "Qwen/Qwen3-0.6B", "--block-size": "16",
+                   "--tensor-parallel-size": "2", "--enforce-eager": "true",
+                   "--kv-transfer-config": '{"kv_connector":"NixlConnector"}'}
+    assert w.flags["--block-size"].path == ("spec", "services", "W", "extraPodSpec",
+                                             "mainContainer", "args", 2)
+
+
+V1BETA1_SH = """\
+apiVersion: nvidia.com/v1beta1
+kind: DynamoGraphDeployment
+metadata: {name: d}
+spec:
+  env:
+    - {name: DYN_ROUTER_MODE, value: kv}
+  components:
+    - name: decode
+      type: decode
+      multinode: {nodeCount: 2}
+      replicas: 3
+      podTemplate:
+        spec:
+          containers:
+            - name: main
+              image: sglang-runtime:1
+              command: [/bin/bash, -c]
+              args:
+                - |
+                  set -e
+                  nvidia-smi && DYN_SGLANG_FOO=1 exec python3 -m dynamo.sglang \\
+                    --model-path "Qwen/Qwen3 0.6B" \\
+                    --page-size 32 --tp 4 \\
+                    --disaggregation-mode decode  # comment --ignored
+              env:
+                - {name: DYN_CUSTOM_JINJA_TEMPLATE, value: /t.jinja}
+                - {name: HF_HOME, value: /models}
+"""
+
+
+def test_shell_string_with_continuations_env_and_v1beta1() -> None:
+    dgd, f = facts(V1BETA1_SH)
+    d = f.components["decode"]
+    assert d.backend is Backend.SGLANG and d.role is Role.DECODE
+    assert d.multinode and d.replicas == 3 and d.node_count == 2
+    got = {k: s.value for k, s in d.flags.items()}
+    assert got["--model-path"] == "Qwen/Qwen3 0.6B"
+    assert got["--page-size"] == "32" and got["--tp-size"] == "4"
+    assert got["--disaggregation-mode"] == "decode"
+    assert "--ignored" not in got
+    # env: DYN_* are flags too (facts §3.3); DGD-wide env reaches the component
+    assert got["--custom-jinja-template"] == "/t.jinja"
+    assert got["--router-mode"] == "kv"
+    assert d.env["HF_HOME"].value == "/models"
+    assert d.env["DYN_SGLANG_FOO"].value == "1"  # an assignment before the program
+    # the page size sits on the 4th line of the block scalar
+    line, _ = line_of(dgd, d.flags["--page-size"].path, d.flags["--page-size"].offset)
+    assert line == V1BETA1_SH.splitlines().index(
+        "                    --page-size 32 --tp 4 \\") + 1
+
+
+def test_join_continuations_and_split() -> None:
+    assert join_continuations("a \\\n b") == "a   b"
+    assert [w for w, _ in split_shell("x --a='1 2' && y;z")] == ["x", "--a=1 2", "&&", "y", ";",
+                                                                 "z"]
+
+
+@pytest.mark.parametrize("name,backend,flag", [
+    ("DYN_TRTLLM_MAX_SEQ_LEN", Backend.TRTLLM, "--max-seq-len"),
+    ("DYN_TRTLLM_MODEL", Backend.TRTLLM, "--model"),
+    ("DYN_CUSTOM_JINJA_TEMPLATE", Backend.VLLM, "--custom-jinja-template"),
+    ("DYN_VLLM_DISAGGREGATION_MODE", Backend.VLLM, "--disaggregation-mode"),
+    ("DYN_TRTLLM_MAX_SEQ_LEN", Backend.VLLM, None),  # another backend's variable
+    ("HF_HOME", Backend.VLLM, None),
+])
+def test_env_flag(name: str, backend: Backend, flag: str | None) -> None:
+    assert env_flag(name, backend) == flag
+
+
+TRT = """\
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: cfg}
+data:
+  prefill.yaml: |
+    tensor_parallel_size: 8
+    kv_cache_config:
+      tokens_per_block: 32
+    cache_transceiver_config:
+      backend: DEFAULT
+---
+apiVersion: nvidia.com/v1alpha1
+kind: DynamoGraphDeployment
+metadata: {name: t}
+spec:
+  backendFramework: trtllm
+  services:
+    prefill:
+      componentType: worker
+      extraPodSpec:
+        volumes:
+          - name: c
+            configMap: {name: cfg}
+        mainContainer:
+          volumeMounts:
+            - {name: c, mountPath: /workspace/}
+          command: [python3, -m, dynamo.trtllm]
+          args:
+            - --model-path
+            - Qwen/Qwen3-0.6B
+            - --tensor-parallel-size
+            - "4"
+            - --extra-engine-args
+            - /workspace/prefill.yaml
+            - --trtllm.cache_transceiver_config.backend
+            - UCX
+"""
+
+
+def test_trtllm_engine_args_precedence() -> None:
+    _, f = facts(TRT)
+    p = f.components["prefill"]
+    assert p.engine_file_resolved
+    eng = {k: s.value for k, s in p.engine.items()}
+    # YAML beats the CLI flag; --trtllm.<path> beats the YAML (facts §3.3)
+    assert eng["engine:tensor_parallel_size"] == "8"
+    assert eng["engine:cache_transceiver_config.backend"] == "UCX"
+    assert eng["engine:kv_cache_config.tokens_per_block"] == "32"
+    assert p.flags["--model"].value == "Qwen/Qwen3-0.6B"  # --model-path is an alias
