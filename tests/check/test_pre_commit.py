@@ -30,7 +30,6 @@ def _git(repo: Path, *args: str) -> None:
     subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
 
 
-@pytest.mark.slow
 def test_pre_commit_try_repo(tmp_path: Path) -> None:
     env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "cache"),
            "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t",
