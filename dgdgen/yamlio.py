@@ -223,7 +223,8 @@ def _walk_node(
                         for k, v in m.items():
                             out.setdefault(k, v)
                 continue
-            key = _key(loader.construct_object(key_node, deep=True))
+            key = (key_node.value if key_node.tag == _STR_TAG
+                   else _key(loader.construct_object(key_node, deep=True)))
             if key in out:
                 raise InputError(
                     f"duplicate key {key!r}",
@@ -242,7 +243,12 @@ def _walk_node(
             positions[child] = (item.start_mark.line + 1, item.start_mark.column + 1)
             items.append(_walk_node(loader, item, child, positions))
         return items
+    if node.tag == _STR_TAG:  # most scalars: the resolved text is the value (no constructor)
+        return node.value
     return _scalar(loader.construct_object(node, deep=True))
+
+
+_STR_TAG = "tag:yaml.org,2002:str"
 
 
 # --------------------------------------------------------------------------- dumping

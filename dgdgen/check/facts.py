@@ -17,7 +17,7 @@ import re
 import shlex
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from dgdgen.check.flags import TRTLLM_CLI_ENGINE_KEYS
 from dgdgen.dgd import ANN_WORKER_HASH_V1, ANN_WORKER_HASH_V2, Backend, Component, Dgd, Role
@@ -50,10 +50,9 @@ _ALIASES: dict[Backend, dict[str, str]] = {
 _BACKEND_ENV_PREFIX = {Backend.VLLM: "VLLM_", Backend.SGLANG: "SGLANG_", Backend.TRTLLM: "TRTLLM_"}
 
 
-@dataclass(frozen=True)
-class Setting:
+class Setting(NamedTuple):
     """One effective setting: its value (a string; ``"true"`` for a bare boolean flag, JSON for
-    structured values) and where it was written."""
+    structured values) and where it was written. (A NamedTuple: thousands are built per run.)"""
 
     value: str
     path: FieldPath
@@ -62,11 +61,9 @@ class Setting:
     offset: int | None = None  # character offset inside a shell string, for the line
 
 
-@dataclass(frozen=True)
-class Token:
-    text: str
-    path: FieldPath
-    offset: int | None = None  # offset inside a shell-string element
+# A word of the command line: (text, field path, offset inside a shell-string element).
+# Plain tuples: tens of thousands are built in a bulk check.
+Token = tuple[str, FieldPath, "int | None"]
 
 
 @dataclass(frozen=True)
@@ -188,38 +185,38 @@ def _tokens(command: tuple[str, ...], args: tuple[str, ...], container_path: Fie
             ) -> tuple[list[Token], list[Token]]:
     """(tokens of the whole command line, env assignments written before the program)."""
     base: FieldPath = container_path or ()
-    items: list[Token] = [Token(c, base + ("command", i)) for i, c in enumerate(command)]
-    items += [Token(a, base + ("args", i)) for i, a in enumerate(args)]
+    items: list[Token] = [(c, base + ("command", i), None) for i, c in enumerate(command)]
+    items += [(a, base + ("args", i), None) for i, a in enumerate(args)]
     shell_at = next((i for i, t in enumerate(items[:2])
-                     if t.text.rsplit("/", 1)[-1] in SHELLS), None)
+                     if t[0].rsplit("/", 1)[-1] in SHELLS), None)
     if shell_at is not None:
         # `sh -c SCRIPT [argv0 ...]`: SCRIPT is the whole command line.
         rest = items[shell_at + 1:]
-        flags_at = next((i for i, t in enumerate(rest) if t.text.startswith("-")
-                         and "c" in t.text[1:] and not t.text.startswith("--")), None)
+        flags_at = next((i for i, t in enumerate(rest) if t[0].startswith("-")
+                         and "c" in t[0][1:] and not t[0].startswith("--")), None)
         if flags_at is not None and flags_at + 1 < len(rest):
             script = rest[flags_at + 1]
-            words = split_shell(script.text)
-            items = [Token(w, script.path, off) for w, off in words]
+            words = split_shell(script[0])
+            items = [(w, script[1], off) for w, off in words]
     else:
         # A list element holding several words (`- --model Qwen/Qwen3-0.6B`) is split too.
         expanded: list[Token] = []
         for t in items:
-            if t.text.startswith("-") and re.search(r"\s", t.text.strip()):
-                expanded += [Token(w, t.path, off) for w, off in split_shell(t.text)]
+            if t[0].startswith("-") and re.search(r"\s", t[0].strip()):
+                expanded += [(w, t[1], off) for w, off in split_shell(t[0])]
             else:
                 expanded.append(t)
         items = expanded
     # Keep the segment (between shell operators) that runs the Dynamo program.
     segments: list[list[Token]] = [[]]
     for t in items:
-        if t.text in _SHELL_OPERATORS:
+        if t[0] in _SHELL_OPERATORS:
             segments.append([])
         else:
             segments[-1].append(t)
     chosen = segments[0]
     for seg in segments:
-        _, prog = _program_index([t.text for t in seg])
+        _, prog = _program_index([t[0] for t in seg])
         if prog in _BACKEND_MODULES:
             chosen = seg
             break
@@ -227,9 +224,9 @@ def _tokens(command: tuple[str, ...], args: tuple[str, ...], container_path: Fie
             chosen = seg
     env_assign = []
     for t in chosen:
-        if _ENV_ASSIGN.match(t.text):
+        if _ENV_ASSIGN.match(t[0]):
             env_assign.append(t)
-        elif t.text not in ("exec", "env"):
+        elif t[0] not in ("exec", "env"):
             break
     return chosen, env_assign
 
@@ -246,7 +243,7 @@ def canonical_flag(flag: str, backend: Backend) -> str:
 
 def parse_flags(tokens: list[Token], backend: Backend) -> list[tuple[str, Setting]]:
     """``--flag value``, ``--flag=value`` and bare boolean flags, in order."""
-    words = [t.text for t in tokens]
+    words = [t[0] for t in tokens]
     start, _ = _program_index(words)
     if start < 0:
         start = 0
@@ -254,7 +251,7 @@ def parse_flags(tokens: list[Token], backend: Backend) -> list[tuple[str, Settin
     i = start
     while i < len(tokens):
         tok = tokens[i]
-        text = tok.text
+        text = tok[0]
         is_flag = text.startswith("--") or (text.startswith("-") and len(text) > 1
                                              and not _is_number(text))
         if not is_flag:
@@ -262,15 +259,15 @@ def parse_flags(tokens: list[Token], backend: Backend) -> list[tuple[str, Settin
             continue
         if "=" in text and text.startswith("--"):
             name, value = text.split("=", 1)
-            out.append((name, Setting(value, tok.path, "args", name, tok.offset)))
+            out.append((name, Setting(value, tok[1], "args", name, tok[2])))
             i += 1
             continue
         nxt = tokens[i + 1] if i + 1 < len(tokens) else None
-        if nxt is not None and (not nxt.text.startswith("-") or _is_number(nxt.text)):
-            out.append((text, Setting(nxt.text, nxt.path, "args", text, nxt.offset)))
+        if nxt is not None and (not nxt[0].startswith("-") or _is_number(nxt[0])):
+            out.append((text, Setting(nxt[0], nxt[1], "args", text, nxt[2])))
             i += 2
         else:
-            out.append((text, Setting("true", tok.path, "args", text, tok.offset)))
+            out.append((text, Setting("true", tok[1], "args", text, tok[2])))
             i += 1
     return out
 
@@ -447,12 +444,12 @@ def component_facts(dgd: Dgd, comp: Component,
     if backend is Backend.UNKNOWN and comp.is_worker:
         backend = dgd.backend  # `backendFramework`, or another component's module
     tokens, assigns = _tokens(comp.command, comp.args, comp.container_path)
-    program = _program_index([t.text for t in tokens])[1]
+    program = _program_index([t[0] for t in tokens])[1]
     raw = parse_flags(tokens, backend)
     env = _component_env(dgd, comp)
     for t in assigns:
-        name, value = t.text.split("=", 1)
-        env[name] = Setting(value, t.path, "env", name, t.offset)
+        name, value = t[0].split("=", 1)
+        env[name] = Setting(value, t[1], "env", name, t[2])
 
     flags: dict[str, Setting] = {}
     # Environment first, CLI after: the parsers take env values as defaults (facts §3.3).

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import enum
-import hashlib
 from dataclasses import dataclass, replace
 
 
@@ -47,6 +46,8 @@ class Finding:
     @property
     def fingerprint(self) -> str:
         """Stable identity for baselines and code scanning: independent of line numbers."""
+        import hashlib  # lazily: the pre-commit path rarely needs it
+
         text = "\x1f".join((self.code, self.file, self.object, self.component or "", self.key,
                             self.message if not self.key else ""))
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]

@@ -72,6 +72,7 @@ class Input:
         return True
 
 
+@lru_cache(maxsize=64)
 def release_key(release: str) -> tuple[int, ...]:
     return tuple(int(p) for p in release.split("."))
 

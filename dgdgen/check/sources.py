@@ -83,6 +83,16 @@ class Git:
 
 
 def git_top(cwd: str = ".") -> Git | None:
+    """The work tree around ``cwd``: found by looking for `.git` upwards (no subprocess on the
+    pre-commit path); `git` itself answers only when the layout is unusual."""
+    d = os.path.abspath(cwd)
+    while True:
+        if os.path.exists(os.path.join(d, ".git")):
+            return Git(d)
+        parent = os.path.dirname(d)
+        if parent == d:
+            break
+        d = parent
     try:
         proc = subprocess.run(["git", "-C", cwd, "rev-parse", "--show-toplevel"],
                               capture_output=True, check=False)
@@ -162,13 +172,42 @@ def collect(paths: list[str], base: str | None, *, use_git: bool = True) -> list
                 old = renames.get(real, rel)
                 specs.append(f"{rev}:{old}" if old else rev + ":<none>")
     base_texts = git.blobs(specs) if git is not None else [None] * len(files)
-    out = []
-    for f, b in zip(files, base_texts):
-        shown = _display(f)
-        text = read_text(f, display=shown)
-        out.append(FileInput(shown, _parse(text, shown), _parse(b, shown) if b is not None
-                             else None))
-    return out
+    shown = [_display(f) for f in files]
+    heads = _parse_files(list(zip(files, shown)))
+    return [FileInput(s, h, _parse(b, s) if b is not None else None)
+            for s, h, b in zip(shown, heads, base_texts)]
+
+
+# Below this many files one process is faster than starting workers.
+PARALLEL_MIN_FILES = 256
+
+
+def _read_and_parse(item: tuple[str, str]) -> list[Document] | None:
+    try:
+        return _parse(read_text(item[0], display=item[1]), item[1])
+    except InputError:
+        return None  # re-raised with its location by the serial pass in the parent
+
+
+def _parse_files(items: list[tuple[str, str]]) -> list[list[Document]]:
+    """Read and parse files; many files are parsed by one worker per CPU (YAML parsing is the
+    floor of a bulk check, docs/performance.md). Any problem falls back to the serial path,
+    which raises the error with its file and line."""
+    workers = os.cpu_count() or 1
+    if len(items) >= PARALLEL_MIN_FILES and workers > 1:
+        try:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            ctx = multiprocessing.get_context("fork")
+            with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+                chunk = max(1, len(items) // (workers * 4))
+                results = list(pool.map(_read_and_parse, items, chunksize=chunk))
+            if all(r is not None for r in results):
+                return [r for r in results if r is not None]
+        except (OSError, ValueError, ImportError):
+            pass
+    return [_parse(read_text(path, display=shown), shown) for path, shown in items]
 
 
 def load_pair(old: str, new: str) -> FileInput:
