@@ -131,38 +131,24 @@ def _with_notes(plan: planmod.Plan, notes: tuple[str, ...]) -> planmod.Plan:
 def decide_isolation(
     stable: Generation, cand: Generation, requested: str
 ) -> tuple[str, tuple[planmod.StepInput, ...], tuple[str, ...]]:
-    """Ask the checker whether stable → candidate needs isolation, and pick mode and schedule.
+    """Ask the checker whether stable → candidate needs isolation, and take the mode and step
+    schedule its risk grade recommends (:func:`dgdgen.check.classify.recommend`).
 
     Returns (mode, default steps, reasons). ``in-place`` is chosen only when the checker finds no
     isolation-demanding change.
     """
-    from dgdgen.check.classify import verdict
+    from dgdgen.check.classify import recommend, verdict
+    from dgdgen.spec import parse_duration
 
     v = verdict(stable.dgd, cand.dgd)
-    grade = getattr(v.risk, "value", str(v.risk))
-    mode = "separate-dgd" if v.isolation_required else "in-place"
-    reasons = (f"{requested}: the checker grades the change {grade} and chooses {mode}",) + tuple(
-        f"{requested}: {r}" for r in v.reasons
+    rec = recommend(v)
+    mode = "in-place" if rec.isolation == "in-place" else "separate-dgd"
+    grade = v.risk.value
+    reasons = (
+        f"{requested}: the checker grades the change {grade} and chooses {mode} ({rec.reason})",
+    ) + tuple(f"{requested}: {r}" for r in v.reasons)
+    hold = parse_duration(rec.hold) or None
+    steps = tuple(
+        planmod.StepInput(w, hold if w < 100 else None) for w in rec.steps
     )
-    if not v.isolation_required:
-        return "in-place", (planmod.StepInput(100),), reasons
-    # An isolating rollout always moves in steps, even for a configuration-only change.
-    return "separate-dgd", SCHEDULES.get(grade, planmod.DEFAULT_CANARY), reasons
-
-
-_H = 3600
-SCHEDULES: dict[str, tuple[planmod.StepInput, ...]] = {
-    "same-model-new-revision": (
-        planmod.StepInput(10, 900), planmod.StepInput(50, 900), planmod.StepInput(100),
-    ),
-    "same-family": (
-        planmod.StepInput(5, 1800), planmod.StepInput(25, 1800), planmod.StepInput(50, 1800),
-        planmod.StepInput(100),
-    ),
-    "new-family": (
-        planmod.StepInput(2, _H), planmod.StepInput(5, _H), planmod.StepInput(10, _H),
-        planmod.StepInput(25, 2 * _H), planmod.StepInput(50, 2 * _H), planmod.StepInput(100),
-    ),
-}
-
-
+    return mode, steps, reasons
