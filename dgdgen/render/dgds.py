@@ -153,15 +153,22 @@ def _full(prepared: Prepared, state: PlanStep) -> GenerationState:
     return prepared.plan.steps[0].stable
 
 
+def _candidate_under_stable_name(prepared: Prepared) -> dgdmod.Dgd:
+    """The candidate's template in the stable DGD (single-DGD modes): one frontend Service
+    selects the shared frontend, so its pods carry no generation label."""
+    d = _copy(prepared.candidate.dgd)
+    d.doc["metadata"]["name"] = prepared.stable.dgd.name
+    _label_frontends(d, prepared.loaded.spec.metadata.name, None)
+    _namespaced(d, prepared.loaded.spec.metadata.namespace)
+    return d
+
+
 def _partition(prepared: Prepared, state: PlanStep) -> list[Manifest]:
     """One DGD carrying the candidate template; per component ``partition`` = replicas on the new
     revision (the first ``replicas - partition`` keep the old one, via ControllerRevisions)."""
     if state.kind in ("baseline", "rollback"):
         return [Manifest(stable_dgd(prepared, state.stable).doc)]
-    d = _copy(prepared.candidate.dgd)
-    d.doc["metadata"]["name"] = prepared.stable.dgd.name
-    _label_frontends(d, prepared.loaded.spec.metadata.name, None)
-    _namespaced(d, prepared.loaded.spec.metadata.namespace)
+    d = _candidate_under_stable_name(prepared)
     total = {n: state.stable.replicas[n] + state.candidate.replicas[n] for n in d.components}
     for name, comp in d.components.items():
         node = d.component_doc(name)
@@ -183,10 +190,7 @@ def _in_place(prepared: Prepared, state: PlanStep) -> list[Manifest]:
     annotations per worker component (facts/dynamo.md §2.3)."""
     if state.kind in ("baseline", "rollback"):
         return [Manifest(stable_dgd(prepared, state.stable).doc)]
-    d = _copy(prepared.candidate.dgd)
-    d.doc["metadata"]["name"] = prepared.stable.dgd.name
-    _label_frontends(d, prepared.loaded.spec.metadata.name, None)
-    _namespaced(d, prepared.loaded.spec.metadata.namespace)
+    d = _candidate_under_stable_name(prepared)
     cap = prepared.loaded.spec.spec.capacity
     for comp in list(d.workers()):
         anns = d.component_annotations(comp.name)
