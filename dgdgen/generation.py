@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dgdgen import dgd as dgdmod
-from dgdgen.errors import InputError, Location, did_you_mean
+from dgdgen.errors import InputError, did_you_mean
 
 ANN_REVISION = "dgdgen.dev/revision"
 ANN_BASE_NAME = "dgdgen.dev/base-name"
@@ -73,8 +73,8 @@ def candidate_generation(
     locate: Any,  # callable(path) -> Location, for errors that point into the spec
 ) -> Generation:
     """Apply the candidate's changes to a copy of the stable DGD."""
-    doc = json.loads(json.dumps(stable.dgd.doc))  # deep copy of plain data
-    cand = dgdmod.parse(doc, source=stable.dgd.source)
+    cand = stable.dgd.copy()
+    doc = cand.doc
     target = dict(stable.target_replicas)
 
     names = list(cand.components)
@@ -272,10 +272,3 @@ def _apply_env(cand: dgdmod.Dgd, comp_name: str, changes: Any) -> None:
         mc.pop("env")
     if cand.version == "v1alpha1" and comp.get("envs") == []:
         comp.pop("envs")
-
-
-def spec_locator(document: Any) -> Any:
-    def locate(path: tuple[str | int, ...]) -> Location:
-        return document.location(path) if document is not None else Location("<spec>")
-
-    return locate

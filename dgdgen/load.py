@@ -3,6 +3,7 @@ generator). Every problem becomes an :class:`InputError` with file, line and fie
 
 from __future__ import annotations
 
+import copy
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -148,7 +149,7 @@ def _load_stable(spec: Any, doc: yamlio.Document, spec_path: str) -> dgdmod.Dgd:
             k[len(field) :]: v for k, v in doc.positions.items() if k[: len(field)] == field
         }
         sub = yamlio.Document(st.manifest, doc.file, 0, sub_positions, doc.location(field).line or 1)
-        return dgdmod.parse(_plain_copy(st.manifest), source=sub)
+        return dgdmod.parse(copy.deepcopy(st.manifest), source=sub)
     field = ("spec", "stable", "dgd")
     base = os.path.dirname(os.path.abspath(spec_path))
     target = st.dgd if os.path.isabs(st.dgd) else os.path.join(base, st.dgd)
@@ -195,9 +196,3 @@ def _load_stable(spec: Any, doc: yamlio.Document, spec_path: str) -> dgdmod.Dgd:
             field=field,
         )
     return dgdmod.parse(dgds[0].data, source=dgds[0])
-
-
-def _plain_copy(obj: Any) -> Any:
-    import copy
-
-    return copy.deepcopy(obj)

@@ -4,11 +4,10 @@ isolation-mode decision for ``auto``."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from dgdgen import plan as planmod
 from dgdgen.errors import InputError, PlanError
-from dgdgen.generation import Generation, candidate_generation, spec_locator, stable_generation
+from dgdgen.generation import Generation, candidate_generation, stable_generation
 from dgdgen.load import LoadedSpec, load_spec
 
 
@@ -21,7 +20,6 @@ class Prepared:
     plan: planmod.Plan
     base_name: str
     candidate_name: str  # the candidate DGD's name (the stable's name in single-DGD modes)
-    reasons: tuple[str, ...] = ()
 
 
 def _plan_input(loaded: LoadedSpec, stable: Generation, cand: Generation, mode: str,
@@ -60,9 +58,8 @@ def prepare(path: str) -> Prepared:
 
     loaded = load_spec(path)
     body = loaded.spec.spec
-    locate = spec_locator(loaded.document)
     stable = stable_generation(loaded.stable, body.stable.revision)
-    cand = candidate_generation(stable, body.candidate, locate)
+    cand = candidate_generation(stable, body.candidate, loaded.location)
     steps = tuple(
         planmod.StepInput(s.weight, parse_duration(s.pause) if s.pause else None, s.gate)
         for s in body.steps
@@ -90,7 +87,7 @@ def prepare(path: str) -> Prepared:
     if reasons:
         plan = _with_notes(plan, reasons)
     base, cand_name = _names(loaded, stable, cand, mode)
-    return Prepared(loaded, stable, cand, mode, plan, base, cand_name, reasons)
+    return Prepared(loaded, stable, cand, mode, plan, base, cand_name)
 
 
 def _names(loaded: LoadedSpec, stable: Generation, cand: Generation, mode: str) -> tuple[str, str]:

@@ -62,7 +62,7 @@ def _rows(prepared: Prepared) -> list[list[str]]:
     return rows
 
 
-HEADERS = ["step", "weight s/c %", f"stable", "candidate", "GPUs peak (+extra)",
+HEADERS = ["step", "weight s/c %", "stable", "candidate", "GPUs peak (+extra)",
            "capacity s/c", "pause", "gate"]
 
 

@@ -70,10 +70,6 @@ def _namespaced(d: dgdmod.Dgd, namespace: str) -> None:
     d.doc["metadata"] = ordered
 
 
-def _copy(d: dgdmod.Dgd) -> dgdmod.Dgd:
-    return dgdmod.parse(copy.deepcopy(d.doc), source=d.source)
-
-
 def _annotate(d: dgdmod.Dgd, items: dict[str, str]) -> None:
     meta = d.doc.setdefault("metadata", {})
     anns = meta.setdefault("annotations", {})
@@ -81,7 +77,7 @@ def _annotate(d: dgdmod.Dgd, items: dict[str, str]) -> None:
 
 
 def stable_dgd(prepared: Prepared, gen: GenerationState) -> dgdmod.Dgd:
-    d = _copy(prepared.stable.dgd)
+    d = prepared.stable.dgd.copy()
     _label_frontends(d, prepared.loaded.spec.metadata.name, prepared.stable.revision)
     _set_replicas(d, gen.replicas)
     _namespaced(d, prepared.loaded.spec.metadata.namespace)
@@ -89,7 +85,7 @@ def stable_dgd(prepared: Prepared, gen: GenerationState) -> dgdmod.Dgd:
 
 
 def candidate_dgd(prepared: Prepared, gen: GenerationState, name: str) -> dgdmod.Dgd:
-    d = _copy(prepared.candidate.dgd)
+    d = prepared.candidate.dgd.copy()
     d.doc["metadata"]["name"] = name
     _annotate(d, {ANN_REVISION: prepared.candidate.revision, ANN_BASE_NAME: prepared.base_name})
     _label_frontends(d, prepared.loaded.spec.metadata.name, prepared.candidate.revision)
@@ -119,8 +115,9 @@ def _worker_group(prepared: Prepared, state: PlanStep) -> list[Manifest]:
     proposed ``workerGroupName``: the operator appends a per-group hash to the Dynamo namespace,
     so each group's frontend sees only its own workers)."""
     rollout = prepared.loaded.spec.metadata.name
-    base = stable_dgd(prepared, state.stable if state.stable.present else _full(prepared, state))
-    d = base
+    # The stable DGD is the shell (metadata, graph-wide spec); its component list is rebuilt.
+    d = prepared.stable.dgd.copy()
+    _namespaced(d, prepared.loaded.spec.metadata.namespace)
     entries: list[tuple[str, dict[str, Any]]] = []
     for gen, source, suffix in (
         (state.stable, prepared.stable.dgd, False),
@@ -128,7 +125,7 @@ def _worker_group(prepared: Prepared, state: PlanStep) -> list[Manifest]:
     ):
         if not gen.present:
             continue
-        src = _copy(source)
+        src = source.copy()
         _label_frontends(src, rollout, gen.revision)
         _set_replicas(src, gen.replicas)
         for name in src.components:
@@ -149,14 +146,10 @@ def _worker_group(prepared: Prepared, state: PlanStep) -> list[Manifest]:
     return [Manifest(d.doc, overlays=(OVERLAY_PROPOSED,))]
 
 
-def _full(prepared: Prepared, state: PlanStep) -> GenerationState:
-    return prepared.plan.steps[0].stable
-
-
 def _candidate_under_stable_name(prepared: Prepared) -> dgdmod.Dgd:
     """The candidate's template in the stable DGD (single-DGD modes): one frontend Service
     selects the shared frontend, so its pods carry no generation label."""
-    d = _copy(prepared.candidate.dgd)
+    d = prepared.candidate.dgd.copy()
     d.doc["metadata"]["name"] = prepared.stable.dgd.name
     _label_frontends(d, prepared.loaded.spec.metadata.name, None)
     _namespaced(d, prepared.loaded.spec.metadata.namespace)

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from dgdgen.check.context import Context, object_id
 from dgdgen.check.findings import Finding, Severity
 from dgdgen.check.rules import RuleMeta
+from dgdgen.check.rules._routes import backend_weight, route_rules
 
-ROUTE_KINDS = ("HTTPRoute", "GRPCRoute")
 
 RULE = RuleMeta(
     code="RTE301",
@@ -26,27 +26,13 @@ RULE = RuleMeta(
 )
 
 
-def _weight(ref: object) -> int:
-    if not isinstance(ref, dict):
-        return 1
-    w = ref.get("weight", 1)  # CRD default: 1
-    return w if isinstance(w, int) and not isinstance(w, bool) else 1
-
-
 def check(ctx: Context) -> Iterator[Finding]:
-    for doc in ctx.documents(*ROUTE_KINDS):
-        if not str(doc.data.get("apiVersion", "")).startswith("gateway.networking.k8s.io/"):
-            continue
-        rules = (doc.data.get("spec") or {}).get("rules") or []
-        for i, rule in enumerate(rules if isinstance(rules, list) else []):
-            refs = rule.get("backendRefs") if isinstance(rule, dict) else None
-            if not isinstance(refs, list) or not refs:
-                continue
-            if all(_weight(r) == 0 for r in refs):
-                loc = doc.location(("spec", "rules", i, "backendRefs"))
-                yield RULE.finding(
-                    file=doc.file, line=loc.line, column=loc.column,
-                    message=f"rules[{i}]: all {len(refs)} backendRefs have weight 0; the rule "
-                            "sends traffic nowhere",
-                    object=object_id(doc.data), key=f"rules[{i}]",
-                )
+    for doc, i, refs in route_rules(ctx):
+        if refs and all(backend_weight(r) == 0 for r in refs):
+            loc = doc.location(("spec", "rules", i, "backendRefs"))
+            yield RULE.finding(
+                file=doc.file, line=loc.line, column=loc.column,
+                message=f"rules[{i}]: all {len(refs)} backendRefs have weight 0; the rule "
+                        "sends traffic nowhere",
+                object=object_id(doc.data), key=f"rules[{i}]",
+            )

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from dgdgen.check.context import Context, object_id
 from dgdgen.check.findings import Finding, Severity
 from dgdgen.check.rules import RuleMeta
-from dgdgen.check.rules.rte301_route_zero_weights import ROUTE_KINDS, _weight
+from dgdgen.check.rules._routes import backend_weight, route_rules
 from dgdgen.dgd import Role, is_dgd, parse
 
 INFERENCE_GROUPS = ("inference.networking.k8s.io", "inference.networking.x-k8s.io")
@@ -59,27 +59,22 @@ def _known(ctx: Context, file: str) -> set[tuple[str, str]]:
 
 def check(ctx: Context) -> Iterator[Finding]:
     known: dict[str, set[tuple[str, str]]] = {}
-    for doc in ctx.documents(*ROUTE_KINDS):
-        if not str(doc.data.get("apiVersion", "")).startswith("gateway.networking.k8s.io/"):
-            continue
-        rules = (doc.data.get("spec") or {}).get("rules") or []
-        for i, rule in enumerate(rules if isinstance(rules, list) else []):
-            refs = rule.get("backendRefs") if isinstance(rule, dict) else None
-            for j, ref in enumerate(refs if isinstance(refs, list) else []):
-                if not isinstance(ref, dict) or _weight(ref) == 0 or "namespace" in ref:
-                    continue  # weight 0: no traffic; other namespaces: not rendered here
-                group, kind = ref.get("group", "") or "", ref.get("kind", "Service")
-                if not ((group == "" and kind == "Service")
-                        or (group in INFERENCE_GROUPS and kind == "InferencePool")):
-                    continue
-                if doc.file not in known:
-                    known[doc.file] = _known(ctx, doc.file)
-                if (kind, str(ref.get("name"))) in known[doc.file]:
-                    continue
-                loc = doc.location(("spec", "rules", i, "backendRefs", j))
-                yield RULE.finding(
-                    file=doc.file, line=loc.line, column=loc.column,
-                    message=f"rules[{i}].backendRefs[{j}]: {kind} {ref.get('name')!r} has weight "
-                            f"{_weight(ref)} but is not rendered with the route",
-                    object=object_id(doc.data), key=f"{kind}/{ref.get('name')}",
-                )
+    for doc, i, refs in route_rules(ctx):
+        for j, ref in enumerate(refs):
+            if not isinstance(ref, dict) or backend_weight(ref) == 0 or "namespace" in ref:
+                continue  # weight 0: no traffic; other namespaces: not rendered here
+            group, kind = ref.get("group", "") or "", ref.get("kind", "Service")
+            if not ((group == "" and kind == "Service")
+                    or (group in INFERENCE_GROUPS and kind == "InferencePool")):
+                continue
+            if doc.file not in known:
+                known[doc.file] = _known(ctx, doc.file)
+            if (kind, str(ref.get("name"))) in known[doc.file]:
+                continue
+            loc = doc.location(("spec", "rules", i, "backendRefs", j))
+            yield RULE.finding(
+                file=doc.file, line=loc.line, column=loc.column,
+                message=f"rules[{i}].backendRefs[{j}]: {kind} {ref.get('name')!r} has weight "
+                        f"{backend_weight(ref)} but is not rendered with the route",
+                object=object_id(doc.data), key=f"{kind}/{ref.get('name')}",
+            )
