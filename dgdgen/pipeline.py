@@ -84,8 +84,9 @@ def prepare(path: str) -> Prepared:
         raise PlanError(
             exc.message, location=loaded.location(exc.field), field=exc.field, hint=exc.hint
         ) from None
-    if reasons:
-        plan = _with_notes(plan, reasons)
+    notes = reasons + _migration_notes(cand, mode)
+    if notes:
+        plan = _with_notes(plan, notes)
     base, cand_name = _names(loaded, stable, cand, mode)
     return Prepared(loaded, stable, cand, mode, plan, base, cand_name)
 
@@ -117,6 +118,27 @@ def _names(loaded: LoadedSpec, stable: Generation, cand: Generation, mode: str) 
             exc.message, location=loaded.location(exc.field), field=exc.field
         ) from None
     return base, cand_name
+
+
+def _migration_notes(cand: Generation, mode: str) -> tuple[str, ...]:
+    """In-place, the operator drains old workers while the frontend keeps serving: requests in
+    flight on a draining worker fail unless the frontend may migrate them (`--migration-limit` is a
+    frontend flag, facts/dynamo.md §3.2). The checker reports the same hazard as DGD106; the plan
+    says it before anything is rendered."""
+    if mode != "in-place":
+        return ()
+    from dgdgen.check.facts import dgd_facts
+
+    out = []
+    for fe in dgd_facts(cand.dgd).frontends():
+        s = fe.flags.get("--migration-limit")
+        if s is None or s.value in (None, "0"):
+            out.append(
+                f"frontend {fe.name} has no --migration-limit: requests in flight on "
+                "draining workers fail during the in-place roll (DGD106); set one with "
+                f"spec.candidate.components.{fe.name}.args.set"
+            )
+    return tuple(out)
 
 
 def _with_notes(plan: planmod.Plan, notes: tuple[str, ...]) -> planmod.Plan:
