@@ -9,7 +9,7 @@ import pytest
 
 from dgdgen.errors import InputError
 from dgdgen.pipeline import prepare
-from gen_support import EXAMPLES, REPO
+from gen_support import REPO
 
 DGD = REPO / "examples" / "vllm-agg-auto" / "dgd.yaml"
 
@@ -48,12 +48,12 @@ def test_block_size_change_refused_in_place(tmp_path: Path) -> None:
 
 def test_in_place_without_migration_limit_is_noted() -> None:
     # facts/dynamo.md §3.2: --migration-limit is a frontend flag; the example's frontend has none.
-    p = prepare(str(EXAMPLES / "vllm-agg-auto" / "rollout.yaml"))
+    p = prepare(str(REPO / "examples" / "vllm-agg-auto" / "rollout.yaml"))
     assert p.mode == "in-place"
     assert any("--migration-limit" in n and "Frontend" in n for n in p.plan.notes)
 
 
 def test_separate_dgd_has_no_migration_note() -> None:
-    p = prepare(str(EXAMPLES / "vllm-disagg-block-size" / "rollout.yaml"))
+    p = prepare(str(REPO / "examples" / "vllm-disagg-block-size" / "rollout.yaml"))
     assert p.mode == "separate-dgd"
     assert not any("--migration-limit" in n for n in p.plan.notes)
