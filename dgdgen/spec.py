@@ -257,11 +257,105 @@ class Analysis(_Model):
     settings: dict[str, Any] = Field(default_factory=dict)
 
 
+class Cluster(_Model):
+    """One destination of the ApplicationSet (a list-generator element)."""
+
+    name: str = Field(description="Cluster name as registered in Argo CD (also names the app).")
+    server: str | None = Field(
+        None, description="API server URL; default: the cluster registered under `name`."
+    )
+    namespace: str | None = Field(
+        None, description="Namespace on this cluster (default: metadata.namespace)."
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _label(cls, v: str) -> str:
+        if len(v) > 40 or not DNS1123_LABEL.match(v):
+            raise ValueError(f"must be a DNS-1123 label of at most 40 characters, got {v!r}")
+        return v
+
+
+class Workflow(_Model):
+    """The Argo Workflows ``WorkflowTemplate`` that drives the rollout in-cluster."""
+
+    image: str = Field(
+        "ghcr.io/dgdgen/dgdgen-promote:0.1.0",
+        description="Promotion image: dgdgen and git (built from argo/Dockerfile).",
+    )
+    service_account_name: str = Field(
+        "dgdgen-rollout", description="Service account of the workflow's pods (needs get/patch "
+        "on Applications and create/get on AnalysisRuns)."
+    )
+    git_secret: str = Field(
+        "dgdgen-git", description="Secret with the Git push credentials: keys `username` and "
+        "`password` (a token) for HTTPS remotes."
+    )
+    spec_path: str | None = Field(
+        None, description="Path of this rollout spec inside the Git repository (default: its "
+        "path relative to the work tree it is in)."
+    )
+    cleanup: bool = Field(
+        True, description="Remove the old generation after the last step succeeds."
+    )
+
+
 class GitOps(_Model):
-    repo_url: str | None = None
-    path: str | None = None
-    branch: str | None = None
-    settings: dict[str, Any] = Field(default_factory=dict)
+    """Where the rendered manifests live in Git and how Argo CD picks them up."""
+
+    repo_url: str | None = Field(
+        None, description="Git URL Argo CD pulls the rendered manifests from (Application "
+        "`source.repoURL`). Needed by `dgdgen argo`."
+    )
+    path: str | None = Field(
+        None, description="Directory of the rendered manifests inside that repository (also the "
+        "default of `--into`). Default: deploy/<metadata.name>."
+    )
+    branch: str | None = Field(
+        None, description="Branch that promotion commits are pushed to (default: the checked-out "
+        "branch)."
+    )
+    target_revision: str | None = Field(
+        None, description="Revision Argo CD syncs (default: `branch`, else HEAD)."
+    )
+    remote: str = Field("origin", description="Git remote that `--push` pushes to.")
+    commit_author: str | None = Field(
+        None, description="Author of promotion commits, `Name <email>` (default: git's "
+        "configured identity, else `dgdgen <dgdgen@localhost>`)."
+    )
+    project: str = Field("default", description="Argo CD project of the Applications.")
+    app_project: bool = Field(
+        False, description="Also emit an AppProject named `project` that allows only this "
+        "repository and the rollout's namespace."
+    )
+    argocd_namespace: str = Field("argocd", description="Namespace Argo CD runs in.")
+    auto_sync: bool = Field(
+        True, description="Automated sync with prune and self-heal: a promotion commit is the "
+        "whole deployment action."
+    )
+    hook: bool = Field(
+        False, description="Render each gated step's AnalysisRun as an Argo CD PostSync hook, so "
+        "a sync only succeeds once the step's analysis passes."
+    )
+    clusters: list[Cluster] = Field(
+        default_factory=list, description="Clusters for an ApplicationSet (one Application per "
+        "cluster). Empty: a single Application on the cluster Argo CD runs in."
+    )
+    workflow: Workflow = Field(default_factory=Workflow)
+
+    @field_validator("path")
+    @classmethod
+    def _relative(cls, v: str | None) -> str | None:
+        if v is not None and (v.startswith("/") or ".." in v.split("/") or v.strip("/") == ""):
+            raise ValueError(f"a path inside the repository (relative, no '..'), got {v!r}")
+        return v
+
+    @field_validator("commit_author")
+    @classmethod
+    def _author(cls, v: str | None) -> str | None:
+        if v is not None and not re.match(r"^[^<>]+ <[^<>\s]+>$", v):
+            raise ValueError(f"expected `Name <email>`, got {v!r}")
+        return v
 
 
 class RolloutBody(_Model):
