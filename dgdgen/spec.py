@@ -236,25 +236,116 @@ class Traffic(_Model):
 
 
 class Slos(_Model):
-    ttft_p95_seconds: float | None = Field(None, gt=0)
-    ttft_p99_seconds: float | None = Field(None, gt=0)
-    itl_p95_seconds: float | None = Field(None, gt=0)
-    error_rate: float | None = Field(None, ge=0, le=1)
+    """Absolute SLOs of the candidate generation (null disables that check)."""
+
+    ttft_p95_seconds: float | None = Field(
+        2.0, gt=0, description="Time to first token, 95th percentile, at most this (seconds)."
+    )
+    ttft_p99_seconds: float | None = Field(
+        5.0, gt=0, description="Time to first token, 99th percentile, at most this (seconds)."
+    )
+    itl_p95_seconds: float | None = Field(
+        0.1, gt=0, description="Inter-token latency, 95th percentile, at most this (seconds)."
+    )
+    error_rate: float | None = Field(
+        0.01, ge=0, le=1, description="Share of failed requests (client cancellations "
+        "excluded) at most this."
+    )
+
+
+class ProbePrompt(_Model):
+    prompt: str = Field(description="User message sent with temperature 0.")
+    expected: str = Field(description="Expected reply text (see `match`).")
+
+
+class Probe(_Model):
+    """A deterministic canary probe: a Job (Argo Rollouts job provider) that sends each prompt
+    to the candidate frontend with temperature 0 and fails on an error or a mismatch."""
+
+    prompts: list[ProbePrompt] = Field(min_length=1)
+    model: str | None = Field(
+        None, description="Served model name (default: the first model the frontend lists)."
+    )
+    match: Literal["exact", "prefix", "contains"] = Field(
+        "exact", description="How a reply must match `expected` (after trimming whitespace)."
+    )
+    max_tokens: int = Field(32, ge=1, le=4096)
+    image: str = Field(
+        "python:3.12-slim", description="Image of the probe Job (needs python3 on PATH)."
+    )
+
+
+class Hooks(_Model):
+    enabled: bool = Field(
+        False, description="Annotate each step's AnalysisRun as an Argo CD PostSync hook."
+    )
+    delete_policy: Literal["BeforeHookCreation", "HookSucceeded", "HookFailed"] = Field(
+        "BeforeHookCreation", description="argocd.argoproj.io/hook-delete-policy."
+    )
+
+
+GATE_NAME = re.compile(r"^[a-z][a-z0-9-]{0,30}$")
 
 
 class Analysis(_Model):
-    enabled: bool = False
-    prometheus: str | None = Field(None, description="Prometheus address used by the gates.")
+    """SLO gates: Argo Rollouts AnalysisTemplates and per-step AnalysisRuns (docs/analysis.md)."""
+
+    enabled: bool = Field(
+        False, description="Render the monitoring objects, AnalysisTemplates and one "
+        "AnalysisRun per gated step."
+    )
+    prometheus: str | None = Field(
+        None, description="Prometheus address used by the gates (default: the Argo Rollouts "
+        "controller's ARGO_ROLLOUTS_PROMETHEUS_ADDRESS)."
+    )
     slos: Slos = Field(default_factory=Slos)
     max_regression: float = Field(
-        1.2, gt=1, description="Candidate p95/p99 may be at most this factor of the stable's."
+        1.2, gt=1, description="Candidate p95/p99 latency may be at most this factor of the "
+        "stable generation's; also the effect size the minimum sample is sized for."
+    )
+    max_error_rate_increase: float = Field(
+        0.01, gt=0, lt=1, description="Candidate error rate may exceed the stable's by at most "
+        "this (absolute, e.g. 0.01 = one percentage point)."
+    )
+    latency_spread: float = Field(
+        0.5, gt=0, le=5, description="Assumed standard deviation of ln(latency) (log-normal "
+        "shape), used only to size the minimum sample."
     )
     min_requests: int | None = Field(
         None, ge=1, description="Requests per window below which a gate is Inconclusive "
-        "(default: derived from effect size and power)."
+        "(default: derived from effect size, alpha 0.05 and power 0.8)."
     )
-    interval: Duration = "1m"
-    settings: dict[str, Any] = Field(default_factory=dict)
+    expected_request_rate: float | None = Field(
+        None, gt=0, description="Expected requests per second over both generations; gives "
+        "the minimum bake time per step and widens the window to it."
+    )
+    window: Duration = Field("5m", description="Shortest query window (rate/increase range).")
+    interval: Duration = Field("1m", description="Time between measurements.")
+    count: int | None = Field(
+        None, ge=1, description="Measurements per metric (default: as many as fit the step's "
+        "pause after the initial delay, at least 1)."
+    )
+    failure_limit: int = Field(0, ge=0, description="Failed measurements tolerated.")
+    consecutive_error_limit: int = Field(
+        2, ge=0, description="Consecutive measurement errors (e.g. Prometheus unreachable) "
+        "tolerated before the metric ends as Error."
+    )
+    hooks: Hooks = Field(default_factory=Hooks)
+    probe: Probe | None = None
+    gates: dict[str, list[str]] = Field(
+        default_factory=dict, description="Extra named gates: gate name -> metric names "
+        "(built-in gates: slo, latency, errors, absolute, probe)."
+    )
+
+    @field_validator("gates")
+    @classmethod
+    def _gate_names(cls, v: dict[str, list[str]]) -> dict[str, list[str]]:
+        for name, metrics in v.items():
+            if not GATE_NAME.match(name):
+                raise ValueError(f"a gate name is lower-case letters, digits and '-', got {name!r}")
+            if not metrics:
+                raise ValueError(f"gate {name!r} names no metrics")
+        return v
 
 
 class Cluster(_Model):
