@@ -35,6 +35,7 @@ from dgdgen.check.flags import (
     normalize_release,
 )
 from dgdgen.dgd import Backend, Dgd, Role
+from dgdgen.generation import ANN_BASE_NAME, ANN_REVISION
 from dgdgen.yamlio import FieldPath
 
 __all__ = [
@@ -91,6 +92,13 @@ class Verdict:
     reasons: tuple[str, ...]
     dynamo_version: str
     renamed_from: str | None = None
+    # Set when head is a new generation deployed beside base as its own DGD (dgdgen's
+    # separate-dgd isolation): nothing changes in place, the change is isolated.
+    beside: str | None = None
+
+    @property
+    def in_place(self) -> bool:
+        return self.beside is None
 
     @property
     def categories(self) -> tuple[str, ...]:
@@ -103,6 +111,7 @@ class Verdict:
             "categories": list(self.categories),
             "risk": self.risk.value,
             "dynamo_version": self.dynamo_version,
+            "isolated_beside": self.beside,
             "reasons": list(self.reasons),
             "changes": [
                 {"component": c.component, "category": c.category.value, "field": c.field,
@@ -207,7 +216,22 @@ def classify(base: DgdFacts, head: DgdFacts, release: str) -> Verdict:
     if not isolation:
         reasons.append("no change demands isolation: safe to roll in place")
     renamed = base.name if base.name != head.name else None
-    return Verdict(isolation, tuple(changes), risk, tuple(reasons), release, renamed)
+    beside = renamed if renamed is not None and _generation_beside(base, head) else None
+    if beside is not None:
+        renamed = None
+    return Verdict(isolation, tuple(changes), risk, tuple(reasons), release, renamed, beside)
+
+
+def _generation_beside(base: DgdFacts, head: DgdFacts) -> bool:
+    """head is another generation of the same DGD, rendered as its own DGD (its own Dynamo
+    namespace) to run beside base: same base name, a different revision."""
+    head_base = head.annotations.get(ANN_BASE_NAME)
+    if head_base is None:
+        return False
+    base_base = base.annotations.get(ANN_BASE_NAME, base.name)
+    return head_base == base_base and (
+        head.annotations.get(ANN_REVISION) != base.annotations.get(ANN_REVISION)
+    )
 
 
 _CATEGORY_ORDER = {Category.MDC: 0, Category.KV: 1, Category.RUNTIME: 2, Category.SAFE: 3}

@@ -9,7 +9,12 @@ from dgdgen.commands.check import add_output_arguments, emit, options
 HELP = "classify the change between two DGD files (isolation required? which categories?)"
 DESCRIPTION = """\
 Compare two versions of a DGD file: NEW is checked as the head, OLD as its base. DGDs are
-matched by namespace and name (a single DGD on each side is matched even when renamed).
+matched by namespace and name (a single DGD on each side is matched even when renamed). A
+candidate rendered by `dgdgen render` beside its stable DGD is compared with it as a generation
+isolated beside it, not as a rename: its categories are reported, no in-place rule fires.
+
+example:
+  dgdgen diff step-01/dynamographdeployment-app.yaml step-01/dynamographdeployment-r1a2b3c-app.yaml
 
 The JSON report (`--format json`) has a top-level boolean `isolation_required`, the
 `categories` found (mdc-checksum, kv-transfer, runtime-version), the risk grade, `findings`

@@ -35,6 +35,28 @@ def test_diff_exit_codes() -> None:
                   "--fail-on", "never").returncode == 0
 
 
+def test_diff_of_two_rendered_generations_is_isolated_not_in_place(tmp_path: Path) -> None:
+    """The stable DGD and the candidate rendered beside it (separate-dgd) are two DGDs; diffing
+    them shows the change's categories but no in-place finding."""
+    step = REPO / "examples" / "vllm-disagg-block-size" / "rendered" / "step-01"
+    old = step / "dynamographdeployment-vllm-v1-disagg-router.yaml"
+    new = step / "dynamographdeployment-bs32-vllm-v1-disagg-router.yaml"
+    r = dgdgen("diff", str(old), str(new), "--format", "json")
+    assert r.returncode == 0, r.stdout
+    report = json.loads(r.stdout)
+    assert report["findings"] == []
+    (verdict,) = report["verdicts"]
+    assert verdict["isolated_beside"] == "vllm-v1-disagg-router"
+    assert "mdc-checksum" in verdict["categories"]
+    # the same change made by renaming a hand-written DGD is still an in-place change
+    renamed = tmp_path / "renamed.yaml"
+    text = new.read_text()
+    renamed.write_text(re.sub(r"\n  annotations:\n(    dgdgen\.dev/.*\n)+", "\n", text))
+    assert "dgdgen.dev/base-name" not in renamed.read_text()
+    bad = dgdgen("diff", str(old), str(renamed))
+    assert bad.returncode == 1 and "DGD201" in bad.stdout and "renamed from" in bad.stdout
+
+
 @pytest.mark.parametrize("args", [
     ["diff", "missing.yaml", "other.yaml"],
     ["diff", "x", "y", "--format", "xml"],

@@ -30,6 +30,8 @@ def render(report: Report, *, color: bool = False) -> str:
         if v is None or not v.changes:
             continue
         mode = "isolation required" if v.isolation_required else "safe in place"
+        if v.beside is not None:
+            mode += f", isolated beside {v.beside}"
         cats = f" ({', '.join(v.categories)})" if v.categories else ""
         lines.append(f"{p.head.file}: {p.head.object}: {mode}{cats}; risk {v.risk.value}")
     c = report.counts()

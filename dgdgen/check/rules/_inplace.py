@@ -20,7 +20,7 @@ REMEDIATION = (
 
 def in_place(ctx: Context, rule: RuleMeta, category: Category) -> Iterator[Finding]:
     for pair in ctx.dgds:
-        if pair.verdict is None or pair.base is None:
+        if pair.verdict is None or pair.base is None or not pair.verdict.in_place:
             continue
         renamed = (f" (renamed from {pair.verdict.renamed_from})"
                    if pair.verdict.renamed_from else "")

@@ -34,6 +34,8 @@ _ROLLOUT_ANNOTATIONS = (ANN_MAX_SURGE, ANN_MAX_UNAVAILABLE, ANN_STRATEGY)
 def _rolls(pair: DgdPair) -> bool:
     """The workers will roll: a worker changes (beyond replicas), or rollout annotations say a
     managed rolling update is configured."""
+    if pair.verdict is not None and not pair.verdict.in_place:
+        return False  # a new generation beside the old one: no worker of a serving DGD drains
     if pair.verdict is not None:
         workers = {c.name for c in pair.head.workers()}
         for change in pair.verdict.changes:
