@@ -58,6 +58,9 @@ def prepare(path: str) -> Prepared:
 
     loaded = load_spec(path)
     body = loaded.spec.spec
+    from dgdgen.analysis.gates import check_gates
+
+    check_gates(loaded)  # gate names are checked even while analysis is off
     stable = stable_generation(loaded.stable, body.stable.revision)
     cand = candidate_generation(stable, body.candidate, loaded.location)
     steps = tuple(

@@ -332,6 +332,10 @@ class Analysis(_Model):
     )
     hooks: Hooks = Field(default_factory=Hooks)
     probe: Probe | None = None
+    monitor_labels: dict[str, str] = Field(
+        default_factory=dict, description="Extra labels on the rendered PodMonitors, e.g. the "
+        "`release` label your Prometheus' podMonitorSelector matches."
+    )
     gates: dict[str, list[str]] = Field(
         default_factory=dict, description="Extra named gates: gate name -> metric names "
         "(built-in gates: slo, latency, errors, absolute, probe)."

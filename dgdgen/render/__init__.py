@@ -34,9 +34,9 @@ Renderer = Callable[["Prepared", "PlanStep"], Sequence[Manifest]]
 
 
 def renderers() -> list[Renderer]:
-    from dgdgen.render import dgds, services
+    from dgdgen.render import analysis, dgds, services
 
-    return [dgds.render, services.render]
+    return [dgds.render, services.render, analysis.render]
 
 
 def render_state(prepared: Prepared, state: PlanStep) -> list[Manifest]:

@@ -1,0 +1,377 @@
+"""Gates: which metrics a step's ``gate:`` name stands for, and everything one gated step needs
+(metrics, args, timing, minimum sample, minimum bake time). Pure: spec + plan in, data out.
+
+Built-in gates (docs/analysis.md):
+
+=========  ==================================================================================
+slo        every latency and error metric, absolute and relative to the stable (+ probe, if
+           configured)
+latency    TTFT p95/p99 and ITL p95, absolute and relative
+errors     error rate, absolute and relative
+absolute   the absolute SLOs only (no comparison with the stable generation)
+probe      the canary probe only
+=========  ==================================================================================
+
+``analysis.gates`` adds named gates as lists of metric names. Every traffic gate also gets the
+``requests`` metric, which is Inconclusive while the candidate has served fewer than the minimum.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from dgdgen.analysis import queries, stats
+from dgdgen.errors import InputError, did_you_mean
+
+if TYPE_CHECKING:
+    from dgdgen.load import LoadedSpec
+    from dgdgen.pipeline import Prepared
+    from dgdgen.plan import PlanStep
+
+
+@dataclass(frozen=True)
+class MetricDef:
+    name: str
+    family: str  # requests | latency | errors | probe
+    relative: bool
+    query: Callable[[], str] | None
+    bound_arg: str | None  # the arg the value is compared with
+    slo_field: str | None  # Slos attribute that switches an absolute metric off when null
+    quantile: float | None = None
+    lower_bound: bool = False  # the value must reach the bound (requests) instead of stay below
+
+
+def _lat(name: str, q: float, hist: str, slo: str) -> list[MetricDef]:
+    return [
+        MetricDef(name, "latency", False, lambda: queries.absolute_quantile(q, hist),
+                  f"{name}-max", slo, q),
+        MetricDef(f"{name}-vs-stable", "latency", True, lambda: queries.relative_quantile(q, hist),
+                  "max-regression", None, q),
+    ]
+
+
+METRICS: dict[str, MetricDef] = {
+    m.name: m
+    for m in [
+        MetricDef("requests", "requests", False, queries.candidate_requests, "min-requests",
+                  None, lower_bound=True),
+        *_lat("ttft-p95", 0.95, queries.TTFT, "ttft_p95_seconds"),
+        *_lat("ttft-p99", 0.99, queries.TTFT, "ttft_p99_seconds"),
+        *_lat("itl-p95", 0.95, queries.ITL, "itl_p95_seconds"),
+        MetricDef("error-rate", "errors", False, queries.absolute_error_rate, "error-rate-max",
+                  "error_rate"),
+        MetricDef("error-rate-vs-stable", "errors", True, queries.relative_error_rate,
+                  "max-error-rate-increase", None),
+        MetricDef("probe", "probe", False, None, None, None),
+    ]
+}
+
+_TRAFFIC = [n for n in METRICS if n not in ("requests", "probe")]
+BUILTIN_GATES: dict[str, tuple[str, ...]] = {
+    "slo": tuple(_TRAFFIC) + ("probe",),
+    "latency": tuple(n for n in _TRAFFIC if METRICS[n].family == "latency"),
+    "errors": tuple(n for n in _TRAFFIC if METRICS[n].family == "errors"),
+    "absolute": tuple(n for n in _TRAFFIC if not METRICS[n].relative),
+    "probe": ("probe",),
+}
+
+# Modes where one frontend serves both revisions: frontend metrics cannot tell them apart.
+SHARED_FRONTEND_MODES = ("partition", "in-place")
+SHARED_GENERATION = "shared"
+
+
+def gate_names(analysis: Any) -> list[str]:
+    return sorted(set(BUILTIN_GATES) | set(analysis.gates))
+
+
+def check_gates(loaded: LoadedSpec) -> None:
+    """Refuse unknown gate and metric names (with a did-you-mean), at their file:line."""
+    body = loaded.spec.spec
+    analysis = body.analysis
+    for name, metrics in analysis.gates.items():
+        field: tuple[str | int, ...] = ("spec", "analysis", "gates", name)
+        if name in BUILTIN_GATES:
+            raise InputError(
+                f"gate {name!r} is built in; choose another name for a custom gate",
+                location=loaded.location(field), field=field,
+            )
+        for j, metric in enumerate(metrics):
+            if metric not in METRICS:
+                guess = did_you_mean(metric, METRICS)
+                raise InputError(
+                    f"unknown metric {metric!r}", location=loaded.location(field + (j,)),
+                    field=field + (j,),
+                    hint=f"did you mean {guess!r}?" if guess
+                    else f"expected one of: {', '.join(METRICS)}",
+                )
+            if metric == "probe" and analysis.probe is None:
+                raise InputError(
+                    "the probe metric needs spec.analysis.probe", location=loaded.location(
+                        field + (j,)), field=field + (j,),
+                )
+    known = gate_names(analysis)
+    for i, step in enumerate(body.steps):
+        if step.gate is None:
+            continue
+        field = ("spec", "steps", i, "gate")
+        if step.gate not in known:
+            guess = did_you_mean(step.gate, known)
+            raise InputError(
+                f"unknown gate {step.gate!r}", location=loaded.location(field), field=field,
+                hint=f"did you mean {guess!r}?" if guess else f"expected one of: {', '.join(known)}",
+            )
+        if step.gate == "probe" and analysis.probe is None:
+            raise InputError(
+                "gate 'probe' needs spec.analysis.probe (prompts and expected replies)",
+                location=loaded.location(field), field=field,
+            )
+
+
+def gate_metrics(analysis: Any, gate: str) -> tuple[str, ...]:
+    names = BUILTIN_GATES.get(gate) or tuple(analysis.gates.get(gate, ()))
+    out = []
+    for n in names:
+        m = METRICS[n]
+        if n == "probe" and analysis.probe is None:
+            continue
+        if m.slo_field and getattr(analysis.slos, m.slo_field) is None:
+            continue  # that absolute SLO is switched off
+        out.append(n)
+    if any(METRICS[n].family in ("latency", "errors") for n in out) and "requests" not in out:
+        out.insert(0, "requests")
+    return tuple(out)
+
+
+def required_samples(analysis: Any, metric: str) -> int:
+    """Requests per generation the metric needs (:mod:`dgdgen.analysis.stats`)."""
+    m = METRICS[metric]
+    if m.family == "latency":
+        assert m.quantile is not None
+        return stats.quantile_samples(m.quantile, analysis.max_regression, analysis.latency_spread)
+    if m.family == "errors":
+        baseline = analysis.slos.error_rate if analysis.slos.error_rate is not None else 0.01
+        increase = min(analysis.max_error_rate_increase, 0.999 - baseline)
+        return stats.proportion_samples(baseline, increase)
+    return 0
+
+
+@dataclass(frozen=True)
+class Timing:
+    initial_delay: int  # seconds
+    interval: int
+    count: int
+
+
+@dataclass(frozen=True)
+class StepGate:
+    """One gated step: what its AnalysisRun measures, with which args, and for how long."""
+
+    index: int
+    label: str
+    gate: str
+    metrics: tuple[str, ...]
+    dropped: tuple[tuple[str, str], ...]  # (metric, why) left out at this step
+    min_requests: int
+    min_bake_seconds: int | None  # None without an expected request rate
+    window_seconds: int
+    timing: Timing
+    args: tuple[tuple[str, str], ...]
+
+    @property
+    def arg_map(self) -> dict[str, str]:
+        return dict(self.args)
+
+
+def duration(seconds: int) -> str:
+    """Seconds → the shortest Go/Prometheus duration (``90`` → ``1m30s``)."""
+    h, rem = divmod(seconds, 3600)
+    m, s = divmod(rem, 60)
+    return "".join(f"{v}{u}" for v, u in ((h, "h"), (m, "m"), (s, "s")) if v) or "0s"
+
+
+def number(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() and abs(x) >= 1 else repr(float(x))
+
+
+def candidate_service(prepared: Prepared, revision: str) -> str:
+    from dgdgen.render.names import frontend_service
+
+    if prepared.mode in SHARED_FRONTEND_MODES:
+        return frontend_service(prepared.stable.dgd.name)
+    if prepared.mode == "worker-group":
+        return frontend_service(f"{prepared.stable.dgd.name}-{revision}")
+    return frontend_service(prepared.candidate_name)
+
+
+def generation_labels(prepared: Prepared, state: PlanStep) -> tuple[str, str]:
+    """Values of ``dgdgen_generation`` for (candidate, stable)."""
+    if prepared.mode in SHARED_FRONTEND_MODES:
+        return SHARED_GENERATION, SHARED_GENERATION
+    return state.candidate.revision, state.stable.revision
+
+
+def step_gate(prepared: Prepared, state: PlanStep) -> StepGate | None:
+    """The gate of one plan state, or None when it has none (or analysis is off)."""
+    from dgdgen.spec import parse_duration
+
+    analysis = prepared.loaded.spec.spec.analysis
+    if not analysis.enabled or state.kind != "step" or not state.gate:
+        return None
+    field = ("spec", "steps", state.index - 1, "gate")
+    w = state.candidate.weight
+    metrics, dropped = [], []
+    for n in gate_metrics(analysis, state.gate):
+        m = METRICS[n]
+        why = None
+        if m.family != "probe" and w == 0:
+            why = "the candidate gets no traffic at this step"
+        elif m.relative and state.stable.weight == 0:
+            why = "the stable generation gets no traffic at this step"
+        elif m.relative and prepared.mode in SHARED_FRONTEND_MODES:
+            why = f"one frontend serves both revisions in {prepared.mode} mode"
+        if why:
+            dropped.append((n, why))
+        else:
+            metrics.append(n)
+    if not metrics or metrics == ["requests"]:
+        raise InputError(
+            f"gate {state.gate!r} has nothing to measure at step {state.index} ("
+            + "; ".join(f"{n}: {why}" for n, why in dropped) + ")",
+            location=prepared.loaded.location(field), field=field,
+            hint="gate a step with candidate weight 0 with the 'probe' gate only",
+        )
+    samples = max([required_samples(analysis, n) for n in metrics] + [1])
+    min_requests = analysis.min_requests or samples
+    traffic = any(METRICS[n].family != "probe" for n in metrics)
+    relative = any(METRICS[n].relative for n in metrics)
+    bake = None
+    if analysis.expected_request_rate and traffic:
+        share = min(w, 100 - w) / 100 if relative else w / 100
+        bake = stats.bake_seconds(min_requests, analysis.expected_request_rate, share)
+    base_window = parse_duration(analysis.window)
+    window = max(base_window, 60 * math.ceil(bake / 60)) if bake else base_window
+    interval = parse_duration(analysis.interval)
+    initial_delay = window if traffic else 0
+    if analysis.count:
+        count = analysis.count
+    elif state.pause_seconds and state.pause_seconds > initial_delay:
+        count = (state.pause_seconds - initial_delay) // interval + 1
+    else:
+        count = 1
+    if count < analysis.failure_limit:
+        f = ("spec", "analysis", "failureLimit")
+        raise InputError(
+            f"failureLimit {analysis.failure_limit} is above the {count} measurement(s) of step "
+            f"{state.index}; Argo Rollouts refuses count < failureLimit",
+            location=prepared.loaded.location(f), field=f,
+        )
+    cand, stable = generation_labels(prepared, state)
+    args: dict[str, str] = {
+        "namespace": prepared.loaded.spec.metadata.namespace,
+        "rollout": prepared.loaded.spec.metadata.name,
+        "candidate": cand,
+    }
+    if relative:
+        args["stable"] = stable
+    if traffic:
+        args["window"] = duration(window)
+        args["min-requests"] = str(min_requests)
+    args.update(threshold_args(analysis, metrics))
+    if "probe" in metrics:
+        ns = prepared.loaded.spec.metadata.namespace
+        svc = candidate_service(prepared, state.candidate.revision)
+        args["candidate-url"] = f"http://{svc}.{ns}.svc.cluster.local:8000"
+    return StepGate(
+        index=state.index, label=state.label, gate=state.gate, metrics=tuple(metrics),
+        dropped=tuple(dropped), min_requests=min_requests, min_bake_seconds=bake,
+        window_seconds=window, timing=Timing(initial_delay, interval, count),
+        args=tuple(args.items()),
+    )
+
+
+def threshold_args(analysis: Any, metrics: tuple[str, ...] | list[str]) -> dict[str, str]:
+    values = {
+        "ttft-p95-max": analysis.slos.ttft_p95_seconds,
+        "ttft-p99-max": analysis.slos.ttft_p99_seconds,
+        "itl-p95-max": analysis.slos.itl_p95_seconds,
+        "error-rate-max": analysis.slos.error_rate,
+        "max-regression": analysis.max_regression,
+        "max-error-rate-increase": analysis.max_error_rate_increase,
+    }
+    out: dict[str, str] = {}
+    for n in metrics:
+        bound = METRICS[n].bound_arg
+        if bound in values and values[bound] is not None:
+            out[bound] = number(values[bound])
+    return out
+
+
+# --------------------------------------------------------------------------- Argo metrics
+
+
+def conditions(metric: str) -> tuple[str, str]:
+    """(successCondition, failureCondition), inside the expr subset of
+    :mod:`dgdgen.analysis.expr`. An empty or NaN result satisfies neither: Inconclusive."""
+    m = METRICS[metric]
+    bound = queries.arg(m.bound_arg or "")
+    has = "len(result) > 0 && !isNaN(result[0])"
+    if m.lower_bound:  # requests: too few is Inconclusive, never Failed
+        return f"{has} && result[0] >= {bound}", "false"
+    return f"{has} && result[0] <= {bound}", f"{has} && result[0] > {bound}"
+
+
+def argo_metric(
+    analysis: Any, metric: str, timing: Timing, *, probe_url: str = "{{args.candidate-url}}"
+) -> dict[str, Any]:
+    m = METRICS[metric]
+    out: dict[str, Any] = {"name": metric}
+    if metric == "probe":
+        from dgdgen.analysis.probe import job_provider
+
+        out.update({"count": 1, "failureLimit": 0, "consecutiveErrorLimit":
+                    analysis.consecutive_error_limit})
+        out["provider"] = job_provider(analysis.probe, probe_url)
+        return out
+    if timing.initial_delay:
+        out["initialDelay"] = duration(timing.initial_delay)
+    out["interval"] = duration(timing.interval)
+    out["count"] = timing.count
+    out["failureLimit"] = analysis.failure_limit
+    out["consecutiveErrorLimit"] = analysis.consecutive_error_limit
+    ok, bad = conditions(metric)
+    out["successCondition"] = ok
+    out["failureCondition"] = bad
+    prom: dict[str, Any] = {}
+    if analysis.prometheus:
+        prom["address"] = analysis.prometheus
+    assert m.query is not None
+    prom["query"] = m.query()
+    prom["timeout"] = 30
+    out["provider"] = {"prometheus": prom}
+    return out
+
+
+_PLACEHOLDER = re.compile(r"\{\{\s*args\.([A-Za-z0-9_.-]+)\s*\}\}")
+
+
+class ArgError(Exception):
+    pass
+
+
+def resolve_args(obj: Any, args: Mapping[str, str]) -> Any:
+    """Substitute ``{{args.NAME}}`` as Argo Rollouts does (``ResolveMetricArgs``,
+    facts/argo.md §1.4): serialise to JSON, replace with the JSON-escaped value, parse again."""
+    text = json.dumps(obj)
+
+    def sub(m: re.Match[str]) -> str:
+        name = m.group(1)
+        if name not in args:
+            raise ArgError(f"failed to resolve {m.group(0)}")
+        return json.dumps(args[name])[1:-1]
+
+    return json.loads(_PLACEHOLDER.sub(sub, text))

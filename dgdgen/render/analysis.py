@@ -1,0 +1,176 @@
+"""Analysis objects of one plan state (docs/analysis.md):
+
+* a PodMonitor per generation whose frontend pods are running: Prometheus scrapes the frontend's
+  ``/metrics`` and adds ``dgdgen_rollout`` / ``dgdgen_generation`` at scrape time, because Dynamo
+  frontend metrics carry only ``model`` (facts/dynamo.md §5);
+* an AnalysisTemplate per gate the rollout uses (for ``kubectl argo rollouts create analysisrun
+  --from``, Kargo verification, or your own runs);
+* at a gated step, an AnalysisRun with the gate's metrics inlined and args filled — an
+  AnalysisRun never references a template (facts/argo.md §1.1) — optionally annotated as an
+  Argo CD PostSync hook (facts/argo.md §1.7).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from dgdgen.analysis import gates, queries
+from dgdgen.generation import LABEL_GENERATION, LABEL_ROLE, LABEL_ROLLOUT
+from dgdgen.render import Manifest
+
+if TYPE_CHECKING:
+    from dgdgen.pipeline import Prepared
+    from dgdgen.plan import PlanStep
+
+MANAGED_BY = {"app.kubernetes.io/managed-by": "dgdgen"}
+LABEL_STEP = "dgdgen.dev/step"
+LABEL_GATE = "dgdgen.dev/gate"
+HOOK = "argocd.argoproj.io/hook"
+HOOK_DELETE = "argocd.argoproj.io/hook-delete-policy"
+SCRAPE_INTERVAL = "15s"
+
+
+def _analysis(prepared: Prepared) -> Any:
+    return prepared.loaded.spec.spec.analysis
+
+
+def _labels(prepared: Prepared, **extra: str) -> dict[str, str]:
+    labels = dict(MANAGED_BY)
+    labels[LABEL_ROLLOUT] = prepared.loaded.spec.metadata.name
+    labels.update(extra)
+    return labels
+
+
+def pod_monitor(prepared: Prepared, revision: str | None) -> dict[str, Any]:
+    """Scrape one generation's frontend pods (``revision`` None: the shared frontend)."""
+    rollout = prepared.loaded.spec.metadata.name
+    gen_value = revision or gates.SHARED_GENERATION
+    selector = {LABEL_ROLLOUT: rollout}
+    if revision is not None:
+        selector[LABEL_GENERATION] = revision
+    selector[LABEL_ROLE] = "frontend"
+    labels = _labels(prepared)
+    if revision is not None:
+        labels[LABEL_GENERATION] = revision
+    labels.update(_analysis(prepared).monitor_labels)
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PodMonitor",
+        "metadata": {
+            "name": f"{rollout}-{gen_value}",
+            "namespace": prepared.loaded.spec.metadata.namespace,
+            "labels": labels,
+        },
+        "spec": {
+            "selector": {"matchLabels": selector},
+            "podMetricsEndpoints": [
+                {
+                    "port": "http",  # the frontend's HTTP port serves /metrics (facts §5, §8)
+                    "path": "/metrics",
+                    "interval": SCRAPE_INTERVAL,
+                    "relabelings": [
+                        {"action": "replace", "targetLabel": queries.LABEL_ROLLOUT,
+                         "replacement": rollout},
+                        {"action": "replace", "targetLabel": queries.LABEL_GENERATION,
+                         "replacement": gen_value},
+                    ],
+                }
+            ],
+        },
+    }
+
+
+def used_gates(prepared: Prepared) -> list[str]:
+    return sorted({s.gate for s in prepared.plan.steps if s.gate and s.kind == "step"})
+
+
+def analysis_template(prepared: Prepared, gate: str) -> dict[str, Any]:
+    """A reusable template of one gate: generation-specific args left for the caller."""
+    from dgdgen.spec import parse_duration
+
+    analysis = _analysis(prepared)
+    metrics = gates.gate_metrics(analysis, gate)
+    base_window = parse_duration(analysis.window)
+    timing = gates.Timing(base_window, parse_duration(analysis.interval), analysis.count or 1)
+    samples = max([gates.required_samples(analysis, n) for n in metrics] + [1])
+    args: list[dict[str, str]] = [
+        {"name": "namespace", "value": prepared.loaded.spec.metadata.namespace},
+        {"name": "rollout", "value": prepared.loaded.spec.metadata.name},
+        {"name": "candidate"},
+    ]
+    if any(gates.METRICS[n].relative for n in metrics):
+        args.append({"name": "stable"})
+    if any(gates.METRICS[n].family != "probe" for n in metrics):
+        args.append({"name": "window", "value": gates.duration(base_window)})
+        args.append({"name": "min-requests", "value": str(analysis.min_requests or samples)})
+    args += [{"name": k, "value": v} for k, v in gates.threshold_args(analysis, metrics).items()]
+    if "probe" in metrics:
+        args.append({"name": "candidate-url"})
+    return {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "AnalysisTemplate",
+        "metadata": {
+            "name": f"{prepared.loaded.spec.metadata.name}-{gate}",
+            "namespace": prepared.loaded.spec.metadata.namespace,
+            "labels": _labels(prepared, **{LABEL_GATE: gate}),
+        },
+        "spec": {
+            "args": args,
+            "metrics": [gates.argo_metric(analysis, n, timing) for n in metrics],
+        },
+    }
+
+
+def _run(prepared: Prepared, state: PlanStep, *, hook: bool, standalone: bool) -> dict[str, Any] | None:
+    sg = gates.step_gate(prepared, state)
+    if sg is None:
+        return None
+    analysis = _analysis(prepared)
+    rollout = prepared.loaded.spec.metadata.name
+    metadata: dict[str, Any] = {}
+    base = f"{rollout}-{state.label}-{sg.gate}"
+    if standalone:
+        metadata["generateName"] = f"{base}-"
+    else:
+        metadata["name"] = base
+    metadata["namespace"] = prepared.loaded.spec.metadata.namespace
+    metadata["labels"] = _labels(
+        prepared, **{LABEL_GENERATION: state.candidate.revision, LABEL_STEP: str(state.index),
+                     LABEL_GATE: sg.gate},
+    )
+    if hook:
+        metadata["annotations"] = {HOOK: "PostSync", HOOK_DELETE: analysis.hooks.delete_policy}
+    return {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "AnalysisRun",
+        "metadata": metadata,
+        "spec": {
+            "args": [{"name": k, "value": v} for k, v in sg.args],
+            "metrics": [gates.argo_metric(analysis, n, sg.timing) for n in sg.metrics],
+        },
+    }
+
+
+def analysis_run(prepared: Prepared, step_index: int, *, hook: bool) -> dict[str, Any] | None:
+    """The standalone AnalysisRun of step ``step_index`` (``metadata.generateName``, for
+    ``kubectl create -f -`` from a workflow), or None when the step has no gate."""
+    return _run(prepared, prepared.plan.state(step_index), hook=hook, standalone=True)
+
+
+def render(prepared: Prepared, state: PlanStep) -> Sequence[Manifest]:
+    analysis = _analysis(prepared)
+    if not analysis.enabled:
+        return []
+    out: list[Manifest] = []
+    if prepared.mode in gates.SHARED_FRONTEND_MODES:
+        out.append(Manifest(pod_monitor(prepared, None)))
+    else:
+        for gen in (state.stable, state.candidate):
+            if gen.present:
+                out.append(Manifest(pod_monitor(prepared, gen.revision)))
+    out += [Manifest(analysis_template(prepared, g)) for g in used_gates(prepared)]
+    run = _run(prepared, state, hook=analysis.hooks.enabled, standalone=False)
+    if run is not None:
+        out.append(Manifest(run))
+    return out
