@@ -100,12 +100,11 @@ def _names(loaded: LoadedSpec, stable: Generation, cand: Generation, mode: str) 
 
     ns = loaded.spec.metadata.namespace
     if stable.dgd.namespace is not None and stable.dgd.namespace != ns:
-        field = ("metadata", "namespace")
         raise InputError(
             f"the stable DGD is in namespace {stable.dgd.namespace!r} but the rollout says "
             f"{ns!r}",
-            location=loaded.location(field),
-            field=field,
+            location=loaded.location(("metadata", "namespace")),
+            field=("metadata", "namespace"),
         )
     base = base_name(stable.dgd, stable.revision)
     if mode != "separate-dgd":

@@ -89,7 +89,7 @@ def build(files: list[FileInput], release: str,
     return ctx
 
 
-def annotations(doc: Any) -> dict[str, str]:
+def annotations_of(doc: Any) -> dict[str, str]:
     meta = doc.get("metadata") if isinstance(doc, dict) else None
     ann = meta.get("annotations") if isinstance(meta, dict) else None
     if not isinstance(ann, dict):
@@ -100,7 +100,7 @@ def annotations(doc: Any) -> dict[str, str]:
 def object_id(doc: Any) -> str:
     if not isinstance(doc, dict):
         return "<document>"
-    meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+    meta: dict[str, Any] = doc["metadata"] if isinstance(doc.get("metadata"), dict) else {}
     ns = meta.get("namespace")
     name = meta.get("name", "<unnamed>")
     return f"{doc.get('kind', '<kind>')}/{ns + '/' if ns else ''}{name}"

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 
 from dgdgen.check.classify import RiskGrade
-from dgdgen.check.context import Context, DgdPair, FileInput, annotations, build, object_id
+from dgdgen.check.context import Context, DgdPair, FileInput, annotations_of, build, object_id
 from dgdgen.check.findings import Finding, Severity
 from dgdgen.check.flags import NEWEST
 from dgdgen.check.rules.registry import RULES
@@ -123,7 +123,7 @@ def _suppress(findings: list[Finding], files: list[FileInput],
     by_object: dict[tuple[str, str], list[Suppression]] = {}
     for f in files:
         for d in f.head:
-            ann = annotations(d.data)
+            ann = annotations_of(d.data)
             if ann:
                 entries = list(parse_annotations(ann))
                 if entries:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, replace
+from typing import Any
 
 
 class Severity(str, enum.Enum):
@@ -55,7 +56,7 @@ class Finding:
     def suppress(self, reason: str) -> Finding:
         return replace(self, suppressed=True, suppression_reason=reason)
 
-    def to_dict(self) -> dict[str, object]:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "code": self.code,
             "slug": self.slug,

@@ -149,9 +149,9 @@ def collect(paths: list[str], base: str | None, *, use_git: bool = True) -> list
             bases = git.blobs(["HEAD:" + b if b else "HEAD:<none>" for _, b in changed])
             staged = []
             for (p, _), h, b in zip(changed, heads, bases):
-                shown = _display(os.path.join(git.top, p))
-                staged.append(FileInput(shown, _parse(h or "", shown),
-                                        _parse(b, shown) if b is not None else None))
+                name = _display(os.path.join(git.top, p))
+                staged.append(FileInput(name, _parse(h or "", name),
+                                        _parse(b, name) if b is not None else None))
             return staged
         changed = [(p, b) for p, b in git.changed(base) if _is_yaml(p)]
         paths = [os.path.join(git.top, p) for p, _ in changed]
@@ -171,11 +171,13 @@ def collect(paths: list[str], base: str | None, *, use_git: bool = True) -> list
             else:
                 old = renames.get(real, rel)
                 specs.append(f"{rev}:{old}" if old else rev + ":<none>")
-    base_texts = git.blobs(specs) if git is not None else [None] * len(files)
+    base_texts: list[str | None] = (
+        list(git.blobs(specs)) if git is not None else [None] * len(files)
+    )
     shown = [_display(f) for f in files]
-    heads = _parse_files(list(zip(files, shown)))
-    return [FileInput(s, h, _parse(b, s) if b is not None else None)
-            for s, h, b in zip(shown, heads, base_texts)]
+    parsed = _parse_files(list(zip(files, shown)))
+    return [FileInput(name, head, _parse(text, name) if text is not None else None)
+            for name, head, text in zip(shown, parsed, base_texts)]
 
 
 # Below this many files one process is faster than starting workers.

@@ -22,5 +22,5 @@ class Reporter(Protocol):
 
 
 def render(name: str, report: Report, *, color: bool = False) -> str:
-    module: Reporter = importlib.import_module(REPORTERS[name])  # type: ignore[assignment]
+    module: Reporter = importlib.import_module(REPORTERS[name])
     return module.render(report, color=color)

@@ -6,12 +6,13 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from dgdgen.check.engine import Report
+from dgdgen.check.findings import Finding
 
 
 def render(report: Report, *, color: bool = False) -> str:
     suites = ET.Element("testsuites", name="dgdgen check")
     suite = ET.SubElement(suites, "testsuite", name="dgdgen")
-    by_file: dict[str, list] = {f: [] for f in report.files}
+    by_file: dict[str, list[Finding]] = {f: [] for f in report.files}
     for f in report.findings:
         by_file.setdefault(f.file, []).append(f)
     tests = failures = skipped = 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from dgdgen.check.context import Context, annotations, object_id
+from dgdgen.check.context import Context, annotations_of, object_id
 from dgdgen.check.findings import Finding, Severity
 from dgdgen.check.rules import RuleMeta
 from dgdgen.check.suppress import ANNOTATION, parse_annotations
@@ -26,7 +26,7 @@ RULE = RuleMeta(
 
 def check(ctx: Context) -> Iterator[Finding]:
     for doc in ctx.documents():
-        ann = annotations(doc.data)
+        ann = annotations_of(doc.data)
         for entry in parse_annotations(ann):
             if entry.reason:
                 continue
