@@ -83,6 +83,12 @@ SOURCES: tuple[Source, ...] = (
         "v3.5.1 (109ca7ca71139e514114499d294a492e7910a965)",
     ),
     Source(
+        "prometheus-operator/monitoring.coreos.com_podmonitors.yaml",
+        "github.com/prometheus-operator/prometheus-operator example/prometheus-operator-crd/"
+        "monitoring.coreos.com_podmonitors.yaml",
+        "v0.91.0 (00749296a6ed0225f09f8bd9849d764f1280d766)",
+    ),
+    Source(
         "argo-workflows/argoproj.io_workflowtemplates.yaml",
         "github.com/argoproj/argo-workflows manifests/base/crds/full/"
         "argoproj.io_workflowtemplates.yaml",
