@@ -28,10 +28,12 @@ COMMANDS: dict[str, str] = {
     "check": "dgdgen.commands.check",
     "diff": "dgdgen.commands.diff",
     "rules": "dgdgen.commands.rules",
+    "analyze": "dgdgen.commands.analyze",
 }
 
 EPILOG = """\
-exit codes: 0 clean, 1 findings at or above --fail-on (or a failed gate), 2 bad input or usage.
+exit codes: 0 clean, 1 findings at or above --fail-on (or a failed gate), 2 bad input or usage,
+3 an inconclusive gate (`dgdgen analyze`).
 Run `dgdgen COMMAND --help` for the options of one command.
 """
 

@@ -1,0 +1,166 @@
+"""dgdgen analyze SPEC --step N: run one step's gate against a live Prometheus."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+HELP = "run a step's SLO gate against a live Prometheus (a rehearsal before promoting)"
+DESCRIPTION = """\
+Run the gate of one plan step as its AnalysisRun would: every metric's PromQL against the given
+Prometheus (args filled for that step), judged by the same successCondition / failureCondition
+(the expr semantics of Argo Rollouts: empty results and NaN are Inconclusive, never a pass).
+Prints each metric's value and verdict, then the run's verdict — the worst metric wins.
+The canary probe (a Job) is not run here; it is listed as skipped.
+
+exit codes: 0 Successful, 1 Failed (or a measurement Error), 2 bad input or usage (also an
+unreachable Prometheus), 3 Inconclusive (too little traffic to judge).
+
+With --print-run, print the step's standalone AnalysisRun (metadata.generateName) instead, for a
+workflow to create: dgdgen analyze SPEC --step N --print-run | kubectl create -f -
+
+examples:
+  dgdgen analyze rollout.yaml --step 1 --prometheus http://localhost:9090
+  dgdgen analyze rollout.yaml --step 2 --prometheus http://prom:9090 --time 2026-08-20T12:00:00Z
+  dgdgen analyze examples/vllm-disagg-image-bump/rollout.yaml --step 1 --print-run
+"""
+
+EXIT_FAILED = 1
+EXIT_INCONCLUSIVE = 3
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("spec", metavar="SPEC", help="rollout spec file")
+    p.add_argument("--step", type=int, required=True, metavar="N", help="plan step (1..n)")
+    p.add_argument(
+        "--prometheus", metavar="URL",
+        help="Prometheus base URL (default: spec.analysis.prometheus)",
+    )
+    p.add_argument(
+        "--time", metavar="TIME",
+        help="evaluation time: unix seconds or RFC 3339 (default: now)",
+    )
+    p.add_argument("-f", "--format", choices=("table", "json"), default="table")
+    p.add_argument(
+        "--print-run", action="store_true",
+        help="print the step's standalone AnalysisRun (YAML) and exit",
+    )
+    p.add_argument(
+        "--hook", action="store_true",
+        help="with --print-run: add the Argo CD PostSync hook annotations",
+    )
+
+
+def _time(text: str | None) -> float | None:
+    from datetime import datetime
+
+    from dgdgen.errors import InputError
+
+    if text is None:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        raise InputError(f"--time: expected unix seconds or RFC 3339, got {text!r}") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+
+    from dgdgen import yamlio
+    from dgdgen.analysis import expr, gates, prom
+    from dgdgen.errors import InputError
+    from dgdgen.pipeline import prepare
+    from dgdgen.render.analysis import analysis_run
+
+    prepared = prepare(args.spec)
+    plan = prepared.plan
+    if not 1 <= args.step < len(plan.steps):
+        raise InputError(f"--step: the plan has steps 1..{len(plan.steps) - 1}, not {args.step}")
+    state = plan.state(args.step)
+    analysis = prepared.loaded.spec.spec.analysis
+    if not analysis.enabled:
+        raise InputError(
+            "spec.analysis.enabled is false: the rollout renders no gates",
+            location=prepared.loaded.location(("spec", "analysis")), field=("spec", "analysis"),
+        )
+    sg = gates.step_gate(prepared, state)
+    if sg is None:
+        raise InputError(f"step {args.step} has no gate (set spec.steps[{args.step - 1}].gate)")
+    if args.print_run:
+        sys.stdout.write(yamlio.dump(analysis_run(prepared, args.step, hook=args.hook)))
+        return 0
+    url = args.prometheus or analysis.prometheus
+    if not url:
+        raise InputError("no Prometheus address: pass --prometheus URL or set "
+                         "spec.analysis.prometheus")
+    at = _time(args.time)
+    rows = []
+    for name in sg.metrics:
+        if name == "probe":
+            rows.append({"metric": name, "value": None, "phase": "Skipped",
+                         "detail": "a Job in the cluster; not run by analyze"})
+            continue
+        metric = gates.resolve_args(gates.argo_metric(analysis, name, sg.timing), sg.arg_map)
+        try:
+            value = prom.query(url, metric["provider"]["prometheus"]["query"], at=at)
+        except prom.PromError as exc:
+            if exc.unreachable:
+                raise InputError(str(exc)) from None
+            rows.append({"metric": name, "value": None, "phase": expr.ERROR, "detail": str(exc)})
+            continue
+        phase, why = expr.measurement_phase(
+            value, metric["successCondition"], metric["failureCondition"]
+        )
+        rows.append({"metric": name, "value": value, "phase": phase,
+                     "detail": why or _bound(metric["successCondition"])})
+    verdict = expr.run_phase([r["phase"] for r in rows if r["phase"] != "Skipped"])
+    if args.format == "json":
+        out = {"step": args.step, "gate": sg.gate, "args": sg.arg_map, "metrics": rows,
+               "phase": verdict}
+        sys.stdout.write(json.dumps(out, indent=2, default=_json_float) + "\n")
+    else:
+        sys.stdout.write(_table(sg, rows, verdict))
+    if verdict == expr.SUCCESSFUL:
+        return 0
+    return EXIT_INCONCLUSIVE if verdict == expr.INCONCLUSIVE else EXIT_FAILED
+
+
+def _json_float(v: object) -> object:
+    return str(v)
+
+
+def _bound(condition: str) -> str:
+    # "... && result[0] <= 2" -> "<= 2": the comparison a reader needs next to the value
+    return "pass if " + condition.rsplit("result[0] ", 1)[-1]
+
+
+def _fmt(value: object) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, list):
+        return "[" + ", ".join(f"{v:.6g}" for v in value) + "]"
+    return f"{value:.6g}" if isinstance(value, float) else str(value)
+
+
+def _table(sg: object, rows: list[dict[str, object]], verdict: str) -> str:
+    a = getattr(sg, "arg_map")
+    head = (f"step {getattr(sg, 'index')} gate {getattr(sg, 'gate')}: candidate "
+            f"{a.get('candidate')}" + (f" vs stable {a['stable']}" if "stable" in a else "")
+            + (f", window {a['window']}, min requests {a['min-requests']}"
+               if "window" in a else ""))
+    table = [["metric", "value", "verdict", "detail"]]
+    table += [[str(r["metric"]), _fmt(r["value"]), str(r["phase"]), str(r["detail"])]
+              for r in rows]
+    widths = [max(len(r[i]) for r in table) for i in range(4)]
+    lines = [head, ""]
+    for j, r in enumerate(table):
+        lines.append("  ".join(c.ljust(widths[i]) for i, c in enumerate(r)).rstrip())
+        if j == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    lines += ["", f"verdict: {verdict}"]
+    return "\n".join(lines) + "\n"
