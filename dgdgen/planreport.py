@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from dgdgen.analysis.gates import StepGate
     from dgdgen.pipeline import Prepared
     from dgdgen.plan import GenerationState, PlanStep
 
@@ -46,9 +47,38 @@ def _title(state: PlanStep) -> str:
     )
 
 
+def _gates(prepared: Prepared) -> dict[int, StepGate]:
+    """The gated steps (analysis enabled), by step index."""
+    from dgdgen.analysis.gates import step_gate
+
+    out = {}
+    for st in prepared.plan.steps:
+        sg = step_gate(prepared, st)
+        if sg is not None:
+            out[st.index] = sg
+    return out
+
+
+def _analysis_on(prepared: Prepared) -> bool:
+    return bool(prepared.loaded.spec.spec.analysis.enabled)
+
+
+def _gate_cells(st: PlanStep, gated: dict[int, StepGate]) -> list[str]:
+    sg = gated.get(st.index) if st.kind == "step" else None
+    if sg is None:
+        return ["-", "-"]
+    traffic = any(m != "probe" for m in sg.metrics)
+    return [
+        str(sg.min_requests) if traffic else "-",
+        _duration(sg.min_bake_seconds) if sg.min_bake_seconds else "-",
+    ]
+
+
 def _rows(prepared: Prepared) -> list[list[str]]:
     rows = []
+    gated = _gates(prepared) if _analysis_on(prepared) else {}
     for st in prepared.plan.all_states():
+        extra = _gate_cells(st, gated) if _analysis_on(prepared) else []
         rows.append([
             _title(st),
             f"{st.stable.weight}/{st.candidate.weight}",
@@ -58,12 +88,42 @@ def _rows(prepared: Prepared) -> list[list[str]]:
             f"{st.stable.capacity:.0%}/{st.candidate.capacity:.0%}",
             _duration(st.pause_seconds),
             st.gate or "-",
+            *extra,
         ])
     return rows
 
 
 HEADERS = ["step", "weight s/c %", "stable", "candidate", "GPUs peak (+extra)",
            "capacity s/c", "pause", "gate"]
+GATE_HEADERS = ["min requests", "min bake"]
+
+
+def _headers(prepared: Prepared) -> list[str]:
+    return HEADERS + (GATE_HEADERS if _analysis_on(prepared) else [])
+
+
+def _gate_notes(prepared: Prepared) -> list[str]:
+    """Where the statistics say a step's bake time is too short, or what a gate leaves out."""
+    if not _analysis_on(prepared):
+        return []
+    a = prepared.loaded.spec.spec.analysis
+    lines = []
+    gated = _gates(prepared)
+    traffic = any(m != "probe" for sg in gated.values() for m in sg.metrics)
+    if a.expected_request_rate is None and traffic:
+        lines.append("note: analysis: set spec.analysis.expectedRequestRate to see the minimum "
+                     "bake time per gated step")
+    for sg in gated.values():
+        st = prepared.plan.state(sg.index)
+        if sg.min_bake_seconds and (st.pause_seconds or 0) < sg.min_bake_seconds:
+            lines.append(
+                f"note: step {sg.index}: pause {_duration(st.pause_seconds)} is shorter than the "
+                f"minimum bake time {_duration(sg.min_bake_seconds)} ({sg.min_requests} requests "
+                "per generation at the expected rate); the gate waits for the data"
+            )
+        for metric, why in sg.dropped:
+            lines.append(f"note: step {sg.index}: gate {sg.gate} leaves out {metric}: {why}")
+    return lines
 
 
 def _header(prepared: Prepared) -> list[str]:
@@ -80,12 +140,14 @@ def _header(prepared: Prepared) -> list[str]:
     if p.mode in CAPABILITY:
         lines.append(f"requires operator capability: {CAPABILITY[p.mode]}")
     lines.extend(f"note: {n}" for n in p.notes)
+    lines.extend(_gate_notes(prepared))
     return lines
 
 
 def table(prepared: Prepared) -> str:
-    rows = [HEADERS] + _rows(prepared)
-    widths = [max(len(r[i]) for r in rows) for i in range(len(HEADERS))]
+    headers = _headers(prepared)
+    rows = [headers] + _rows(prepared)
+    widths = [max(len(r[i]) for r in rows) for i in range(len(headers))]
     out = _header(prepared) + [""]
     for j, r in enumerate(rows):
         out.append("  ".join(c.ljust(widths[i]) for i, c in enumerate(r)).rstrip())
@@ -98,6 +160,18 @@ def as_json(prepared: Prepared) -> str:
     data = prepared.plan.to_dict()
     data["stableName"] = prepared.stable.dgd.name
     data["candidateName"] = prepared.candidate_name
+    if _analysis_on(prepared):
+        data["gates"] = [
+            {
+                "step": sg.index, "gate": sg.gate, "metrics": list(sg.metrics),
+                "dropped": [{"metric": m, "reason": r} for m, r in sg.dropped],
+                "minRequests": sg.min_requests, "minBakeSeconds": sg.min_bake_seconds,
+                "windowSeconds": sg.window_seconds, "initialDelaySeconds":
+                sg.timing.initial_delay, "intervalSeconds": sg.timing.interval,
+                "count": sg.timing.count, "args": sg.arg_map,
+            }
+            for sg in _gates(prepared).values()
+        ]
     return json.dumps(data, indent=2) + "\n"
 
 
@@ -105,7 +179,8 @@ def markdown(prepared: Prepared) -> str:
     p = prepared.plan
     lines = [f"### Rollout plan `{p.rollout}`", ""]
     lines += [f"- {h}" for h in _header(prepared)]
-    lines += ["", "| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
+    headers = _headers(prepared)
+    lines += ["", "| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     lines += ["| " + " | ".join(r) + " |" for r in _rows(prepared)]
     steps = p.steps
     x = ", ".join(f'"{s.index}"' for s in steps)
