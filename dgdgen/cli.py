@@ -29,6 +29,12 @@ COMMANDS: dict[str, str] = {
     "diff": "dgdgen.commands.diff",
     "rules": "dgdgen.commands.rules",
     "analyze": "dgdgen.commands.analyze",
+    "status": "dgdgen.commands.status",
+    "promote": "dgdgen.commands.promote",
+    "gate": "dgdgen.commands.gate",
+    "rollback": "dgdgen.commands.rollback",
+    "cleanup": "dgdgen.commands.cleanup",
+    "argo": "dgdgen.commands.argo",
 }
 
 EPILOG = """\

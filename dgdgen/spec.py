@@ -428,10 +428,6 @@ class GitOps(_Model):
         True, description="Automated sync with prune and self-heal: a promotion commit is the "
         "whole deployment action."
     )
-    hook: bool = Field(
-        False, description="Render each gated step's AnalysisRun as an Argo CD PostSync hook, so "
-        "a sync only succeeds once the step's analysis passes."
-    )
     clusters: list[Cluster] = Field(
         default_factory=list, description="Clusters for an ApplicationSet (one Application per "
         "cluster). Empty: a single Application on the cluster Argo CD runs in."

@@ -22,10 +22,21 @@ upstream CRD schemas (strict) and their CEL rules before anything is written; th
 replaced atomically, so a failed or interrupted render leaves the previous one intact. With
 several specs, each is written to DIR/<rollout name>/.
 
+Into a Git work tree (the rendered-manifests pattern, docs/gitops.md): --into PATH writes ONE
+state — the one recorded in PATH/.dgdgen-index, the baseline at first, or --step N (which then
+becomes the recorded state) — as the files Argo CD syncs, with sync waves for the transition. It
+removes files it wrote before that are no longer part of the output and never touches files it
+does not own. --commit commits exactly that directory; --init also creates the repository.
+--check writes nothing and exits 1 with a unified diff when PATH is stale or was edited by hand
+(for CI). --stdout prints one state as a YAML stream (what the Argo CD plugin runs).
+
 examples:
   dgdgen render examples/vllm-disagg-block-size/rollout.yaml -o out/
   dgdgen render rollout.yaml -o deploy/ --step 2
   dgdgen render rollout.yaml -o deploy/ --step rollback
+  dgdgen render rollout.yaml --into deploy/qwen --init
+  dgdgen render rollout.yaml --into deploy/qwen --check
+  dgdgen render rollout.yaml --stdout --state deploy/qwen
 """
 
 
@@ -45,7 +56,27 @@ def _step(value: str) -> int | str:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("specs", nargs="+", metavar="SPEC", help="rollout spec file(s)")
-    p.add_argument("-o", "--output", required=True, metavar="DIR", help="directory to write")
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("-o", "--output", metavar="DIR", help="directory to write (replaced)")
+    where.add_argument(
+        "--into", metavar="PATH", help="directory in a Git work tree: write one state there, "
+        "keeping files dgdgen does not own (one SPEC only)"
+    )
+    where.add_argument(
+        "--stdout", action="store_true", help="print one state as a YAML stream (one SPEC only)"
+    )
+    p.add_argument(
+        "--check", action="store_true",
+        help="with --into: write nothing; exit 1 with a diff when PATH is stale or hand-edited",
+    )
+    p.add_argument("--commit", action="store_true", help="with --into: commit PATH")
+    p.add_argument(
+        "--init", action="store_true",
+        help="with --into: create a Git repository at PATH if it is in none (implies --commit)",
+    )
+    p.add_argument(
+        "--state", metavar="DIR", help="with --stdout: print the state recorded in DIR's index"
+    )
     which = p.add_mutually_exclusive_group()
     which.add_argument(
         "--step", type=_step, metavar="N", help="render one state: a step number, baseline, "
@@ -72,6 +103,17 @@ def run(args: argparse.Namespace) -> int:
     from dgdgen.write import write_tree
 
     specs = list(args.specs)
+    gitops_flags = [f for f in ("check", "commit", "init") if getattr(args, f)]
+    if gitops_flags and not args.into:
+        raise InputError(f"--{gitops_flags[0]} needs --into PATH")
+    if args.state and not args.stdout:
+        raise InputError("--state needs --stdout")
+    if (args.into or args.stdout) and len(specs) != 1:
+        raise InputError("--into and --stdout take exactly one SPEC")
+    if args.into:
+        return _into(args, specs[0])
+    if args.stdout:
+        return _stdout(args, specs[0])
     plans = [prepare(path) for path in progress(specs, "planning")]
     names = [p.plan.rollout for p in plans]
     if len(set(names)) != len(names):
@@ -93,4 +135,69 @@ def run(args: argparse.Namespace) -> int:
         files.update({prefix + k: v for k, v in rendered.items()})
     write_tree(args.output, files, force=args.force)
     sys.stderr.write(f"wrote {len(files)} file(s) to {os.path.relpath(args.output)}\n")
+    return 0
+
+
+def _into(args: argparse.Namespace, spec: str) -> int:
+    from dgdgen.gitops import actions
+
+    target = actions.open_target(spec, args.into)
+    if args.check:
+        if args.step is not None:
+            from dgdgen.errors import InputError
+
+            raise InputError("--check compares with the recorded step; drop --step")
+        diffs = actions.check(target)
+        if diffs:
+            sys.stdout.write("".join(diffs))
+            sys.stderr.write(
+                f"{target.rel}: {len(diffs)} file(s) differ from a fresh render of the recorded "
+                f"step; run `dgdgen render {spec} --into {target.rel}` and commit\n"
+            )
+            return 1
+        sys.stderr.write(f"{target.rel}: up to date\n")
+        return 0
+    out = actions.render_into(
+        target, args.step, force=args.force, commit=args.commit or args.init, init=args.init,
+        validate=not args.no_validate,
+    )
+    for note in out.notes:
+        sys.stderr.write(note + "\n")
+    c = out.change
+    sys.stderr.write(
+        f"{os.path.relpath(target.into)}: {out.state.label}: {len(c.written)} written, "
+        f"{len(c.removed)} removed, {len(c.unchanged)} unchanged"
+        + (f"; committed {out.commit[:12]}" if out.commit else "") + "\n"
+    )
+    return 0
+
+
+def _stdout(args: argparse.Namespace, spec: str) -> int:
+    from dgdgen.errors import InputError
+    from dgdgen.gitops import actions, tree
+    from dgdgen.pipeline import prepare
+
+    prepared = prepare(spec)
+    previous = None
+    if args.state:
+        if args.step is not None:
+            raise InputError("give --step or --state, not both")
+        target = actions.Target(prepared, os.path.abspath(args.state), None)
+        idx = tree.read_index(target.into)
+        if idx is None:
+            state = prepared.plan.steps[0]
+        else:
+            _idx, state, previous = actions.current(target)
+    else:
+        try:
+            state = prepared.plan.state(0 if args.step is None else args.step)
+        except KeyError:
+            raise InputError(f"the plan has no step {args.step}") from None
+        from dgdgen.gitops.waves import plan_previous
+
+        previous = plan_previous(prepared.plan, state)
+    files = actions.state_files(prepared, state, previous, validate=not args.no_validate)
+    sys.stdout.write("".join(
+        ("---\n" if i else "") + text for i, (_name, text) in enumerate(sorted(files.items()))
+    ))
     return 0

@@ -34,15 +34,27 @@ Renderer = Callable[["Prepared", "PlanStep"], Sequence[Manifest]]
 
 
 def renderers() -> list[Renderer]:
-    from dgdgen.render import analysis, dgds, services
+    from dgdgen.render import analysis, dgds, services, traffic
 
-    return [dgds.render, services.render, analysis.render]
+    return [dgds.render, services.render, analysis.render, traffic.render]
 
 
-def render_state(prepared: Prepared, state: PlanStep) -> list[Manifest]:
+PLAN_ORDER = "plan-order"
+
+
+def render_state(
+    prepared: Prepared, state: PlanStep, previous: PlanStep | None | str = PLAN_ORDER
+) -> list[Manifest]:
+    """Every object of ``state``. Argo CD sync waves are decided from the transition ``previous``
+    → ``state`` (:mod:`dgdgen.gitops.waves`); by default ``previous`` is the state before it in
+    plan order, ``None`` means "from nothing"."""
+    from dgdgen.gitops import waves
+
     out: list[Manifest] = []
     for fn in renderers():
         out.extend(fn(prepared, state))
+    before = waves.plan_previous(prepared.plan, state) if isinstance(previous, str) else previous
+    out = waves.annotate(prepared, state, before, out)
     names = [m.filename for m in out]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:

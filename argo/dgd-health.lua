@@ -1,0 +1,132 @@
+-- Argo CD health check for nvidia.com DynamoGraphDeployment (v1alpha1 and v1beta1), shipped by
+-- dgdgen. Install it as argocd-cm key
+--   resource.customizations.health.nvidia.com_DynamoGraphDeployment
+-- (`dgdgen argo` writes the patch). Argo CD ships no check for DGDs: without one a DGD counts as
+-- Healthy the moment it is applied, so sync waves and PostSync hooks would move traffic onto
+-- workers that are still loading (dgdgen facts/argo.md §3.5).
+--
+-- Derived from the DGD CRD status schema (schemas/crds/dynamo/): status.state
+-- (initializing|pending|successful|failed), status.conditions[type=Ready],
+-- status.observedGeneration, status.rollingUpdate.phase (Pending|InProgress|Completed|Failed|""),
+-- status.restart.inProgress, and per-component replica counts in status.components (v1beta1) or
+-- status.services (v1alpha1): replicas, updatedReplicas, readyReplicas, availableReplicas.
+--
+-- Uses only Lua 5.1 base functions (pairs, ipairs, type, tostring), so it needs no
+-- resource.customizations.useOpenLibs and runs the same in Argo CD's gopher-lua.
+
+local hs = {}
+
+local function result(status, message)
+  hs.status = status
+  hs.message = message
+  return hs
+end
+
+local function ready_condition(status)
+  if type(status.conditions) ~= "table" then
+    return nil
+  end
+  for _, c in ipairs(status.conditions) do
+    if c.type == "Ready" then
+      return c
+    end
+  end
+  return nil
+end
+
+local function describe(cond, fallback)
+  if cond ~= nil then
+    if cond.message ~= nil and cond.message ~= "" then
+      return cond.message
+    end
+    if cond.reason ~= nil and cond.reason ~= "" then
+      return cond.reason
+    end
+  end
+  return fallback
+end
+
+-- component names in a stable order (pairs() has none), without the table library
+local function sorted_keys(t)
+  local keys = {}
+  local n = 0
+  for k, _ in pairs(t) do
+    n = n + 1
+    local i = n
+    while i > 1 and keys[i - 1] > k do
+      keys[i] = keys[i - 1]
+      i = i - 1
+    end
+    keys[i] = k
+  end
+  return keys
+end
+
+local status = obj.status
+if status == nil then
+  return result("Progressing", "Waiting for the Dynamo operator to report status")
+end
+
+local generation = nil
+if obj.metadata ~= nil then
+  generation = obj.metadata.generation
+end
+if generation ~= nil and status.observedGeneration ~= nil and status.observedGeneration < generation then
+  return result("Progressing", "Waiting for the operator to observe generation " ..
+    tostring(generation) .. " (observed " .. tostring(status.observedGeneration) .. ")")
+end
+
+local ready = ready_condition(status)
+
+if status.state == "failed" then
+  return result("Degraded", describe(ready, "DynamoGraphDeployment failed"))
+end
+
+local rolling = status.rollingUpdate
+if rolling ~= nil and rolling.phase == "Failed" then
+  return result("Degraded", "Rolling update failed: " .. describe(ready, "see the operator's events"))
+end
+if rolling ~= nil and (rolling.phase == "Pending" or rolling.phase == "InProgress") then
+  return result("Progressing", "Rolling update " .. rolling.phase)
+end
+
+if status.restart ~= nil and type(status.restart.inProgress) == "table" and
+    #status.restart.inProgress > 0 then
+  return result("Progressing", "Restart in progress: " .. tostring(status.restart.inProgress[1]))
+end
+
+-- Replica counts catch a DGD that reports "successful" too early (ai-dynamo/dynamo#3567).
+local components = status.components
+if components == nil then
+  components = status.services
+end
+if type(components) == "table" then
+  for _, name in ipairs(sorted_keys(components)) do
+    local c = components[name]
+    local want = c.replicas or 0
+    if c.updatedReplicas ~= nil and c.updatedReplicas < want then
+      return result("Progressing", name .. ": " .. tostring(c.updatedReplicas) .. "/" ..
+        tostring(want) .. " replicas updated")
+    end
+    if c.readyReplicas ~= nil and c.readyReplicas < want then
+      return result("Progressing", name .. ": " .. tostring(c.readyReplicas) .. "/" ..
+        tostring(want) .. " replicas ready")
+    end
+    if c.availableReplicas ~= nil and c.availableReplicas < want then
+      return result("Progressing", name .. ": " .. tostring(c.availableReplicas) .. "/" ..
+        tostring(want) .. " replicas available")
+    end
+  end
+end
+
+if status.state == "successful" then
+  if ready == nil or ready.status == "True" then
+    return result("Healthy", describe(ready, "All components are ready"))
+  end
+  return result("Progressing", describe(ready, "Waiting for condition Ready"))
+end
+
+if status.state == "pending" then
+  return result("Progressing", describe(ready, "Pending"))
+end
+return result("Progressing", describe(ready, "Initializing"))

@@ -1,0 +1,41 @@
+"""Arguments and output shared by the promotion commands (status, promote, rollback, cleanup,
+gate). Standard library only at import time, like every command module."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from dgdgen.gitops.actions import Outcome, Target
+
+
+def add_target(p: argparse.ArgumentParser, *, push: bool = True) -> None:
+    p.add_argument("spec", metavar="SPEC", help="rollout spec file")
+    p.add_argument(
+        "--into", metavar="PATH", help="the rendered directory in a Git work tree (default: the "
+        "spec's gitops.path, else deploy/<rollout name>, relative to the current directory)",
+    )
+    if push:
+        p.add_argument(
+            "--push", action="store_true",
+            help="push the commit to gitops.remote (default origin), branch gitops.branch "
+            "(default: the checked-out branch)",
+        )
+
+
+def target(args: argparse.Namespace) -> Target:
+    from dgdgen.gitops.actions import open_target
+
+    return open_target(args.spec, args.into)
+
+
+def report(out: Outcome) -> int:
+    """The commit message on stdout (what happened, in the words of the history), and where the
+    commit went on stderr."""
+    sys.stdout.write(out.message)
+    if out.commit:
+        sys.stderr.write(f"committed {out.commit[:12]}" + (f", pushed to {out.pushed}" if out.pushed
+                                                           else "") + "\n")
+    return 0

@@ -1,0 +1,82 @@
+"""dgdgen status SPEC: where a rollout rendered into Git stands."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from dgdgen.commands import _gitops
+
+HELP = "show the recorded step, weights, generations and next gate of a rollout in Git"
+DESCRIPTION = """\
+Read the rollout's directory (see `dgdgen render --into`) and show the recorded step, the traffic
+weights, the replicas of each generation, the gate of the current step (the one that must pass
+before the next promotion) and what comes next. Also reports files that differ from a fresh
+render (hand edits, a stale render) and uncommitted changes.
+
+Exit 0; 1 when the directory drifted from the recorded step (as `render --check`).
+
+examples:
+  dgdgen status rollout.yaml --into deploy/qwen
+  dgdgen status rollout.yaml --into deploy/qwen --format json
+"""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    _gitops.add_target(p, push=False)
+    p.add_argument("--format", choices=("text", "json"), default="text")
+
+
+def _title(label: str, index: int, kind: str) -> str:
+    return {"baseline": "0 (baseline)", "step": str(index)}.get(kind, kind)
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+
+    from dgdgen.gitops import actions
+    from dgdgen.planreport import _duration, _reps
+
+    t = _gitops.target(args)
+    st = actions.status(t)
+    if args.format == "json":
+        sys.stdout.write(json.dumps(st.to_json(), indent=2) + "\n")
+        return 1 if st.drifted else 0
+    s = st.state
+    n = len(t.prepared.plan.steps) - 1
+    rows = [
+        ("rollout", f"{st.rollout} ({t.prepared.mode}, {t.prepared.plan.strategy})"),
+        ("path", st.path + ("" if st.recorded else "  (nothing rendered yet)")),
+        ("step", f"{_title(s.label, s.index, s.kind)} of {n}"),
+        ("traffic", f"stable {s.stable.revision} {s.stable.weight}%, "
+                    f"candidate {s.candidate.revision} {s.candidate.weight}%"),
+        ("stable", f"{s.stable.revision}: {_reps(t.prepared, s.stable)}"),
+        ("candidate", f"{s.candidate.revision}: {_reps(t.prepared, s.candidate)}"),
+    ]
+    if s.gate:
+        res = st.gates.get(s.label)
+        text = "not recorded" if res is None else res.result + (
+            f" ({res.message})" if res.message else "")
+        rows.append(("gate", f"{s.gate}: {text}"))
+    else:
+        rows.append(("gate", "none"))
+    if st.next_state is not None:
+        nx = st.next_state
+        what = "cleanup (remove the old generation)" if nx.kind == "cleanup" else (
+            f"step {nx.index}: candidate {nx.candidate.weight}%")
+        if s.pause_seconds:
+            what += f", after a bake time of {_duration(s.pause_seconds)}"
+        if s.gate:
+            what += f", once gate {s.gate} passes"
+        rows.append(("next", what))
+    else:
+        rows.append(("next", "nothing: the rollout is finished"))
+    if st.head:
+        rows.append(("commit", st.head[:12]))
+    if st.dirty:
+        rows.append(("dirty", ", ".join(st.dirty[:5]) + (" …" if len(st.dirty) > 5 else "")))
+    if st.drifted:
+        rows.append(("drifted", ", ".join(st.drifted) + "  (see `dgdgen render --into --check`)"))
+    width = max(len(k) for k, _ in rows)
+    sys.stdout.write("".join(f"{k:<{width}}  {v}\n" for k, v in rows))
+    return 1 if st.drifted else 0

@@ -1,0 +1,507 @@
+"""Promotion as commits: render into a Git work tree, and move a rollout through its plan with
+exactly one commit per action.
+
+The recorded state lives in the rendered directory's index (:mod:`dgdgen.gitops.tree`): the
+current plan state, the state it came from (which decides the sync waves), and the gate results.
+Every action here:
+
+1. finishes or discards an interrupted earlier write,
+2. refuses on a dirty work tree, an unknown or impossible step, or a gate recorded as failed,
+3. re-renders, writes the directory, and commits only that directory with a clear message,
+4. optionally pushes.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from dgdgen import yamlio
+from dgdgen.errors import DgdgenError, InputError, Location
+from dgdgen.gitops import repo, tree
+
+if TYPE_CHECKING:
+    from dgdgen.pipeline import Prepared
+    from dgdgen.plan import PlanStep
+    from dgdgen.render import Manifest
+
+GATE_RESULTS = ("passed", "failed", "inconclusive")
+ANN_HOOK = "argocd.argoproj.io/hook"
+
+
+class GateRefused(DgdgenError):
+    """A promotion refused because the step's gate is recorded as failed or inconclusive."""
+
+    exit_code = 1
+
+
+@dataclass(frozen=True)
+class Target:
+    prepared: Prepared
+    into: str  # absolute path of the rendered directory
+    top: str | None  # the Git work tree it is in
+
+    @property
+    def rel(self) -> str:
+        """The directory as the user sees it (relative to the current directory)."""
+        return os.path.relpath(self.into)
+
+    @property
+    def repo_path(self) -> str:
+        """The directory inside its repository (``.`` for the work tree root)."""
+        return os.path.relpath(self.into, self.top) if self.top else self.rel
+
+
+@dataclass(frozen=True)
+class Outcome:
+    message: str  # the commit message (or what was done)
+    state: PlanStep
+    change: tree.Change
+    commit: str | None = None
+    pushed: str | None = None
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+def default_into(prepared: Prepared) -> str:
+    g = prepared.loaded.spec.spec.gitops
+    return g.path or f"deploy/{prepared.plan.rollout}"
+
+
+def open_target(spec: str, into: str | None) -> Target:
+    from dgdgen.pipeline import prepare
+
+    prepared = prepare(spec)
+    path = os.path.abspath(into or default_into(prepared))
+    return Target(prepared, path, repo.toplevel(path))
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def hooks(manifests: list[Manifest]) -> list[Manifest]:
+    """AnalysisRuns in the Git tree: kept when they are Argo CD hooks (``analysis.hooks.enabled``:
+    the sync then succeeds only once the step's analysis is Successful; Inconclusive counts as
+    failed, facts/argo.md §1.7), otherwise left out — a plain AnalysisRun in Git would run once
+    and never again; the WorkflowTemplate or ``dgdgen analyze --print-run`` creates them per
+    step instead."""
+    return [
+        m for m in manifests
+        if m.kind != "AnalysisRun" or ANN_HOOK in (m.obj["metadata"].get("annotations") or {})
+    ]
+
+
+def state_files(prepared: Prepared, state: PlanStep, previous: PlanStep | None, *,
+                validate: bool = True) -> dict[str, str]:
+    """The files of one state as committed to Git: sync waves from ``previous`` → ``state``."""
+    from dgdgen.output import validate_manifests
+    from dgdgen.render import render_state
+
+    manifests = hooks(render_state(prepared, state, previous))
+    if validate:
+        validate_manifests(manifests, where=state.label)
+    return {m.filename: yamlio.dump(m.obj) for m in manifests}
+
+
+def _states(prepared: Prepared) -> dict[str, PlanStep]:
+    return {s.label: s for s in prepared.plan.all_states()}
+
+
+def _index(t: Target, state: PlanStep, previous: PlanStep | None,
+           gates: dict[str, tree.GateResult]) -> tree.Index:
+    p = t.prepared.plan
+    return tree.Index(p.rollout, p.stable_revision, p.candidate_revision, state.label,
+                      previous.label if previous else None, {}, gates)
+
+
+def recorded(t: Target) -> tree.Index | None:
+    """The index in ``--into``, checked to belong to this rollout and plan."""
+    idx = tree.read_index(t.into)
+    if idx is None:
+        return None
+    p = t.prepared.plan
+    if idx.rollout != p.rollout:
+        raise InputError(
+            f"this directory holds rollout {idx.rollout!r}, not {p.rollout!r}",
+            location=Location(os.path.join(t.into, tree.INDEX)),
+            hint="each rollout needs its own --into directory",
+        )
+    return idx
+
+
+def _same_generations(t: Target, idx: tree.Index) -> bool:
+    p = t.prepared.plan
+    return (idx.stable_revision, idx.candidate_revision) == (p.stable_revision, p.candidate_revision)
+
+
+def _state_of(t: Target, label: str | None) -> PlanStep | None:
+    if label is None:
+        return None
+    states = _states(t.prepared)
+    if label not in states:
+        raise InputError(
+            f"the recorded step {label!r} is not in the plan (steps 0..{len(t.prepared.plan.steps) - 1}"
+            ", rollback, cleanup)",
+            location=Location(os.path.join(t.into, tree.INDEX)),
+            hint="the spec's steps changed during a rollout; restore them, or start over with "
+            "`dgdgen render SPEC --into PATH --step 0 --commit`",
+        )
+    return states[label]
+
+
+def current(t: Target) -> tuple[tree.Index, PlanStep, PlanStep | None]:
+    """The recorded index, state and previous state; refuses when nothing is recorded or the
+    recorded rollout is a different pair of generations."""
+    rel = t.rel
+    idx = recorded(t)
+    if idx is None:
+        raise InputError(
+            f"nothing is rendered in {rel} yet",
+            location=Location(t.into),
+            hint=f"start with `dgdgen render SPEC --into {rel} --commit` (the baseline)",
+        )
+    if not _same_generations(t, idx):
+        raise InputError(
+            f"{rel} holds the rollout {idx.stable_revision} → {idx.candidate_revision}, but the "
+            f"spec now describes {t.prepared.plan.stable_revision} → "
+            f"{t.prepared.plan.candidate_revision}",
+            location=Location(os.path.join(t.into, tree.INDEX)),
+            hint=f"finish the recorded rollout first, or start the new one with "
+            f"`dgdgen render SPEC --into {rel} --step 0 --commit`",
+        )
+    state = _state_of(t, idx.step)
+    assert state is not None
+    return idx, state, _state_of(t, idx.previous)
+
+
+def render_into(t: Target, selector: int | str | None, *, force: bool = False,
+                commit: bool = False, init: bool = False, validate: bool = True) -> Outcome:
+    """``dgdgen render SPEC --into PATH``: the recorded state (the baseline when nothing is
+    recorded), or the state ``selector`` (recorded as the new current state)."""
+    notes: list[str] = []
+    if init and t.top is None:
+        t = Target(t.prepared, t.into, repo.init(t.into, t.prepared.loaded.spec.spec.gitops.branch))
+        notes.append(f"initialised a Git repository in {t.into}")
+    if commit and t.top is None:
+        raise InputError(f"{t.into} is not inside a Git work tree", location=Location(t.into),
+                         hint="pass --init to create one, or drop --commit")
+    if commit:
+        assert t.top is not None
+        tree.recover(t.into)
+        repo.require_clean(t.top)
+    idx = recorded(t)
+    same = idx is not None and _same_generations(t, idx)
+    gates = dict(idx.gates) if idx is not None and same else {}
+    if selector is None:
+        if idx is not None and same:
+            state = _state_of(t, idx.step)
+            previous = _state_of(t, idx.previous)
+        else:
+            state, previous = t.prepared.plan.steps[0], None
+    else:
+        try:
+            state = t.prepared.plan.state(selector)
+        except KeyError:
+            raise InputError(_unknown(t, selector)) from None
+        previous = _state_of(t, idx.step) if idx is not None and same else None
+        if previous is not None and previous.label == state.label:
+            previous = _state_of(t, idx.previous) if idx is not None else None
+    assert state is not None
+    files = state_files(t.prepared, state, previous, validate=validate)
+    change = tree.write(t.into, files, _index(t, state, previous, gates), force=force)
+    message = _subject(t, f"render {_title(state)}") + "\n\n" + _describe(t, state) + \
+        _trailers(t, state)
+    sha = None
+    if commit:
+        assert t.top is not None
+        sha = repo.commit(t.top, [t.into], message, t.prepared.loaded.spec.spec.gitops.commit_author)
+    return Outcome(message, state, change, sha, notes=tuple(notes))
+
+
+def check(t: Target) -> list[str]:
+    """Unified diffs between the committed tree and a fresh render of its recorded state."""
+    idx = recorded(t)
+    if idx is not None and _same_generations(t, idx):
+        state = _state_of(t, idx.step)
+        previous = _state_of(t, idx.previous)
+        gates = dict(idx.gates)
+    else:
+        state, previous, gates = t.prepared.plan.steps[0], None, {}
+    assert state is not None
+    files = state_files(t.prepared, state, previous)
+    index = _index(t, state, previous, gates)
+    index = tree.Index(index.rollout, index.stable_revision, index.candidate_revision,
+                       index.step, index.previous,
+                       {r: tree.digest(x) for r, x in files.items()}, gates)
+    return tree.drift(t.into, files, index.to_text(), label=t.repo_path)
+
+
+# --------------------------------------------------------------------------- moves
+
+
+def _title(state: PlanStep) -> str:
+    if state.kind == "baseline":
+        return "step 0 (baseline)"
+    if state.kind == "step":
+        return f"step {state.index}"
+    return state.kind
+
+
+def _weights(state: PlanStep) -> str:
+    s, c = state.stable, state.candidate
+    parts = []
+    if s.present:
+        parts.append(f"{s.revision} {s.weight}%")
+    if c.present:
+        parts.append(f"{c.revision} {c.weight}%")
+    return " / ".join(parts)
+
+
+def _subject(t: Target, what: str) -> str:
+    return f"{t.prepared.plan.rollout}: {what}"
+
+
+def _describe(t: Target, state: PlanStep) -> str:
+    from dgdgen.planreport import _reps
+
+    p = t.prepared
+    lines = [f"traffic: {_weights(state)}"]
+    for role, gen in (("stable", state.stable), ("candidate", state.candidate)):
+        lines.append(f"{role} {gen.revision}: {_reps(p, gen)}")
+    return "\n".join(lines) + "\n"
+
+
+def _trailers(t: Target, state: PlanStep) -> str:
+    return f"\nDgdgen-Rollout: {t.prepared.plan.rollout}\nDgdgen-Step: {state.label}\n"
+
+
+def _unknown(t: Target, selector: object) -> str:
+    n = len(t.prepared.plan.steps) - 1
+    return f"the plan has steps 0..{n}, rollback and cleanup; there is no step {selector!r}"
+
+
+def _gate_of(idx: tree.Index, state: PlanStep) -> tree.GateResult | None:
+    return idx.gates.get(state.label)
+
+
+def _require_gate(t: Target, idx: tree.Index, state: PlanStep, action: str) -> str | None:
+    """Refuse when the current step's gate is recorded failed/inconclusive; describe it else."""
+    if not state.gate:
+        return None
+    res = _gate_of(idx, state)
+    if res is None:
+        return f"gate {state.gate} of {_title(state)}: not recorded"
+    if res.result != "passed":
+        raise GateRefused(
+            f"{t.rel}: refusing to {action}: gate {state.gate!r} of {_title(state)} is recorded "
+            f"as {res.result}" + (f" ({res.message})" if res.message else "")
+            + "; roll back with `dgdgen rollback`, or record a new result with `dgdgen gate`"
+        )
+    return f"gate {state.gate} of {_title(state)}: passed"
+
+
+def _move(t: Target, idx: tree.Index, frm: PlanStep, to: PlanStep, subject: str,
+          extra: list[str], push: bool) -> Outcome:
+    assert t.top is not None
+    files = state_files(t.prepared, to, frm)
+    change = tree.write(t.into, files, _index(t, to, frm, dict(idx.gates)))
+    body = [f"{_title(frm)} → {_title(to)}", _describe(t, to).rstrip("\n"), *extra]
+    message = _subject(t, subject) + "\n\n" + "\n".join(body) + "\n" + _trailers(t, to)
+    g = t.prepared.loaded.spec.spec.gitops
+    sha = repo.commit(t.top, [t.into], message, g.commit_author)
+    pushed = repo.push(t.top, g.remote, g.branch) if push else None
+    return Outcome(message, to, change, sha, pushed)
+
+
+def _prepare_move(t: Target) -> tuple[tree.Index, PlanStep]:
+    if t.top is None:
+        raise InputError(f"{t.into} is not inside a Git work tree", location=Location(t.into),
+                         hint="promotions are commits; see `dgdgen render --into PATH --init`")
+    recovered = tree.recover(t.into)
+    repo.require_clean(t.top)
+    idx, state, _prev = current(t)
+    if recovered:  # the tree now differs from HEAD only if the interrupted write was ours
+        repo.require_clean(t.top)
+    return idx, state
+
+
+def _terminal(t: Target, state: PlanStep, action: str) -> None:
+    if state.kind in ("rollback", "cleanup"):
+        raise InputError(
+            f"{t.rel}: cannot {action}: the rollout is finished ({state.kind})",
+            hint="to roll out a new change, edit the spec and run "
+            f"`dgdgen render SPEC --into {t.rel} --step 0 --commit`",
+        )
+
+
+def promote(t: Target, to: int | None = None, *, push: bool = False) -> Outcome:
+    idx, state = _prepare_move(t)
+    _terminal(t, state, "promote")
+    last = len(t.prepared.plan.steps) - 1
+    if to is None:
+        if state.index >= last:
+            raise InputError(
+                f"{t.rel} is at the last step ({state.index}); run `dgdgen cleanup` to remove "
+                "the old generation"
+            )
+        to = state.index + 1
+    if to < 0 or to > last:
+        raise InputError(_unknown(t, to))
+    if to <= state.index:
+        raise InputError(
+            f"{t.rel} is at step {state.index}; promotion only moves forward (to "
+            f"{state.index + 1}..{last})" if state.index < last else
+            f"{t.rel} is at the last step; promotion only moves forward",
+            hint="use `dgdgen rollback` to return all traffic to the stable generation",
+        )
+    gate = _require_gate(t, idx, state, f"promote to step {to}")
+    target = t.prepared.plan.steps[to]
+    extra = [gate] if gate else []
+    skipped = [s for s in t.prepared.plan.steps[state.index + 1:to] if s.gate]
+    if skipped:
+        extra.append("skipped gates: " + ", ".join(f"{s.gate} of step {s.index}" for s in skipped))
+    nxt = t.prepared.plan.steps[to + 1] if to < last else None
+    if nxt is not None:
+        extra.append(f"next: step {nxt.index} at {nxt.candidate.weight}%"
+                     + (f", after the gate {target.gate}" if target.gate else ""))
+    else:
+        extra.append("next: cleanup" + (f", after the gate {target.gate}" if target.gate else ""))
+    subject = f"promote to step {to} ({target.candidate.revision} at {target.candidate.weight}%)"
+    return _move(t, idx, state, target, subject, extra, push)
+
+
+def rollback(t: Target, *, push: bool = False) -> Outcome:
+    idx, state = _prepare_move(t)
+    _terminal(t, state, "roll back")
+    if state.kind == "baseline":
+        raise InputError(f"{t.rel} is at the baseline: there is nothing to roll back")
+    target = t.prepared.plan.rollback
+    extra = []
+    res = _gate_of(idx, state)
+    if res is not None:
+        extra.append(f"gate {res.gate} of {_title(state)}: {res.result}"
+                     + (f" ({res.message})" if res.message else ""))
+    subject = f"roll back to {target.stable.revision} (from {_title(state)})"
+    return _move(t, idx, state, target, subject, extra, push)
+
+
+def cleanup(t: Target, *, push: bool = False) -> Outcome:
+    idx, state = _prepare_move(t)
+    _terminal(t, state, "clean up")
+    last = len(t.prepared.plan.steps) - 1
+    if state.index != last or state.candidate.weight != 100:
+        raise InputError(
+            f"{t.rel} is at {_title(state)} ({state.candidate.weight}% on the candidate); "
+            f"cleanup removes the old generation only once the candidate carries 100% "
+            f"(step {last})"
+        )
+    gate = _require_gate(t, idx, state, "clean up")
+    target = t.prepared.plan.cleanup
+    subject = f"clean up: remove {target.stable.revision} ({target.candidate.revision} at 100%)"
+    return _move(t, idx, state, target, subject, [gate] if gate else [], push)
+
+
+def record_gate(t: Target, result: str, *, step: int | None = None, message: str = "",
+                push: bool = False) -> Outcome:
+    """Record a gate result for the current (or given) step, as one commit."""
+    if result not in GATE_RESULTS:
+        raise InputError(f"a gate result is one of {', '.join(GATE_RESULTS)}, got {result!r}")
+    idx, state = _prepare_move(t)
+    _terminal(t, state, "record a gate")
+    if step is not None:
+        if not 0 <= step < len(t.prepared.plan.steps):
+            raise InputError(_unknown(t, step))
+        if step != state.index:
+            raise InputError(
+                f"{t.rel} is at {_title(state)}; a gate result can only be recorded for the "
+                "current step"
+            )
+    if not state.gate:
+        raise InputError(f"{_title(state)} has no gate in the spec; nothing to record")
+    assert t.top is not None
+    gates = dict(idx.gates)
+    gates[state.label] = tree.GateResult(state.gate, result, message.strip())
+    previous = _state_of(t, idx.previous)
+    files = state_files(t.prepared, state, previous)
+    change = tree.write(t.into, files, _index(t, state, previous, gates))
+    subject = f"gate {state.gate} of {_title(state)}: {result}"
+    body = [message.strip()] if message.strip() else []
+    text = _subject(t, subject) + "\n\n" + "\n".join(body + [f"traffic: {_weights(state)}"]) \
+        + "\n" + _trailers(t, state)
+    g = t.prepared.loaded.spec.spec.gitops
+    sha = repo.commit(t.top, [t.into], text, g.commit_author)
+    pushed = repo.push(t.top, g.remote, g.branch) if push else None
+    return Outcome(text, state, change, sha, pushed)
+
+
+# --------------------------------------------------------------------------- status
+
+
+@dataclass(frozen=True)
+class Status:
+    rollout: str
+    path: str
+    recorded: bool
+    state: PlanStep
+    previous: PlanStep | None
+    gates: dict[str, tree.GateResult]
+    next_state: PlanStep | None
+    drifted: tuple[str, ...]
+    dirty: tuple[str, ...]
+    head: str | None
+
+    def to_json(self) -> dict[str, object]:
+        def gen(g: object) -> dict[str, object]:
+            from dataclasses import asdict
+
+            return asdict(g)  # type: ignore[call-overload,no-any-return]
+
+        s = self.state
+        gate = self.gates.get(s.label)
+        return {
+            "rollout": self.rollout,
+            "path": self.path,
+            "recorded": self.recorded,
+            "step": s.label,
+            "index": s.index,
+            "previous": self.previous.label if self.previous else None,
+            "stable": gen(s.stable),
+            "candidate": gen(s.candidate),
+            "gate": None if not s.gate else {
+                "name": s.gate, "result": gate.result if gate else "not-recorded",
+                "message": gate.message if gate else "",
+            },
+            "next": None if self.next_state is None else {
+                "step": self.next_state.label, "weight": self.next_state.candidate.weight,
+            },
+            "gates": {k: v.to_json() for k, v in sorted(self.gates.items())},
+            "drifted": list(self.drifted),
+            "dirty": list(self.dirty),
+            "head": self.head,
+        }
+
+
+def status(t: Target) -> Status:
+    tree.recover(t.into)
+    idx = recorded(t)
+    if idx is not None:
+        idx, state, previous = current(t)
+        gates = dict(idx.gates)
+    else:
+        state, previous, gates = t.prepared.plan.steps[0], None, {}
+    plan = t.prepared.plan
+    nxt: PlanStep | None
+    if state.kind == "baseline" or state.kind == "step":
+        nxt = plan.steps[state.index + 1] if state.index + 1 < len(plan.steps) else plan.cleanup
+    else:
+        nxt = None
+    drifted = tuple(
+        d.splitlines()[1][len("+++ b/"):] if d.splitlines()[1].startswith("+++ b/")
+        else d.splitlines()[0][len("--- a/"):]
+        for d in check(t)
+    ) if idx is not None else ()
+    dirty = repo.dirty(t.top).paths if t.top else ()
+    head = repo.head(t.top) if t.top and repo.git(t.top, "rev-parse", "--verify", "-q", "HEAD",
+                                                 check=False).returncode == 0 else None
+    return Status(plan.rollout, t.rel, idx is not None, state, previous, gates, nxt, drifted,
+                  dirty, head)

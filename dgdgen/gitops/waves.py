@@ -1,0 +1,122 @@
+"""Argo CD sync waves, decided per object from the transition previous state → this state.
+
+Argo CD applies one wave, waits until every resource of it is synced and *Healthy*, then moves to
+the next (facts/argo.md §3.2). dgdgen uses three waves so that a promotion commit always moves in
+the safe order:
+
+* wave 0, **grow**: DGDs that appear or gain replicas, frontend Services, InferencePools, the
+  proxy's Service, monitoring and analysis templates. The DGD health check (``argo/dgd-health.lua``)
+  keeps this wave Progressing until the new workers are ready — without it a DGD counts as
+  healthy at once and traffic would move onto pods that are still loading weights.
+* wave 1, **shift**: the objects that carry traffic weights (HTTPRoute; the HAProxy ConfigMap and
+  the Deployment that mounts it).
+* wave 2, **shrink**: DGDs that lose replicas. They shrink only after the weights moved away.
+
+Objects that disappear (the candidate on rollback, the stable on cleanup) carry
+``PruneLast=true``, so Argo CD deletes them after all waves are Healthy, i.e. after the route no
+longer sends them traffic (facts/argo.md §3.3).
+
+Every object gets an explicit wave so a reader of the rendered tree sees the order. AnalysisRuns
+get no wave: they are either Argo CD hooks (PostSync, after every wave) or left out of the Git tree
+(:func:`dgdgen.gitops.actions.hooks`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dgdgen.pipeline import Prepared
+    from dgdgen.plan import GenerationState, Plan, PlanStep
+    from dgdgen.render import Manifest
+
+ANN_WAVE = "argocd.argoproj.io/sync-wave"
+ANN_SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
+PRUNE_LAST = "PruneLast=true"
+
+GROW, SHIFT, SHRINK = "0", "1", "2"
+WAVE_NAMES = {GROW: "grow", SHIFT: "shift", SHRINK: "shrink"}
+
+DGD_KIND = "DynamoGraphDeployment"
+# Kinds whose change moves traffic. The HAProxy Deployment mounts the weights ConfigMap (a new
+# config rolls the proxy), so both belong to the shift wave. Keyed on kind only, so any traffic
+# renderer that emits these kinds is ordered correctly.
+SHIFT_KINDS = frozenset({"HTTPRoute", "GRPCRoute", "ConfigMap", "Deployment"})
+NO_WAVE_KINDS = frozenset({"AnalysisRun"})
+
+
+def plan_previous(plan: Plan, state: PlanStep) -> PlanStep | None:
+    """The state a plan-order rollout comes from: step N-1 for step N, the last step for cleanup.
+
+    Rollback and the baseline have no previous state: every generation they contain is at its full
+    size, so it can only grow whatever state the rollout was in — their waves do not depend on
+    where a rollback started, which keeps rollback byte-identical to the baseline.
+    """
+    if state.kind == "step" and state.index > 0:
+        return plan.steps[state.index - 1]
+    if state.kind == "cleanup":
+        return plan.steps[-1]
+    return None
+
+
+def _shrinks(now: GenerationState, before: GenerationState | None) -> tuple[bool, bool]:
+    """(any component shrinks, any component grows) going from ``before`` to ``now``."""
+    if before is None or not before.present:
+        return False, now.present
+    down = any(now.replicas.get(k, 0) < v for k, v in before.replicas.items())
+    up = any(v > before.replicas.get(k, 0) for k, v in now.replicas.items())
+    return down, up
+
+
+def dgd_wave(prepared: Prepared, state: PlanStep, previous: PlanStep | None, name: str) -> str:
+    """Wave of the DGD called ``name`` in ``state``. A DGD that holds both generations (the
+    single-DGD modes) shrinks in the last wave only when nothing in it grows; otherwise it must go
+    first so the growing generation is ready before weights move (the planner already limited the
+    stable's shrink inside such a step to ``maxUnavailable`` / ``headroom``)."""
+    gens: list[tuple[GenerationState, GenerationState | None]] = []
+    if name == prepared.stable.dgd.name:
+        gens.append((state.stable, previous.stable if previous else None))
+    if name == prepared.candidate_name:
+        gens.append((state.candidate, previous.candidate if previous else None))
+    down = up = False
+    for now, before in gens:
+        d, u = _shrinks(now, before)
+        down, up = down or d, up or u
+    return SHRINK if down and not up else GROW
+
+
+def wave_of(prepared: Prepared, state: PlanStep, previous: PlanStep | None,
+            obj: dict[str, Any]) -> str | None:
+    kind = str(obj.get("kind"))
+    if kind in NO_WAVE_KINDS:
+        return None
+    if kind == DGD_KIND:
+        return dgd_wave(prepared, state, previous, str(obj["metadata"]["name"]))
+    if kind in SHIFT_KINDS:
+        return SHIFT
+    return GROW
+
+
+def annotate(prepared: Prepared, state: PlanStep, previous: PlanStep | None,
+             manifests: Sequence[Manifest]) -> list[Manifest]:
+    """Copies of ``manifests`` with sync-wave and PruneLast annotations."""
+    out = []
+    for m in manifests:
+        wave = wave_of(prepared, state, previous, m.obj)
+        if wave is None:
+            out.append(m)
+            continue
+        obj = dict(m.obj)
+        meta = dict(obj.get("metadata") or {})
+        anns = dict(meta.get("annotations") or {})
+        anns[ANN_WAVE] = wave
+        options = [o for o in str(anns.get(ANN_SYNC_OPTIONS, "")).split(",") if o]
+        if PRUNE_LAST not in options:
+            options.append(PRUNE_LAST)
+        anns[ANN_SYNC_OPTIONS] = ",".join(options)
+        meta["annotations"] = anns
+        obj["metadata"] = meta
+        out.append(dataclasses.replace(m, obj=obj))
+    return out
