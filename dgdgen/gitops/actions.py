@@ -219,7 +219,9 @@ def render_into(t: Target, selector: int | str | None, *, force: bool = False,
 
 
 def check(t: Target) -> list[str]:
-    """Unified diffs between the committed tree and a fresh render of its recorded state."""
+    """Unified diffs between the committed tree and a fresh render of its recorded state. An
+    interrupted earlier write is finished or discarded first (it is not part of the tree)."""
+    tree.recover(t.into)
     idx = recorded(t)
     if idx is not None and _same_generations(t, idx):
         state = _state_of(t, idx.step)

@@ -80,6 +80,13 @@ def dgd_wave(prepared: Prepared, state: PlanStep, previous: PlanStep | None, nam
         gens.append((state.stable, previous.stable if previous else None))
     if name == prepared.candidate_name:
         gens.append((state.candidate, previous.candidate if previous else None))
+    if len(gens) == 2 and state.kind in ("baseline", "rollback"):
+        # One DGD holding both generations: a rollback removes the candidate's group, which must
+        # wait until the route no longer sends it traffic; the stable's group regrowing in the same
+        # object is the lesser harm (queueing, not failed requests). The baseline is the rollback
+        # target and must stay byte-identical to it, so it uses the same wave (on a first deploy
+        # nothing is served yet; on a new rollout's baseline the DGD is unchanged).
+        return SHRINK
     down = up = False
     for now, before in gens:
         d, u = _shrinks(now, before)

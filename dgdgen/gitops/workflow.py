@@ -58,7 +58,7 @@ case "$ACTION" in
       *) dgdgen rollback "$SPEC" --into "$INTO" --push ;;
     esac ;;
 esac
-git rev-parse HEAD > /tmp/commit
+git rev-parse HEAD > "${COMMIT_FILE:-/tmp/commit}"
 """
 
 
