@@ -27,9 +27,8 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Union
 
-Value = Union[bool, float, list[float]]
+Value = bool | float | list[float]
 
 SUCCESSFUL = "Successful"
 FAILED = "Failed"

@@ -27,6 +27,8 @@ class PromError(Exception):
 
 def shape(data: dict[str, Any]) -> Value:
     kind, res = data.get("resultType"), data.get("result")
+    if res is None:
+        raise PromError("Prometheus answered without a result")
     if kind == "vector":
         return [float(sample["value"][1]) for sample in res or ()]
     if kind == "scalar":

@@ -25,7 +25,7 @@ STABLE = "stable"
 
 
 def arg(name: str) -> str:
-    return "{{args.%s}}" % name
+    return "{{args." + name + "}}"
 
 
 def selector(generation_arg: str, *extra: str) -> str:

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from dgdgen.analysis.gates import StepGate
 
 HELP = "run a step's SLO gate against a live Prometheus (a rehearsal before promoting)"
 DESCRIPTION = """\
@@ -63,7 +67,7 @@ def _time(text: str | None) -> float | None:
     except ValueError:
         pass
     try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+        return datetime.fromisoformat(text).timestamp()
     except ValueError:
         raise InputError(f"--time: expected unix seconds or RFC 3339, got {text!r}") from None
 
@@ -99,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("no Prometheus address: pass --prometheus URL or set "
                          "spec.analysis.prometheus")
     at = _time(args.time)
-    rows = []
+    rows: list[dict[str, object]] = []
     for name in sg.metrics:
         if name == "probe":
             rows.append({"metric": name, "value": None, "phase": "Skipped",
@@ -118,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
         )
         rows.append({"metric": name, "value": value, "phase": phase,
                      "detail": why or _bound(metric["successCondition"])})
-    verdict = expr.run_phase([r["phase"] for r in rows if r["phase"] != "Skipped"])
+    verdict = expr.run_phase([str(r["phase"]) for r in rows if r["phase"] != "Skipped"])
     if args.format == "json":
         out = {"step": args.step, "gate": sg.gate, "args": sg.arg_map, "metrics": rows,
                "phase": verdict}
@@ -147,9 +151,9 @@ def _fmt(value: object) -> str:
     return f"{value:.6g}" if isinstance(value, float) else str(value)
 
 
-def _table(sg: object, rows: list[dict[str, object]], verdict: str) -> str:
-    a = getattr(sg, "arg_map")
-    head = (f"step {getattr(sg, 'index')} gate {getattr(sg, 'gate')}: candidate "
+def _table(sg: StepGate, rows: list[dict[str, object]], verdict: str) -> str:
+    a = sg.arg_map
+    head = (f"step {sg.index} gate {sg.gate}: candidate "
             f"{a.get('candidate')}" + (f" vs stable {a['stable']}" if "stable" in a else "")
             + (f", window {a['window']}, min requests {a['min-requests']}"
                if "window" in a else ""))

@@ -3,7 +3,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from gen_support import REPO
 
 EXAMPLE = REPO / "examples" / "vllm-disagg-image-bump" / "rollout.yaml"

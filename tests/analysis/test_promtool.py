@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 import yaml
-
 from analysis.conftest import gate_metrics
 from analysis.synth import (
     MINUTES,
@@ -30,7 +29,7 @@ PROMTOOL = shutil.which("promtool")
 pytestmark = pytest.mark.skipif(PROMTOOL is None, reason="promtool (Debian prometheus) missing")
 STEP = 2  # 50/50: absolute and relative metrics both apply
 EVAL = f"{MINUTES}m"
-_GOT = re.compile(r'^\s*expr: (".*"), time: .*?,\s*\n\s*exp: .*\n\s*got: (.*)$', re.M)
+_GOT = re.compile(r'^\s*expr: (".*"), time: .*?,\s*\n\s*exp: .*\n\s*got: (.*)$', re.MULTILINE)
 _SAMPLE = re.compile(r"\{[^}]*\} (\S+)")
 
 
@@ -65,7 +64,7 @@ def promtool_values(tmp: Path, series: dict[str, list[float]],
     probe = tmp / "probe.yml"
     _test_file(probe, series, None, queries)
     r = subprocess.run([PROMTOOL, "test", "rules", str(probe)], capture_output=True, text=True,
-                       timeout=60)
+                       timeout=60, check=False)
     out = r.stdout + r.stderr
     values: dict[str, list[float]] = {q: [] for q in queries}
     for m in _GOT.finditer(out):
@@ -77,7 +76,7 @@ def promtool_values(tmp: Path, series: dict[str, list[float]],
     check = tmp / "check.yml"
     _test_file(check, series, values, queries)
     r = subprocess.run([PROMTOOL, "test", "rules", str(check)], capture_output=True, text=True,
-                       timeout=60)
+                       timeout=60, check=False)
     assert r.returncode == 0, r.stdout + r.stderr
     return values
 

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from analysis.conftest import EXAMPLE
 from gen_support import REPO, run_cli
 
@@ -77,7 +76,7 @@ def test_every_query_parses_with_promql_parser() -> None:
                 promql_parser.parse(m["provider"]["prometheus"]["query"])
                 n += 1
     assert n > 50
-    with pytest.raises(Exception):
+    with pytest.raises(ValueError):
         promql_parser.parse("sum(rate(x[5m])")
 
 
