@@ -48,8 +48,8 @@ def run(args: argparse.Namespace) -> int:
         ("rollout", f"{st.rollout} ({t.prepared.mode}, {t.prepared.plan.strategy})"),
         ("path", st.path + ("" if st.recorded else "  (nothing rendered yet)")),
         ("step", f"{_title(s.label, s.index, s.kind)} of {n}"),
-        ("traffic", f"stable {s.stable.revision} {s.stable.weight}%, "
-                    f"candidate {s.candidate.revision} {s.candidate.weight}%"),
+        ("traffic", (f"stable {s.stable.revision} {s.stable.weight}%, "
+                     f"candidate {s.candidate.revision} {s.candidate.weight}%")),
         ("stable", f"{s.stable.revision}: {_reps(t.prepared, s.stable)}"),
         ("candidate", f"{s.candidate.revision}: {_reps(t.prepared, s.candidate)}"),
     ]

@@ -31,7 +31,8 @@ def health_lua() -> str:
 
 
 def _gitops(prepared: Prepared) -> GitOps:
-    return prepared.loaded.spec.spec.gitops
+    g: GitOps = prepared.loaded.spec.spec.gitops
+    return g
 
 
 def _repo_url(prepared: Prepared) -> str:

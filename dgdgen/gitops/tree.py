@@ -140,8 +140,8 @@ def _fsync_file(path: str) -> None:
 
 def _safe_rel(rel: str) -> str:
     norm = os.path.normpath(rel)
-    if os.path.isabs(norm) or norm.startswith("..") or norm in (INDEX, STAGING) or \
-            norm.startswith(STAGING + os.sep):
+    if os.path.isabs(norm) or norm in (INDEX, STAGING) or \
+            norm.startswith(("..", STAGING + os.sep)):
         raise AssertionError(f"rendered path escapes its directory: {rel!r}")
     return norm
 

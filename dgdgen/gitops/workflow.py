@@ -156,8 +156,9 @@ def workflow_template(prepared: Prepared) -> dict[str, Any]:
                 secret_env("GIT_PASSWORD", "password"),
             ],
             retry_strategy=m.RetryStrategy(
-                limit="3", retry_policy="OnFailure",
-                backoff=m.Backoff(duration="10s", factor="2", max_duration="2m"),
+                limit=m.IntOrString(3), retry_policy="OnFailure",
+                backoff=m.Backoff(duration="10s", factor=m.IntOrString(2),
+                                  max_duration="2m"),
             ),
         )
         wait_synced = Resource(

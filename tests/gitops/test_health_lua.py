@@ -17,7 +17,7 @@ from dgdgen import crd, resources, yamlio
 
 HERE = Path(__file__).parent
 REPO = HERE.parents[1]
-SAMPLES = [d for d in yamlio.load_file(str(HERE / "dgd_status_samples.yaml"))][0].data
+SAMPLES = yamlio.load_file(str(HERE / "dgd_status_samples.yaml"))[0].data
 BASES = {
     "v1alpha1": REPO / "examples" / "vllm-disagg-block-size" / "dgd.yaml",
     "v1beta1": REPO / "examples" / "trtllm-disagg-v1beta1" / "dgd.yaml",

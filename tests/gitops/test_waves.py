@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 from conftest import EXAMPLE
+from gen_support import EXAMPLES
 
 from dgdgen import yamlio
 from dgdgen.gitops import actions, waves
 from dgdgen.pipeline import prepare
 from dgdgen.render import Manifest, render_state
-from gen_support import EXAMPLES
 
 
 def _waves(manifests: list[Manifest]) -> dict[str, str | None]:
