@@ -28,6 +28,7 @@ COMMANDS: dict[str, str] = {
     "check": "dgdgen.commands.check",
     "diff": "dgdgen.commands.diff",
     "rules": "dgdgen.commands.rules",
+    "traffic": "dgdgen.commands.traffic",
     "analyze": "dgdgen.commands.analyze",
     "status": "dgdgen.commands.status",
     "promote": "dgdgen.commands.promote",

@@ -31,6 +31,7 @@ DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
 _PERCENT = re.compile(r"^(\d{1,3})%$")
+_HOSTNAME = re.compile(r"^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
 def parse_duration(text: str) -> int:
@@ -214,25 +215,180 @@ class TrafficProvider(str, Enum):
     HAPROXY = "haproxy"
 
 
-class ParentRef(_Model):
-    name: str
-    namespace: str | None = None
-    section_name: str | None = None
+class GatewayParent(_Model):
+    """The Gateway an HTTPRoute attaches to (``parentRefs[]``, group/kind default to Gateway)."""
+
+    name: str = Field(description="Gateway name.")
+    namespace: str | None = Field(
+        None, description="Gateway namespace (default: the route's namespace). A Gateway in "
+        "another namespace must allow routes from this one (listener allowedRoutes)."
+    )
+    section_name: str | None = Field(None, description="Listener name on the Gateway.")
+    port: int | None = Field(None, ge=1, le=65535, description="Listener port.")
+
+
+class Gamma(_Model):
+    """GAMMA (service mesh): the HTTPRoute attaches to a Service, so in-cluster callers of that one
+    Service name are split between the generations (facts/traffic.md §1, parentRefs)."""
+
+    service: str = Field(
+        description="The Service in-cluster callers use; the route's parentRef (group \"\", "
+        "kind Service)."
+    )
+    port: int = Field(8000, ge=1, le=65535, description="Service port the route applies to.")
+    create_service: bool = Field(
+        True, description="Render that Service (ClusterIP, selecting both generations' "
+        "frontends, for callers outside the mesh). Set false when it exists already."
+    )
+
+    @field_validator("service")
+    @classmethod
+    def _service(cls, v: str) -> str:
+        if len(v) > 63 or not DNS1035_LABEL.match(v):
+            raise ValueError(f"must be a Service name (DNS-1035 label, ≤63), got {v!r}")
+        return v
+
+
+class EndpointPicker(_Model):
+    """The endpoint picker (EPP) of each generation's InferencePool. Following the upstream
+    rollout pattern, every pool has its own EPP, here the Service ``{pool}{nameSuffix}``."""
+
+    name_suffix: str = Field("-epp", description="EPP Service name = pool name + this suffix.")
+    port: int = Field(9002, ge=1, le=65535, description="EPP gRPC port.")
+    failure_mode: Literal["FailOpen", "FailClose"] = Field(
+        "FailClose", description="What the Gateway does when the EPP does not answer."
+    )
+
+
+class InferencePoolSettings(_Model):
+    """Per-generation ``InferencePool`` (inference.networking.k8s.io/v1) settings."""
+
+    target_port: int = Field(
+        8000, ge=1, le=65535, description="Port of the selected pods (the Dynamo frontend's HTTP "
+        "port, facts/dynamo.md §8)."
+    )
+    app_protocol: Literal["http", "kubernetes.io/h2c"] | None = Field(
+        None, description="Protocol to the pods (default http, HTTP/1.1)."
+    )
+    endpoint_picker: EndpointPicker | None = Field(
+        None, description="Reference each pool's EPP (optional since GAIE v1.6.0)."
+    )
+
+
+class HaproxyTimeouts(_Model):
+    """HAProxy timeouts. ``server`` is an inactivity timeout that must cover queueing + prefill
+    (and a whole non-streaming generation); ``timeout tunnel`` does not apply to SSE
+    (facts/traffic.md §3(d)2)."""
+
+    connect: Duration = "5s"
+    client: Duration = Field("30m", description="Client inactivity (slow uploads, idle).")
+    server: Duration = Field("30m", description="Longest silence from a frontend.")
+    http_request: Duration = Field("30s", description="Time to receive the request headers.")
+    http_keep_alive: Duration = "10s"
+    queue: Duration = "30s"
+    hard_stop_after: Duration = Field(
+        "30m", description="Longest a soft-stopping proxy (reload, pod stop) waits for streams; "
+        "also bounds the pod's termination grace period."
+    )
+
+
+class HaproxyHealthCheck(_Model):
+    path: str = Field("/health", description="Frontend readiness path (facts/dynamo.md §8).")
+    interval: Duration = "2s"
+    fall: int = Field(2, ge=1, description="Failed checks before a frontend is marked DOWN.")
+    rise: int = Field(2, ge=1, description="Passed checks before it is UP again.")
+    error_limit: int = Field(
+        10, ge=1, description="Consecutive 5xx / connection errors on live traffic that mark a "
+        "frontend DOWN at once (circuit breaking; health checks bring it back)."
+    )
+
+
+class Haproxy(_Model):
+    """The HAProxy Deployment + ConfigMap + Service in front of the generations' frontends."""
+
+    image: str = Field(
+        "haproxy:2.6", description="Image (docker-library layout: config in "
+        "/usr/local/etc/haproxy, STOPSIGNAL SIGUSR1). The config is checked with HAProxy 2.6."
+    )
+    replicas: int = Field(2, ge=1, description="Proxy replicas.")
+    port: int = Field(8000, ge=1, le=65535, description="Port of the proxy Service.")
+    service_type: Literal["ClusterIP", "LoadBalancer", "NodePort"] = "ClusterIP"
+    cluster_domain: str = Field(
+        "cluster.local", description="Cluster DNS domain of the frontend Services' FQDNs."
+    )
+    maxconn: int = Field(
+        4096, ge=1, description="Concurrent client connections per proxy replica (HAProxy needs "
+        "about 2 file descriptors per connection from the container's nofile limit)."
+    )
+    timeouts: HaproxyTimeouts = Field(default_factory=HaproxyTimeouts)
+    health_check: HaproxyHealthCheck = Field(default_factory=HaproxyHealthCheck)
+
+
+class Sticky(_Model):
+    """Keep a client on one generation for the rollout, keyed by a header or a cookie."""
+
+    header: str | None = Field(None, description="Request header naming the client/session.")
+    cookie: str | None = Field(None, description="Cookie naming the client/session.")
+    expire: Duration = Field("1h", description="Forget a client after this long idle.")
+
+    @model_validator(mode="after")
+    def _one(self) -> Sticky:
+        if (self.header is None) == (self.cookie is None):
+            raise ValueError("give exactly one of `header` or `cookie`")
+        name = self.header or self.cookie or ""
+        if not re.match(r"^[A-Za-z0-9!#$%&'*+.^_`|~-]+$", name):
+            raise ValueError(f"not a valid header / cookie name: {name!r}")
+        return self
 
 
 class Traffic(_Model):
-    provider: TrafficProvider = TrafficProvider.NONE
-    gateway: ParentRef | None = Field(None, description="Gateway for `gateway-api` / `inference-pool`.")
-    service: str | None = Field(None, description="Service the GAMMA route attaches to.")
-    hostnames: list[str] = Field(default_factory=list)
+    """How traffic is split between the generations' frontends (docs/traffic.md)."""
+
+    provider: TrafficProvider = Field(
+        TrafficProvider.NONE, description="gateway-api | gamma | inference-pool | haproxy | none."
+    )
+    gateway: GatewayParent | None = Field(
+        None, description="The Gateway (required for `gateway-api` and `inference-pool`)."
+    )
+    gamma: Gamma | None = Field(None, description="Settings of `gamma` (required for it).")
+    inference_pool: InferencePoolSettings | None = Field(
+        None, description="Settings of `inference-pool`."
+    )
+    haproxy: Haproxy | None = Field(None, description="Settings of `haproxy`.")
+    hostnames: list[str] = Field(
+        default_factory=list, max_length=16, description="HTTPRoute hostnames (at most 16)."
+    )
     path: str = Field("/", description="Path prefix routed to the model.")
-    request_timeout: Duration = Field("3600s", description="Whole-request timeout (streaming).")
-    sticky: str | None = Field(
-        None, description="Header or cookie (`cookie:NAME`) that pins a client to a generation."
+    request_timeout: Duration = Field(
+        "1h", description="HTTPRoute whole-request timeout; long enough for the longest "
+        "generation (0s disables it where the implementation allows)."
     )
-    settings: dict[str, Any] = Field(
-        default_factory=dict, description="Provider-specific settings (see docs/traffic.md)."
+    backend_request_timeout: Duration | None = Field(
+        None, description="HTTPRoute per-backend-attempt timeout (≤ requestTimeout)."
     )
+    sticky: Sticky | None = Field(
+        None, description="Pin a client to a generation (haproxy only; see docs/traffic.md for "
+        "what HTTPRoute can and cannot do)."
+    )
+
+    @field_validator("hostnames")
+    @classmethod
+    def _hostnames(cls, v: list[str]) -> list[str]:
+        for h in v:
+            if len(h) > 253 or not _HOSTNAME.match(h):
+                raise ValueError(
+                    f"not a hostname (lower-case DNS name, optionally starting with '*.'): {h!r}"
+                )
+        return v
+
+    @field_validator("path")
+    @classmethod
+    def _path(cls, v: str) -> str:
+        # the HTTPRoute path rules (facts/traffic.md §1 CEL), applied to every provider
+        bad = ("//", "/./", "/../", "%2f", "%2F", "#")
+        if not v.startswith("/") or any(b in v for b in bad) or v.endswith(("/..", "/.")):
+            raise ValueError(f"expected an absolute, normalised path prefix such as /v1, got {v!r}")
+        return v
 
 
 class Slos(_Model):

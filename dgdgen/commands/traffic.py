@@ -1,0 +1,168 @@
+"""dgdgen traffic: look at a rollout's traffic split and move an HAProxy's weights at run time."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dgdgen.pipeline import Prepared
+    from dgdgen.plan import PlanStep
+
+HELP = "show each step's traffic split; apply a step's weights to a running HAProxy"
+DESCRIPTION = """\
+Traffic between the stable and candidate generations, per plan state.
+
+  show         the split of new requests at every state (and the HAProxy weights, for the
+               haproxy provider)
+  config       print the haproxy.cfg of one state (haproxy provider)
+  set-weights  apply one state's weights to a running HAProxy through its runtime API (stats
+               socket): instant, no reload, streams in flight are not touched. Not persistent:
+               a reload or a new pod starts from the config weights (Git stays the truth) unless
+               --state-file saves them for the next reload. Use `--step rollback` for an instant
+               rollback.
+
+examples:
+  dgdgen traffic show examples/sglang-disagg-transfer-backend/rollout.yaml
+  dgdgen traffic config examples/sglang-disagg-transfer-backend/rollout.yaml --step 2
+  dgdgen traffic set-weights rollout.yaml --step 2 --socket /var/run/haproxy/admin.sock
+  dgdgen traffic set-weights rollout.yaml --step rollback --socket /var/run/haproxy/admin.sock
+  dgdgen traffic set-weights rollout.yaml --step 1 --dry-run
+"""
+
+
+def _step(value: str) -> int | str:
+    if value in ("rollback", "cleanup"):
+        return value
+    if value == "baseline":
+        return 0
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a step number, 'baseline', 'rollback' or 'cleanup', got {value!r}"
+        ) from None
+    if n < 0:
+        raise argparse.ArgumentTypeError("step numbers start at 0 (the baseline)")
+    return n
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="action", metavar="ACTION", parser_class=type(p))
+    sub.required = True
+    show = sub.add_parser("show", help="the split of new requests at every state")
+    show.add_argument("spec", metavar="SPEC", help="rollout spec file")
+    show.add_argument("-f", "--format", choices=("table", "json"), default="table")
+    cfg = sub.add_parser("config", help="print the haproxy.cfg of one state")
+    cfg.add_argument("spec", metavar="SPEC", help="rollout spec file")
+    cfg.add_argument("--step", type=_step, required=True, metavar="N",
+                     help="a step number, baseline, rollback or cleanup")
+    sw = sub.add_parser(
+        "set-weights", help="apply one state's weights through HAProxy's runtime API",
+        description="Apply one plan state's weights to a running HAProxy (stats socket, level "
+        "admin). Exit 0 when the proxy reports exactly the planned weights.",
+    )
+    sw.add_argument("spec", metavar="SPEC", help="rollout spec file")
+    sw.add_argument("--step", type=_step, required=True, metavar="N",
+                    help="a step number, baseline, rollback or cleanup")
+    target = sw.add_mutually_exclusive_group(required=True)
+    target.add_argument("--socket", metavar="PATH", help="the proxy's `stats socket` path")
+    target.add_argument("--dry-run", action="store_true",
+                        help="print the runtime commands instead of sending them")
+    sw.add_argument("--state-file", metavar="PATH",
+                    help="then save `show servers state` here (the config's server-state-file) "
+                    "so the weights survive a reload")
+    sw.add_argument("--timeout", type=float, default=5.0, metavar="SECONDS",
+                    help="socket timeout (default 5)")
+
+
+def _state(prepared: Prepared, step: int | str) -> PlanStep:
+    from dgdgen.errors import InputError
+
+    plan = prepared.plan
+    try:
+        return plan.state(step)
+    except KeyError:
+        raise InputError(
+            f"the plan of {prepared.loaded.path} has steps 0..{len(plan.steps) - 1}, "
+            f"rollback and cleanup; there is no step {step}"
+        ) from None
+
+
+def _require_haproxy(prepared: Prepared) -> None:
+    from dgdgen.errors import InputError
+
+    loaded = prepared.loaded
+    provider = loaded.spec.spec.traffic.provider.value
+    if provider != "haproxy":
+        field = ("spec", "traffic", "provider")
+        raise InputError(
+            f"this needs the haproxy traffic provider, the spec has {provider!r}",
+            location=loaded.location(field), field=field,
+            hint="Gateway API weights move by applying the step's HTTPRoute (dgdgen render)",
+        )
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+
+    from dgdgen.pipeline import prepare
+    from dgdgen.traffic import haproxy as hp
+    from dgdgen.traffic import settings
+    from dgdgen.traffic.runtime import RuntimeApi, commands
+    from dgdgen.traffic.weights import state_backends
+
+    prepared = prepare(args.spec)
+    settings.check(prepared.loaded)
+    provider = prepared.loaded.spec.spec.traffic.provider.value
+    if args.action == "show":
+        rows: list[dict[str, Any]] = []
+        for state in prepared.plan.all_states():
+            backends = state_backends(prepared, state)
+            hw = hp.haproxy_weights([b.weight for b in backends])
+            rows.append({
+                "state": state.label,
+                "backends": [
+                    {"generation": b.key, "role": b.role, "service": b.service,
+                     "weight": b.weight, "present": b.present,
+                     "capacity": round(b.capacity, 4), "haproxyWeight": w,
+                     "serving": b.serving}
+                    for b, w in zip(backends, hw, strict=True)
+                ],
+            })
+        if args.format == "json":
+            sys.stdout.write(json.dumps({"provider": provider, "states": rows}, indent=2) + "\n")
+            return 0
+        sys.stdout.write(f"provider: {provider}\n")
+        for row in rows:
+            parts = []
+            for b in row["backends"]:
+                if not b["present"]:
+                    continue
+                text = f"{b['generation']} {b['weight']:>3}%"
+                if provider == "haproxy":
+                    text += f" (weight {b['haproxyWeight']})"
+                parts.append(text)
+            sys.stdout.write(f"  {row['state']:<9} " + "  ".join(parts) + "\n")
+        return 0
+    _require_haproxy(prepared)
+    state = _state(prepared, args.step)
+    if args.action == "config":
+        sys.stdout.write(hp.config_text(prepared, state, state_backends(prepared, state)))
+        return 0
+    targets = hp.runtime_targets(prepared, state)
+    if args.dry_run:
+        for cmd in commands(hp.BACKEND, targets):
+            sys.stdout.write(cmd + "\n")
+        return 0
+    api = RuntimeApi(args.socket, timeout=args.timeout)
+    sent = api.apply(hp.BACKEND, targets)
+    if args.state_file:
+        api.save_state(args.state_file)
+    split = ", ".join(f"{t.server}={t.weight}{'' if t.enabled else ' (maint)'}" for t in targets)
+    sys.stderr.write(
+        f"{state.label}: {split} ({len(sent)} command(s)"
+        f"{', state saved' if args.state_file else ''})\n"
+    )
+    return 0

@@ -1,0 +1,321 @@
+"""Traffic objects of one plan state: each generation's frontend gets its planned share of new
+requests through the spec's provider (docs/traffic.md).
+
+* ``gateway-api``: an HTTPRoute attached to a Gateway, weighted backendRefs to the frontend
+  Services.
+* ``gamma``: the same route attached to a Service (mesh), plus that Service.
+* ``inference-pool``: one InferencePool per generation and an HTTPRoute splitting between them
+  (the upstream GAIE rollout pattern, facts/traffic.md §2).
+* ``haproxy``: ConfigMap (``haproxy.cfg``), Deployment, Service and PodDisruptionBudget.
+
+Weights come from :func:`dgdgen.traffic.weights.state_backends`, which refuses all-zero steps, too
+many backends and shares above a generation's capacity.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from dgdgen.errors import PlanError
+from dgdgen.generation import LABEL_GENERATION, LABEL_ROLE, LABEL_ROLLOUT
+from dgdgen.render import Manifest
+from dgdgen.render.services import FRONTEND_PORT, MANAGED_BY, service
+from dgdgen.traffic import haproxy as hp
+from dgdgen.traffic import settings
+from dgdgen.traffic.weights import Backend, routed, state_backends
+
+if TYPE_CHECKING:
+    from dgdgen.pipeline import Prepared
+    from dgdgen.plan import PlanStep
+
+GATEWAY_API = "gateway.networking.k8s.io/v1"
+INFERENCE_API = "inference.networking.k8s.io/v1"
+INFERENCE_GROUP = "inference.networking.k8s.io"
+ROLE = "traffic"
+LABEL_MAX = 63
+
+
+def _labels(prepared: Prepared, **extra: str) -> dict[str, str]:
+    labels = dict(MANAGED_BY)
+    labels[LABEL_ROLLOUT] = prepared.plan.rollout
+    labels.update(extra)
+    return labels
+
+
+def _meta(prepared: Prepared, name: str, **labels: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "namespace": prepared.loaded.spec.metadata.namespace,
+        "labels": _labels(prepared, **labels),
+    }
+
+
+def gateway_duration(seconds: int) -> str:
+    """Seconds as a Gateway API duration (``^([0-9]{1,5}(h|m|s|ms)){1,4}$``): ``1h``, ``90s``."""
+    if seconds == 0:
+        return "0s"
+    h, rest = divmod(seconds, 3600)
+    m, s = divmod(rest, 60)
+    return "".join(f"{v}{u}" for v, u in ((h, "h"), (m, "m"), (s, "s")) if v)
+
+
+def _timeouts(prepared: Prepared) -> dict[str, str]:
+    from dgdgen.spec import parse_duration
+
+    t = prepared.loaded.spec.spec.traffic
+    # Long generations stream for minutes; an implementation default could cut them
+    # (facts/traffic.md §1, streaming): always explicit.
+    out = {"request": gateway_duration(parse_duration(t.request_timeout))}
+    if t.backend_request_timeout is not None:
+        out["backendRequest"] = gateway_duration(parse_duration(t.backend_request_timeout))
+    return out
+
+
+def _route(prepared: Prepared, state: PlanStep, parent: dict[str, Any],
+           refs: list[dict[str, Any]], *, hostnames: bool) -> Manifest:
+    t = prepared.loaded.spec.spec.traffic
+    spec: dict[str, Any] = {"parentRefs": [parent]}
+    if hostnames and t.hostnames:
+        spec["hostnames"] = list(t.hostnames)
+    spec["rules"] = [{
+        "matches": [{"path": {"type": "PathPrefix", "value": t.path}}],
+        "backendRefs": refs,
+        "timeouts": _timeouts(prepared),
+    }]
+    obj = {
+        "apiVersion": GATEWAY_API,
+        "kind": "HTTPRoute",
+        "metadata": _meta(prepared, prepared.plan.rollout, **{LABEL_ROLE: ROLE}),
+        "spec": spec,
+    }
+    return Manifest(obj)
+
+
+def _gateway_parent(prepared: Prepared) -> dict[str, Any]:
+    g = prepared.loaded.spec.spec.traffic.gateway
+    parent: dict[str, Any] = {"group": "gateway.networking.k8s.io", "kind": "Gateway",
+                              "name": g.name}
+    if g.namespace is not None:
+        parent["namespace"] = g.namespace
+    if g.section_name is not None:
+        parent["sectionName"] = g.section_name
+    if g.port is not None:
+        parent["port"] = g.port
+    return parent
+
+
+def _service_refs(backends: Sequence[Backend]) -> list[dict[str, Any]]:
+    # Services need `port` (CEL: "Must have port for Service reference"); weights are the plan's
+    # integer percentages, relative as the API defines them (facts/traffic.md §1).
+    return [
+        {"group": "", "kind": "Service", "name": b.service, "port": FRONTEND_PORT,
+         "weight": b.weight}
+        for b in routed(backends)
+    ]
+
+
+def render_gateway_api(prepared: Prepared, state: PlanStep,
+                       backends: Sequence[Backend]) -> list[Manifest]:
+    return [_route(prepared, state, _gateway_parent(prepared), _service_refs(backends),
+                   hostnames=True)]
+
+
+def render_gamma(prepared: Prepared, state: PlanStep,
+                 backends: Sequence[Backend]) -> list[Manifest]:
+    g = prepared.loaded.spec.spec.traffic.gamma
+    taken = {b.service for b in backends}
+    if g.service in taken:
+        field = ("spec", "traffic", "gamma", "service")
+        raise PlanError(
+            f"the GAMMA Service {g.service!r} is also a generation's frontend Service; give the "
+            "Service callers use its own name",
+            location=prepared.loaded.location(field), field=field,
+        )
+    # `group: ""` spelled out: the field doc asks for the empty string (facts/traffic.md §1).
+    parent = {"group": "", "kind": "Service", "name": g.service, "port": g.port}
+    out = [_route(prepared, state, parent, _service_refs(backends), hostnames=False)]
+    if g.create_service:
+        svc = service(g.service, prepared.loaded.spec.metadata.namespace, prepared.plan.rollout,
+                      None)
+        svc["spec"]["ports"][0]["port"] = g.port
+        out.append(Manifest(svc))
+    return out
+
+
+def pool_name(b: Backend) -> str:
+    return b.service.removesuffix("-fe") + "-pool"
+
+
+def render_inference_pool(prepared: Prepared, state: PlanStep,
+                          backends: Sequence[Backend]) -> list[Manifest]:
+    from dgdgen.spec import InferencePoolSettings
+
+    s = prepared.loaded.spec.spec.traffic.inference_pool or InferencePoolSettings.model_validate({})
+    ns = prepared.loaded.spec.metadata.namespace
+    out = []
+    refs = []
+    for b in routed(backends):
+        name = pool_name(b)
+        # The pool selects the generation's frontend pods, exactly as its Service does.
+        selector = service(b.service, ns, prepared.plan.rollout, b.revision)["spec"]["selector"]
+        spec: dict[str, Any] = {
+            "selector": {"matchLabels": selector},
+            "targetPorts": [{"number": s.target_port}],
+        }
+        if s.app_protocol is not None:
+            spec["appProtocol"] = s.app_protocol
+        if s.endpoint_picker is not None:
+            epp = name + s.endpoint_picker.name_suffix
+            if len(epp) > LABEL_MAX:
+                field = ("spec", "traffic", "inferencePool", "endpointPicker", "nameSuffix")
+                raise PlanError(
+                    f"endpoint picker Service name {epp!r} is longer than {LABEL_MAX} characters",
+                    location=prepared.loaded.location(field), field=field,
+                )
+            spec["endpointPickerRef"] = {
+                "group": "",
+                "kind": "Service",
+                "name": epp,
+                "port": {"number": s.endpoint_picker.port},
+                "failureMode": s.endpoint_picker.failure_mode,
+            }
+        labels = {LABEL_ROLE: ROLE}
+        if b.revision is not None:
+            labels[LABEL_GENERATION] = b.revision
+        out.append(Manifest({
+            "apiVersion": INFERENCE_API,
+            "kind": "InferencePool",
+            "metadata": _meta(prepared, name, **labels),
+            "spec": spec,
+        }))
+        # InferencePool references take no port (facts/traffic.md §2, rollout guide).
+        refs.append({"group": INFERENCE_GROUP, "kind": "InferencePool", "name": name,
+                     "weight": b.weight})
+    out.append(_route(prepared, state, _gateway_parent(prepared), refs, hostnames=True))
+    return out
+
+
+def haproxy_name(prepared: Prepared) -> str:
+    return f"{prepared.plan.rollout}-haproxy"
+
+
+def render_haproxy(prepared: Prepared, state: PlanStep,
+                   backends: Sequence[Backend]) -> list[Manifest]:
+    from dgdgen.spec import parse_duration
+
+    s = hp.settings(prepared)
+    name = haproxy_name(prepared)
+    cfg = hp.config_text(prepared, state, backends)
+    select = {LABEL_ROLLOUT: prepared.plan.rollout, LABEL_ROLE: "haproxy"}
+    labels = {LABEL_ROLE: "haproxy"}
+    config_map = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": _meta(prepared, name, **labels),
+        "data": {hp.CONFIG_FILE: cfg},
+    }
+    grace = parse_duration(s.timeouts.hard_stop_after) + 10
+    container: dict[str, Any] = {
+        "name": "haproxy",
+        "image": s.image,
+        # master-worker (-W) with a master socket for hitless reloads; -db keeps it in the
+        # foreground. The image's STOPSIGNAL SIGUSR1 is a soft stop (facts/traffic.md §3(d)11).
+        "args": ["-W", "-db", "-S", f"{hp.MASTER_SOCKET},mode,600",
+                 "-f", f"{hp.CONFIG_DIR}/{hp.CONFIG_FILE}"],
+        "ports": [
+            {"name": "http", "containerPort": s.port, "protocol": "TCP"},
+            {"name": "stats", "containerPort": hp.STATS_PORT, "protocol": "TCP"},
+        ],
+        "readinessProbe": {
+            "httpGet": {"path": "/healthz", "port": "stats"},
+            "periodSeconds": 2,
+            "failureThreshold": 2,
+        },
+        "livenessProbe": {
+            "tcpSocket": {"port": "stats"},
+            "periodSeconds": 10,
+            "failureThreshold": 3,
+        },
+        # Leave the Service endpoints before the soft stop closes the listeners.
+        "lifecycle": {"preStop": {"exec": {"command": ["sleep", "5"]}}},
+        "resources": {"requests": {"cpu": "250m", "memory": "128Mi"}},
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "runAsNonRoot": True,
+            "runAsUser": 99,  # the image's `haproxy` user (facts/traffic.md §4)
+            "capabilities": {"drop": ["ALL"]},
+        },
+        "volumeMounts": [
+            # A directory mount, not subPath: subPath mounts never see ConfigMap updates.
+            {"name": "config", "mountPath": hp.CONFIG_DIR, "readOnly": True},
+            {"name": "run", "mountPath": hp.RUN_DIR},
+        ],
+    }
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": _meta(prepared, name, **labels),
+        "spec": {
+            "replicas": s.replicas,
+            "selector": {"matchLabels": select},
+            "strategy": {"type": "RollingUpdate",
+                         "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
+            "template": {
+                "metadata": {
+                    "labels": _labels(prepared, **labels),
+                    # A new config (new weights in Git) changes the pod template: the proxy rolls.
+                    "annotations": {hp.CHECKSUM_ANNOTATION: hp.checksum(cfg)},
+                },
+                "spec": {
+                    "terminationGracePeriodSeconds": grace,
+                    "containers": [container],
+                    "volumes": [
+                        {"name": "config", "configMap": {"name": name}},
+                        {"name": "run", "emptyDir": {}},
+                    ],
+                },
+            },
+        },
+    }
+    svc_spec: dict[str, Any] = {
+        "type": s.service_type,
+        "selector": select,
+        "ports": [{"name": "http", "port": s.port, "targetPort": "http", "protocol": "TCP",
+                   "appProtocol": "http"}],
+    }
+    if prepared.loaded.spec.spec.traffic.sticky is not None:
+        # Stick tables are per proxy replica: keep each client on one replica.
+        svc_spec["sessionAffinity"] = "ClientIP"
+    out = [
+        Manifest(config_map),
+        Manifest(deployment),
+        Manifest({"apiVersion": "v1", "kind": "Service",
+                  "metadata": _meta(prepared, name, **labels), "spec": svc_spec}),
+    ]
+    if s.replicas > 1:
+        out.append(Manifest({
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": _meta(prepared, name, **labels),
+            "spec": {"maxUnavailable": 1, "selector": {"matchLabels": select}},
+        }))
+    return out
+
+
+PROVIDERS: dict[str, Callable[[Prepared, PlanStep, Sequence[Backend]], list[Manifest]]] = {
+    "gateway-api": render_gateway_api,
+    "gamma": render_gamma,
+    "inference-pool": render_inference_pool,
+    "haproxy": render_haproxy,
+}
+
+
+def render(prepared: Prepared, state: PlanStep) -> Sequence[Manifest]:
+    provider = prepared.loaded.spec.spec.traffic.provider.value
+    fn = PROVIDERS.get(provider)
+    if fn is None:  # none
+        return []
+    settings.check(prepared.loaded)
+    return fn(prepared, state, state_backends(prepared, state))

@@ -1,0 +1,164 @@
+"""HAProxy: the weight scale and the ``haproxy.cfg`` of one plan state.
+
+Choices and the facts behind them are in docs/traffic.md; the short form is in the template
+(``templates/haproxy/haproxy.cfg.j2``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from dgdgen.traffic.weights import Backend
+
+if TYPE_CHECKING:
+    from dgdgen.pipeline import Prepared
+    from dgdgen.plan import PlanStep
+
+# Config and runtime weights are 0..256 (facts/traffic.md §3(a), §3(b)).
+MAX_WEIGHT = 256
+BACKEND = "be_frontends"
+CONFIG_DIR = "/usr/local/etc/haproxy"  # docker-library image layout (facts/traffic.md §4)
+CONFIG_FILE = "haproxy.cfg"
+RUN_DIR = "/var/run/haproxy"
+ADMIN_SOCKET = f"{RUN_DIR}/admin.sock"
+MASTER_SOCKET = f"{RUN_DIR}/master.sock"
+STATE_FILE = f"{RUN_DIR}/server-state"
+STATS_PORT = 8404
+PEER_NAME = "local"
+PEER_ADDRESS = "127.0.0.1:10000"
+CHECKSUM_ANNOTATION = "checksum/config"
+
+
+def haproxy_weights(percents: Sequence[int]) -> tuple[int, ...]:
+    """Percentages → HAProxy weights, exactly. Round robin splits by the weights' ratios, so
+    multiplying every percentage by the same integer ``k = 256 // total`` keeps the planned split
+    with no rounding and the scale fixed across steps (a plan's 100 % → ``k = 2``: 10 % is weight
+    20, 50 % is 100). Inputs above 256 in total are reduced by their common divisor instead.
+    Raises ValueError when all are zero, one is negative, or no exact form fits 0..256."""
+    if any(p < 0 for p in percents) or sum(percents) <= 0:
+        raise ValueError(f"weights must be non-negative and not all zero, got {list(percents)}")
+    total = sum(percents)
+    if total <= MAX_WEIGHT:
+        k = MAX_WEIGHT // total
+        return tuple(p * k for p in percents)
+    g = 0
+    for p in percents:
+        g = math.gcd(g, p)
+    reduced = tuple(p // g for p in percents)
+    if max(reduced) > MAX_WEIGHT:
+        raise ValueError(f"{list(percents)} cannot be expressed exactly in 0..{MAX_WEIGHT}")
+    return reduced
+
+
+def seconds(duration: str) -> str:
+    """A spec duration as HAProxy time (HAProxy takes one number and one unit, not ``1h30m``)."""
+    from dgdgen.spec import parse_duration
+
+    return f"{parse_duration(duration)}s"
+
+
+@dataclass(frozen=True)
+class Server:
+    name: str
+    address: str  # host:port
+    weight: int  # 0..256
+    enabled: bool  # false: `disabled` (maintenance) — no traffic at all, sticky clients included
+    comment: str
+
+
+def settings(prepared: Prepared) -> Any:
+    """The spec's haproxy settings, defaults filled in."""
+    from dgdgen.spec import Haproxy
+
+    return prepared.loaded.spec.spec.traffic.haproxy or Haproxy.model_validate({})
+
+
+def servers(prepared: Prepared, backends: Sequence[Backend]) -> tuple[Server, ...]:
+    """One server per generation in *every* state, so the runtime API can move weights between
+    any two states of the plan (it cannot add servers). A generation that does not exist or has
+    no workers is ``disabled``: HAProxy sends it nothing, not even sticky clients."""
+    hp = settings(prepared)
+    ns = prepared.loaded.spec.metadata.namespace
+    weights = haproxy_weights([b.weight for b in backends])
+    out = []
+    for b, w in zip(backends, weights, strict=True):
+        state = f"{b.weight}% of new requests" if b.serving else "not serving"
+        out.append(Server(
+            name=b.key,
+            address=f"{b.service}.{ns}.svc.{hp.cluster_domain}:8000",
+            weight=w,
+            enabled=b.serving,
+            comment=f"{b.role} generation {b.key} (DGD {b.dgd}): {state}",
+        ))
+    return tuple(out)
+
+
+def config_text(prepared: Prepared, state: PlanStep, backends: Sequence[Backend]) -> str:
+    """The ``haproxy.cfg`` of ``state`` (deterministic text)."""
+    import jinja2
+
+    from dgdgen.resources import read_text
+
+    hp = settings(prepared)
+    t = hp.timeouts
+    sticky = prepared.loaded.spec.spec.traffic.sticky
+    sticky_ctx = None
+    if sticky is not None:
+        fetch = f"req.hdr({sticky.header})" if sticky.header else f"req.cook({sticky.cookie})"
+        sticky_ctx = {"fetch": fetch, "expire": seconds(sticky.expire)}
+    split = ", ".join(f"{b.key} {b.weight}%" for b in backends if b.present)
+    env = jinja2.Environment(
+        undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False
+    )
+    template = env.from_string(read_text("templates", "haproxy", "haproxy.cfg.j2"))
+    return template.render(
+        # No state label: rollback must render byte-identical to the baseline.
+        title=f"rollout {prepared.plan.rollout}: {split}",
+        admin_socket=ADMIN_SOCKET,
+        state_file=STATE_FILE,
+        hard_stop_after=seconds(t.hard_stop_after),
+        maxconn=hp.maxconn,
+        sticky=sticky_ctx,
+        peer_name=PEER_NAME,
+        peer_address=PEER_ADDRESS,
+        timeouts={
+            "connect": seconds(t.connect),
+            "server": seconds(t.server),
+            "client": seconds(t.client),
+            "http_request": seconds(t.http_request),
+            "http_keep_alive": seconds(t.http_keep_alive),
+            "queue": seconds(t.queue),
+            "check": seconds(hp.health_check.interval),
+        },
+        bind=f":{hp.port}",
+        stats_bind=f":{STATS_PORT}",
+        backend=BACKEND,
+        health={
+            "path": hp.health_check.path,
+            "interval": seconds(hp.health_check.interval),
+            "fall": hp.health_check.fall,
+            "rise": hp.health_check.rise,
+            "error_limit": hp.health_check.error_limit,
+        },
+        servers=servers(prepared, backends),
+    )
+
+
+def checksum(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def runtime_targets(prepared: Prepared, state: PlanStep) -> list[Any]:
+    """The runtime-API targets of ``state``: exactly the servers, weights and enabled flags its
+    rendered ``haproxy.cfg`` holds, so the fast path and the config path agree."""
+    from dgdgen.traffic.runtime import Target
+    from dgdgen.traffic.weights import state_backends
+
+    return [
+        Target(s.name, s.weight, s.enabled)
+        for s in servers(prepared, state_backends(prepared, state))
+    ]
