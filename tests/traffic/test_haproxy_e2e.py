@@ -28,7 +28,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from gen_support import REPO
 from haproxy_loopback import (
     HAProxy,

@@ -1,0 +1,151 @@
+"""The rendered HAProxy objects: every ``haproxy.cfg`` (every example, every state) passes
+``haproxy -c`` from Debian's package; the weight scale is exact; the pod template rolls when the
+config changes; the runtime commands come in a safe order."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+from haproxy_loopback import haproxy_binary
+from hypothesis import given
+from hypothesis import strategies as st
+from traffic_support import PROVIDER_SETTINGS, all_examples, spec_with
+
+from dgdgen.pipeline import prepare
+from dgdgen.render import render_state
+from dgdgen.traffic.haproxy import MAX_WEIGHT, checksum, haproxy_weights
+from dgdgen.traffic.runtime import Current, Target, commands
+
+needs_haproxy = pytest.mark.skipif(
+    haproxy_binary() is None,
+    reason="the haproxy binary is not installed (Debian package `haproxy`; CI installs it)",
+)
+
+# The only warnings a rendered config may give off-cluster: no state file yet, and the frontend
+# Services' cluster DNS names do not resolve here (init-addr ... none keeps such a server in
+# maintenance until the resolvers find it).
+ALLOWED_WARNING = re.compile(
+    r"Can't open global server state file|could not resolve address|Warnings were found"
+)
+
+
+def _configs(spec: Path) -> dict[str, str]:
+    prepared = prepare(str(spec))
+    out = {}
+    for state in prepared.plan.all_states():
+        cm = [m for m in render_state(prepared, state) if m.kind == "ConfigMap"]
+        assert len(cm) == 1
+        out[state.label] = cm[0].obj["data"]["haproxy.cfg"]
+    return out
+
+
+def haproxy_check(text: str, tmp: Path) -> subprocess.CompletedProcess[str]:
+    cfg = tmp / "haproxy.cfg"
+    cfg.write_text(text)
+    binary = haproxy_binary()
+    assert binary
+    return subprocess.run([binary, "-c", "-f", str(cfg)], capture_output=True, text=True,
+                          timeout=60)
+
+
+def _assert_valid(r: subprocess.CompletedProcess[str], label: str) -> None:
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, (label, out)
+    assert "Configuration file is valid" in out, (label, out)
+    for line in out.splitlines():
+        if "[WARNING]" in line or "[ALERT]" in line:
+            assert ALLOWED_WARNING.search(line), (label, line)
+
+
+@needs_haproxy
+@pytest.mark.parametrize("example", all_examples(), ids=lambda p: p.name)
+def test_every_rendered_config_passes_haproxy_c(example: Path, tmp_path: Path) -> None:
+    spec = example / "rollout.yaml"
+    if "provider: haproxy" not in spec.read_text():
+        spec = spec_with(example, tmp_path / "spec", PROVIDER_SETTINGS["haproxy"])
+    for label, text in _configs(spec).items():
+        _assert_valid(haproxy_check(text, tmp_path), f"{example.name}/{label}")
+
+
+@needs_haproxy
+def test_haproxy_c_rejects_what_haproxy_rejects(tmp_path: Path) -> None:
+    """The check is not vacuous: a weight outside 0..256 fails it (facts/traffic.md §3(a))."""
+    example = next(p for p in all_examples() if p.name == "sglang-disagg-transfer-backend")
+    text = _configs(example / "rollout.yaml")["step-02"]
+    bad = re.sub(r"weight 150\b", "weight 300", text)
+    assert bad != text
+    r = haproxy_check(bad, tmp_path)
+    assert r.returncode != 0 and "not within 0 and 256" in r.stdout + r.stderr
+
+
+def test_config_choices_are_rendered() -> None:
+    example = next(p for p in all_examples() if p.name == "sglang-disagg-transfer-backend")
+    text = _configs(example / "rollout.yaml")["step-01"]
+    for line in (
+        "option http-no-delay", "balance roundrobin", "option httpchk GET /health",
+        "http-check expect status 200", "timeout server 1800s", "monitor-uri /healthz",
+        "monitor fail if { nbsrv(be_frontends) lt 1 }", "server-state-file",
+        "load-server-state-from-file global", "observe layer7 error-limit 10 on-error mark-down",
+        "stick on req.hdr(X-Session-Id)", "expose-fd listeners", "hard-stop-after 1800s",
+        "server nixl sglang-disagg-fe.inference.svc.cluster.local:8000 weight 190\n",
+        "server mooncake mooncake-sglang-disagg-fe.inference.svc.cluster.local:8000 weight 10\n",
+    ):
+        assert line in text, line
+    directives = "\n".join(ln for ln in text.splitlines() if not ln.lstrip().startswith("#"))
+    for absent in ("leastconn", "static-rr", "balance random", "timeout tunnel", "compression"):
+        assert absent not in directives, absent
+    base = _configs(example / "rollout.yaml")["step-00"]
+    assert "weight 0 disabled" in base  # the candidate is present as a server, in maintenance
+
+
+def test_pod_template_rolls_when_the_config_changes() -> None:
+    example = next(p for p in all_examples() if p.name == "sglang-disagg-transfer-backend")
+    prepared = prepare(str(example / "rollout.yaml"))
+    sums = {}
+    for state in prepared.plan.all_states():
+        ms = {m.kind: m.obj for m in render_state(prepared, state)
+              if m.kind in ("ConfigMap", "Deployment")}
+        ann = ms["Deployment"]["spec"]["template"]["metadata"]["annotations"]
+        assert ann["checksum/config"] == checksum(ms["ConfigMap"]["data"]["haproxy.cfg"])
+        sums[state.label] = ann["checksum/config"]
+    assert len(set(sums.values())) == len(sums) - 1  # only rollback repeats the baseline
+    assert sums["rollback"] == sums["step-00"]
+
+
+@given(st.lists(st.integers(0, 100), min_size=1, max_size=16).filter(lambda ws: sum(ws) > 0))
+def test_haproxy_weights_are_exact(percents: list[int]) -> None:
+    weights = haproxy_weights(percents)
+    assert all(0 <= w <= MAX_WEIGHT for w in weights)
+    # the same ratios, with no rounding: w_i * p_j == w_j * p_i
+    for i in range(len(percents)):
+        for j in range(len(percents)):
+            assert weights[i] * percents[j] == weights[j] * percents[i]
+
+
+def test_haproxy_weights_scale_and_refusals() -> None:
+    assert haproxy_weights([90, 10]) == (180, 20)
+    assert haproxy_weights([100, 0]) == (200, 0)
+    assert haproxy_weights([95, 5]) == (190, 10)
+    for bad in ([0, 0], [-1, 101], [257, 1]):
+        with pytest.raises(ValueError):
+            haproxy_weights(bad)
+
+
+def test_runtime_commands_raise_before_they_lower() -> None:
+    be = "be_frontends"
+    now = {"old": Current("old", 150, True, True), "new": Current("new", 50, True, True)}
+    cmds = commands(be, [Target("old", 100, True), Target("new", 100, True)], now)
+    assert cmds == [f"set weight {be}/new 100", f"set weight {be}/old 100"]
+    # rollback from 100 % candidate: the stable is enabled first, the candidate leaves last
+    now = {"old": Current("old", 0, False, False), "new": Current("new", 200, True, True)}
+    cmds = commands(be, [Target("old", 200, True), Target("new", 0, False)], now)
+    assert cmds == [
+        f"set server {be}/old state ready", f"set weight {be}/old 200",
+        f"set weight {be}/new 0", f"set server {be}/new state maint",
+    ]
+    # nothing to do: nothing sent
+    now = {"old": Current("old", 200, True, True), "new": Current("new", 0, False, False)}
+    assert commands(be, [Target("old", 200, True), Target("new", 0, False)], now) == []
