@@ -281,3 +281,24 @@ class Load:
 
 def median_delay(streams: list[Stream]) -> float:
     return statistics.median(d for s in streams for d in s.delays_ms)
+
+
+def reload_and_wait(master_socket: str, timeout: float = 15.0) -> None:
+    """Hitless reload through the master CLI; returns once a new worker serves and every
+    previous worker is soft-stopping (listeners closed) or gone."""
+    from dgdgen.errors import InputError
+    from dgdgen.traffic.runtime import MasterCli
+
+    master = MasterCli(master_socket)
+    before, _ = master.workers()
+    master.reload()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:  # the master re-executes itself: its socket may blink
+            current, _ = master.workers()
+        except InputError:
+            current = []
+        if current and not set(current) & set(before):
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"no new HAProxy worker within {timeout}s")

@@ -38,6 +38,7 @@ from haproxy_loopback import (
     free_port,
     haproxy_binary,
     median_delay,
+    reload_and_wait,
 )
 
 pytestmark = pytest.mark.skipif(
@@ -81,9 +82,6 @@ def _planned(prepared, state):  # type: ignore[no-untyped-def]
 
 
 async def _run(mode: str, tmp: Path) -> dict[str, object]:
-    from dgdgen.errors import InputError
-    from dgdgen.traffic.runtime import MasterCli
-
     prepared = _prepared()
     plan = prepared.plan
     states = list(plan.steps) + [plan.rollback]
@@ -114,7 +112,6 @@ async def _run(mode: str, tmp: Path) -> dict[str, object]:
         direct_streams = [s for d in direct for s in d.streams]
 
         proxy.start()
-        master = MasterCli(loop.master_socket)
         load = Load(loop.frontend_port, CONCURRENCY, TOKENS, INTERVAL_MS)
         phases: list[Phase] = []
         try:
@@ -143,21 +140,10 @@ async def _run(mode: str, tmp: Path) -> dict[str, object]:
                         _, err = await proc.communicate()
                         assert proc.returncode == 0, err.decode()
                     else:
-                        before, _ = await asyncio.to_thread(master.workers)
                         tmp_cfg = cfg.with_suffix(".new")
                         tmp_cfg.write_text(loop.adapt(configs[state.label]))
                         os.replace(tmp_cfg, cfg)
-                        await asyncio.to_thread(master.reload)
-                        # In effect once a new worker runs and the previous one is soft-stopping
-                        # (listeners closed) or gone.
-                        while True:
-                            try:  # the master re-executes itself: its socket may blink
-                                current, _ = await asyncio.to_thread(master.workers)
-                            except InputError:
-                                current = []
-                            if current and not set(current) & set(before):
-                                break
-                            await asyncio.sleep(0.01)
+                        await asyncio.to_thread(reload_and_wait, loop.master_socket)
                     phase.apply_end = time.monotonic()
                 phases.append(phase)
                 while load.count_since(phase.apply_end) < PER_STATE:

@@ -5,7 +5,6 @@ command line refuses what it cannot do (exit 2)."""
 from __future__ import annotations
 
 import asyncio
-import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,13 +17,14 @@ from haproxy_loopback import (
     fake_frontends,
     free_port,
     haproxy_binary,
+    reload_and_wait,
     stream_once,
 )
 
 from dgdgen.pipeline import prepare
 from dgdgen.render import render_state
 from dgdgen.traffic.haproxy import BACKEND
-from dgdgen.traffic.runtime import MasterCli, RuntimeApi
+from dgdgen.traffic.runtime import RuntimeApi
 from dgdgen.traffic.weights import state_backends
 
 SPEC = REPO / "examples" / "sglang-disagg-transfer-backend" / "rollout.yaml"
@@ -79,21 +79,10 @@ def _set(loop: Loopback, step: str, *extra: str) -> None:
 def test_runtime_weights_survive_a_reload_once_saved(proxy: tuple[HAProxy, Loopback]) -> None:
     _, loop = proxy
     api = RuntimeApi(loop.admin_socket)
-    master = MasterCli(loop.master_socket)
     _set(loop, "2", "--state-file", str(loop.tmp / "run" / "server-state"))
     assert {s.server: s.weight for s in api.servers(BACKEND).values()} == \
         {"nixl": 150, "mooncake": 50}
-    before, _ = master.workers()
-    master.reload()  # the config on disk still says step-00
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            current, _ = master.workers()
-        except Exception:  # the master re-executes itself
-            current = []
-        if current and not set(current) & set(before):
-            break
-        time.sleep(0.05)
+    reload_and_wait(loop.master_socket)  # the config on disk still says step-00
     after = api.servers(BACKEND)
     assert {s.server: (s.weight, s.enabled) for s in after.values()} == \
         {"nixl": (150, True), "mooncake": (50, True)}
