@@ -51,7 +51,7 @@ def test_diff_of_two_rendered_generations_is_isolated_not_in_place(tmp_path: Pat
     # the same change made by renaming a hand-written DGD is still an in-place change
     renamed = tmp_path / "renamed.yaml"
     text = new.read_text()
-    renamed.write_text(re.sub(r"\n  annotations:\n(    dgdgen\.dev/.*\n)+", "\n", text))
+    renamed.write_text(re.sub(r"\n  annotations:\n(    \S.*\n)+", "\n", text))
     assert "dgdgen.dev/base-name" not in renamed.read_text()
     bad = dgdgen("diff", str(old), str(renamed))
     assert bad.returncode == 1 and "DGD201" in bad.stdout and "renamed from" in bad.stdout
