@@ -283,6 +283,11 @@ def median_delay(streams: list[Stream]) -> float:
     return statistics.median(d for s in streams for d in s.delays_ms)
 
 
+def quantile_delay(streams: list[Stream], q: float) -> float:
+    delays = sorted(d for s in streams for d in s.delays_ms)
+    return delays[min(len(delays) - 1, int(q * len(delays)))]
+
+
 def reload_and_wait(master_socket: str, timeout: float = 15.0) -> None:
     """Hitless reload through the master CLI; returns once a new worker serves and every
     previous worker is soft-stopping (listeners closed) or gone."""

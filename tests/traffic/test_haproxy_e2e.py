@@ -38,6 +38,7 @@ from haproxy_loopback import (
     free_port,
     haproxy_binary,
     median_delay,
+    quantile_delay,
     reload_and_wait,
 )
 
@@ -106,10 +107,12 @@ async def _run(mode: str, tmp: Path) -> dict[str, object]:
             d = Load(ports[name], CONCURRENCY // 2, TOKENS, INTERVAL_MS)
             direct.append(d)
             d.start()
+        await asyncio.sleep(0.5)  # warm-up, not measured
+        warm = time.monotonic()
         await asyncio.sleep(1.5)
         for d in direct:
             await d.stop()
-        direct_streams = [s for d in direct for s in d.streams]
+        direct_streams = [s for d in direct for s in d.streams if s.sent > warm]
 
         proxy.start()
         load = Load(loop.frontend_port, CONCURRENCY, TOKENS, INTERVAL_MS)
@@ -165,6 +168,8 @@ async def _run(mode: str, tmp: Path) -> dict[str, object]:
         "min_in_flight_at_change": min(p.in_flight_at_change for p in phases[1:]),
         "direct_median_ms": round(median_delay(direct_streams), 2),
         "proxy_median_ms": round(median_delay([s for s in load.streams if s.ok]), 2),
+        "direct_p95_ms": round(quantile_delay(direct_streams, 0.95), 2),
+        "proxy_p95_ms": round(quantile_delay([s for s in load.streams if s.ok], 0.95), 2),
         "states": [],
     }
     for p in phases:
