@@ -320,8 +320,12 @@ class Haproxy(_Model):
         4096, ge=1, description="Concurrent client connections per proxy replica (HAProxy needs "
         "about 2 file descriptors per connection from the container's nofile limit)."
     )
-    timeouts: HaproxyTimeouts = Field(default_factory=HaproxyTimeouts)
-    health_check: HaproxyHealthCheck = Field(default_factory=HaproxyHealthCheck)
+    timeouts: HaproxyTimeouts = Field(
+        default_factory=lambda: HaproxyTimeouts.model_validate({})
+    )
+    health_check: HaproxyHealthCheck = Field(
+        default_factory=lambda: HaproxyHealthCheck.model_validate({})
+    )
 
 
 class Sticky(_Model):
