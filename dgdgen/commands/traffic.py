@@ -143,6 +143,8 @@ def run(args: argparse.Namespace) -> int:
                 text = f"{b['generation']} {b['weight']:>3}%"
                 if provider == "haproxy":
                     text += f" (weight {b['haproxyWeight']})"
+                if not b["serving"]:
+                    text += " no workers"  # haproxy: `disabled`, not even sticky clients
                 parts.append(text)
             sys.stdout.write(f"  {row['state']:<9} " + "  ".join(parts) + "\n")
         return 0
