@@ -56,6 +56,11 @@ TOLERANCE = 2.0  # percentage points (the issue's bound)
 MAX_ADDED_MS = 20.0
 
 
+def _deadline(t0: float) -> None:
+    # A broken proxy must fail the test, not hang CI (a healthy run takes ~10 s per mode).
+    assert time.monotonic() - t0 < 120, "the load did not progress within 120 s"
+
+
 def _prepared():  # type: ignore[no-untyped-def]
     from dgdgen.pipeline import prepare
 
@@ -128,6 +133,7 @@ async def _run(mode: str, tmp: Path) -> dict[str, object]:
                 else:
                     # Let the load reach full concurrency before every change.
                     while load.in_flight < CONCURRENCY - 5:
+                        _deadline(t0)
                         await asyncio.sleep(0.005)
                     phase.in_flight_at_change = load.in_flight
                     phase.apply_start = time.monotonic()
@@ -150,6 +156,7 @@ async def _run(mode: str, tmp: Path) -> dict[str, object]:
                     phase.apply_end = time.monotonic()
                 phases.append(phase)
                 while load.count_since(phase.apply_end) < PER_STATE:
+                    _deadline(t0)
                     await asyncio.sleep(0.02)
             phases[-1].next_apply_start = time.monotonic()
             await load.stop()
