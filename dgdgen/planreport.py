@@ -105,6 +105,10 @@ def _headers(prepared: Prepared) -> list[str]:
 def _gate_notes(prepared: Prepared) -> list[str]:
     """Where the statistics say a step's bake time is too short, or what a gate leaves out."""
     if not _analysis_on(prepared):
+        named = sorted({st.gate for st in prepared.plan.steps if st.gate})
+        if named:
+            return [f"note: analysis is off: gate(s) {', '.join(named)} named by the steps are "
+                    "not rendered and hold nothing back; set spec.analysis.enabled: true"]
         return []
     a = prepared.loaded.spec.spec.analysis
     lines = []

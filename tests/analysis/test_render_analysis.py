@@ -135,3 +135,15 @@ def test_plan_shows_minimum_samples_and_bake_time() -> None:
     assert [g["minRequests"] for g in data["gates"]] == [1826, 1826]
     md = run_cli("plan", str(EXAMPLE), "--format", "markdown").stdout
     assert "| min requests | min bake |" in md
+
+
+def test_plan_notes_gates_named_while_analysis_is_off(tmp_path: Path) -> None:
+    spec = yaml.safe_load(EXAMPLE.read_text())
+    spec["spec"]["analysis"]["enabled"] = False
+    spec["spec"]["stable"]["dgd"] = str(EXAMPLE.parent / spec["spec"]["stable"]["dgd"])
+    path = tmp_path / "rollout.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    r = run_cli("plan", str(path))
+    assert r.returncode == 0, r.stderr
+    assert "analysis is off: gate(s) slo" in r.stdout and "min bake" not in r.stdout
+    assert "analysis is off" not in run_cli("plan", str(EXAMPLE)).stdout
