@@ -39,6 +39,9 @@ def shape(data: dict[str, Any]) -> Value:
 
 
 def query(base_url: str, promql: str, *, at: float | None = None, timeout: float = 30) -> Value:
+    if urllib.parse.urlsplit(base_url).scheme not in ("http", "https"):
+        raise PromError(f"expected the Prometheus address as an http:// or https:// URL, got "
+                        f"{base_url!r}", unreachable=True)
     params = {"query": promql}
     if at is not None:
         params["time"] = repr(float(at))

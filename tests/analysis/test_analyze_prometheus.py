@@ -117,3 +117,9 @@ def test_unreachable_prometheus_is_exit_2(tmp_path: Path) -> None:
                 f"http://127.0.0.1:{_free_port()}")
     assert r.returncode == 2
     assert "cannot query" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_prometheus_address_must_be_an_http_url() -> None:
+    r = run_cli("analyze", str(EXAMPLE), "--step", "1", "--prometheus", "prometheus:9090")
+    assert r.returncode == 2
+    assert "http:// or https:// URL" in r.stderr and "Traceback" not in r.stderr
