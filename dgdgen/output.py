@@ -8,15 +8,34 @@ from typing import TYPE_CHECKING
 
 from dgdgen import yamlio
 from dgdgen.errors import ValidationFailed
-from dgdgen.render import Manifest, render_state
+from dgdgen.render import PLAN_ORDER, Manifest, render_state
 
 if TYPE_CHECKING:
     from dgdgen.pipeline import Prepared
     from dgdgen.plan import PlanStep
 
 
-def state_files(prepared: Prepared, state: PlanStep, *, validate: bool = True) -> dict[str, str]:
-    manifests = render_state(prepared, state)
+# Argo CD's hook annotation (facts/argo.md §1.7)
+ANN_HOOK = "argocd.argoproj.io/hook"
+
+
+def deployed(manifests: list[Manifest]) -> list[Manifest]:
+    """The objects a state's tree holds. AnalysisRuns only as Argo CD hooks
+    (``analysis.hooks.enabled``: the sync succeeds only once the step's analysis is Successful;
+    Inconclusive fails it, facts/argo.md §1.7). A plain AnalysisRun in a synced tree would run once,
+    when first applied, and never again; without hooks the WorkflowTemplate or
+    ``dgdgen analyze --print-run`` creates each step's run instead."""
+    return [
+        m for m in manifests
+        if m.kind != "AnalysisRun" or ANN_HOOK in (m.obj["metadata"].get("annotations") or {})
+    ]
+
+
+def state_files(prepared: Prepared, state: PlanStep, previous: PlanStep | None | str = PLAN_ORDER,
+                *, validate: bool = True) -> dict[str, str]:
+    """The files of one state. Argo CD sync waves come from the transition ``previous`` →
+    ``state`` (by default the state before it in plan order)."""
+    manifests = deployed(render_state(prepared, state, previous))
     if validate:
         validate_manifests(manifests, where=state.label)
     return {m.filename: yamlio.dump(m.obj) for m in manifests}

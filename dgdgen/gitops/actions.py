@@ -17,17 +17,14 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from dgdgen import yamlio
 from dgdgen.errors import DgdgenError, InputError, Location
 from dgdgen.gitops import repo, tree
 
 if TYPE_CHECKING:
     from dgdgen.pipeline import Prepared
     from dgdgen.plan import PlanStep
-    from dgdgen.render import Manifest
 
 GATE_RESULTS = ("passed", "failed", "inconclusive")
-ANN_HOOK = "argocd.argoproj.io/hook"
 
 
 class GateRefused(DgdgenError):
@@ -79,28 +76,12 @@ def open_target(spec: str, into: str | None) -> Target:
 # --------------------------------------------------------------------------- rendering
 
 
-def hooks(manifests: list[Manifest]) -> list[Manifest]:
-    """AnalysisRuns in the Git tree: kept when they are Argo CD hooks (``analysis.hooks.enabled``:
-    the sync then succeeds only once the step's analysis is Successful; Inconclusive counts as
-    failed, facts/argo.md §1.7), otherwise left out — a plain AnalysisRun in Git would run once
-    and never again; the WorkflowTemplate or ``dgdgen analyze --print-run`` creates them per
-    step instead."""
-    return [
-        m for m in manifests
-        if m.kind != "AnalysisRun" or ANN_HOOK in (m.obj["metadata"].get("annotations") or {})
-    ]
-
-
 def state_files(prepared: Prepared, state: PlanStep, previous: PlanStep | None, *,
                 validate: bool = True) -> dict[str, str]:
     """The files of one state as committed to Git: sync waves from ``previous`` → ``state``."""
-    from dgdgen.output import validate_manifests
-    from dgdgen.render import render_state
+    from dgdgen import output
 
-    manifests = hooks(render_state(prepared, state, previous))
-    if validate:
-        validate_manifests(manifests, where=state.label)
-    return {m.filename: yamlio.dump(m.obj) for m in manifests}
+    return output.state_files(prepared, state, previous, validate=validate)
 
 
 def _states(prepared: Prepared) -> dict[str, PlanStep]:

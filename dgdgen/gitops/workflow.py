@@ -32,7 +32,6 @@ if TYPE_CHECKING:
     from dgdgen.plan import PlanStep
 
 CLONE_DIR = "/home/dgdgen/repo"
-HOOK = "argocd.argoproj.io/hook"
 
 # One script for every Git action. It is idempotent (a retried pod whose push already landed
 # finds the repository at the target state and just reports the commit), and it never uses
@@ -67,20 +66,14 @@ def _gitops(prepared: Prepared) -> Any:
 
 
 def _analysis_runs(prepared: Prepared, state: PlanStep) -> list[dict[str, Any]]:
-    """The step's AnalysisRuns as rendered by the analysis renderer (keyed on kind), made
-    creatable many times: ``generateName`` instead of ``name``."""
-    from dgdgen.render import render_state
+    """The step's standalone AnalysisRun (``generateName``: creatable once per attempt), unless
+    the runs are Argo CD PostSync hooks — then the sync already waited for it."""
+    from dgdgen.render.analysis import analysis_run
 
-    runs = []
-    for m in render_state(prepared, state):
-        if m.kind != "AnalysisRun" or HOOK in (m.obj["metadata"].get("annotations") or {}):
-            continue  # a PostSync hook: the Argo CD sync already waited for it
-        obj = dict(m.obj)
-        meta = {k: v for k, v in obj["metadata"].items() if k != "name"}
-        meta = {"generateName": f"{m.name}-", **meta}
-        obj["metadata"] = meta
-        runs.append(obj)
-    return runs
+    if prepared.loaded.spec.spec.analysis.hooks.enabled or state.kind != "step":
+        return []
+    run = analysis_run(prepared, state.index, hook=False)
+    return [run] if run is not None else []
 
 
 def _app_manifest(prepared: Prepared) -> str:
