@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from typing import NoReturn
 from collections.abc import Sequence
 
 from dgdgen import __version__
@@ -46,7 +47,7 @@ Run `dgdgen COMMAND --help` for the options of one command.
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # usage errors exit 2, as argparse does, but tidily
+    def error(self, message: str) -> NoReturn:  # usage errors exit 2, as argparse does, but tidily
         self.print_usage(sys.stderr)
         sys.stderr.write(f"{self.prog}: error: {message}\n")
         raise SystemExit(2)

@@ -56,7 +56,7 @@ def write_tree(target: str, files: Mapping[str, str], *, force: bool = False) ->
                 fh.write(text)
         with open(os.path.join(staging, MARKER), "w", encoding="utf-8") as fh:
             fh.write("This directory is written by `dgdgen render`; it is replaced on every run.\n")
-        _fsync_dir(staging)
+        fsync_dir(staging)
         if os.path.isdir(target) and _exchange(staging, target):
             shutil.rmtree(staging)  # now holds the previous tree
         elif os.path.isdir(target):
@@ -67,13 +67,13 @@ def write_tree(target: str, files: Mapping[str, str], *, force: bool = False) ->
             shutil.rmtree(aside)
         else:
             os.rename(staging, target)
-        _fsync_dir(parent)
+        fsync_dir(parent)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
 
 
-def _fsync_dir(path: str) -> None:
+def fsync_dir(path: str) -> None:
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:

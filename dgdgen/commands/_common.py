@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Iterable, Iterator
 from typing import TypeVar
@@ -26,3 +27,21 @@ def progress(items: list[T], verb: str, label: str = "") -> Iterator[T]:
 def report_errors(errors: Iterable[BaseException]) -> None:
     for e in errors:
         sys.stderr.write(f"error: {e}\n")
+
+
+def state_selector(value: str) -> int | str:
+    """``--step`` of the commands that take a plan state: a step number (0 is the baseline),
+    ``baseline``, ``rollback`` or ``cleanup``."""
+    if value in ("rollback", "cleanup"):
+        return value
+    if value == "baseline":
+        return 0
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a step number, 'baseline', 'rollback' or 'cleanup', got {value!r}"
+        ) from None
+    if n < 0:
+        raise argparse.ArgumentTypeError("step numbers start at 0 (the baseline)")
+    return n

@@ -6,6 +6,8 @@ import argparse
 import os
 import sys
 
+from dgdgen.commands._common import state_selector
+
 HELP = "write the manifests of every step (or one step) of a rollout"
 DESCRIPTION = """\
 Render the manifests of a rollout, one file per object, byte-identical on every run. By default
@@ -40,20 +42,6 @@ examples:
 """
 
 
-def _step(value: str) -> int | str:
-    if value in ("rollback", "cleanup", "baseline"):
-        return 0 if value == "baseline" else value
-    try:
-        n = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected a step number, 'baseline', 'rollback' or 'cleanup', got {value!r}"
-        ) from None
-    if n < 0:
-        raise argparse.ArgumentTypeError("step numbers start at 0 (the baseline)")
-    return n
-
-
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("specs", nargs="+", metavar="SPEC", help="rollout spec file(s)")
     where = p.add_mutually_exclusive_group(required=True)
@@ -79,7 +67,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     which = p.add_mutually_exclusive_group()
     which.add_argument(
-        "--step", type=_step, metavar="N", help="render one state: a step number, baseline, "
+        "--step", type=state_selector, metavar="N", help="render one state: a step number, baseline, "
         "rollback or cleanup"
     )
     which.add_argument(

@@ -6,6 +6,8 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
+from dgdgen.commands._common import state_selector
+
 if TYPE_CHECKING:
     from dgdgen.pipeline import Prepared
     from dgdgen.plan import PlanStep
@@ -32,22 +34,6 @@ examples:
 """
 
 
-def _step(value: str) -> int | str:
-    if value in ("rollback", "cleanup"):
-        return value
-    if value == "baseline":
-        return 0
-    try:
-        n = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected a step number, 'baseline', 'rollback' or 'cleanup', got {value!r}"
-        ) from None
-    if n < 0:
-        raise argparse.ArgumentTypeError("step numbers start at 0 (the baseline)")
-    return n
-
-
 def add_arguments(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="action", metavar="ACTION", parser_class=type(p))
     sub.required = True
@@ -56,7 +42,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     show.add_argument("-f", "--format", choices=("table", "json"), default="table")
     cfg = sub.add_parser("config", help="print the haproxy.cfg of one state")
     cfg.add_argument("spec", metavar="SPEC", help="rollout spec file")
-    cfg.add_argument("--step", type=_step, required=True, metavar="N",
+    cfg.add_argument("--step", type=state_selector, required=True, metavar="N",
                      help="a step number, baseline, rollback or cleanup")
     sw = sub.add_parser(
         "set-weights", help="apply one state's weights through HAProxy's runtime API",
@@ -64,7 +50,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "admin). Exit 0 when the proxy reports exactly the planned weights.",
     )
     sw.add_argument("spec", metavar="SPEC", help="rollout spec file")
-    sw.add_argument("--step", type=_step, required=True, metavar="N",
+    sw.add_argument("--step", type=state_selector, required=True, metavar="N",
                     help="a step number, baseline, rollback or cleanup")
     target = sw.add_mutually_exclusive_group(required=True)
     target.add_argument("--socket", metavar="PATH", help="the proxy's `stats socket` path")

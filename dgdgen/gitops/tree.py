@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dgdgen.errors import InputError, Location
+from dgdgen.write import fsync_dir
 
 INDEX = ".dgdgen-index"
 STAGING = ".dgdgen-staging"
@@ -249,28 +250,15 @@ def write(directory: str, files: Mapping[str, str], index: Index, *, force: bool
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, os.path.join(staging, JOURNAL))  # the commit point
-        _fsync_dir(staging)
+        fsync_dir(staging)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     with open(os.path.join(staging, JOURNAL), encoding="utf-8") as fh:
         _apply(directory, staging, json.load(fh))
-    _fsync_dir(directory)
+    fsync_dir(directory)
     unchanged = tuple(sorted(set(rels) - set(to_write)))
     return Change(tuple(to_write), tuple(to_delete), unchanged, recovered)
-
-
-def _fsync_dir(path: str) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def drift(directory: str, files: Mapping[str, str], index_text: str, *, label: str = ""
