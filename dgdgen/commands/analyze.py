@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from dgdgen.analysis.gates import StepGate
+    from dgdgen.gitops.actions import Target
 
 HELP = "run a step's SLO gate against a live Prometheus (a rehearsal before promoting)"
 DESCRIPTION = """\
@@ -23,8 +24,14 @@ unreachable Prometheus), 3 Inconclusive (too little traffic to judge).
 With --print-run, print the step's standalone AnalysisRun (metadata.generateName) instead, for a
 workflow to create: dgdgen analyze SPEC --step N --print-run | kubectl create -f -
 
+With --record PATH, the verdict is also recorded as the step's gate result in the rendered Git
+tree at PATH, as one commit (Successful → passed, Failed or Error → failed, Inconclusive →
+inconclusive), exactly as `dgdgen gate` would; `dgdgen promote` then refuses to leave a step
+whose gate failed. The exit code is the verdict's either way.
+
 examples:
   dgdgen analyze rollout.yaml --step 1 --prometheus http://localhost:9090
+  dgdgen analyze rollout.yaml --step 1 --prometheus http://localhost:9090 --record deploy/qwen
   dgdgen analyze rollout.yaml --step 2 --prometheus http://prom:9090 --time 2026-08-20T12:00:00Z
   dgdgen analyze examples/vllm-disagg-image-bump/rollout.yaml --step 1 --print-run
 """
@@ -48,6 +55,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--print-run", action="store_true",
         help="print the step's standalone AnalysisRun (YAML) and exit",
+    )
+    p.add_argument(
+        "--record", metavar="PATH",
+        help="record the verdict as the step's gate result in the rendered Git tree at PATH "
+        "(one commit, as `dgdgen gate`)",
+    )
+    p.add_argument(
+        "--push", action="store_true", help="with --record: push the commit",
     )
     p.add_argument(
         "--hook", action="store_true",
@@ -98,6 +113,8 @@ def run(args: argparse.Namespace) -> int:
     if args.print_run:
         sys.stdout.write(yamlio.dump(analysis_run(prepared, args.step, hook=args.hook)))
         return 0
+    # a --record target that is not a rendered Git tree is refused before Prometheus is asked
+    target = _record_target(args) if args.record else None
     url = args.prometheus or analysis.prometheus
     if not url:
         raise InputError("no Prometheus address: pass --prometheus URL or set "
@@ -129,9 +146,44 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(out, indent=2, default=_json_float) + "\n")
     else:
         sys.stdout.write(_table(sg, rows, verdict))
+    if target is not None:
+        _record(target, args, verdict, rows)
     if verdict == expr.SUCCESSFUL:
         return 0
     return EXIT_INCONCLUSIVE if verdict == expr.INCONCLUSIVE else EXIT_FAILED
+
+
+# the run's phase → the gate result `dgdgen gate` records (facts/argo.md §1.6: Error aborts a
+# Rollout like Failed)
+_RESULT = {"Successful": "passed", "Failed": "failed", "Error": "failed",
+           "Inconclusive": "inconclusive"}
+
+
+def _record_target(args: argparse.Namespace) -> Target:
+    from dgdgen.errors import InputError
+    from dgdgen.gitops import actions
+
+    t = actions.open_target(args.spec, args.record)
+    if t.top is None:
+        raise InputError(f"--record: {t.into} is not inside a Git work tree",
+                         hint="render it first: dgdgen render SPEC --into PATH --init")
+    _idx, state, _prev = actions.current(t)
+    if state.index != args.step or state.kind != "step":
+        raise InputError(f"--record: {t.rel} is at {state.label}, not step {args.step}; a gate "
+                         "result is recorded for the current step only")
+    return t
+
+
+def _record(target: Target, args: argparse.Namespace, verdict: str,
+            rows: list[dict[str, object]]) -> None:
+    from dgdgen.gitops import actions
+
+    bad = [f"{r['metric']} {r['phase']}" for r in rows
+           if r["phase"] not in ("Successful", "Skipped")]
+    message = f"dgdgen analyze: {verdict}" + (f" ({', '.join(bad)})" if bad else "")
+    out = actions.record_gate(target, _RESULT[verdict],
+                              step=args.step, message=message, push=args.push)
+    sys.stderr.write(out.message if out.message.endswith("\n") else out.message + "\n")
 
 
 def _json_float(v: object) -> object:

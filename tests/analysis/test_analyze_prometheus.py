@@ -123,3 +123,38 @@ def test_prometheus_address_must_be_an_http_url() -> None:
     r = run_cli("analyze", str(EXAMPLE), "--step", "1", "--prometheus", "prometheus:9090")
     assert r.returncode == 2
     assert "http:// or https:// URL" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("case", ["healthy", "ttft-50pct-worse"])
+def test_analyze_records_the_gate_in_git(prometheus: str, tmp_path: Path, case: str) -> None:
+    """`analyze --record` commits the verdict as the step's gate result; a failed gate stops
+    `promote` (real git, real Prometheus)."""
+    spec = str(_spec_for(case, tmp_path))
+    into = str(tmp_path / "repo" / "deploy")
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@e"}
+    for argv in (["render", spec, "--into", into, "--init"], ["promote", spec, "--into", into],
+                 ["gate", spec, "--into", into, "--result", "passed"],
+                 ["promote", spec, "--into", into]):
+        r = run_cli(*argv, env=env)
+        assert r.returncode == 0, (argv, r.stderr)
+    r = run_cli("analyze", spec, "--step", "2", "--prometheus", prometheus,
+                "--time", str(T0 + 60 * MINUTES), "--record", into, env=env)
+    verdict, code = CASES[case]
+    assert r.returncode == code, r.stderr
+    log = subprocess.run(["git", "-C", into, "log", "-1", "--format=%B"], capture_output=True,
+                         text=True, check=True).stdout
+    expected = "passed" if case == "healthy" else "failed"
+    assert expected in log and f"dgdgen analyze: {verdict}" in log
+    status = json.loads(run_cli("status", spec, "--into", into, "--format", "json").stdout)
+    assert expected in json.dumps(status)
+    promote = run_cli("promote", spec, "--into", into, env=env)
+    assert promote.returncode == (0 if case == "healthy" else 1), promote.stderr
+
+
+def test_record_is_refused_before_prometheus_is_asked(tmp_path: Path) -> None:
+    # no Prometheus listens on this port: the refusal must come from the --record target first
+    url = f"http://127.0.0.1:{_free_port()}"
+    r = run_cli("analyze", str(EXAMPLE), "--step", "1", "--prometheus", url,
+                "--record", str(tmp_path / "not-a-repo"))
+    assert r.returncode == 2 and "not inside a Git work tree" in r.stderr
