@@ -38,6 +38,31 @@ class Current:
     up: bool  # operational state: health checks pass
 
 
+def _exchange(path: str, timeout: float, request: str, what: str, hint: str | None = None) -> str:
+    """Send ``request`` on HAProxy's unix socket ``path`` and read until HAProxy closes it."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    try:
+        try:
+            s.connect(path)
+        except OSError as exc:
+            raise InputError(f"cannot reach the HAProxy {what} at {path}: {exc.strerror or exc}",
+                             hint=hint) from None
+        chunks = []
+        try:
+            s.sendall(request.encode())
+            while True:
+                data = s.recv(65536)
+                if not data:
+                    break
+                chunks.append(data)
+        except OSError as exc:
+            raise InputError(f"the HAProxy {what} at {path} hung up: {exc}") from None
+    finally:
+        s.close()
+    return b"".join(chunks).decode("utf-8", "replace")
+
+
 class RuntimeApi:
     """A client of one HAProxy process's stats socket (``level admin``)."""
 
@@ -47,29 +72,8 @@ class RuntimeApi:
 
     def command(self, line: str) -> str:
         """Send one command and return HAProxy's answer (the stats socket closes after it)."""
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.settimeout(self.timeout)
-        try:
-            try:
-                s.connect(self.path)
-            except OSError as exc:
-                raise InputError(
-                    f"cannot reach the HAProxy runtime API at {self.path}: {exc.strerror or exc}",
-                    hint="pass the `stats socket` path of the running proxy with --socket",
-                ) from None
-            chunks = []
-            try:
-                s.sendall(line.encode() + b"\n")
-                while True:
-                    data = s.recv(65536)
-                    if not data:
-                        break
-                    chunks.append(data)
-            except OSError as exc:
-                raise InputError(f"the HAProxy runtime API at {self.path} hung up: {exc}") from None
-        finally:
-            s.close()
-        return b"".join(chunks).decode("utf-8", "replace")
+        return _exchange(self.path, self.timeout, line + "\n", "runtime API",
+                         "pass the `stats socket` path of the running proxy with --socket")
 
     def servers(self, backend: str) -> dict[str, Current]:
         """``show servers state``: version line, ``#`` header, one row per server."""
@@ -191,28 +195,8 @@ class MasterCli:
         self.timeout = timeout
 
     def command(self, line: str) -> str:
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.settimeout(self.timeout)
-        try:
-            try:
-                s.connect(self.path)
-            except OSError as exc:
-                raise InputError(
-                    f"cannot reach the HAProxy master CLI at {self.path}: {exc.strerror or exc}"
-                ) from None
-            chunks = []
-            try:
-                s.sendall(f"{line}; quit\n".encode())
-                while True:
-                    data = s.recv(65536)
-                    if not data:
-                        break
-                    chunks.append(data)
-            except OSError as exc:  # e.g. the master re-executing itself during a reload
-                raise InputError(f"the HAProxy master CLI at {self.path} hung up: {exc}") from None
-        finally:
-            s.close()
-        return b"".join(chunks).decode("utf-8", "replace")
+        # hangs up e.g. while the master re-executes itself during a reload
+        return _exchange(self.path, self.timeout, f"{line}; quit\n", "master CLI")
 
     def reload(self) -> None:
         """Hitless reload: a new worker takes new connections, the old one finishes its streams
