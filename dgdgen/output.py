@@ -15,19 +15,17 @@ if TYPE_CHECKING:
     from dgdgen.plan import PlanStep
 
 
-# Argo CD's hook annotation (facts/argo.md §1.7)
-ANN_HOOK = "argocd.argoproj.io/hook"
-
-
 def deployed(manifests: list[Manifest]) -> list[Manifest]:
     """The objects a state's tree holds. AnalysisRuns only as Argo CD hooks
     (``analysis.hooks.enabled``: the sync succeeds only once the step's analysis is Successful;
     Inconclusive fails it, facts/argo.md §1.7). A plain AnalysisRun in a synced tree would run once,
     when first applied, and never again; without hooks the WorkflowTemplate or
     ``dgdgen analyze --print-run`` creates each step's run instead."""
+    from dgdgen.render.analysis import HOOK
+
     return [
         m for m in manifests
-        if m.kind != "AnalysisRun" or ANN_HOOK in (m.obj["metadata"].get("annotations") or {})
+        if m.kind != "AnalysisRun" or HOOK in (m.obj["metadata"].get("annotations") or {})
     ]
 
 
