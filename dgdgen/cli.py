@@ -14,8 +14,8 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from typing import NoReturn
 from collections.abc import Sequence
+from typing import NoReturn
 
 from dgdgen import __version__
 

@@ -181,7 +181,7 @@ def _stdout(args: argparse.Namespace, spec: str) -> int:
             state = prepared.plan.state(0 if args.step is None else args.step)
         except KeyError:
             raise InputError(f"the plan has no step {args.step}") from None
-        from dgdgen.gitops.waves import plan_previous
+        from dgdgen.render.waves import plan_previous
 
         previous = plan_previous(prepared.plan, state)
     files = actions.state_files(prepared, state, previous, validate=not args.no_validate)

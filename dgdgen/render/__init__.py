@@ -46,9 +46,9 @@ def render_state(
     prepared: Prepared, state: PlanStep, previous: PlanStep | None | str = PLAN_ORDER
 ) -> list[Manifest]:
     """Every object of ``state``. Argo CD sync waves are decided from the transition ``previous``
-    → ``state`` (:mod:`dgdgen.gitops.waves`); by default ``previous`` is the state before it in
+    → ``state`` (:mod:`dgdgen.render.waves`); by default ``previous`` is the state before it in
     plan order, ``None`` means "from nothing"."""
-    from dgdgen.gitops import waves
+    from dgdgen.render import waves
 
     out: list[Manifest] = []
     for fn in renderers():

@@ -10,7 +10,8 @@ from conftest import EXAMPLE
 from gen_support import EXAMPLES
 
 from dgdgen import yamlio
-from dgdgen.gitops import actions, waves
+from dgdgen.gitops import actions
+from dgdgen.render import waves
 from dgdgen.pipeline import prepare
 from dgdgen.render import Manifest, render_state
 

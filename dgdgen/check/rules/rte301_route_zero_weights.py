@@ -9,7 +9,6 @@ from dgdgen.check.findings import Finding, Severity
 from dgdgen.check.rules import RuleMeta
 from dgdgen.check.rules._routes import backend_weight, route_rules
 
-
 RULE = RuleMeta(
     code="RTE301",
     slug="route-zero-weights",

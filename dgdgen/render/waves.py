@@ -18,7 +18,7 @@ longer sends them traffic (facts/argo.md §3.3).
 
 Every object gets an explicit wave so a reader of the rendered tree sees the order. AnalysisRuns
 get no wave: they are either Argo CD hooks (PostSync, after every wave) or left out of the Git tree
-(:func:`dgdgen.gitops.actions.hooks`).
+(:func:`dgdgen.output.deployed`).
 """
 
 from __future__ import annotations
