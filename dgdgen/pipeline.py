@@ -21,6 +21,19 @@ class Prepared:
     base_name: str
     candidate_name: str  # the candidate DGD's name (the stable's name in single-DGD modes)
 
+    def state(self, selector: int | str) -> planmod.PlanStep:
+        """The plan state a command named (a step number, ``rollback`` or ``cleanup``); an unknown
+        one is bad input that lists the states there are."""
+        try:
+            return self.plan.state(selector)
+        except KeyError:
+            raise InputError(unknown_state(self.plan, selector, self.loaded.path)) from None
+
+
+def unknown_state(plan: planmod.Plan, selector: object, path: str) -> str:
+    return (f"the plan of {path} has steps 0..{len(plan.steps) - 1}, rollback and cleanup; "
+            f"there is no step {selector}")
+
 
 def _plan_input(loaded: LoadedSpec, stable: Generation, cand: Generation, mode: str,
                 steps: tuple[planmod.StepInput, ...]) -> planmod.PlanInput:

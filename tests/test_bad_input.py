@@ -160,3 +160,11 @@ def test_validate_reports_every_spec(work: Path) -> None:
     assert result.returncode == 2
     assert "ok: " in result.stdout and "rollout.yaml" in result.stdout
     assert "bad.yaml:26:3: spec.capacitty: unknown field" in result.stderr
+
+
+def test_unknown_step_of_stdout_render_names_the_states(work: Path) -> None:
+    spec = work / "rollout.yaml"
+    spec.write_text(spec_text())
+    r = run_cli("render", str(spec), "--stdout", "--step", "9")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "has steps 0..3, rollback and cleanup; there is no step 9" in r.stderr

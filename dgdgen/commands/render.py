@@ -67,8 +67,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     which = p.add_mutually_exclusive_group()
     which.add_argument(
-        "--step", type=state_selector, metavar="N", help="render one state: a step number, baseline, "
-        "rollback or cleanup"
+        "--step", type=state_selector, metavar="N",
+        help="render one state: a step number, baseline, rollback or cleanup"
     )
     which.add_argument(
         "--all-steps", action="store_true", help="render every state (the default)"
@@ -112,13 +112,7 @@ def run(args: argparse.Namespace) -> int:
         if args.step is None:
             rendered = all_files(prepared, validate=not args.no_validate)
         else:
-            try:
-                state = prepared.plan.state(args.step)
-            except KeyError:
-                raise InputError(
-                    f"the plan of {prepared.loaded.path} has steps 0..{len(prepared.plan.steps) - 1}"
-                    f", rollback and cleanup; there is no step {args.step}"
-                ) from None
+            state = prepared.state(args.step)
             rendered = state_files(prepared, state, validate=not args.no_validate)
         files.update({prefix + k: v for k, v in rendered.items()})
     write_tree(args.output, files, force=args.force)
@@ -177,10 +171,7 @@ def _stdout(args: argparse.Namespace, spec: str) -> int:
         else:
             _idx, state, previous = actions.current(target)
     else:
-        try:
-            state = prepared.plan.state(0 if args.step is None else args.step)
-        except KeyError:
-            raise InputError(f"the plan has no step {args.step}") from None
+        state = prepared.state(0 if args.step is None else args.step)
         from dgdgen.render.waves import plan_previous
 
         previous = plan_previous(prepared.plan, state)

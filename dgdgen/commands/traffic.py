@@ -10,7 +10,6 @@ from dgdgen.commands._common import state_selector
 
 if TYPE_CHECKING:
     from dgdgen.pipeline import Prepared
-    from dgdgen.plan import PlanStep
 
 HELP = "show each step's traffic split; apply a step's weights to a running HAProxy"
 DESCRIPTION = """\
@@ -61,19 +60,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                     "so the weights survive a reload")
     sw.add_argument("--timeout", type=float, default=5.0, metavar="SECONDS",
                     help="socket timeout (default 5)")
-
-
-def _state(prepared: Prepared, step: int | str) -> PlanStep:
-    from dgdgen.errors import InputError
-
-    plan = prepared.plan
-    try:
-        return plan.state(step)
-    except KeyError:
-        raise InputError(
-            f"the plan of {prepared.loaded.path} has steps 0..{len(plan.steps) - 1}, "
-            f"rollback and cleanup; there is no step {step}"
-        ) from None
 
 
 def _require_haproxy(prepared: Prepared) -> None:
@@ -135,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
             sys.stdout.write(f"  {row['state']:<9} " + "  ".join(parts) + "\n")
         return 0
     _require_haproxy(prepared)
-    state = _state(prepared, args.step)
+    state = prepared.state(args.step)
     if args.action == "config":
         sys.stdout.write(hp.config_text(prepared, state, state_backends(prepared, state)))
         return 0

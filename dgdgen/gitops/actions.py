@@ -180,10 +180,7 @@ def render_into(t: Target, selector: int | str | None, *, force: bool = False,
         else:
             state, previous = t.prepared.plan.steps[0], None
     else:
-        try:
-            state = t.prepared.plan.state(selector)
-        except KeyError:
-            raise InputError(_unknown(t, selector)) from None
+        state = t.prepared.state(selector)
         previous = _state_of(t, idx.step) if idx is not None and same else None
         if previous is not None and previous.label == state.label:
             previous = _state_of(t, idx.previous) if idx is not None else None
@@ -259,8 +256,9 @@ def _trailers(t: Target, state: PlanStep) -> str:
 
 
 def _unknown(t: Target, selector: object) -> str:
-    n = len(t.prepared.plan.steps) - 1
-    return f"the plan has steps 0..{n}, rollback and cleanup; there is no step {selector!r}"
+    from dgdgen.pipeline import unknown_state
+
+    return unknown_state(t.prepared.plan, selector, t.prepared.loaded.path)
 
 
 def _gate_of(idx: tree.Index, state: PlanStep) -> tree.GateResult | None:
