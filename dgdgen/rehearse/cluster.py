@@ -28,6 +28,11 @@ from dgdgen.runtime.mocker import mocker_invocation
 from dgdgen.runtime.procs import LocalDynamo, Proc
 
 WAVE = "argocd.argoproj.io/sync-wave"
+# The labels the Dynamo operator sets on every component pod (ai-dynamo/dynamo
+# deploy/operator/internal/consts/consts.go); rendered Services and PodMonitors may select on them.
+OP_LABEL_DGD = "nvidia.com/dynamo-graph-deployment-name"
+OP_LABEL_COMPONENT_TYPE = "nvidia.com/dynamo-component-type"
+OP_LABEL_COMPONENT = "nvidia.com/dynamo-component"
 REVISION = "dgdgen.dev/revision"
 
 Key = tuple[str, str]  # (kind, name)
@@ -186,7 +191,13 @@ class LocalCluster:
         model = ""
         wanted: dict[str, tuple[Role, tuple[str, ...], int, dict[str, str]]] = {}
         for cname, cf in facts.components.items():
+            # the pod labels: the component's own, plus those the operator puts on every pod
             labels = {str(k): str(v) for k, v in dgd.pod_labels(cname).items()}
+            labels.update({
+                OP_LABEL_DGD: name,
+                OP_LABEL_COMPONENT_TYPE: dgd.components[cname].type,
+                OP_LABEL_COMPONENT: cname,
+            })
             if cf.role is Role.FRONTEND:
                 args: tuple[str, ...] = ()
             else:
