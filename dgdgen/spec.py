@@ -237,8 +237,9 @@ class Gamma(_Model):
     )
     port: int = Field(8000, ge=1, le=65535, description="Service port the route applies to.")
     create_service: bool = Field(
-        True, description="Render that Service (ClusterIP, selecting both generations' "
-        "frontends, for callers outside the mesh). Set false when it exists already."
+        True, description="Render that Service (ClusterIP, selecting only the stable "
+        "generation's frontend — the candidate's after cleanup — for callers outside the mesh). "
+        "Set false when it exists already."
     )
 
     @field_validator("service")

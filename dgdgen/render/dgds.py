@@ -157,8 +157,10 @@ def _candidate_under_stable_name(prepared: Prepared) -> dgdmod.Dgd:
 
 
 def _partition(prepared: Prepared, state: PlanStep) -> list[Manifest]:
-    """One DGD carrying the candidate template; per component ``partition`` = replicas on the new
-    revision (the first ``replicas - partition`` keep the old one, via ControllerRevisions)."""
+    """One DGD carrying the candidate template; per component ``partition`` = replicas kept on the
+    OLD revision, the Kubernetes convention of StatefulSet ``rollingUpdate.partition`` and
+    OpenKruise CloneSet ``partition``: ordinals below ``partition`` keep the old revision, the
+    ``replicas - partition`` above it run the new one (via ControllerRevisions)."""
     if state.kind in ("baseline", "rollback"):
         return [Manifest(stable_dgd(prepared, state.stable).doc)]
     d = _candidate_under_stable_name(prepared)
@@ -168,11 +170,12 @@ def _partition(prepared: Prepared, state: PlanStep) -> list[Manifest]:
         if comp.is_worker:
             node["replicas"] = total[name]
             if state.kind != "cleanup":
-                node["partition"] = state.candidate.replicas[name]
+                node["partition"] = state.stable.replicas[name]
         else:
             node["replicas"] = prepared.candidate.target_replicas[name]
             if state.candidate.weight < 100:
-                node["partition"] = 0  # non-serving components switch at the 100 % step
+                # non-serving components keep every replica on the old revision until the 100 % step
+                node["partition"] = node["replicas"]
     d.refresh()
     _annotate(d, {ANN_CAPABILITY: CAPABILITY["partition"], ANN_REVISION: prepared.candidate.revision})
     return [Manifest(d.doc, overlays=(OVERLAY_PROPOSED,) if state.kind != "cleanup" else ())]

@@ -136,8 +136,13 @@ def render_gamma(prepared: Prepared, state: PlanStep,
     parent = {"group": "", "kind": "Service", "name": g.service, "port": g.port}
     out = [_route(prepared, state, parent, _service_refs(backends), hostnames=False)]
     if g.create_service:
+        # Callers outside the mesh bypass the route and reach the Service's own endpoints: it
+        # selects only the stable frontend (the candidate's once the stable is gone), never both,
+        # which would split those callers by pod count instead of by the plan's weights.
+        home = next((b for b in backends if b.role in ("stable", "shared") and b.present),
+                    next(b for b in backends if b.present))
         svc = service(g.service, prepared.loaded.spec.metadata.namespace, prepared.plan.rollout,
-                      None)
+                      home.revision)
         svc["spec"]["ports"][0]["port"] = g.port
         out.append(Manifest(svc))
     return out
