@@ -294,7 +294,13 @@ class HaproxyTimeouts(_Model):
 
 
 class HaproxyHealthCheck(_Model):
-    path: str = Field("/health", description="Frontend readiness path (facts/dynamo.md §8).")
+    path: str | None = Field(
+        None, description="Path HAProxy checks on each generation's frontend. Default: "
+        "`/v1/models/{served model}/ready`, which answers 404 while the frontend has no workers "
+        "for the model; the frontend's `/health` answers 200 even with zero workers "
+        "(facts/dynamo-runtime.md, Endpoints), so it cannot take a workerless generation out "
+        "of rotation."
+    )
     interval: Duration = "2s"
     fall: int = Field(2, ge=1, description="Failed checks before a frontend is marked DOWN.")
     rise: int = Field(2, ge=1, description="Passed checks before it is UP again.")

@@ -65,7 +65,12 @@ def _assert_valid(r: subprocess.CompletedProcess[str], label: str) -> None:
 def test_every_rendered_config_passes_haproxy_c(example: Path, tmp_path: Path) -> None:
     spec = example / "rollout.yaml"
     if "provider: haproxy" not in spec.read_text():
-        spec = spec_with(example, tmp_path / "spec", PROVIDER_SETTINGS["haproxy"])
+        settings = PROVIDER_SETTINGS["haproxy"]
+        if example.name == "vllm-agg-blue-green":
+            # its generations serve different models: the readiness path cannot be derived
+            settings = {**settings, "haproxy": {**settings["haproxy"], "healthCheck": {
+                "path": "/v1/models/Qwen%2FQwen3-1.7B/ready"}}}
+        spec = spec_with(example, tmp_path / "spec", settings)
     for label, text in _configs(spec).items():
         _assert_valid(haproxy_check(text, tmp_path), f"{example.name}/{label}")
 
@@ -85,7 +90,7 @@ def test_config_choices_are_rendered() -> None:
     example = next(p for p in all_examples() if p.name == "sglang-disagg-transfer-backend")
     text = _configs(example / "rollout.yaml")["step-01"]
     for line in (
-        "option http-no-delay", "balance roundrobin", "option httpchk GET /health",
+        "option http-no-delay", "balance roundrobin", "option httpchk GET /v1/models/Qwen%2FQwen3-0.6B/ready",
         "http-check expect status 200", "timeout server 1800s", "monitor-uri /healthz",
         "monitor fail if { nbsrv(be_frontends) lt 1 }", "server-state-file",
         "load-server-state-from-file global", "observe layer7 error-limit 10 on-error mark-down",
@@ -149,3 +154,18 @@ def test_runtime_commands_raise_before_they_lower() -> None:
     # nothing to do: nothing sent
     now = {"old": Current("old", 200, True, True), "new": Current("new", 0, False, False)}
     assert commands(be, [Target("old", 200, True), Target("new", 0, False)], now) == []
+
+
+def test_readiness_path_is_refused_when_the_generations_serve_different_models(
+        tmp_path: Path) -> None:
+    """One backend has one check path: two served model names need an explicit one (exit 2 at
+    the spec's provider line, the field named)."""
+    from gen_support import run_cli
+
+    example = next(p for p in all_examples() if p.name == "vllm-agg-blue-green")
+    spec = spec_with(example, tmp_path / "spec", PROVIDER_SETTINGS["haproxy"])
+    r = run_cli("render", str(spec), "-o", str(tmp_path / "out"))
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "spec.traffic.haproxy.healthCheck.path" in r.stderr
+    assert "'Qwen/Qwen3-0.6B', 'Qwen/Qwen3-1.7B'" in r.stderr
+    assert "Traceback" not in r.stderr and not (tmp_path / "out").exists()
