@@ -451,6 +451,10 @@ class Hooks(_Model):
     )
 
 
+# kube-prometheus-stack's Prometheus selects PodMonitors labelled `release: <Helm release>`
+# (podMonitorSelectorNilUsesHelmValues: true, the chart default); docs/analysis.md.
+DEFAULT_MONITOR_LABELS = {"release": "kube-prometheus-stack"}
+
 GATE_NAME = re.compile(r"^[a-z][a-z0-9-]{0,30}$")
 
 
@@ -500,8 +504,14 @@ class Analysis(_Model):
     hooks: Hooks = Field(default_factory=Hooks)
     probe: Probe | None = None
     monitor_labels: dict[str, str] = Field(
-        default_factory=dict, description="Extra labels on the rendered PodMonitors, e.g. the "
-        "`release` label your Prometheus' podMonitorSelector matches."
+        default_factory=lambda: dict(DEFAULT_MONITOR_LABELS),
+        description="Labels on the rendered PodMonitors that your Prometheus' "
+        "`podMonitorSelector` matches; a PodMonitor without them is never scraped and every "
+        "gate ends Inconclusive. Default `{release: kube-prometheus-stack}`: what the "
+        "kube-prometheus-stack chart selects (`release: <Helm release name>`, with "
+        "`podMonitorSelectorNilUsesHelmValues: true`, its default) for a release named "
+        "kube-prometheus-stack. `dgdgen validate` warns while this is left to the default; give "
+        "`{}` for a Prometheus that selects every PodMonitor."
     )
     gates: dict[str, list[str]] = Field(
         default_factory=dict, description="Extra named gates: gate name -> metric names "

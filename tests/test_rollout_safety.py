@@ -57,3 +57,27 @@ def test_gamma_parent_service_selects_only_the_stable_frontend() -> None:
         svc = _objects(prepared, state)[f"service-{gamma.service}.yaml"]
         home = state.stable if state.stable.present else state.candidate
         assert svc["spec"]["selector"]["dgdgen.dev/generation"] == home.revision, state.label
+
+
+# --------------------------------------------------------------------- PodMonitor labels (§12)
+
+
+def test_pod_monitors_carry_the_default_selector_labels_and_validate_warns(tmp_path: Path) -> None:
+    from gen_support import run_cli
+
+    spec = REPO / "examples/vllm-disagg-v1beta1-worker-group/rollout.yaml"
+    assert "monitorLabels" not in spec.read_text()
+    prepared = prepare(str(spec))
+    monitors = [o for o in _objects(prepared, prepared.plan.steps[1]).values()
+                if o["kind"] == "PodMonitor"]
+    assert monitors and all(
+        m["metadata"]["labels"]["release"] == "kube-prometheus-stack" for m in monitors)
+    r = run_cli("validate", str(spec))
+    assert r.returncode == 0, r.stderr
+    assert "warning: " in r.stderr and "spec.analysis.monitorLabels: not set" in r.stderr
+    assert f"{spec}:" in r.stderr  # file:line of spec.analysis
+    # given explicitly: no warning
+    explicit = REPO / "examples/vllm-disagg-image-bump/rollout.yaml"
+    assert "monitorLabels" in explicit.read_text()
+    r = run_cli("validate", str(explicit))
+    assert r.returncode == 0 and "monitorLabels" not in r.stderr, r.stderr

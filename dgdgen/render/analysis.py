@@ -81,6 +81,22 @@ def pod_monitor(prepared: Prepared, revision: str | None) -> dict[str, Any]:
     }
 
 
+def warnings(prepared: Prepared) -> list[str]:
+    """What ``validate`` should point out although the spec is valid (``file:line: field: …``)."""
+    analysis = _analysis(prepared)
+    out = []
+    if analysis.enabled and "monitor_labels" not in analysis.model_fields_set:
+        field = ("spec", "analysis")
+        labels = ", ".join(f"{k}: {v}" for k, v in sorted(analysis.monitor_labels.items()))
+        out.append(
+            f"{prepared.loaded.location(field)}: spec.analysis.monitorLabels: not set, so the "
+            f"PodMonitors carry the default {{{labels}}}; if your Prometheus' podMonitorSelector "
+            "matches other labels, nothing is scraped and every gate ends Inconclusive (set "
+            "monitorLabels to what it selects, or {} when it selects every PodMonitor)"
+        )
+    return out
+
+
 def used_gates(prepared: Prepared) -> list[str]:
     return sorted({s.gate for s in prepared.plan.steps if s.gate and s.kind == "step"})
 
