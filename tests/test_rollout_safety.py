@@ -81,3 +81,45 @@ def test_pod_monitors_carry_the_default_selector_labels_and_validate_warns(tmp_p
     assert "monitorLabels" in explicit.read_text()
     r = run_cli("validate", str(explicit))
     assert r.returncode == 0 and "monitorLabels" not in r.stderr, r.stderr
+
+
+# --------------------------------------------------------------------- rollback budget (§9), drain (§8)
+
+
+def test_rollback_walks_back_within_the_surge_budget() -> None:
+    """From the last step a one-shot rollback regrows the whole stable next to the whole
+    candidate (+4 GPUs here against a +2 budget); the plan walks back step by step instead."""
+    prepared = prepare(str(REPO / "examples/vllm-disagg-block-size/rollout.yaml"))
+    plan = prepared.plan
+    budget = max(s.extra_gpus_peak for s in plan.steps)
+    surge = plan.surge_replicas
+    sizes = {n: max(prepared.stable.target_replicas[n], prepared.candidate.target_replicas[n])
+             for n in surge}
+    last = len(plan.steps) - 1
+    path = plan.rollback_from(last)
+    assert [s.label for s in path] == [f"rollback-{i:02d}" for i in range(last - 1, 0, -1)] + [
+        "rollback"]
+    for state in path:
+        assert state.extra_gpus_peak <= budget, (state.label, state.extra_gpus_peak, budget)
+        for name, extra in surge.items():
+            assert state.peak_replicas[name] - sizes[name] <= extra, (state.label, name)
+    one_shot = plan.rollback.stable.gpus + plan.steps[last].candidate.gpus - plan.baseline_gpus
+    assert one_shot > budget  # the case the stepped rollback exists for
+
+
+def test_plan_shows_rollback_gpus_and_the_drain(tmp_path: Path) -> None:
+    from gen_support import run_cli
+
+    r = run_cli("plan", str(REPO / "examples/vllm-disagg-block-size/rollout.yaml"))
+    assert r.returncode == 0, r.stderr
+    rows = {line.split()[0]: line for line in r.stdout.splitlines() if line[:1].isalnum()}
+    prepared = prepare(str(REPO / "examples/vllm-disagg-block-size/rollout.yaml"))
+    for state in prepared.plan.rollback_steps:
+        row = rows[f"rollback→{state.index}"]
+        assert f"{state.peak_gpus} (+{state.extra_gpus_peak})" in row
+    assert f"{prepared.plan.rollback.peak_gpus} (+{prepared.plan.rollback.extra_gpus_peak})" in rows[
+        "rollback"]
+    # the step that empties the stable drains it (bounded by the request timeout) before it shrinks
+    last = prepared.plan.steps[-1]
+    assert last.drain_seconds == 30 * 60  # spec.traffic.requestTimeout: 30m
+    assert "grow→shift→drain ≤30m→shrink" in rows[str(last.index)]

@@ -56,6 +56,9 @@ def plan_previous(plan: Plan, state: PlanStep) -> PlanStep | None:
     """
     if state.kind == "step" and state.index > 0:
         return plan.steps[state.index - 1]
+    if state.kind == "rollback-step":
+        # A backward transition comes from the step above the one it restores.
+        return plan.steps[state.index + 1]
     if state.kind == "cleanup":
         return plan.steps[-1]
     return None

@@ -47,6 +47,25 @@ def spec_with(example: Path, tmp: Path, traffic: dict[str, Any] | None) -> Path:
         data["spec"]["traffic"] = traffic
     out = tmp / "rollout.yaml"
     out.write_text(yaml.safe_dump(data, sort_keys=False))
+    if traffic is not None and traffic.get("provider") == "haproxy":
+        # One backend has one readiness path; a rollout that changes the served model name
+        # needs it given (dgdgen.traffic.haproxy.health_path refuses to guess).
+        from urllib.parse import quote
+
+        from dgdgen.pipeline import prepare
+        from dgdgen.traffic.haproxy import served_model
+
+        data["spec"]["traffic"] = {**traffic, "provider": "none"}
+        out.write_text(yaml.safe_dump(data, sort_keys=False))
+        prepared = prepare(str(out))
+        names = sorted({str(served_model(g.dgd)) for g in (prepared.stable, prepared.candidate)})
+        data["spec"]["traffic"] = traffic
+        if len(names) > 1:
+            hp = dict(traffic.get("haproxy") or {})
+            hp["healthCheck"] = {**hp.get("healthCheck", {}),
+                                 "path": f"/v1/models/{quote(names[-1], safe='')}/ready"}
+            data["spec"]["traffic"] = {**traffic, "haproxy": hp}
+        out.write_text(yaml.safe_dump(data, sort_keys=False))
     return out
 
 
