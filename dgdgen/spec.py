@@ -195,7 +195,10 @@ class Capacity(_Model):
     )
     headroom: PercentOrCount = Field(
         0, description="How far (in % of full traffic) a generation's traffic share may exceed "
-        "its share of serving capacity while replicas move."
+        "its share of serving capacity while replicas move. A count is read as that many "
+        "replicas of the smallest worker component (count / its stable replicas, at most 100%: "
+        "`1` on a 4-replica component is 25%, on a 1-replica prefill 100%); prefer a "
+        "percentage. Never lets a generation that carries traffic run without workers."
     )
 
 
