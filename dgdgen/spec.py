@@ -384,6 +384,19 @@ class Traffic(_Model):
         None, description="Pin a client to a generation (haproxy only; see docs/traffic.md for "
         "what HTTPRoute can and cannot do)."
     )
+    switch_service: str | None = Field(
+        None, description="Provider `none` with two frontends (separate-dgd, worker-group): the "
+        "Service clients call, whose selector moves from the stable's frontend to the "
+        "candidate's at the 100 % step (default: metadata.name). Such a rollout can only switch: "
+        "its steps are 0 or 100."
+    )
+
+    @field_validator("switch_service")
+    @classmethod
+    def _switch(cls, v: str | None) -> str | None:
+        if v is not None and (len(v) > 63 or not DNS1035_LABEL.match(v)):
+            raise ValueError(f"must be a Service name (DNS-1035 label, ≤63), got {v!r}")
+        return v
 
     @field_validator("hostnames")
     @classmethod

@@ -123,3 +123,78 @@ def test_plan_shows_rollback_gpus_and_the_drain(tmp_path: Path) -> None:
     last = prepared.plan.steps[-1]
     assert last.drain_seconds == 30 * 60  # spec.traffic.requestTimeout: 30m
     assert "grow→shift→drain ≤30m→shrink" in rows[str(last.index)]
+
+
+# --------------------------------------------------------------------- provider none (§2)
+
+
+def _routed_generations(objects: dict[str, dict[str, Any]]) -> set[str]:
+    """Generations some rendered route sends new requests to: HTTPRoute backendRefs with a
+    weight (to a Service or an InferencePool), enabled HAProxy servers with a weight, or the
+    provider-none switch Service; each resolved to the generation its target selects."""
+    import re
+
+    by_service = {o["metadata"]["name"]: o["spec"]["selector"].get("dgdgen.dev/generation")
+                  for o in objects.values() if o["kind"] == "Service"}
+    pools = {o["metadata"]["name"]: o["spec"]["selector"]["matchLabels"].get(
+        "dgdgen.dev/generation") for o in objects.values() if o["kind"] == "InferencePool"}
+    out: set[str] = set()
+    for o in objects.values():
+        if o["kind"] == "HTTPRoute":
+            for ref in o["spec"]["rules"][0]["backendRefs"]:
+                if ref.get("weight", 1) > 0:
+                    target = (pools if ref["kind"] == "InferencePool" else by_service)[ref["name"]]
+                    out.add(str(target))
+        elif o["kind"] == "ConfigMap" and "haproxy.cfg" in o.get("data", {}):
+            for m in re.finditer(r"^\s*server \S+ ([a-z0-9-]+)\.\S+ weight (\d+)( disabled)?$",
+                                 o["data"]["haproxy.cfg"], re.M):
+                if int(m.group(2)) > 0 and not m.group(3):
+                    out.add(str(by_service[m.group(1)]))
+        elif o["kind"] == "Service" and o["metadata"]["labels"].get("dgdgen.dev/role") == "switch":
+            out.add(str(o["spec"]["selector"]["dgdgen.dev/generation"]))
+    return out
+
+
+def test_every_generation_with_weight_has_a_route_in_every_state() -> None:
+    from gen_support import EXAMPLES
+
+    checked = 0
+    for example in EXAMPLES:
+        prepared = prepare(str(example / "rollout.yaml"))
+        if prepared.mode not in ("separate-dgd", "worker-group"):
+            continue  # one shared frontend: replica counts carry the split
+        for state in prepared.plan.all_states():
+            routed = _routed_generations(_objects(prepared, state))
+            for gen in (state.stable, state.candidate):
+                if gen.weight > 0:
+                    assert gen.revision in routed, (example.name, state.label, gen.revision)
+                    checked += 1
+    assert checked > 20
+
+
+def test_provider_none_switches_one_service_and_keeps_it_through_cleanup() -> None:
+    prepared = prepare(str(REPO / "examples/vllm-agg-blue-green/rollout.yaml"))
+    assert prepared.loaded.spec.spec.traffic.provider.value == "none"
+    for state in prepared.plan.all_states():
+        objs = _objects(prepared, state)
+        switch = objs[f"service-{prepared.loaded.spec.metadata.name}.yaml"]
+        home = state.candidate if state.candidate.weight == 100 else state.stable
+        assert switch["spec"]["selector"]["dgdgen.dev/generation"] == home.revision, state.label
+        # it moves with the weights, after the growing generation is ready
+        assert switch["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"] == "1"
+
+
+def test_provider_none_refuses_a_split_between_two_frontends(tmp_path: Path) -> None:
+    import yaml
+    from gen_support import run_cli
+
+    src = REPO / "examples/vllm-disagg-v1beta1-worker-group"
+    (tmp_path / "dgd.yaml").write_text((src / "dgd.yaml").read_text())
+    data = yaml.safe_load((src / "rollout.yaml").read_text())
+    data["spec"].pop("traffic")
+    spec = tmp_path / "rollout.yaml"
+    spec.write_text(yaml.safe_dump(data, sort_keys=False))
+    r = run_cli("validate", str(spec))
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "spec.steps[0].weight" in r.stderr and "cannot split traffic" in r.stderr
+    assert f"{spec}:" in r.stderr and "Traceback" not in r.stderr

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from dgdgen.errors import PlanError
+from dgdgen.errors import InputError, PlanError
 from dgdgen.generation import LABEL_GENERATION, LABEL_ROLE, LABEL_ROLLOUT
 from dgdgen.render import Manifest
 from dgdgen.render.services import FRONTEND_PORT, MANAGED_BY, service
@@ -317,10 +317,57 @@ PROVIDERS: dict[str, Callable[[Prepared, PlanStep, Sequence[Backend]], list[Mani
 }
 
 
+SWITCH_ROLE = "switch"
+TWO_FRONTEND_MODES = ("separate-dgd", "worker-group")
+
+
+def switch_name(prepared: Prepared) -> str:
+    t = prepared.loaded.spec.spec.traffic
+    return t.switch_service or prepared.loaded.spec.metadata.name
+
+
+def render_switch(prepared: Prepared, state: PlanStep,
+                  backends: Sequence[Backend]) -> list[Manifest]:
+    """Provider ``none`` with two frontends: no router can split between them, so the only real
+    route is one Service whose selector points at the generation holding 100 %. Clients call it;
+    it moves (in the shift wave) at the step that gives the candidate 100 %, and survives cleanup,
+    which removes only the stable's own frontend Service. A state that would give both
+    generations traffic is refused: with nothing to split, one of them would get its weight and
+    no route (issue: the blue/green "100 % green" step rendered identical trees)."""
+    loaded = prepared.loaded
+    for i, step in enumerate(prepared.plan.steps[1:]):
+        if 0 < step.candidate.weight < 100:
+            field: tuple[str | int, ...] = ("spec", "steps", i, "weight")
+            raise InputError(
+                f"step {step.index} sends {step.candidate.weight}% to the candidate, but traffic "
+                f"provider 'none' cannot split traffic between the two frontends of "
+                f"{prepared.mode} isolation: the candidate would get weight and no route",
+                location=loaded.location(field), field=field,
+                hint="choose a traffic provider (gateway-api, gamma, inference-pool, haproxy), "
+                "or give only steps of weight 0 and 100 (a switch of the Service "
+                f"{switch_name(prepared)!r}, see docs/traffic.md)",
+            )
+    name = switch_name(prepared)
+    if name in {b.service for b in backends}:
+        field = ("spec", "traffic", "switchService")
+        raise InputError(
+            f"the switch Service {name!r} has the name of a generation's frontend Service",
+            location=loaded.location(field), field=field,
+            hint="set spec.traffic.switchService to another name",
+        )
+    (home,) = [b for b in backends if b.present and b.weight == 100]
+    svc = service(name, loaded.spec.metadata.namespace, prepared.plan.rollout, home.revision)
+    svc["metadata"]["labels"][LABEL_ROLE] = SWITCH_ROLE
+    return [Manifest(svc)]
+
+
 def render(prepared: Prepared, state: PlanStep) -> Sequence[Manifest]:
     provider = prepared.loaded.spec.spec.traffic.provider.value
     fn = PROVIDERS.get(provider)
     if fn is None:  # none
+        settings.check(prepared.loaded)
+        if prepared.mode in TWO_FRONTEND_MODES:
+            return render_switch(prepared, state, state_backends(prepared, state))
         return []
     settings.check(prepared.loaded)
     return fn(prepared, state, state_backends(prepared, state))

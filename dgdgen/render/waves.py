@@ -106,6 +106,10 @@ def wave_of(prepared: Prepared, state: PlanStep, previous: PlanStep | None,
         return dgd_wave(prepared, state, previous, str(obj["metadata"]["name"]))
     if kind in SHIFT_KINDS:
         return SHIFT
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    if kind == "Service" and labels.get("dgdgen.dev/role") == "switch":
+        # provider none, two frontends: the Service whose selector carries the traffic
+        return SHIFT
     return GROW
 
 

@@ -20,13 +20,15 @@ _OWNER = {
     "hostnames": ("gateway-api", "inference-pool"),  # a mesh route ignores hostnames
     "backend_request_timeout": HTTPROUTE_PROVIDERS,
     "sticky": ("haproxy",),
+    "switch_service": ("none",),
 }
 _REQUIRED = {"gateway-api": "gateway", "inference-pool": "gateway", "gamma": "gamma"}
 _EXAMPLE = {
     "gateway": "gateway: {name: inference-gateway, namespace: gateway-system}",
     "gamma": "gamma: {service: qwen}",
 }
-_ALIAS = {"inference_pool": "inferencePool", "backend_request_timeout": "backendRequestTimeout"}
+_ALIAS = {"inference_pool": "inferencePool", "backend_request_timeout": "backendRequestTimeout",
+          "switch_service": "switchService"}
 
 
 def check(loaded: LoadedSpec) -> None:
