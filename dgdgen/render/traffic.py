@@ -323,7 +323,7 @@ TWO_FRONTEND_MODES = ("separate-dgd", "worker-group")
 
 def switch_name(prepared: Prepared) -> str:
     t = prepared.loaded.spec.spec.traffic
-    return t.switch_service or prepared.loaded.spec.metadata.name
+    return str(t.switch_service or prepared.loaded.spec.metadata.name)
 
 
 def render_switch(prepared: Prepared, state: PlanStep,
