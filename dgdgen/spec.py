@@ -31,6 +31,7 @@ DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
 _PERCENT = re.compile(r"^(\d{1,3})%$")
+_DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
 _HOSTNAME = re.compile(r"^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
@@ -323,8 +324,13 @@ class Haproxy(_Model):
     replicas: int = Field(2, ge=1, description="Proxy replicas.")
     port: int = Field(8000, ge=1, le=65535, description="Port of the proxy Service.")
     service_type: Literal["ClusterIP", "LoadBalancer", "NodePort"] = "ClusterIP"
-    cluster_domain: str = Field(
-        "cluster.local", description="Cluster DNS domain of the frontend Services' FQDNs."
+    cluster_domain: str | None = Field(
+        None, description="Cluster DNS domain of the frontend Services' FQDNs (default: "
+        "spec.clusterDomain)."
+    )
+    memory_limit: str = Field(
+        "512Mi", description="Memory limit of each proxy container (also its request). HAProxy "
+        "buffers about 2 × tune.bufsize (16 KiB) per connection: maxconn 4096 needs ~130 MiB."
     )
     maxconn: int = Field(
         4096, ge=1, description="Concurrent client connections per proxy replica (HAProxy needs "
@@ -454,7 +460,14 @@ class Probe(_Model):
     )
     max_tokens: int = Field(32, ge=1, le=4096)
     image: str = Field(
-        "python:3.12-slim", description="Image of the probe Job (needs python3 on PATH)."
+        "python:3.12-slim", description="Image of the probe Job (needs python3 on PATH). Pin it "
+        "by digest (`python:3.12-slim@sha256:…`) and set spec.requireImageDigests to enforce it."
+    )
+    thinking: bool = Field(
+        False, description="Let a reasoning model think before it answers. Off by default: the "
+        "request carries `chat_template_kwargs: {enable_thinking: false}`, so the reply starts "
+        "with the answer and `exact` / `prefix` matches work (the Dynamo 1.6.1 frontend passes "
+        "it to the chat template)."
     )
 
 
@@ -656,6 +669,41 @@ class RolloutBody(_Model):
     traffic: Traffic = Field(default_factory=Traffic)
     analysis: Analysis = Field(default_factory=Analysis)
     gitops: GitOps = Field(default_factory=GitOps)
+    cluster_domain: str = Field(
+        "cluster.local", description="Cluster DNS domain (the kubelet's clusterDomain) used in "
+        "the Service FQDNs dgdgen renders (HAProxy servers, the probe's URL)."
+    )
+    require_image_digests: bool = Field(
+        False, description="Refuse an image dgdgen runs itself (the probe Job, the HAProxy "
+        "Deployment, the promotion workflow) that is not pinned by digest "
+        "(`name@sha256:<64 hex>`): a tag can move under a running rollout."
+    )
+
+    @field_validator("cluster_domain")
+    @classmethod
+    def _domain(cls, v: str) -> str:
+        if len(v) > 253 or not _HOSTNAME.match(v) or v.startswith("*."):
+            raise ValueError(f"expected a DNS domain such as cluster.local, got {v!r}")
+        return v
+
+    @model_validator(mode="after")
+    def _digests(self) -> RolloutBody:
+        if not self.require_image_digests:
+            return self
+        images: list[tuple[str, str | None]] = [
+            ("gitops.workflow.image", self.gitops.workflow.image),
+            ("traffic.haproxy.image", self.traffic.haproxy.image if self.traffic.haproxy
+             else (Haproxy.model_fields["image"].default
+                   if self.traffic.provider == TrafficProvider.HAPROXY else None)),
+            ("analysis.probe.image", self.analysis.probe.image if self.analysis.probe else None),
+        ]
+        for where, image in images:
+            if image is not None and not _DIGEST.search(image):
+                raise ValueError(
+                    f"requireImageDigests: spec.{where} {image!r} is not pinned by digest "
+                    "(expected name@sha256:<64 hex>)"
+                )
+        return self
 
 
 class RolloutSpec(_Model):

@@ -198,3 +198,162 @@ def test_provider_none_refuses_a_split_between_two_frontends(tmp_path: Path) -> 
     assert r.returncode == 2, r.stdout + r.stderr
     assert "spec.steps[0].weight" in r.stderr and "cannot split traffic" in r.stderr
     assert f"{spec}:" in r.stderr and "Traceback" not in r.stderr
+
+
+# --------------------------------------------------------------------- probe Job, HAProxy (§16)
+
+
+def _probe_job(prepared: Any) -> dict[str, Any]:
+    for state in prepared.plan.steps:
+        for o in _objects(prepared, state).values():
+            if o["kind"] == "AnalysisRun":
+                for m in o["spec"]["metrics"]:
+                    if "job" in m["provider"]:
+                        return dict(m["provider"]["job"])
+    raise AssertionError("no probe job rendered")
+
+
+def _run_probe(job: dict[str, Any], answers: dict[str, str]) -> tuple[int, list[dict[str, Any]]]:
+    """Run the rendered probe container's command (python3 -c SCRIPT, with its env) against a
+    loopback OpenAI-style endpoint that records each request body and answers like a reasoning
+    model: ``answers[prompt]``, preceded by a thinking preamble unless the request sets
+    ``chat_template_kwargs.enable_thinking: false``."""
+    import json
+    import os
+    import subprocess
+    import sys
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    bodies: list[dict[str, Any]] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            bodies.append(body)
+            reply = answers[body["messages"][-1]["content"]]
+            if (body.get("chat_template_kwargs") or {}).get("enable_thinking") is not False:
+                reply = "<think>\nthe user wants a short answer\n</think>\n\n" + reply
+            out = json.dumps({"choices": [{"message": {"content": reply}}]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(out)))
+            self.end_headers()
+            self.wfile.write(out)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        (container,) = job["spec"]["template"]["spec"]["containers"]
+        env = {e["name"]: e["value"] for e in container["env"]}
+        env["PROBE_URL"] = f"http://127.0.0.1:{server.server_address[1]}"
+        assert container["command"][:2] == ["python3", "-c"]
+        r = subprocess.run([sys.executable, "-c", container["command"][2]],
+                           env={**os.environ, **env}, capture_output=True, text=True, timeout=60)
+    finally:
+        server.shutdown()
+        server.server_close()
+    return r.returncode, bodies
+
+
+def test_probe_disables_thinking_and_matches_the_answer() -> None:
+    prepared = prepare(str(REPO / "examples/vllm-agg-blue-green/rollout.yaml"))
+    probe = prepared.loaded.spec.spec.analysis.probe
+    assert probe is not None and probe.match == "prefix"
+    right = {p.prompt: p.expected for p in probe.prompts}
+    job = _probe_job(prepared)
+    code, bodies = _run_probe(job, right)
+    assert len(bodies) == len(right)
+    assert all(b["chat_template_kwargs"] == {"enable_thinking": False} for b in bodies)
+    assert code == 0  # the answers come first, so the prefix match passes
+    wrong = {p: "no" for p in right}
+    code, _ = _run_probe(job, wrong)
+    assert code == 1  # and a wrong answer still fails
+    # with thinking allowed (probe.thinking: true) the preamble comes first: the match fails
+    (container,) = job["spec"]["template"]["spec"]["containers"]
+    for e in container["env"]:
+        if e["name"] == "PROBE_THINKING":
+            e["value"] = "true"
+    code, bodies = _run_probe(job, right)
+    assert code == 1 and "chat_template_kwargs" not in bodies[0]
+
+
+def test_probe_job_is_restricted_and_bounded() -> None:
+    prepared = prepare(str(REPO / "examples/vllm-agg-blue-green/rollout.yaml"))
+    pod = _probe_job(prepared)["spec"]["template"]["spec"]
+    (c,) = pod["containers"]
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert pod["securityContext"]["runAsNonRoot"] is True and pod["securityContext"]["runAsUser"]
+    assert c["securityContext"] == {"allowPrivilegeEscalation": False,
+                                    "readOnlyRootFilesystem": True,
+                                    "capabilities": {"drop": ["ALL"]}}
+    assert c["resources"]["requests"] and c["resources"]["limits"]["memory"]
+
+
+def test_haproxy_deployment_is_restricted_bounded_and_spread() -> None:
+    prepared = prepare(str(REPO / "examples/sglang-disagg-transfer-backend/rollout.yaml"))
+    objs = _objects(prepared, prepared.plan.steps[1])
+    (dep,) = [o for o in objs.values() if o["kind"] == "Deployment"]
+    pod = dep["spec"]["template"]["spec"]
+    (c,) = pod["containers"]
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert c["resources"]["limits"]["memory"] == "512Mi"
+    term = pod["affinity"]["podAntiAffinity"][
+        "preferredDuringSchedulingIgnoredDuringExecution"][0]["podAffinityTerm"]
+    assert term["topologyKey"] == "kubernetes.io/hostname"
+    assert term["labelSelector"]["matchLabels"] == dep["spec"]["selector"]["matchLabels"]
+
+
+def _variant(tmp: Path, example: str, edit: Any) -> Path:
+    import yaml
+
+    src = REPO / "examples" / example
+    (tmp / "dgd.yaml").write_text((src / "dgd.yaml").read_text())
+    data = yaml.safe_load((src / "rollout.yaml").read_text())
+    edit(data["spec"])
+    out = tmp / "rollout.yaml"
+    out.write_text(yaml.safe_dump(data, sort_keys=False))
+    return out
+
+
+def test_cluster_domain_is_a_setting(tmp_path: Path) -> None:
+    spec = _variant(tmp_path, "sglang-disagg-transfer-backend",
+                    lambda s: s.__setitem__("clusterDomain", "corp.internal"))
+    prepared = prepare(str(spec))
+    objs = _objects(prepared, prepared.plan.steps[1])
+    (cm,) = [o for o in objs.values() if o["kind"] == "ConfigMap"]
+    assert ".svc.corp.internal:8000" in cm["data"]["haproxy.cfg"]
+    assert "cluster.local" not in cm["data"]["haproxy.cfg"]
+
+
+def test_probe_url_follows_the_cluster_domain(tmp_path: Path) -> None:
+    spec = _variant(tmp_path, "vllm-agg-blue-green",
+                    lambda s: s.__setitem__("clusterDomain", "corp.internal"))
+    prepared = prepare(str(spec))
+    runs = [o for st in prepared.plan.steps for o in _objects(prepared, st).values()
+            if o["kind"] == "AnalysisRun"]
+    urls = [a["value"] for r in runs for a in r["spec"]["args"] if a["name"] == "candidate-url"]
+    assert urls and all(u.endswith(".svc.corp.internal:8000") for u in urls)
+
+
+def test_require_image_digests(tmp_path: Path) -> None:
+    from gen_support import run_cli
+
+    spec = _variant(tmp_path, "vllm-agg-blue-green",
+                    lambda s: s.__setitem__("requireImageDigests", True))
+    r = run_cli("validate", str(spec))
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "is not pinned by digest" in r.stderr and f"{spec}:" in r.stderr
+    digest = "@sha256:" + "0" * 64
+
+    def pinned(s: Any) -> None:
+        s["requireImageDigests"] = True
+        s["analysis"]["probe"]["image"] = "python:3.12-slim" + digest
+        s.setdefault("gitops", {}).setdefault("workflow", {})["image"] = "ghcr.io/x/y" + digest
+
+    (tmp_path / "ok").mkdir()
+    r = run_cli("validate", str(_variant(tmp_path / "ok", "vllm-agg-blue-green", pinned)))
+    assert r.returncode == 0, r.stderr

@@ -244,7 +244,10 @@ def render_haproxy(prepared: Prepared, state: PlanStep,
         },
         # Leave the Service endpoints before the soft stop closes the listeners.
         "lifecycle": {"preStop": {"exec": {"command": ["sleep", "5"]}}},
-        "resources": {"requests": {"cpu": "250m", "memory": "128Mi"}},
+        # A memory limit equal to the request: the proxy is never the first thing evicted, and
+        # a leak cannot take the node's memory.
+        "resources": {"requests": {"cpu": "250m", "memory": s.memory_limit},
+                      "limits": {"memory": s.memory_limit}},
         "securityContext": {
             "allowPrivilegeEscalation": False,
             "readOnlyRootFilesystem": True,
@@ -275,6 +278,21 @@ def render_haproxy(prepared: Prepared, state: PlanStep,
                 },
                 "spec": {
                     "terminationGracePeriodSeconds": grace,
+                    "automountServiceAccountToken": False,
+                    # Pod Security Standards "restricted": the runtime's default seccomp profile.
+                    "securityContext": {"runAsNonRoot": True,
+                                        "seccompProfile": {"type": "RuntimeDefault"}},
+                    # Spread the replicas over nodes: one node going away must not take every
+                    # proxy (and with it all traffic) at once.
+                    "affinity": {"podAntiAffinity": {
+                        "preferredDuringSchedulingIgnoredDuringExecution": [{
+                            "weight": 100,
+                            "podAffinityTerm": {
+                                "labelSelector": {"matchLabels": dict(select)},
+                                "topologyKey": "kubernetes.io/hostname",
+                            },
+                        }],
+                    }},
                     "containers": [container],
                     "volumes": [
                         {"name": "config", "configMap": {"name": name}},

@@ -116,6 +116,10 @@ def health_path(prepared: Prepared) -> str:
     return f"/v1/models/{quote(str(name), safe='')}/ready"
 
 
+def cluster_domain(prepared: Prepared) -> str:
+    return str(settings(prepared).cluster_domain or prepared.loaded.spec.spec.cluster_domain)
+
+
 def settings(prepared: Prepared) -> Any:
     """The spec's haproxy settings, defaults filled in."""
     from dgdgen.spec import Haproxy
@@ -135,7 +139,7 @@ def servers(prepared: Prepared, backends: Sequence[Backend]) -> tuple[Server, ..
         state = f"{b.weight}% of new requests" if b.serving else "not serving"
         out.append(Server(
             name=b.key,
-            address=f"{b.service}.{ns}.svc.{hp.cluster_domain}:8000",
+            address=f"{b.service}.{ns}.svc.{cluster_domain(prepared)}:8000",
             weight=w,
             enabled=b.serving,
             comment=f"{b.role} generation {b.key} (DGD {b.dgd}): {state}",
