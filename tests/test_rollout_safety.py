@@ -357,3 +357,46 @@ def test_require_image_digests(tmp_path: Path) -> None:
     (tmp_path / "ok").mkdir()
     r = run_cli("validate", str(_variant(tmp_path / "ok", "vllm-agg-blue-green", pinned)))
     assert r.returncode == 0, r.stderr
+
+
+# --------------------------------------------------------------------- satisfiable gates (§13)
+
+
+def test_every_gate_window_can_reach_its_minimum_request_count() -> None:
+    """At the expected request rate and each step's share, the window of every AnalysisRun and
+    of every AnalysisTemplate (as rendered, args defaults) collects at least min-requests."""
+    import math
+
+    from gen_support import EXAMPLES
+
+    from dgdgen.spec import parse_duration
+
+    checked = 0
+    for example in EXAMPLES:
+        prepared = prepare(str(example / "rollout.yaml"))
+        a = prepared.loaded.spec.spec.analysis
+        if not a.enabled or not a.expected_request_rate:
+            continue
+        for state in prepared.plan.steps:
+            objs = _objects(prepared, state).values()
+            w = state.candidate.weight / 100
+            for o in objs:
+                if o["kind"] not in ("AnalysisRun", "AnalysisTemplate"):
+                    continue
+                args = {x["name"]: x.get("value") for x in o["spec"]["args"]}
+                if "window" not in args:
+                    continue
+                gate = o["metadata"]["labels"]["dgdgen.dev/gate"]
+                shares = [s.candidate.weight / 100 for s in prepared.plan.steps
+                          if s.gate == gate and 0 < s.candidate.weight < 100]
+                if o["kind"] == "AnalysisRun":
+                    shares = [w]
+                relative = "stable" in args
+                for share in shares:
+                    share = min(share, 1 - share) if relative else share
+                    seen = a.expected_request_rate * share * parse_duration(args["window"])
+                    assert math.floor(seen + 1e-6) >= int(args["min-requests"]), (
+                        example.name, state.label, o["kind"], o["metadata"].get("name"),
+                        args["window"], share, args["min-requests"])
+                    checked += 1
+    assert checked >= 10

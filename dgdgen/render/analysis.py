@@ -109,6 +109,15 @@ def analysis_template(prepared: Prepared, gate: str) -> dict[str, Any]:
     metrics = gates.gate_metrics(analysis, gate)
     base_window = parse_duration(analysis.window)
     timing = gates.Timing(base_window, parse_duration(analysis.interval), analysis.count or 1)
+    # Sized like the plan's runs of this gate: the window of the step with the smallest share
+    # (the longest min-bake), so a run from this template can reach its minimum request count
+    # at every step that uses it; a 5m window at 10 % of 25 req/s never sees 1,826 requests.
+    sized = [sg for sg in (gates.step_gate(prepared, st) for st in prepared.plan.steps
+                           if st.gate == gate and st.kind == "step") if sg is not None]
+    if sized:
+        widest = max(sized, key=lambda sg: (sg.window_seconds, sg.timing.count))
+        base_window = widest.window_seconds
+        timing = widest.timing
     samples = max([gates.required_samples(analysis, n) for n in metrics] + [1])
     args: list[dict[str, str]] = [
         {"name": "namespace", "value": prepared.loaded.spec.metadata.namespace},
