@@ -276,7 +276,9 @@ class InferencePoolSettings(_Model):
         None, description="Protocol to the pods (default http, HTTP/1.1)."
     )
     endpoint_picker: EndpointPicker | None = Field(
-        None, description="Reference each pool's EPP (optional since GAIE v1.6.0)."
+        None, description="The EPP each generation's pool routes through (required: dgdgen "
+        "does not deploy one; GAIE v1.6.0 ships none). Deploy an EPP Service {pool}{nameSuffix} "
+        "per generation."
     )
 
 

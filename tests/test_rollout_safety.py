@@ -400,3 +400,30 @@ def test_every_gate_window_can_reach_its_minimum_request_count() -> None:
                         args["window"], share, args["min-requests"])
                     checked += 1
     assert checked >= 10
+
+
+# --------------------------------------------------------------------- InferencePool EPP (§5)
+
+
+def test_inference_pool_without_a_named_endpoint_picker_is_refused(tmp_path: Path) -> None:
+    from gen_support import run_cli
+
+    def drop_epp(s: Any) -> None:
+        del s["traffic"]["inferencePool"]["endpointPicker"]
+
+    spec = _variant(tmp_path, "trtllm-disagg-v1beta1", drop_epp)
+    r = run_cli("validate", str(spec))
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "spec.traffic.inferencePool.endpointPicker" in r.stderr
+    assert "needs an endpoint picker" in r.stderr and f"{spec}:" in r.stderr
+    assert "Traceback" not in r.stderr
+    # named: every pool references its EPP, and the pools exist before the route gives weight
+    prepared = prepare(str(REPO / "examples/trtllm-disagg-v1beta1/rollout.yaml"))
+    objs = _objects(prepared, prepared.plan.steps[1])
+    pools = [o for o in objs.values() if o["kind"] == "InferencePool"]
+    (route,) = [o for o in objs.values() if o["kind"] == "HTTPRoute"]
+    assert len(pools) == 2
+    for pool in pools:
+        assert pool["spec"]["endpointPickerRef"]["name"] == pool["metadata"]["name"] + "-epp"
+        wave = int(pool["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"])
+        assert wave < int(route["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"])
