@@ -70,7 +70,7 @@ def check(loaded: LoadedSpec) -> None:
         # without endpointPickerRef a conformant Gateway may leave the pool Accepted=False
         # (EndpointPickerRefMissing, conformance test inferencepool_missing_epp_ref), so the
         # candidate's share would fail. The user names the EPP each generation's pool uses.
-        field = base + ("inferencePool", "endpointPicker")
+        epp_field: tuple[str, ...] = base + ("inferencePool", "endpointPicker")
         raise InputError(
             "traffic provider 'inference-pool' needs an endpoint picker (EPP) per pool, and "
             "dgdgen does not deploy one (Gateway API Inference Extension v1.6.0 ships none; its "
@@ -78,7 +78,7 @@ def check(loaded: LoadedSpec) -> None:
             location=loaded.location(base + ("inferencePool",)
                                      if traffic.inference_pool is not None
                                      else base + ("provider",)),
-            field=field,
+            field=epp_field,
             hint="add under spec.traffic: inferencePool: {endpointPicker: {nameSuffix: -epp, "
             "port: 9002}} and deploy an EPP Service {pool}-epp per generation before its "
             "pool gets weight (docs/traffic.md, inference-pool)",
