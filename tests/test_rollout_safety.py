@@ -53,10 +53,18 @@ def test_gamma_parent_service_selects_only_the_stable_frontend() -> None:
     prepared = prepare(str(REPO / "examples/vllm-disagg-block-size/rollout.yaml"))
     gamma = prepared.loaded.spec.spec.traffic.gamma
     assert gamma is not None and gamma.create_service
+    from dgdgen.render.services import frontend_selector
+
     for state in prepared.plan.all_states():
-        svc = _objects(prepared, state)[f"service-{gamma.service}.yaml"]
+        objs = _objects(prepared, state)
+        svc = objs[f"service-{gamma.service}.yaml"]
         home = state.stable if state.stable.present else state.candidate
-        assert svc["spec"]["selector"]["dgdgen.dev/generation"] == home.revision, state.label
+        assert svc["spec"]["selector"] == frontend_selector(prepared, home.revision), state.label
+        # exactly the selector of that generation's own frontend Service, of no other
+        own = [o for o in objs.values() if o["kind"] == "Service"
+               and o["spec"]["selector"] == svc["spec"]["selector"] and o is not svc]
+        assert len(own) == 1 and own[0]["metadata"]["labels"]["dgdgen.dev/generation"] == (
+            home.revision)
 
 
 # --------------------------------------------------------------------- PodMonitor labels (§12)
@@ -134,10 +142,20 @@ def _routed_generations(objects: dict[str, dict[str, Any]]) -> set[str]:
     provider-none switch Service; each resolved to the generation its target selects."""
     import re
 
-    by_service = {o["metadata"]["name"]: o["spec"]["selector"].get("dgdgen.dev/generation")
+    # a generation's own frontend Service: its selector, and which generation it is
+    fronts = {tuple(sorted(o["spec"]["selector"].items())):
+              o["metadata"]["labels"].get("dgdgen.dev/generation")
+              for o in objects.values() if o["kind"] == "Service"
+              and o["metadata"]["labels"].get("dgdgen.dev/role") != "switch"
+              and o["metadata"]["name"].endswith("-fe")}
+
+    def gen_of(selector: dict[str, str]) -> str | None:
+        return fronts.get(tuple(sorted(selector.items())))
+
+    by_service = {o["metadata"]["name"]: gen_of(o["spec"]["selector"])
                   for o in objects.values() if o["kind"] == "Service"}
-    pools = {o["metadata"]["name"]: o["spec"]["selector"]["matchLabels"].get(
-        "dgdgen.dev/generation") for o in objects.values() if o["kind"] == "InferencePool"}
+    pools = {o["metadata"]["name"]: gen_of(o["spec"]["selector"]["matchLabels"])
+             for o in objects.values() if o["kind"] == "InferencePool"}
     out: set[str] = set()
     for o in objects.values():
         if o["kind"] == "HTTPRoute":
@@ -151,7 +169,7 @@ def _routed_generations(objects: dict[str, dict[str, Any]]) -> set[str]:
                 if int(m.group(2)) > 0 and not m.group(3):
                     out.add(str(by_service[m.group(1)]))
         elif o["kind"] == "Service" and o["metadata"]["labels"].get("dgdgen.dev/role") == "switch":
-            out.add(str(o["spec"]["selector"]["dgdgen.dev/generation"]))
+            out.add(str(gen_of(o["spec"]["selector"])))
     return out
 
 
@@ -179,7 +197,7 @@ def test_provider_none_switches_one_service_and_keeps_it_through_cleanup() -> No
         objs = _objects(prepared, state)
         switch = objs[f"service-{prepared.loaded.spec.metadata.name}.yaml"]
         home = state.candidate if state.candidate.weight == 100 else state.stable
-        assert switch["spec"]["selector"]["dgdgen.dev/generation"] == home.revision, state.label
+        assert _routed_generations(objs) == {home.revision}, state.label
         # it moves with the weights, after the growing generation is ready
         assert switch["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"] == "1"
 
@@ -427,3 +445,51 @@ def test_inference_pool_without_a_named_endpoint_picker_is_refused(tmp_path: Pat
         assert pool["spec"]["endpointPickerRef"]["name"] == pool["metadata"]["name"] + "-epp"
         wave = int(pool["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"])
         assert wave < int(route["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"])
+
+
+# --------------------------------------------------------------------- no churn at step 0 (§14)
+
+
+def _without_namespace(doc: dict[str, Any], source: dict[str, Any]) -> dict[str, Any]:
+    import copy
+
+    out = copy.deepcopy(doc)
+    if "namespace" not in source.get("metadata", {}):
+        out["metadata"].pop("namespace", None)
+    # Argo CD's own sync annotations on the DGD object: read by Argo CD only; the operator copies
+    # only its own annotations (e.g. nvidia.com/enable-metrics) from a DGD to its components, so
+    # they reach no pod template (ai-dynamo/dynamo deploy/operator/internal/dynamo/graph.go).
+    anns = out["metadata"].get("annotations", {})
+    for key in [k for k in anns if k.startswith("argocd.argoproj.io/")]:
+        del anns[key]
+    if "annotations" in out["metadata"] and not anns and "annotations" not in source["metadata"]:
+        del out["metadata"]["annotations"]
+    return out
+
+
+def test_step_0_and_rollback_leave_the_running_stable_dgd_exactly_as_it_is() -> None:
+    """Nothing is added to the serving generation (a label on the frontend's pod template
+    restarts it); rollback — in-place included — restores every original annotation."""
+    from gen_support import EXAMPLES
+
+    for example in EXAMPLES:
+        prepared = prepare(str(example / "rollout.yaml"))
+        if prepared.mode == "worker-group":
+            continue  # the proposed workerGroupName is written into the stable's components
+        source = prepared.stable.dgd.doc
+        for state in (prepared.plan.steps[0], prepared.plan.rollback):
+            (dgd,) = [o for o in _objects(prepared, state).values()
+                      if o["kind"] == "DynamoGraphDeployment"]
+            assert _without_namespace(dgd, source) == source, (example.name, state.label)
+
+
+def test_frontend_services_select_the_labels_the_operator_sets() -> None:
+    from dgdgen.render.services import OP_LABEL_COMPONENT_TYPE, OP_LABEL_DGD
+
+    prepared = prepare(str(REPO / "examples/vllm-disagg-image-bump/rollout.yaml"))
+    objs = _objects(prepared, prepared.plan.steps[1])
+    dgds = {o["metadata"]["name"] for o in objs.values() if o["kind"] == "DynamoGraphDeployment"}
+    fronts = [o for o in objs.values() if o["kind"] == "Service"
+              and o["metadata"]["name"].endswith("-fe")]
+    assert {f["spec"]["selector"][OP_LABEL_DGD] for f in fronts} == dgds
+    assert all(f["spec"]["selector"][OP_LABEL_COMPONENT_TYPE] == "frontend" for f in fronts)

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from dgdgen.analysis import gates, queries
-from dgdgen.generation import LABEL_GENERATION, LABEL_ROLE, LABEL_ROLLOUT
+from dgdgen.generation import LABEL_GENERATION, LABEL_ROLLOUT
 from dgdgen.render import Manifest
 
 if TYPE_CHECKING:
@@ -46,10 +46,9 @@ def pod_monitor(prepared: Prepared, revision: str | None) -> dict[str, Any]:
     """Scrape one generation's frontend pods (``revision`` None: the shared frontend)."""
     rollout = prepared.loaded.spec.metadata.name
     gen_value = revision or gates.SHARED_GENERATION
-    selector = {LABEL_ROLLOUT: rollout}
-    if revision is not None:
-        selector[LABEL_GENERATION] = revision
-    selector[LABEL_ROLE] = "frontend"
+    from dgdgen.render.services import frontend_selector
+
+    selector = frontend_selector(prepared, revision)
     labels = _labels(prepared)
     if revision is not None:
         labels[LABEL_GENERATION] = revision

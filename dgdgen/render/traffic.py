@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from dgdgen.errors import InputError, PlanError
 from dgdgen.generation import LABEL_GENERATION, LABEL_ROLE, LABEL_ROLLOUT
 from dgdgen.render import Manifest
-from dgdgen.render.services import FRONTEND_PORT, MANAGED_BY, service
+from dgdgen.render.services import FRONTEND_PORT, MANAGED_BY, frontend_selector, service
 from dgdgen.traffic import haproxy as hp
 from dgdgen.traffic import settings
 from dgdgen.traffic.weights import Backend, routed, state_backends
@@ -142,7 +142,7 @@ def render_gamma(prepared: Prepared, state: PlanStep,
         home = next((b for b in backends if b.role in ("stable", "shared") and b.present),
                     next(b for b in backends if b.present))
         svc = service(g.service, prepared.loaded.spec.metadata.namespace, prepared.plan.rollout,
-                      home.revision)
+                      home.revision, frontend_selector(prepared, home.revision))
         svc["spec"]["ports"][0]["port"] = g.port
         out.append(Manifest(svc))
     return out
@@ -157,13 +157,12 @@ def render_inference_pool(prepared: Prepared, state: PlanStep,
     from dgdgen.spec import InferencePoolSettings
 
     s = prepared.loaded.spec.spec.traffic.inference_pool or InferencePoolSettings.model_validate({})
-    ns = prepared.loaded.spec.metadata.namespace
     out = []
     refs = []
     for b in routed(backends):
         name = pool_name(b)
         # The pool selects the generation's frontend pods, exactly as its Service does.
-        selector = service(b.service, ns, prepared.plan.rollout, b.revision)["spec"]["selector"]
+        selector = frontend_selector(prepared, b.revision)
         spec: dict[str, Any] = {
             "selector": {"matchLabels": selector},
             "targetPorts": [{"number": s.target_port}],
@@ -374,7 +373,8 @@ def render_switch(prepared: Prepared, state: PlanStep,
             hint="set spec.traffic.switchService to another name",
         )
     (home,) = [b for b in backends if b.present and b.weight == 100]
-    svc = service(name, loaded.spec.metadata.namespace, prepared.plan.rollout, home.revision)
+    svc = service(name, loaded.spec.metadata.namespace, prepared.plan.rollout, home.revision,
+                  frontend_selector(prepared, home.revision))
     svc["metadata"]["labels"][LABEL_ROLE] = SWITCH_ROLE
     return [Manifest(svc)]
 

@@ -131,7 +131,6 @@ def servers(prepared: Prepared, backends: Sequence[Backend]) -> tuple[Server, ..
     """One server per generation in *every* state, so the runtime API can move weights between
     any two states of the plan (it cannot add servers). A generation that does not exist or has
     no workers is ``disabled``: HAProxy sends it nothing, not even sticky clients."""
-    hp = settings(prepared)
     ns = prepared.loaded.spec.metadata.namespace
     weights = haproxy_weights([b.weight for b in backends])
     out = []
