@@ -23,7 +23,7 @@ def _components(dgd: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {c["name"]: c for c in spec["components"]}
 
 
-# --------------------------------------------------------------------- partition (issue 11 §10)
+# --------------------------------------------------------------------- partition
 
 
 def test_partition_counts_replicas_kept_on_the_old_revision() -> None:
@@ -46,7 +46,7 @@ def test_partition_counts_replicas_kept_on_the_old_revision() -> None:
     assert seen >= 2
 
 
-# --------------------------------------------------------------------- GAMMA parent (issue 11 §15)
+# --------------------------------------------------------------------- GAMMA parent
 
 
 def test_gamma_parent_service_selects_only_the_stable_frontend() -> None:
@@ -67,7 +67,7 @@ def test_gamma_parent_service_selects_only_the_stable_frontend() -> None:
             home.revision)
 
 
-# --------------------------------------------------------------------- PodMonitor labels (§12)
+# --------------------------------------------------------------------- PodMonitor labels
 
 
 def test_pod_monitors_carry_the_default_selector_labels_and_validate_warns(tmp_path: Path) -> None:
@@ -91,7 +91,7 @@ def test_pod_monitors_carry_the_default_selector_labels_and_validate_warns(tmp_p
     assert r.returncode == 0 and "monitorLabels" not in r.stderr, r.stderr
 
 
-# --------------------------------------------------------------------- rollback budget (§9), drain (§8)
+# --------------------------------------------------------------------- rollback budget, drain
 
 
 def test_rollback_walks_back_within_the_surge_budget() -> None:
@@ -133,7 +133,7 @@ def test_plan_shows_rollback_gpus_and_the_drain(tmp_path: Path) -> None:
     assert "grow→shift→drain ≤30m→shrink" in rows[str(last.index)]
 
 
-# --------------------------------------------------------------------- provider none (§2)
+# --------------------------------------------------------------------- provider none
 
 
 def _routed_generations(objects: dict[str, dict[str, Any]]) -> set[str]:
@@ -218,7 +218,7 @@ def test_provider_none_refuses_a_split_between_two_frontends(tmp_path: Path) -> 
     assert f"{spec}:" in r.stderr and "Traceback" not in r.stderr
 
 
-# --------------------------------------------------------------------- probe Job, HAProxy (§16)
+# --------------------------------------------------------------------- probe Job, HAProxy
 
 
 def _probe_job(prepared: Any) -> dict[str, Any]:
@@ -377,7 +377,7 @@ def test_require_image_digests(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
 
 
-# --------------------------------------------------------------------- satisfiable gates (§13)
+# --------------------------------------------------------------------- satisfiable gates
 
 
 def test_every_gate_window_can_reach_its_minimum_request_count() -> None:
@@ -420,7 +420,7 @@ def test_every_gate_window_can_reach_its_minimum_request_count() -> None:
     assert checked >= 10
 
 
-# --------------------------------------------------------------------- InferencePool EPP (§5)
+# --------------------------------------------------------------------- InferencePool EPP
 
 
 def test_inference_pool_without_a_named_endpoint_picker_is_refused(tmp_path: Path) -> None:
@@ -447,7 +447,7 @@ def test_inference_pool_without_a_named_endpoint_picker_is_refused(tmp_path: Pat
         assert wave < int(route["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"])
 
 
-# --------------------------------------------------------------------- no churn at step 0 (§14)
+# --------------------------------------------------------------------- no churn at step 0
 
 
 def _without_namespace(doc: dict[str, Any], source: dict[str, Any]) -> dict[str, Any]:

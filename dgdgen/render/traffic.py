@@ -350,7 +350,7 @@ def render_switch(prepared: Prepared, state: PlanStep,
     it moves (in the shift wave) at the step that gives the candidate 100 %, and survives cleanup,
     which removes only the stable's own frontend Service. A state that would give both
     generations traffic is refused: with nothing to split, one of them would get its weight and
-    no route (issue: the blue/green "100 % green" step rendered identical trees)."""
+    no route."""
     loaded = prepared.loaded
     for i, step in enumerate(prepared.plan.steps[1:]):
         if 0 < step.candidate.weight < 100:
