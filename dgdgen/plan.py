@@ -515,4 +515,10 @@ def _in_place_step(
         index, "step", f"step-{index:02d}", s_t, c_t, st.pause_seconds, st.gate,
         peak_replicas=peak, peak_gpus=peak_gpus, extra_gpus_peak=max(0, peak_gpus - baseline_gpus),
         min_capacity=1.0 - inp.max_unavailable.fraction([c.stable_replicas for c in comps if c.is_worker]),
+        # the operator keeps all but maxUnavailable (rounded down) of each component serving
+        min_serving_workers=min(
+            (c.stable_replicas - inp.max_unavailable.replicas(c.stable_replicas, round_up=False)
+             for c in comps if c.is_worker), default=0),
+        # No drain to wait for: old and new workers share one frontend, and the operator replaces
+        # them pod by pod (their own termination grace period covers in-flight requests).
     )
