@@ -37,6 +37,8 @@ def unknown_state(plan: planmod.Plan, selector: object, path: str) -> str:
 
 def _plan_input(loaded: LoadedSpec, stable: Generation, cand: Generation, mode: str,
                 steps: tuple[planmod.StepInput, ...]) -> planmod.PlanInput:
+    from dgdgen.spec import parse_duration
+
     body = loaded.spec.spec
     comps = []
     for name, sc in stable.dgd.components.items():
@@ -62,6 +64,8 @@ def _plan_input(loaded: LoadedSpec, stable: Generation, cand: Generation, mode: 
         headroom=planmod.Budget(body.capacity.headroom),
         stable_revision=stable.revision,
         candidate_revision=cand.revision,
+        # A leaving generation drains for at most the route's whole-request timeout.
+        drain_seconds=parse_duration(body.traffic.request_timeout),
     )
 
 

@@ -17,12 +17,22 @@ Model (docs/planning.md explains it with examples):
   the surge budget; if it does not, the step is refused with the surge it would need.
 * ``blue-green`` brings the candidate to full size at the first step and keeps the stable at full
   size until cleanup (rollback is then instant; it needs a 100 % surge budget).
-* Rollback restores the stable exactly as before the rollout and removes the candidate; cleanup
-  removes the stable once the candidate carries 100 %.
+* A generation that carries traffic keeps at least one replica of every worker component in
+  every phase: the make-room phase may shrink the stable below its share by `headroom`, never to
+  zero workers while it still has weight.
+* Between *shift* and *scale down* the leaving generation **drains**: its frontend's in-flight
+  requests finish (bounded by the request timeout, ``drain_seconds``) before its workers go.
+* Rollback walks the steps backwards, one transition per step (``rollback_steps``, then the
+  ``rollback`` state, which restores the stable exactly as before the rollout and removes the
+  candidate). Each backward transition shifts first where the stable's running replicas can carry
+  the share it gets back, and otherwise grows the stable only as far as the surge budget allows;
+  a rollback the budget cannot hold is refused. Cleanup removes the stable once the candidate
+  carries 100 %.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -91,6 +101,7 @@ class PlanInput:
     headroom: Budget = Budget(0)
     stable_revision: str = "stable"
     candidate_revision: str = "candidate"
+    drain_seconds: int | None = None  # longest a leaving generation's requests may still run
 
 
 # --------------------------------------------------------------------------- outputs
@@ -108,8 +119,8 @@ class GenerationState:
 
 @dataclass(frozen=True)
 class PlanStep:
-    index: int  # 0 = baseline; 1..n = rollout steps; -1 rollback; -2 cleanup
-    kind: str  # baseline | step | rollback | cleanup
+    index: int  # 0 = baseline; 1..n = rollout steps (rollback-step: the step it restores); -1 rollback; -2 cleanup
+    kind: str  # baseline | step | rollback-step | rollback | cleanup
     label: str  # directory / display name
     stable: GenerationState
     candidate: GenerationState
@@ -119,6 +130,13 @@ class PlanStep:
     peak_gpus: int = 0
     extra_gpus_peak: int = 0  # above the stable's full size
     min_capacity: float = 1.0  # lowest total capacity during the transition into this step
+    # Fewest replicas of any worker component of a generation while it carries traffic, over
+    # every phase of the transition into this state (never 0: no traffic without workers).
+    min_serving_workers: int = 0
+    # Drain between shift and shrink: the leaving generation's in-flight requests finish (at most
+    # this long, the request timeout) before its replicas go. None: nothing shrinks after a shift.
+    drain_seconds: int | None = None
+    shift_first: bool = False  # the weights move before any replica changes
 
     @property
     def weights(self) -> tuple[int, int]:
@@ -140,9 +158,18 @@ class Plan:
     headroom_fraction: float
     baseline_gpus: int
     notes: tuple[str, ...] = ()
+    # Backward transitions from the last step: rollback_steps[i] restores step n-1-i (kind
+    # "rollback-step", label rollback-NN, index = the step it restores); `rollback` ends them.
+    rollback_steps: tuple[PlanStep, ...] = ()
 
     def all_states(self) -> tuple[PlanStep, ...]:
-        return self.steps + (self.rollback, self.cleanup)
+        return self.steps + self.rollback_steps + (self.rollback, self.cleanup)
+
+    def rollback_from(self, index: int) -> tuple[PlanStep, ...]:
+        """The states a rollback from step ``index`` applies, in order, ending with
+        :attr:`rollback`: every backward transition stays within the surge budget."""
+        between = [s for s in self.rollback_steps if s.index < index]
+        return tuple(between) + (self.rollback,)
 
     def state(self, selector: int | str) -> PlanStep:
         if selector in ("rollback", -1):
@@ -252,12 +279,25 @@ def make_plan(inp: PlanInput) -> Plan:
             field=("spec", "steps", len(steps) - 1, "weight"),
         )
     last = out[-1]
-    rollback = PlanStep(
-        -1, "rollback", "rollback", baseline_stable, absent_cand, None, None,
-        peak_replicas={n: baseline_stable.replicas[n] + last.candidate.replicas[n] for n in stable_T},
-        peak_gpus=baseline_stable.gpus + last.candidate.gpus,
-        extra_gpus_peak=max(0, baseline_stable.gpus + last.candidate.gpus - _full_gpus(comps)),
-    )
+    rollback_steps: list[PlanStep] = []
+    if inp.mode == "in-place":
+        # The operator rolls the DGD back the way it rolled it forward, bounded by the same
+        # rolling-update annotations: one transition, at most the surge per component.
+        rollback = dataclasses.replace(
+            _in_place_step(-1, StepInput(0), last.candidate, baseline_stable, absent_cand,
+                           comps, surge, inp),
+            kind="rollback", label="rollback",
+        )
+    else:
+        frm = last
+        for j in range(len(out) - 2, 0, -1):
+            fwd = out[j]
+            back = _backward(frm, fwd.stable, fwd.candidate, "rollback-step", j,
+                             f"rollback-{j:02d}", comps, surge, headroom, cand_T, inp)
+            rollback_steps.append(back)
+            frm = fwd
+        rollback = _backward(frm, baseline_stable, absent_cand, "rollback", -1, "rollback",
+                             comps, surge, headroom, cand_T, inp)
     final_c = cand_state(100)
     cleanup = PlanStep(
         -2, "cleanup", "cleanup", stable_state(0, present=False), final_c, None, None,
@@ -277,6 +317,7 @@ def make_plan(inp: PlanInput) -> Plan:
         steps=tuple(out), rollback=rollback, cleanup=cleanup, surge_replicas=surge,
         unavailable_fraction=unavail, headroom_fraction=headroom,
         baseline_gpus=baseline_stable.gpus, notes=tuple(notes),
+        rollback_steps=tuple(rollback_steps),
     )
 
 
@@ -334,9 +375,13 @@ def _transition(
     prev_share = prev_s.weight / 100
     floor_frac = max(prev_share - headroom, (1 - unavail) - prev_c.capacity, 0.0)
     room: dict[str, int] = {}
+    # While the stable still has weight it keeps a worker of every component: headroom lets it
+    # run short of its share, never carry traffic with nobody to serve it.
+    keep = 1 if prev_s.weight > 0 else 0
     for c in comps:
         if c.is_worker and inp.strategy != "blue-green":
-            room[c.name] = min(prev_s.replicas[c.name], max(s_t.replicas[c.name], _frac_replicas(floor_frac, c.stable_replicas)))
+            room[c.name] = min(prev_s.replicas[c.name], max(
+                s_t.replicas[c.name], _frac_replicas(floor_frac, c.stable_replicas), keep))
         else:
             room[c.name] = prev_s.replicas[c.name]
     room_cap = capacity(room, comps, stable_T) if prev_s.present else 0.0
@@ -358,11 +403,101 @@ def _transition(
     peak_gpus = sum(room[c.name] * c.stable_gpus + c_t.replicas[c.name] * c.candidate_gpus for c in comps)
     baseline_gpus = _full_gpus(comps)
     min_cap = min(room_cap + prev_c.capacity, s_t.capacity + c_t.capacity)
+    serving = [room] if prev_s.weight else []
+    serving += [c_t.replicas] if prev_c.weight or c_t.weight else []
+    serving += [s_t.replicas] if s_t.weight else []
+    shrinks = any(s_t.replicas[c.name] < room[c.name] for c in comps)
     return PlanStep(
         index, "step", f"step-{index:02d}", s_t, c_t, st.pause_seconds, st.gate,
         peak_replicas=peak, peak_gpus=peak_gpus,
         extra_gpus_peak=max(0, peak_gpus - baseline_gpus), min_capacity=min_cap,
+        min_serving_workers=_min_workers(serving, comps),
+        drain_seconds=inp.drain_seconds if shrinks and s_t.weight < prev_s.weight else None,
     )
+
+
+def _min_workers(states: Sequence[Mapping[str, int]], comps: Sequence[ComponentInput]) -> int:
+    counts = [r[c.name] for r in states for c in comps if c.is_worker]
+    return min(counts) if counts else 0
+
+
+def _backward(
+    frm: PlanStep, to_s: GenerationState, to_c: GenerationState, kind: str, index: int,
+    label: str, comps: Sequence[ComponentInput], surge: Mapping[str, int], headroom: float,
+    cand_T: Mapping[str, int], inp: PlanInput,
+) -> PlanStep:
+    """One backward (rollback) transition ``frm`` → (``to_s``, ``to_c``): the stable regains
+    weight, the candidate gives it up.
+
+    Shift first when the stable's running replicas carry the share it gets back (within
+    `headroom`): weights move, the candidate drains and shrinks, then the stable grows — no
+    replica beyond the two states. Otherwise the candidate first makes room (it may run short of
+    its share by `headroom`, keeping a worker of every component while it has weight), the stable
+    grows, the weights move, the candidate drains and shrinks. A peak above the surge budget is
+    refused: the rollout could not be rolled back on a cluster sized to the budget."""
+    s0, c0 = frm.stable, frm.candidate
+    shift_first = to_s.weight / 100 <= s0.capacity + headroom + 1e-9 and (
+        s0.capacity > 0 or to_s.weight == 0)
+    if shift_first:
+        peak = {c.name: max(s0.replicas[c.name] + c0.replicas[c.name],
+                            s0.replicas[c.name] + to_c.replicas[c.name],
+                            to_s.replicas[c.name] + to_c.replicas[c.name]) for c in comps}
+        serving = ([s0.replicas] if to_s.weight else []) + ([to_c.replicas] if to_c.weight else [])
+        min_cap = min(s0.capacity + c0.capacity, to_s.capacity + to_c.capacity,
+                      s0.capacity + to_c.capacity)
+    else:
+        floor_frac = max(c0.weight / 100 - headroom, 0.0)
+        keep = 1 if c0.weight > 0 else 0
+        room = {}
+        for c in comps:
+            if c.is_worker and inp.strategy != "blue-green":
+                room[c.name] = min(c0.replicas[c.name], max(
+                    to_c.replicas[c.name], _frac_replicas(floor_frac, cand_T[c.name]), keep))
+            else:
+                room[c.name] = c0.replicas[c.name]
+        peak = {c.name: to_s.replicas[c.name] + room[c.name] for c in comps}
+        serving = [room] + ([to_s.replicas] if to_s.weight else [])
+        room_cap = capacity(room, comps, cand_T) if c0.present else 0.0
+        min_cap = min(s0.capacity + room_cap, to_s.capacity + to_c.capacity)
+    for c in comps:
+        if not c.is_worker:
+            continue
+        extra = peak[c.name] - _size(c)
+        if extra > surge[c.name]:
+            raise PlanError(
+                f"rolling back from step {frm.index} ({c0.weight}% → {to_c.weight}%) needs "
+                f"{extra} extra {c.name} replica(s) at its peak (the stable back to "
+                f"{to_s.replicas[c.name]} while the candidate still runs "
+                f"{peak[c.name] - to_s.replicas[c.name]}), but capacity.maxSurge allows "
+                f"{surge[c.name]}: on a cluster sized to the surge budget this rollback could "
+                "not proceed. Raise capacity.maxSurge, allow capacity.headroom, or add smaller "
+                "steps",
+                field=("spec", "steps", frm.index - 1, "weight"),
+            )
+    peak_gpus = _backward_gpus(peak, s0, to_s, shift_first, comps)
+    shrinks = any(to_c.replicas[c.name] < c0.replicas[c.name] for c in comps) or (
+        c0.present and not to_c.present)
+    return PlanStep(
+        index, kind, label, to_s, to_c, None, None,
+        peak_replicas=peak, peak_gpus=peak_gpus,
+        extra_gpus_peak=max(0, peak_gpus - _full_gpus(comps)), min_capacity=min_cap,
+        min_serving_workers=_min_workers([r for r in serving if r], comps),
+        drain_seconds=inp.drain_seconds if shrinks and to_c.weight < c0.weight else None,
+        shift_first=shift_first,
+    )
+
+
+def _backward_gpus(peak: Mapping[str, int], s0: GenerationState, to_s: GenerationState,
+                   shift_first: bool, comps: Sequence[ComponentInput]) -> int:
+    """GPUs at the peak of a backward transition: the stable's part at its larger size, the rest
+    the candidate's."""
+    total = 0
+    for c in comps:
+        stable = max(s0.replicas[c.name], to_s.replicas[c.name]) if not shift_first else (
+            min(peak[c.name], max(s0.replicas[c.name], to_s.replicas[c.name])))
+        stable = min(stable, peak[c.name])
+        total += stable * c.stable_gpus + (peak[c.name] - stable) * c.candidate_gpus
+    return total
 
 
 def _in_place_step(
@@ -380,4 +515,10 @@ def _in_place_step(
         index, "step", f"step-{index:02d}", s_t, c_t, st.pause_seconds, st.gate,
         peak_replicas=peak, peak_gpus=peak_gpus, extra_gpus_peak=max(0, peak_gpus - baseline_gpus),
         min_capacity=1.0 - inp.max_unavailable.fraction([c.stable_replicas for c in comps if c.is_worker]),
+        # the operator keeps all but maxUnavailable (rounded down) of each component serving
+        min_serving_workers=min(
+            (c.stable_replicas - inp.max_unavailable.replicas(c.stable_replicas, round_up=False)
+             for c in comps if c.is_worker), default=0),
+        # No drain to wait for: old and new workers share one frontend, and the operator replaces
+        # them pod by pod (their own termination grace period covers in-flight requests).
     )

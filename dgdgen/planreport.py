@@ -42,9 +42,24 @@ def _reps(prepared: Prepared, gen: GenerationState) -> str:
 
 
 def _title(state: PlanStep) -> str:
+    if state.kind == "rollback-step":
+        return f"rollback→{state.index}"
     return {"baseline": "0 baseline", "rollback": "rollback", "cleanup": "cleanup"}.get(
         state.kind, str(state.index)
     )
+
+
+def _order(state: PlanStep) -> str:
+    """How the transition into ``state`` moves: grow, shift, drain, shrink (docs/planning.md)."""
+    if state.kind in ("baseline", "cleanup"):
+        return "-"
+    drain = []
+    if state.drain_seconds is not None:
+        bound = "until idle" if state.drain_seconds == 0 else f"≤{_duration(state.drain_seconds)}"
+        drain = [f"drain {bound}", "shrink"]
+    if state.shift_first:
+        return "→".join(["shift", *drain, "grow"])
+    return "→".join(["grow", "shift", *drain])
 
 
 def _gates(prepared: Prepared) -> dict[int, StepGate]:
@@ -85,6 +100,7 @@ def _rows(prepared: Prepared) -> list[list[str]]:
             _reps(prepared, st.stable),
             _reps(prepared, st.candidate),
             f"{st.peak_gpus} (+{st.extra_gpus_peak})",
+            _order(st),
             f"{st.stable.capacity:.0%}/{st.candidate.capacity:.0%}",
             _duration(st.pause_seconds),
             st.gate or "-",
@@ -93,7 +109,7 @@ def _rows(prepared: Prepared) -> list[list[str]]:
     return rows
 
 
-HEADERS = ["step", "weight s/c %", "stable", "candidate", "GPUs peak (+extra)",
+HEADERS = ["step", "weight s/c %", "stable", "candidate", "GPUs peak (+extra)", "order",
            "capacity s/c", "pause", "gate"]
 GATE_HEADERS = ["min requests", "min bake"]
 

@@ -31,6 +31,7 @@ DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
 _PERCENT = re.compile(r"^(\d{1,3})%$")
+_DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
 _HOSTNAME = re.compile(r"^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
@@ -195,7 +196,10 @@ class Capacity(_Model):
     )
     headroom: PercentOrCount = Field(
         0, description="How far (in % of full traffic) a generation's traffic share may exceed "
-        "its share of serving capacity while replicas move."
+        "its share of serving capacity while replicas move. A count is read as that many "
+        "replicas of the smallest worker component (count / its stable replicas, at most 100%: "
+        "`1` on a 4-replica component is 25%, on a 1-replica prefill 100%); prefer a "
+        "percentage. Never lets a generation that carries traffic run without workers."
     )
 
 
@@ -237,8 +241,9 @@ class Gamma(_Model):
     )
     port: int = Field(8000, ge=1, le=65535, description="Service port the route applies to.")
     create_service: bool = Field(
-        True, description="Render that Service (ClusterIP, selecting both generations' "
-        "frontends, for callers outside the mesh). Set false when it exists already."
+        True, description="Render that Service (ClusterIP, selecting only the stable "
+        "generation's frontend — the candidate's after cleanup — for callers outside the mesh). "
+        "Set false when it exists already."
     )
 
     @field_validator("service")
@@ -271,7 +276,9 @@ class InferencePoolSettings(_Model):
         None, description="Protocol to the pods (default http, HTTP/1.1)."
     )
     endpoint_picker: EndpointPicker | None = Field(
-        None, description="Reference each pool's EPP (optional since GAIE v1.6.0)."
+        None, description="The EPP each generation's pool routes through (required: dgdgen "
+        "does not deploy one; GAIE v1.6.0 ships none). Deploy an EPP Service {pool}{nameSuffix} "
+        "per generation."
     )
 
 
@@ -293,7 +300,13 @@ class HaproxyTimeouts(_Model):
 
 
 class HaproxyHealthCheck(_Model):
-    path: str = Field("/health", description="Frontend readiness path (facts/dynamo.md §8).")
+    path: str | None = Field(
+        None, description="Path HAProxy checks on each generation's frontend. Default: "
+        "`/v1/models/{served model}/ready`, which answers 404 while the frontend has no workers "
+        "for the model; the frontend's `/health` answers 200 even with zero workers "
+        "(facts/dynamo-runtime.md, Endpoints), so it cannot take a workerless generation out "
+        "of rotation."
+    )
     interval: Duration = "2s"
     fall: int = Field(2, ge=1, description="Failed checks before a frontend is marked DOWN.")
     rise: int = Field(2, ge=1, description="Passed checks before it is UP again.")
@@ -313,8 +326,13 @@ class Haproxy(_Model):
     replicas: int = Field(2, ge=1, description="Proxy replicas.")
     port: int = Field(8000, ge=1, le=65535, description="Port of the proxy Service.")
     service_type: Literal["ClusterIP", "LoadBalancer", "NodePort"] = "ClusterIP"
-    cluster_domain: str = Field(
-        "cluster.local", description="Cluster DNS domain of the frontend Services' FQDNs."
+    cluster_domain: str | None = Field(
+        None, description="Cluster DNS domain of the frontend Services' FQDNs (default: "
+        "spec.clusterDomain)."
+    )
+    memory_limit: str = Field(
+        "512Mi", description="Memory limit of each proxy container (also its request). HAProxy "
+        "buffers about 2 × tune.bufsize (16 KiB) per connection: maxconn 4096 needs ~130 MiB."
     )
     maxconn: int = Field(
         4096, ge=1, description="Concurrent client connections per proxy replica (HAProxy needs "
@@ -374,6 +392,19 @@ class Traffic(_Model):
         None, description="Pin a client to a generation (haproxy only; see docs/traffic.md for "
         "what HTTPRoute can and cannot do)."
     )
+    switch_service: str | None = Field(
+        None, description="Provider `none` with two frontends (separate-dgd, worker-group): the "
+        "Service clients call, whose selector moves from the stable's frontend to the "
+        "candidate's at the 100 % step (default: metadata.name). Such a rollout can only switch: "
+        "its steps are 0 or 100."
+    )
+
+    @field_validator("switch_service")
+    @classmethod
+    def _switch(cls, v: str | None) -> str | None:
+        if v is not None and (len(v) > 63 or not DNS1035_LABEL.match(v)):
+            raise ValueError(f"must be a Service name (DNS-1035 label, ≤63), got {v!r}")
+        return v
 
     @field_validator("hostnames")
     @classmethod
@@ -431,7 +462,14 @@ class Probe(_Model):
     )
     max_tokens: int = Field(32, ge=1, le=4096)
     image: str = Field(
-        "python:3.12-slim", description="Image of the probe Job (needs python3 on PATH)."
+        "python:3.12-slim", description="Image of the probe Job (needs python3 on PATH). Pin it "
+        "by digest (`python:3.12-slim@sha256:…`) and set spec.requireImageDigests to enforce it."
+    )
+    thinking: bool = Field(
+        False, description="Let a reasoning model think before it answers. Off by default: the "
+        "request carries `chat_template_kwargs: {enable_thinking: false}`, so the reply starts "
+        "with the answer and `exact` / `prefix` matches work (the Dynamo 1.6.1 frontend passes "
+        "it to the chat template)."
     )
 
 
@@ -443,6 +481,10 @@ class Hooks(_Model):
         "BeforeHookCreation", description="argocd.argoproj.io/hook-delete-policy."
     )
 
+
+# kube-prometheus-stack's Prometheus selects PodMonitors labelled `release: <Helm release>`
+# (podMonitorSelectorNilUsesHelmValues: true, the chart default); docs/analysis.md.
+DEFAULT_MONITOR_LABELS = {"release": "kube-prometheus-stack"}
 
 GATE_NAME = re.compile(r"^[a-z][a-z0-9-]{0,30}$")
 
@@ -493,8 +535,14 @@ class Analysis(_Model):
     hooks: Hooks = Field(default_factory=Hooks)
     probe: Probe | None = None
     monitor_labels: dict[str, str] = Field(
-        default_factory=dict, description="Extra labels on the rendered PodMonitors, e.g. the "
-        "`release` label your Prometheus' podMonitorSelector matches."
+        default_factory=lambda: dict(DEFAULT_MONITOR_LABELS),
+        description="Labels on the rendered PodMonitors that your Prometheus' "
+        "`podMonitorSelector` matches; a PodMonitor without them is never scraped and every "
+        "gate ends Inconclusive. Default `{release: kube-prometheus-stack}`: what the "
+        "kube-prometheus-stack chart selects (`release: <Helm release name>`, with "
+        "`podMonitorSelectorNilUsesHelmValues: true`, its default) for a release named "
+        "kube-prometheus-stack. `dgdgen validate` warns while this is left to the default; give "
+        "`{}` for a Prometheus that selects every PodMonitor."
     )
     gates: dict[str, list[str]] = Field(
         default_factory=dict, description="Extra named gates: gate name -> metric names "
@@ -623,6 +671,41 @@ class RolloutBody(_Model):
     traffic: Traffic = Field(default_factory=Traffic)
     analysis: Analysis = Field(default_factory=Analysis)
     gitops: GitOps = Field(default_factory=GitOps)
+    cluster_domain: str = Field(
+        "cluster.local", description="Cluster DNS domain (the kubelet's clusterDomain) used in "
+        "the Service FQDNs dgdgen renders (HAProxy servers, the probe's URL)."
+    )
+    require_image_digests: bool = Field(
+        False, description="Refuse an image dgdgen runs itself (the probe Job, the HAProxy "
+        "Deployment, the promotion workflow) that is not pinned by digest "
+        "(`name@sha256:<64 hex>`): a tag can move under a running rollout."
+    )
+
+    @field_validator("cluster_domain")
+    @classmethod
+    def _domain(cls, v: str) -> str:
+        if len(v) > 253 or not _HOSTNAME.match(v) or v.startswith("*."):
+            raise ValueError(f"expected a DNS domain such as cluster.local, got {v!r}")
+        return v
+
+    @model_validator(mode="after")
+    def _digests(self) -> RolloutBody:
+        if not self.require_image_digests:
+            return self
+        images: list[tuple[str, str | None]] = [
+            ("gitops.workflow.image", self.gitops.workflow.image),
+            ("traffic.haproxy.image", self.traffic.haproxy.image if self.traffic.haproxy
+             else (Haproxy.model_fields["image"].default
+                   if self.traffic.provider == TrafficProvider.HAPROXY else None)),
+            ("analysis.probe.image", self.analysis.probe.image if self.analysis.probe else None),
+        ]
+        for where, image in images:
+            if image is not None and not _DIGEST.search(image):
+                raise ValueError(
+                    f"requireImageDigests: spec.{where} {image!r} is not pinned by digest "
+                    "(expected name@sha256:<64 hex>)"
+                )
+        return self
 
 
 class RolloutSpec(_Model):

@@ -41,6 +41,7 @@ def plan_inputs(draw):
         components=tuple(comps), steps=steps, max_surge=Budget(surge),
         max_unavailable=Budget(unavail), headroom=Budget(headroom),
         stable_revision="s1", candidate_revision="c2",
+        drain_seconds=draw(st.sampled_from([0, 300, 3600])),
     )
 
 
@@ -85,14 +86,30 @@ def _check(inp: PlanInput) -> None:
                             ideal_b = gen.replicas[a.name] * tb / ta
                             assert abs(gen.replicas[b.name] - ideal_b) < 1 + 1e-9, (
                                 state.label, a.name, b.name, gen.replicas)
-        if state.kind == "step":
-            # total serving capacity never drops below 1 - maxUnavailable
-            assert state.min_capacity >= 1 - unavail - 1e-9, (state.label, state.min_capacity)
-            # extra replicas in use never exceed the surge budget
+        if state.kind in ("step", "rollback-step", "rollback"):
+            # extra replicas in use never exceed the surge budget — rollback included
             for w in workers:
                 size = max(w.stable_replicas, w.candidate_replicas)
                 budget = inp.max_surge.replicas(size, round_up=True)
                 assert state.peak_replicas[w.name] - size <= budget, (state.label, w.name)
+            # no phase of any transition routes traffic to a generation without workers
+            assert state.min_serving_workers >= 1, (state.label, state.min_serving_workers)
+        if state.kind in ("step", "rollback-step"):
+            # the leaving generation drains between shift and shrink: whatever it still runs
+            # when the weights move (the peak less the other generation) and loses afterwards
+            if state.kind == "step":
+                before, leaving, other = plan.steps[state.index - 1].stable, s, c
+            else:
+                before, leaving, other = plan.steps[state.index + 1].candidate, c, s
+            at_shift = {k: (before.replicas[k] if state.shift_first
+                            else state.peak_replicas[k] - other.replicas[k])
+                        for k in leaving.replicas}
+            if leaving.weight < before.weight and any(
+                    leaving.replicas[k] < at_shift[k] for k in leaving.replicas):
+                assert state.drain_seconds == inp.drain_seconds, state.label
+        if state.kind == "step":
+            # total serving capacity never drops below 1 - maxUnavailable
+            assert state.min_capacity >= 1 - unavail - 1e-9, (state.label, state.min_capacity)
             # the peak holds at least both generations' final replicas of the step
             for w in workers:
                 assert state.peak_replicas[w.name] >= c.replicas[w.name]
@@ -104,6 +121,15 @@ def _check(inp: PlanInput) -> None:
     # rollback restores the baseline exactly
     assert plan.rollback.stable == plan.steps[0].stable
     assert not plan.rollback.candidate.present
+    # rollback walks back through every step: from step k it restores k-1, ..., 1, baseline
+    if inp.mode != "in-place":
+        n = len(plan.steps) - 1
+        for k in range(1, n + 1):
+            path = plan.rollback_from(k)
+            assert [p.index for p in path[:-1]] == list(range(k - 1, 0, -1))
+            for p in path[:-1]:
+                assert p.stable == plan.steps[p.index].stable
+                assert p.candidate == plan.steps[p.index].candidate
     assert plan.cleanup.candidate.weight == 100 and not plan.cleanup.stable.present
 
 
@@ -113,8 +139,10 @@ def test_invariants_hold_or_plan_is_refused(inp: PlanInput) -> None:
     try:
         _check(inp)
     except PlanError as exc:
-        # the only refusal for well-formed steps is a surge budget that cannot make progress
-        assert "surge budget is too small" in exc.message, exc.message
+        # the only refusals for well-formed steps: a surge budget that cannot make progress, or
+        # that could not hold a rollback
+        assert ("surge budget is too small" in exc.message
+                or "this rollback could not proceed" in exc.message), exc.message
 
 
 @settings(max_examples=1000, deadline=None)
@@ -148,8 +176,19 @@ def test_surge_zero_needs_unavailability_and_headroom() -> None:
         raise AssertionError("no surge and no unavailability cannot make progress")
     import dataclasses
 
-    plan = make_plan(dataclasses.replace(base, max_unavailable=Budget("25%"), headroom=Budget("25%")))
+    relaxed = dataclasses.replace(base, max_unavailable=Budget("25%"), headroom=Budget("25%"))
+    # Without surge the last step would have to remove the stable's last worker while it still
+    # carries 25 % ("covered" by headroom): traffic to a generation with no workers. Refused.
+    try:
+        make_plan(relaxed)
+    except PlanError as exc:
+        assert "step 4 (75% → 100%)" in exc.message and "surge budget is too small" in exc.message
+    else:
+        raise AssertionError("the last step must not strand 25 % of traffic on zero workers")
+    plan = make_plan(dataclasses.replace(relaxed, max_surge=Budget(1)))
     assert [s.candidate.replicas["W"] for s in plan.steps] == [0, 1, 2, 3, 4]
-    assert all(s.peak_replicas["W"] <= 4 for s in plan.steps)
+    # the first three steps still fit in the stable's 4 replicas; the last needs the one extra
+    assert [s.peak_replicas["W"] for s in plan.steps[1:]] == [4, 4, 4, 5]
+    assert all(s.min_serving_workers >= 1 for s in plan.steps[1:])
     assert all(s.min_capacity >= 0.75 - 1e-9 for s in plan.steps[1:])
     assert math.isclose(plan.steps[1].min_capacity, 0.75)

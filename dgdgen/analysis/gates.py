@@ -285,7 +285,8 @@ def step_gate(prepared: Prepared, state: PlanStep) -> StepGate | None:
     if "probe" in metrics:
         ns = prepared.loaded.spec.metadata.namespace
         svc = candidate_service(prepared, state.candidate.revision)
-        args["candidate-url"] = f"http://{svc}.{ns}.svc.cluster.local:8000"
+        domain = prepared.loaded.spec.spec.cluster_domain
+        args["candidate-url"] = f"http://{svc}.{ns}.svc.{domain}:8000"
     return StepGate(
         index=state.index, label=state.label, gate=state.gate, metrics=tuple(metrics),
         dropped=tuple(dropped), min_requests=min_requests, min_bake_seconds=bake,

@@ -16,6 +16,7 @@ match = os.environ.get("PROBE_MATCH", "exact")
 max_tokens = int(os.environ.get("PROBE_MAX_TOKENS", "32"))
 prompts = json.loads(os.environ["PROBE_PROMPTS"])
 timeout = float(os.environ.get("PROBE_TIMEOUT", "120"))
+thinking = os.environ.get("PROBE_THINKING", "false") == "true"
 
 
 def call(path, body=None):
@@ -30,10 +31,14 @@ model = os.environ.get("PROBE_MODEL") or call("/v1/models")["data"][0]["id"]
 failed = 0
 for i, case in enumerate(prompts):
     try:
-        reply = call("/v1/chat/completions", {
+        body = {
             "model": model, "temperature": 0, "seed": 0, "max_tokens": max_tokens,
             "stream": False, "messages": [{"role": "user", "content": case["prompt"]}],
-        })
+        }
+        if not thinking:
+            # no reasoning preamble before the answer (the chat template's enable_thinking)
+            body["chat_template_kwargs"] = {"enable_thinking": False}
+        reply = call("/v1/chat/completions", body)
         got = (reply["choices"][0]["message"]["content"] or "").strip()
     except Exception as exc:  # any transport or shape error fails the probe
         print(f"prompt {i}: error: {exc}")
@@ -47,12 +52,35 @@ sys.exit(1 if failed else 0)
 '''.strip() + "\n"
 
 
+# The Pod Security Standards' "restricted" profile: non-root, no privilege escalation, every
+# capability dropped, the runtime's default seccomp profile. The python image's default user is
+# root, so a numeric non-root user is given (nobody); the script writes nothing.
+RESTRICTED_POD = {
+    "runAsNonRoot": True,
+    "runAsUser": 65534,
+    "runAsGroup": 65534,
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+RESTRICTED_CONTAINER = {
+    "allowPrivilegeEscalation": False,
+    "readOnlyRootFilesystem": True,
+    "capabilities": {"drop": ["ALL"]},
+}
+# One python3 process sending a few small requests.
+RESOURCES = {"requests": {"cpu": "50m", "memory": "64Mi"},
+             "limits": {"cpu": "500m", "memory": "256Mi"}}
+
+
 def job_provider(probe: Any, url_arg: str) -> dict[str, Any]:
     """The ``provider.job`` of the probe metric (``probe`` is :class:`dgdgen.spec.Probe`)."""
     env = [
         {"name": "PROBE_URL", "value": url_arg},
         {"name": "PROBE_MATCH", "value": probe.match},
         {"name": "PROBE_MAX_TOKENS", "value": str(probe.max_tokens)},
+        # Dynamo 1.6.1 reads `chat_template_kwargs` (alias of its `chat_template_args`) into the
+        # chat template (ai-dynamo 1.6.1, dynamo/frontend/prepost.py; Dynamo issue #8636).
+        {"name": "PROBE_THINKING", "value": "true" if probe.thinking else "false"},
+        {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},
         {
             "name": "PROBE_PROMPTS",
             "value": json.dumps(
@@ -71,12 +99,16 @@ def job_provider(probe: Any, url_arg: str) -> dict[str, Any]:
                 "template": {
                     "spec": {
                         "restartPolicy": "Never",
+                        "automountServiceAccountToken": False,
+                        "securityContext": dict(RESTRICTED_POD),
                         "containers": [
                             {
                                 "name": "probe",
                                 "image": probe.image,
                                 "command": ["python3", "-c", SCRIPT],
                                 "env": env,
+                                "resources": {k: dict(v) for k, v in RESOURCES.items()},
+                                "securityContext": dict(RESTRICTED_CONTAINER),
                             }
                         ],
                     }

@@ -12,6 +12,9 @@ mistyped fields are named with file:line and a did-you-mean), the stable DGD the
 the components it changes, the plan (weights, surge budget, names), and every rendered manifest
 against the upstream CRD schemas and their CEL rules. Nothing is written.
 
+Warnings (a valid spec that likely misbehaves, e.g. PodMonitor labels left to their default)
+are printed as "warning: file:line: ..." and do not change the exit code.
+
 exit codes: 0 all valid, 2 at least one spec is invalid (each problem printed as file:line).
 
 example:
@@ -44,6 +47,10 @@ def run(args: argparse.Namespace) -> int:
             failed += 1
             sys.stderr.write(f"{exc}\n")
             continue
+        from dgdgen.render.analysis import warnings
+
+        for w in warnings(prepared):
+            sys.stderr.write(f"warning: {w}\n")
         if not args.quiet:
             p = prepared.plan
             sys.stdout.write(

@@ -9,13 +9,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from dgdgen import dgd as dgdmod
-from dgdgen.generation import (
-    ANN_BASE_NAME,
-    ANN_REVISION,
-    LABEL_GENERATION,
-    LABEL_ROLE,
-    LABEL_ROLLOUT,
-)
+from dgdgen.generation import ANN_BASE_NAME, ANN_REVISION
 from dgdgen.render import Manifest
 
 if TYPE_CHECKING:
@@ -39,17 +33,6 @@ def render(prepared: Prepared, state: PlanStep) -> Sequence[Manifest]:
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def _label_frontends(d: dgdmod.Dgd, rollout: str, revision: str | None) -> None:
-    """Label frontend pods so per-generation Services can select them. Frontends are not part of
-    the operator's worker hash (facts/dynamo.md §2.2), so this never restarts the workers."""
-    for comp in list(d.frontends()):
-        labels = d.pod_labels(comp.name)
-        labels[LABEL_ROLLOUT] = rollout
-        if revision is not None:
-            labels[LABEL_GENERATION] = revision
-        labels[LABEL_ROLE] = "frontend"
 
 
 def _set_replicas(d: dgdmod.Dgd, replicas: dict[str, int]) -> None:
@@ -78,7 +61,6 @@ def _annotate(d: dgdmod.Dgd, items: dict[str, str]) -> None:
 
 def stable_dgd(prepared: Prepared, gen: GenerationState) -> dgdmod.Dgd:
     d = prepared.stable.dgd.copy()
-    _label_frontends(d, prepared.loaded.spec.metadata.name, prepared.stable.revision)
     _set_replicas(d, gen.replicas)
     _namespaced(d, prepared.loaded.spec.metadata.namespace)
     return d
@@ -88,7 +70,6 @@ def candidate_dgd(prepared: Prepared, gen: GenerationState, name: str) -> dgdmod
     d = prepared.candidate.dgd.copy()
     d.doc["metadata"]["name"] = name
     _annotate(d, {ANN_REVISION: prepared.candidate.revision, ANN_BASE_NAME: prepared.base_name})
-    _label_frontends(d, prepared.loaded.spec.metadata.name, prepared.candidate.revision)
     _set_replicas(d, gen.replicas)
     _namespaced(d, prepared.loaded.spec.metadata.namespace)
     return d
@@ -114,7 +95,6 @@ def _worker_group(prepared: Prepared, state: PlanStep) -> list[Manifest]:
     """One DGD; every component once per generation, each copy in its own worker group (the
     proposed ``workerGroupName``: the operator appends a per-group hash to the Dynamo namespace,
     so each group's frontend sees only its own workers)."""
-    rollout = prepared.loaded.spec.metadata.name
     # The stable DGD is the shell (metadata, graph-wide spec); its component list is rebuilt.
     d = prepared.stable.dgd.copy()
     _namespaced(d, prepared.loaded.spec.metadata.namespace)
@@ -126,7 +106,6 @@ def _worker_group(prepared: Prepared, state: PlanStep) -> list[Manifest]:
         if not gen.present:
             continue
         src = source.copy()
-        _label_frontends(src, rollout, gen.revision)
         _set_replicas(src, gen.replicas)
         for name in src.components:
             node = copy.deepcopy(src.component_doc(name))
@@ -151,14 +130,15 @@ def _candidate_under_stable_name(prepared: Prepared) -> dgdmod.Dgd:
     selects the shared frontend, so its pods carry no generation label."""
     d = prepared.candidate.dgd.copy()
     d.doc["metadata"]["name"] = prepared.stable.dgd.name
-    _label_frontends(d, prepared.loaded.spec.metadata.name, None)
     _namespaced(d, prepared.loaded.spec.metadata.namespace)
     return d
 
 
 def _partition(prepared: Prepared, state: PlanStep) -> list[Manifest]:
-    """One DGD carrying the candidate template; per component ``partition`` = replicas on the new
-    revision (the first ``replicas - partition`` keep the old one, via ControllerRevisions)."""
+    """One DGD carrying the candidate template; per component ``partition`` = replicas kept on the
+    OLD revision, the Kubernetes convention of StatefulSet ``rollingUpdate.partition`` and
+    OpenKruise CloneSet ``partition``: ordinals below ``partition`` keep the old revision, the
+    ``replicas - partition`` above it run the new one (via ControllerRevisions)."""
     if state.kind in ("baseline", "rollback"):
         return [Manifest(stable_dgd(prepared, state.stable).doc)]
     d = _candidate_under_stable_name(prepared)
@@ -168,11 +148,12 @@ def _partition(prepared: Prepared, state: PlanStep) -> list[Manifest]:
         if comp.is_worker:
             node["replicas"] = total[name]
             if state.kind != "cleanup":
-                node["partition"] = state.candidate.replicas[name]
+                node["partition"] = state.stable.replicas[name]
         else:
             node["replicas"] = prepared.candidate.target_replicas[name]
             if state.candidate.weight < 100:
-                node["partition"] = 0  # non-serving components switch at the 100 % step
+                # non-serving components keep every replica on the old revision until the 100 % step
+                node["partition"] = node["replicas"]
     d.refresh()
     _annotate(d, {ANN_CAPABILITY: CAPABILITY["partition"], ANN_REVISION: prepared.candidate.revision})
     return [Manifest(d.doc, overlays=(OVERLAY_PROPOSED,) if state.kind != "cleanup" else ())]

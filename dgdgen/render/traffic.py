@@ -17,10 +17,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from dgdgen.errors import PlanError
+from dgdgen.errors import InputError, PlanError
 from dgdgen.generation import LABEL_GENERATION, LABEL_ROLE, LABEL_ROLLOUT
 from dgdgen.render import Manifest
-from dgdgen.render.services import FRONTEND_PORT, MANAGED_BY, service
+from dgdgen.render.services import FRONTEND_PORT, MANAGED_BY, frontend_selector, service
 from dgdgen.traffic import haproxy as hp
 from dgdgen.traffic import settings
 from dgdgen.traffic.weights import Backend, routed, state_backends
@@ -136,8 +136,13 @@ def render_gamma(prepared: Prepared, state: PlanStep,
     parent = {"group": "", "kind": "Service", "name": g.service, "port": g.port}
     out = [_route(prepared, state, parent, _service_refs(backends), hostnames=False)]
     if g.create_service:
+        # Callers outside the mesh bypass the route and reach the Service's own endpoints: it
+        # selects only the stable frontend (the candidate's once the stable is gone), never both,
+        # which would split those callers by pod count instead of by the plan's weights.
+        home = next((b for b in backends if b.role in ("stable", "shared") and b.present),
+                    next(b for b in backends if b.present))
         svc = service(g.service, prepared.loaded.spec.metadata.namespace, prepared.plan.rollout,
-                      None)
+                      home.revision, frontend_selector(prepared, home.revision))
         svc["spec"]["ports"][0]["port"] = g.port
         out.append(Manifest(svc))
     return out
@@ -152,13 +157,12 @@ def render_inference_pool(prepared: Prepared, state: PlanStep,
     from dgdgen.spec import InferencePoolSettings
 
     s = prepared.loaded.spec.spec.traffic.inference_pool or InferencePoolSettings.model_validate({})
-    ns = prepared.loaded.spec.metadata.namespace
     out = []
     refs = []
     for b in routed(backends):
         name = pool_name(b)
         # The pool selects the generation's frontend pods, exactly as its Service does.
-        selector = service(b.service, ns, prepared.plan.rollout, b.revision)["spec"]["selector"]
+        selector = frontend_selector(prepared, b.revision)
         spec: dict[str, Any] = {
             "selector": {"matchLabels": selector},
             "targetPorts": [{"number": s.target_port}],
@@ -239,7 +243,10 @@ def render_haproxy(prepared: Prepared, state: PlanStep,
         },
         # Leave the Service endpoints before the soft stop closes the listeners.
         "lifecycle": {"preStop": {"exec": {"command": ["sleep", "5"]}}},
-        "resources": {"requests": {"cpu": "250m", "memory": "128Mi"}},
+        # A memory limit equal to the request: the proxy is never the first thing evicted, and
+        # a leak cannot take the node's memory.
+        "resources": {"requests": {"cpu": "250m", "memory": s.memory_limit},
+                      "limits": {"memory": s.memory_limit}},
         "securityContext": {
             "allowPrivilegeEscalation": False,
             "readOnlyRootFilesystem": True,
@@ -270,6 +277,21 @@ def render_haproxy(prepared: Prepared, state: PlanStep,
                 },
                 "spec": {
                     "terminationGracePeriodSeconds": grace,
+                    "automountServiceAccountToken": False,
+                    # Pod Security Standards "restricted": the runtime's default seccomp profile.
+                    "securityContext": {"runAsNonRoot": True,
+                                        "seccompProfile": {"type": "RuntimeDefault"}},
+                    # Spread the replicas over nodes: one node going away must not take every
+                    # proxy (and with it all traffic) at once.
+                    "affinity": {"podAntiAffinity": {
+                        "preferredDuringSchedulingIgnoredDuringExecution": [{
+                            "weight": 100,
+                            "podAffinityTerm": {
+                                "labelSelector": {"matchLabels": dict(select)},
+                                "topologyKey": "kubernetes.io/hostname",
+                            },
+                        }],
+                    }},
                     "containers": [container],
                     "volumes": [
                         {"name": "config", "configMap": {"name": name}},
@@ -312,10 +334,58 @@ PROVIDERS: dict[str, Callable[[Prepared, PlanStep, Sequence[Backend]], list[Mani
 }
 
 
+SWITCH_ROLE = "switch"
+TWO_FRONTEND_MODES = ("separate-dgd", "worker-group")
+
+
+def switch_name(prepared: Prepared) -> str:
+    t = prepared.loaded.spec.spec.traffic
+    return str(t.switch_service or prepared.loaded.spec.metadata.name)
+
+
+def render_switch(prepared: Prepared, state: PlanStep,
+                  backends: Sequence[Backend]) -> list[Manifest]:
+    """Provider ``none`` with two frontends: no router can split between them, so the only real
+    route is one Service whose selector points at the generation holding 100 %. Clients call it;
+    it moves (in the shift wave) at the step that gives the candidate 100 %, and survives cleanup,
+    which removes only the stable's own frontend Service. A state that would give both
+    generations traffic is refused: with nothing to split, one of them would get its weight and
+    no route."""
+    loaded = prepared.loaded
+    for i, step in enumerate(prepared.plan.steps[1:]):
+        if 0 < step.candidate.weight < 100:
+            field: tuple[str | int, ...] = ("spec", "steps", i, "weight")
+            raise InputError(
+                f"step {step.index} sends {step.candidate.weight}% to the candidate, but traffic "
+                f"provider 'none' cannot split traffic between the two frontends of "
+                f"{prepared.mode} isolation: the candidate would get weight and no route",
+                location=loaded.location(field), field=field,
+                hint="choose a traffic provider (gateway-api, gamma, inference-pool, haproxy), "
+                "or give only steps of weight 0 and 100 (a switch of the Service "
+                f"{switch_name(prepared)!r}, see docs/traffic.md)",
+            )
+    name = switch_name(prepared)
+    if name in {b.service for b in backends}:
+        field = ("spec", "traffic", "switchService")
+        raise InputError(
+            f"the switch Service {name!r} has the name of a generation's frontend Service",
+            location=loaded.location(field), field=field,
+            hint="set spec.traffic.switchService to another name",
+        )
+    (home,) = [b for b in backends if b.present and b.weight == 100]
+    svc = service(name, loaded.spec.metadata.namespace, prepared.plan.rollout, home.revision,
+                  frontend_selector(prepared, home.revision))
+    svc["metadata"]["labels"][LABEL_ROLE] = SWITCH_ROLE
+    return [Manifest(svc)]
+
+
 def render(prepared: Prepared, state: PlanStep) -> Sequence[Manifest]:
     provider = prepared.loaded.spec.spec.traffic.provider.value
     fn = PROVIDERS.get(provider)
     if fn is None:  # none
+        settings.check(prepared.loaded)
+        if prepared.mode in TWO_FRONTEND_MODES:
+            return render_switch(prepared, state, state_backends(prepared, state))
         return []
     settings.check(prepared.loaded)
     return fn(prepared, state, state_backends(prepared, state))

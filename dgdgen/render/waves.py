@@ -56,6 +56,9 @@ def plan_previous(plan: Plan, state: PlanStep) -> PlanStep | None:
     """
     if state.kind == "step" and state.index > 0:
         return plan.steps[state.index - 1]
+    if state.kind == "rollback-step":
+        # A backward transition comes from the step above the one it restores.
+        return plan.steps[state.index + 1]
     if state.kind == "cleanup":
         return plan.steps[-1]
     return None
@@ -102,6 +105,10 @@ def wave_of(prepared: Prepared, state: PlanStep, previous: PlanStep | None,
     if kind == DGD_KIND:
         return dgd_wave(prepared, state, previous, str(obj["metadata"]["name"]))
     if kind in SHIFT_KINDS:
+        return SHIFT
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    if kind == "Service" and labels.get("dgdgen.dev/role") == "switch":
+        # provider none, two frontends: the Service whose selector carries the traffic
         return SHIFT
     return GROW
 

@@ -70,6 +70,56 @@ class Server:
     comment: str
 
 
+def served_model(dgd: Any) -> str | None:
+    """The model name a DGD's workers serve: ``--served-model-name`` if given, else the
+    ``--model`` / ``--model-path`` they load (the name the frontend lists)."""
+    found: dict[str, str] = {}
+    for comp in dgd.workers():
+        words = [w for a in comp.args for w in str(a).split()]
+        for i, w in enumerate(words):
+            for flag in ("--served-model-name", "--model", "--model-path"):
+                if w == flag and i + 1 < len(words):
+                    found.setdefault(flag, words[i + 1])
+                elif w.startswith(flag + "="):
+                    found.setdefault(flag, w.split("=", 1)[1])
+    for flag in ("--served-model-name", "--model", "--model-path"):
+        if flag in found:
+            return found[flag]
+    return None
+
+
+def health_path(prepared: Prepared) -> str:
+    """The readiness path HAProxy checks: the spec's, else ``/v1/models/{model}/ready`` of the
+    model both generations serve (one ``option httpchk`` per backend). The Dynamo 1.6.1 frontend
+    answers it 404 while it has no workers for the model and 200 once it has, whereas ``/health``
+    is 200 with zero workers (facts/dynamo-runtime.md, Endpoints)."""
+    from urllib.parse import quote
+
+    from dgdgen.errors import InputError
+
+    hc = settings(prepared).health_check
+    if hc.path is not None:
+        return str(hc.path)
+    field = ("spec", "traffic", "haproxy", "healthCheck", "path")
+    names = {served_model(g.dgd) for g in (prepared.stable, prepared.candidate)}
+    if len(names) != 1 or None in names:
+        shown = ", ".join(sorted(repr(n) for n in names))
+        raise InputError(
+            "cannot derive the HAProxy readiness check: the generations serve "
+            f"{'different models' if len(names) > 1 else 'no model named in their args'} "
+            f"({shown}), and one backend has one check path",
+            location=prepared.loaded.location(("spec", "traffic", "provider")), field=field,
+            hint="set spec.traffic.haproxy.healthCheck.path, e.g. /v1/models/<model>/ready",
+        )
+    (name,) = names
+    # The model name is one path segment (`Qwen/Qwen3-0.6B` → `Qwen%2FQwen3-0.6B`).
+    return f"/v1/models/{quote(str(name), safe='')}/ready"
+
+
+def cluster_domain(prepared: Prepared) -> str:
+    return str(settings(prepared).cluster_domain or prepared.loaded.spec.spec.cluster_domain)
+
+
 def settings(prepared: Prepared) -> Any:
     """The spec's haproxy settings, defaults filled in."""
     from dgdgen.spec import Haproxy
@@ -81,7 +131,6 @@ def servers(prepared: Prepared, backends: Sequence[Backend]) -> tuple[Server, ..
     """One server per generation in *every* state, so the runtime API can move weights between
     any two states of the plan (it cannot add servers). A generation that does not exist or has
     no workers is ``disabled``: HAProxy sends it nothing, not even sticky clients."""
-    hp = settings(prepared)
     ns = prepared.loaded.spec.metadata.namespace
     weights = haproxy_weights([b.weight for b in backends])
     out = []
@@ -89,7 +138,7 @@ def servers(prepared: Prepared, backends: Sequence[Backend]) -> tuple[Server, ..
         state = f"{b.weight}% of new requests" if b.serving else "not serving"
         out.append(Server(
             name=b.key,
-            address=f"{b.service}.{ns}.svc.{hp.cluster_domain}:8000",
+            address=f"{b.service}.{ns}.svc.{cluster_domain(prepared)}:8000",
             weight=w,
             enabled=b.serving,
             comment=f"{b.role} generation {b.key} (DGD {b.dgd}): {state}",
@@ -138,7 +187,7 @@ def config_text(prepared: Prepared, state: PlanStep, backends: Sequence[Backend]
         stats_bind=f":{STATS_PORT}",
         backend=BACKEND,
         health={
-            "path": hp.health_check.path,
+            "path": health_path(prepared),
             "interval": seconds(hp.health_check.interval),
             "fall": hp.health_check.fall,
             "rise": hp.health_check.rise,

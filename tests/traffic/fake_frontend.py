@@ -1,7 +1,9 @@
 """A fake Dynamo frontend for the loopback proofs: asyncio, standard library only.
 
-It behaves as the facts describe the real one (facts/dynamo.md §8): ``GET /health`` and
-``GET /live`` answer 200 (503 ``not_ready`` when started with ``--not-ready``), and any POST is
+It behaves as the facts describe the real one (facts/dynamo-runtime.md, Endpoints, observed on
+Dynamo 1.6.1): ``GET /health`` and ``GET /live`` answer 200 even with zero workers;
+``GET /v1/models/{model}/ready`` answers 200 with workers and 404 without (started with
+``--no-workers``: a frontend whose generation has no ready workers), and any POST is
 an OpenAI-style streaming response: ``text/event-stream`` over chunked HTTP/1.1, one
 ``data: {...}`` event per token, then ``data: [DONE]``. Each event carries the sender's name, its
 index and the CLOCK_MONOTONIC time it was written (system-wide on Linux, so the client can
@@ -57,11 +59,16 @@ async def _serve(name: str, ready: bool, reader: asyncio.StreamReader,
             method, path, headers = req
             close = headers.get("connection", "").lower() == "close"
             conn = b"close" if close else b"keep-alive"
-            if method == "GET" and path in ("/health", "/live"):
-                status = b"200 OK" if ready else b"503 Service Unavailable"
-                body = json.dumps(
-                    {"status": "healthy" if ready else "not_ready", "instances": []}
-                ).encode()
+            if method == "GET" and (
+                path in ("/health", "/live")
+                or (path.startswith("/v1/models/") and path.endswith("/ready"))
+            ):
+                if path.endswith("/ready"):
+                    status = b"200 OK" if ready else b"404 Not Found"
+                    body = json.dumps({"ready": ready}).encode()
+                else:  # /health is 200 with zero workers too
+                    status = b"200 OK"
+                    body = json.dumps({"status": "healthy", "instances": []}).encode()
                 writer.write(
                     b"HTTP/1.1 " + status + b"\r\nContent-Type: application/json\r\n"
                     b"Content-Length: %d\r\nConnection: %s\r\n\r\n" % (len(body), conn) + body
@@ -102,4 +109,4 @@ async def main(name: str, port: int, ready: bool) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1], int(sys.argv[2]), "--not-ready" not in sys.argv))
+    asyncio.run(main(sys.argv[1], int(sys.argv[2]), "--no-workers" not in sys.argv))

@@ -35,15 +35,18 @@ def haproxy_binary() -> str | None:
 
 
 @contextmanager
-def fake_frontends(names: list[str]) -> Iterator[dict[str, int]]:
-    """Start one fake frontend process per name; yields name → port."""
+def fake_frontends(names: list[str], no_workers: frozenset[str] = frozenset()
+                   ) -> Iterator[dict[str, int]]:
+    """Start one fake frontend process per name (those in ``no_workers`` without workers);
+    yields name → port."""
     procs = []
     ports = {}
     try:
         for name in names:
             port = free_port()
+            extra = ["--no-workers"] if name in no_workers else []
             p = subprocess.Popen(
-                [sys.executable, str(HERE / "fake_frontend.py"), name, str(port)],
+                [sys.executable, str(HERE / "fake_frontend.py"), name, str(port), *extra],
                 stdout=subprocess.PIPE, text=True,
             )
             procs.append(p)

@@ -85,7 +85,7 @@ def test_config_choices_are_rendered() -> None:
     example = next(p for p in all_examples() if p.name == "sglang-disagg-transfer-backend")
     text = _configs(example / "rollout.yaml")["step-01"]
     for line in (
-        "option http-no-delay", "balance roundrobin", "option httpchk GET /health",
+        "option http-no-delay", "balance roundrobin", "option httpchk GET /v1/models/Qwen%2FQwen3-0.6B/ready",
         "http-check expect status 200", "timeout server 1800s", "monitor-uri /healthz",
         "monitor fail if { nbsrv(be_frontends) lt 1 }", "server-state-file",
         "load-server-state-from-file global", "observe layer7 error-limit 10 on-error mark-down",
@@ -111,8 +111,14 @@ def test_pod_template_rolls_when_the_config_changes() -> None:
         ann = ms["Deployment"]["spec"]["template"]["metadata"]["annotations"]
         assert ann["checksum/config"] == checksum(ms["ConfigMap"]["data"]["haproxy.cfg"])
         sums[state.label] = ann["checksum/config"]
-    assert len(set(sums.values())) == len(sums) - 1  # only rollback repeats the baseline
-    assert sums["rollback"] == sums["step-00"]
+    # a rollback state repeats the config of the state it restores (rollback-NN: step NN,
+    # rollback: the baseline); every other state has its own
+    repeats = {s.label: f"step-{s.index:02d}" for s in prepared.plan.rollback_steps}
+    repeats["rollback"] = "step-00"
+    for label, same in repeats.items():
+        assert sums[label] == sums[same], label
+    forward = {k: v for k, v in sums.items() if k not in repeats}
+    assert len(set(forward.values())) == len(forward)
 
 
 @given(st.lists(st.integers(0, 100), min_size=1, max_size=16).filter(lambda ws: sum(ws) > 0))
@@ -149,3 +155,23 @@ def test_runtime_commands_raise_before_they_lower() -> None:
     # nothing to do: nothing sent
     now = {"old": Current("old", 200, True, True), "new": Current("new", 0, False, False)}
     assert commands(be, [Target("old", 200, True), Target("new", 0, False)], now) == []
+
+
+def test_readiness_path_is_refused_when_the_generations_serve_different_models(
+        tmp_path: Path) -> None:
+    """One backend has one check path: two served model names need an explicit one (exit 2 at
+    the spec's provider line, the field named)."""
+    from gen_support import run_cli
+
+    import yaml
+
+    example = next(p for p in all_examples() if p.name == "vllm-agg-blue-green")
+    spec = spec_with(example, tmp_path / "spec", PROVIDER_SETTINGS["haproxy"])
+    data = yaml.safe_load(spec.read_text())
+    assert data["spec"]["traffic"]["haproxy"].pop("healthCheck")  # what spec_with added
+    spec.write_text(yaml.safe_dump(data, sort_keys=False))
+    r = run_cli("render", str(spec), "-o", str(tmp_path / "out"))
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "spec.traffic.haproxy.healthCheck.path" in r.stderr
+    assert "'Qwen/Qwen3-0.6B', 'Qwen/Qwen3-1.7B'" in r.stderr
+    assert "Traceback" not in r.stderr and not (tmp_path / "out").exists()

@@ -134,5 +134,8 @@ def test_inference_pools_follow_the_generations(tmp_path: Path) -> None:
     assert pools["rollback"] == pools["step-00"]
     assert pools["cleanup"] == sorted(set(pools["step-01"]) - set(pools["step-00"]))
     pool = next(m.obj for m in by_state["step-01"] if m.name == pools["step-01"][0])
-    assert pool["spec"]["selector"]["matchLabels"]["dgdgen.dev/role"] == "frontend"
+    # the operator's own pod labels: the generation's DGD, its frontend component type
+    assert pool["spec"]["selector"]["matchLabels"]["nvidia.com/dynamo-component-type"] == "frontend"
+    assert pool["spec"]["selector"]["matchLabels"]["nvidia.com/dynamo-graph-deployment-name"] in {
+        m.name for m in by_state["step-01"] if m.kind == "DynamoGraphDeployment"}
     assert pool["spec"]["endpointPickerRef"]["name"] == pool["metadata"]["name"] + "-epp"

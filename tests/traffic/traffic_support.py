@@ -47,6 +47,33 @@ def spec_with(example: Path, tmp: Path, traffic: dict[str, Any] | None) -> Path:
         data["spec"]["traffic"] = traffic
     out = tmp / "rollout.yaml"
     out.write_text(yaml.safe_dump(data, sort_keys=False))
+    if traffic is not None and traffic.get("provider") == "haproxy":
+        # One backend has one readiness path; a rollout that changes the served model name
+        # needs it given (dgdgen.traffic.haproxy.health_path refuses to guess).
+        from urllib.parse import quote
+
+        from dgdgen.pipeline import prepare
+        from dgdgen.traffic.haproxy import served_model
+
+        from dgdgen.errors import DgdgenError
+
+        data["spec"]["traffic"] = {"provider": "none"}
+        data["spec"]["steps"] = [{"weight": 0}, {"weight": 100}]
+        out.write_text(yaml.safe_dump(data, sort_keys=False))
+        try:
+            prepared = prepare(str(out))
+            names = sorted({str(served_model(g.dgd))
+                            for g in (prepared.stable, prepared.candidate)})
+        except DgdgenError:  # a spec that is bad on purpose: left as the caller wrote it
+            names = []
+        data = yaml.safe_load((example / "rollout.yaml").read_text())
+        data["spec"]["traffic"] = traffic
+        if len(names) > 1:
+            hp = dict(traffic.get("haproxy") or {})
+            hp["healthCheck"] = {**hp.get("healthCheck", {}),
+                                 "path": f"/v1/models/{quote(names[-1], safe='')}/ready"}
+            data["spec"]["traffic"] = {**traffic, "haproxy": hp}
+        out.write_text(yaml.safe_dump(data, sort_keys=False))
     return out
 
 
