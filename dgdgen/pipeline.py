@@ -104,7 +104,7 @@ def prepare(path: str) -> Prepared:
         raise PlanError(
             exc.message, location=loaded.location(exc.field), field=exc.field, hint=exc.hint
         ) from None
-    notes = reasons + _migration_notes(cand, mode)
+    notes = reasons + _migration_notes(cand, mode) + _model_name_notes(stable, cand)
     if notes:
         plan = _with_notes(plan, notes)
     base, cand_name = _names(loaded, stable, cand, mode)
@@ -158,6 +158,28 @@ def _migration_notes(cand: Generation, mode: str) -> tuple[str, ...]:
                 f"spec.candidate.components.{fe.name}.args.set"
             )
     return tuple(out)
+
+
+def _model_name_notes(stable: Generation, cand: Generation) -> tuple[str, ...]:
+    """Clients name the model they call. A candidate that serves another name answers the
+    stable's name with 404 (the frontend counts it as ``not_found``) from the moment traffic
+    reaches it — what `dgdgen rehearse` showed on the blue/green example. Said before anything
+    is rendered, so the switch is planned with the clients."""
+    from dgdgen.check.facts import dgd_facts
+
+    def names(gen: Generation) -> set[str]:
+        return {w.served_model_name for w in dgd_facts(gen.dgd).workers()
+                if w.served_model_name is not None}
+
+    old, new = names(stable), names(cand)
+    if not old or not new or old & new:
+        return ()
+    return (
+        f"the candidate serves {', '.join(sorted(new))} and the stable {', '.join(sorted(old))}: "
+        "clients that name the stable's model get 404 from the candidate once traffic reaches "
+        "it; move the clients to the new name with the switch, or keep the old name as a "
+        "served alias",
+    )
 
 
 def _with_notes(plan: planmod.Plan, notes: tuple[str, ...]) -> planmod.Plan:

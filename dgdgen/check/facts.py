@@ -105,6 +105,16 @@ class ComponentFacts:
                 return s.value
         return None
 
+    @property
+    def served_model_name(self) -> str | None:
+        """The name clients call: ``--served-model-name`` (its first value), else the model path,
+        as the backends register it."""
+        for key in ("--served-model-name", "--model", "--model-path"):
+            s = self.flags.get(key)
+            if s is not None and s.value:
+                return s.value.split()[0]
+        return None
+
 
 @dataclass(frozen=True)
 class DgdFacts:

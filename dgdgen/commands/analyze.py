@@ -16,7 +16,8 @@ Run the gate of one plan step as its AnalysisRun would: every metric's PromQL ag
 Prometheus (args filled for that step), judged by the same successCondition / failureCondition
 (the expr semantics of Argo Rollouts: empty results and NaN are Inconclusive, never a pass).
 Prints each metric's value and verdict, then the run's verdict — the worst metric wins.
-The canary probe (a Job) is not run here; it is listed as skipped.
+The canary probe (a Job) is not run here; it is listed as skipped, and a gate with nothing
+else to measure is Inconclusive (exit 3), never a pass.
 
 exit codes: 0 Successful, 1 Failed (or a measurement Error), 2 bad input or usage (also an
 unreachable Prometheus), 3 Inconclusive (too little traffic to judge).
@@ -139,7 +140,10 @@ def run(args: argparse.Namespace) -> int:
         )
         rows.append({"metric": name, "value": value, "phase": phase,
                      "detail": why or _bound(metric["successCondition"])})
-    verdict = expr.run_phase([str(r["phase"]) for r in rows if r["phase"] != "Skipped"])
+    measured = [str(r["phase"]) for r in rows if r["phase"] != "Skipped"]
+    # A gate nothing could be measured for here (a probe-only gate: the probe is a Job in the
+    # cluster) is Inconclusive, never a pass: recording it as passed would let `promote` skip it.
+    verdict = expr.run_phase(measured) if measured else expr.INCONCLUSIVE
     if args.format == "json":
         out = {"step": args.step, "gate": sg.gate, "args": sg.arg_map, "metrics": rows,
                "phase": verdict}

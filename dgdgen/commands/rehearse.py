@@ -18,7 +18,8 @@ repository. Everything runs in a private network namespace with only loopback (n
 Needs the `rehearse` extra and the Dynamo wheels, `haproxy`, `prometheus` and `git`
 (docs/rehearse.md). Nothing is fetched from the network (HF_HUB_OFFLINE=1).
 
-exit codes: 0 the rollout completed (cleanup reached), 1 a gate rolled it back, 2 bad input or the
+exit codes: 0 the rollout completed (cleanup reached) and no request failed, 1 a gate rolled it back
+or clients saw failed or truncated requests, 2 bad input or the
 extra is missing, 3 the rehearsal could not run here (no haproxy / prometheus / namespace).
 
 examples:
@@ -66,6 +67,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from dgdgen import runtime
+    from dgdgen.errors import DgdgenError
     from dgdgen.pipeline import prepare
     from dgdgen.rehearse.prometheus import prometheus_binary
     from dgdgen.rehearse.proxy import haproxy_binary
@@ -102,6 +104,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         try:
             outcome = Rehearsal(opts, say).run()
+        except DgdgenError as exc:
+            if exc.exit_code == 3:
+                raise
+            # the spec was checked before anything started: what fails now is the rehearsal
+            raise runtime.RuntimeUnavailable(f"the rehearsal could not run: {exc}") from exc
         except RuntimeError as exc:
             raise runtime.RuntimeUnavailable(
                 f"the rehearsal could not run: {exc}"

@@ -132,10 +132,25 @@ class Proxy:
         if self.popen is None:
             self._start(binary)
         else:
-            MasterCli(self.master_socket).reload()
+            self._reload()
             self.reloads += 1
             self._wait_listening()
         return True
+
+    def _reload(self, timeout: float = 15.0) -> None:
+        """A hitless reload through the master CLI. The master re-executes itself on a reload and
+        refuses connections meanwhile, so a reload right after another one is retried."""
+        from dgdgen.errors import DgdgenError
+
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                MasterCli(self.master_socket).reload()
+                return
+            except DgdgenError as exc:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"haproxy reload failed: {exc}") from exc
+                time.sleep(0.2)
 
     def _start(self, binary: str) -> None:
         log = open(self.dir / "haproxy.log", "ab")  # noqa: SIM115 - owned by the process

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from dgdgen import yamlio
+from dgdgen.generation import LABEL_ROLE
 from dgdgen.pipeline import Prepared, prepare
 from dgdgen.plan import PlanStep
 from dgdgen.rehearse.cluster import LocalCluster
@@ -144,13 +145,14 @@ class Rehearsal:
         prepared = prepare(str(opts.spec))
         spec = prepared.loaded.spec.spec
         provider = spec.traffic.provider
-        if provider is TrafficProvider.NONE:
-            from dgdgen.errors import InputError
+        if prepared.mode not in ("separate-dgd",):
+            from dgdgen.runtime import RuntimeUnavailable
 
-            raise InputError(
-                f"{opts.spec}: traffic.provider is none: the rollout names no route that moves "
-                "traffic between the generations, so there is nothing to rehearse "
-                "(use gateway-api, gamma, inference-pool or haproxy)"
+            raise RuntimeUnavailable(
+                f"{opts.spec}: isolation {prepared.mode!r} is not rehearsed: the rehearsal plays "
+                "what a released Dynamo operator does with separate DGDs; worker groups and "
+                "partitions need operator capabilities no released operator has, and an in-place "
+                "roll is the operator's own rolling update (docs/rehearse.md)"
             )
         workdir = opts.workdir or Path(tempfile.mkdtemp(prefix="dgdgen-rehearse-"))
         workdir.mkdir(parents=True, exist_ok=True)
@@ -232,10 +234,14 @@ class Rehearsal:
                 sampler.stopped.set()
                 proxy.stop()
                 drains = list(cluster.drains)
+        records = load.snapshot() if load else []
+        if result == "completed" and any(not r.outcome.ok for r in records):
+            # the rollout went through, but clients saw it: not a success
+            result = "completed with client failures"
         # Prometheus stays up for the report's range queries; the caller stops it.
         return Outcome(
             exit_code=0 if result == "completed" else 1, result=result, states=states,
-            records=load.snapshot() if load else [], scaled=scaled, provider=provider.value,
+            records=records, scaled=scaled, provider=provider.value,
             stand_in=provider is not TrafficProvider.HAPROXY, t0_wall=time.time() - self.now(),
             duration=self.now(), prometheus=prom, rss_peak_mb=sampler.rss_peak,
             processes_peak=sampler.procs_peak, drains=drains, events=self.events,
@@ -332,6 +338,8 @@ class Rehearsal:
             return self.proxy.apply(config)
         backends = route_backends(objects, self.cluster.service_frontends, self._matching)
         if backends is None:
+            backends = self._switch_backends()
+        if backends is None:
             return False
         self.proxy.kind = "stand-in"
         named = []
@@ -342,6 +350,17 @@ class Rehearsal:
                     gen = self.cluster.generation_of(p)
             named.append((gen, weight, port))
         return self.proxy.apply(self.proxy.stand_in(named))
+
+    def _switch_backends(self) -> list[tuple[str, int, int | None]] | None:
+        """Provider ``none``: clients call the switch Service; like kube-proxy, it spreads them
+        evenly over the frontends its selector reaches (docs/traffic.md)."""
+        switches = [name for (kind, name), o in sorted(self.cluster.objects.items())
+                    if kind == "Service"
+                    and ((o.get("metadata") or {}).get("labels") or {}).get(LABEL_ROLE) == "switch"]
+        if not switches:
+            return None
+        procs = self.cluster.service_frontends(switches[0])
+        return [(p.name, 1, p.port) for p in procs] or [(switches[0], 1, None)]
 
     def _runtime_api(self) -> None:
         status = _git(self.repo, "show", "HEAD:deploy/.dgdgen-index")

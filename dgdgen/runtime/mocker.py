@@ -87,13 +87,8 @@ class MockerInvocation:
 
 
 def served_model_name(comp: ComponentFacts) -> str:
-    """The name the worker registers: ``--served-model-name`` (its first value), else the model
-    path, as the backends do."""
-    for key in ("--served-model-name", "--model", "--model-path"):
-        s = comp.flags.get(key)
-        if s is not None and s.value:
-            return s.value.split()[0]
-    return "model"
+    """The name the worker registers (see :attr:`ComponentFacts.served_model_name`)."""
+    return comp.served_model_name or "model"
 
 
 def disaggregation_mode(comp: ComponentFacts) -> str:

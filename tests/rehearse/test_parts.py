@@ -52,8 +52,8 @@ def test_scrape_jobs_follow_the_rendered_podmonitors() -> None:
     pm = _load(EXAMPLE / "rendered" / "step-01" / "podmonitor-qwen-sglang-mooncake.yaml")
     match = pm["spec"]["selector"]["matchLabels"]
     fe = _proc("fe", "frontend", 20001, dict(match))
-    other = _proc("fe2", "frontend", 20002, {**match, "dgdgen.dev/generation": "nixl"})
-    worker = _proc("w", "worker", 20003, {**match, "dgdgen.dev/role": "worker"})
+    other = _proc("fe2", "frontend", 20002, {k: f"{v}-other" for k, v in match.items()})
+    worker = _proc("w", "worker", 20003, dict(match))  # matches, but has no `http` port
     jobs, targets = scrape_jobs([pm], [("inference", fe), ("inference", other),
                                        ("inference", worker), ("elsewhere", fe)], time_scale=0.02)
     assert len(jobs) == 1

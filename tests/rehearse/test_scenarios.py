@@ -70,3 +70,30 @@ def test_gate_that_cannot_collect_its_sample_is_inconclusive(tmp_path: Path) -> 
     assert first_gate["verdict"] == "Inconclusive", first_gate
     assert data["result"] == "rolled-back"
     assert data["failed"] == 0 and data["truncated"] == 0, log
+
+
+def test_blue_green_switch_service_moves_all_traffic(tmp_path: Path) -> None:
+    # Provider `none`: clients call the switch Service, whose selector moves to green at the
+    # 100 % step. The example's own candidate serves another model (the plan says so) and its gate
+    # is a probe, which only a cluster can run; here green changes a scheduling flag and the
+    # first step bakes ungated, so the rehearsal shows the switch itself.
+    import shutil
+
+    from dgdgen import yamlio
+
+    src = Path(__file__).resolve().parents[2] / "examples" / "vllm-agg-blue-green"
+    shutil.copy(src / "dgd.yaml", tmp_path / "dgd.yaml")
+    spec = yamlio.load_file(str(src / "rollout.yaml"))[0].data
+    spec["spec"]["candidate"]["components"] = {
+        "VllmDecodeWorker": {"args": {"set": {"--max-num-seqs": 64}}}}
+    spec["spec"]["steps"] = [{"weight": 0, "pause": "10m"}, {"weight": 100, "pause": "10m"}]
+    spec["spec"]["analysis"] = {"enabled": False}
+    (tmp_path / "rollout.yaml").write_text(yamlio.dump(spec))
+    code, data, log = rehearse(tmp_path, str(tmp_path / "rollout.yaml"), *FAST)
+    assert code == 0, log
+    assert data["proxy"].startswith("HAProxy standing in")
+    assert data["failed"] == 0 and data["truncated"] == 0, log
+    switched = next(s for s in data["states"] if s["planned"].get("green") == 100)
+    assert switched["observed"]["green"] == 100.0, switched
+    before = next(s for s in data["states"] if s["state"] == "step-01")
+    assert before["observed"]["blue"] == 100.0, before
