@@ -303,8 +303,8 @@ def _overridden(idx: tree.Index, state: PlanStep, skip: str | None) -> list[str]
     res = _gate_of(idx, state)
     if skip is None or not state.gate or (res is not None and res.result == "passed"):
         return []
-    return [f"{state.gate} of {_title(state)} "
-            f"({'not recorded' if res is None else res.result}): {skip}"]
+    result = "not recorded" if res is None else res.result
+    return [f"{state.gate} of {_title(state)} ({result}): {skip}"]
 
 
 def _skip_trailers(notes: list[str]) -> list[str]:
