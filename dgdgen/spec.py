@@ -536,11 +536,29 @@ class Workflow(_Model):
 
     image: str = Field(
         "ghcr.io/dgdgen/dgdgen-promote:0.1.0",
-        description="Promotion image: dgdgen and git (built from argo/Dockerfile).",
+        description="Promotion image: dgdgen and git (built from argo/Dockerfile). Pin it by "
+        "digest (`name@sha256:…`); `dgdgen argo` warns when it is a tag only.",
     )
     service_account_name: str = Field(
-        "dgdgen-rollout", description="Service account of the workflow's pods (needs get/patch "
-        "on Applications and create/get on AnalysisRuns)."
+        "dgdgen-rollout", description="Service account of the workflow's pods (create/get "
+        "AnalysisRuns in the rollout's namespace; nothing on Argo CD's Applications)."
+    )
+    argocd_server: str | None = Field(
+        None, description="Argo CD API server the workflow asks (refresh, wait, terminate a "
+        "sync). Default: https://argocd-server.<argocdNamespace>.svc.<clusterDomain>."
+    )
+    argocd_token_secret: str = Field(
+        "dgdgen-argocd", description="Secret (in the rollout's namespace) with key `token`: an "
+        "API token of the Argo CD account `dgdgen argo` declares (applications get and sync on "
+        "this rollout's Applications only)."
+    )
+    cluster_domain: str = Field(
+        "cluster.local", description="Cluster DNS domain of in-cluster Service names the "
+        "workflow uses (the default Argo CD API server address)."
+    )
+    wait_timeout: Duration = Field(
+        "2h", description="How long the workflow waits for one commit to be synced, Healthy "
+        "and (with analysis hooks) analysed, per Application."
     )
     git_secret: str = Field(
         "dgdgen-git", description="Secret with the Git push credentials: keys `username` and "
@@ -553,6 +571,13 @@ class Workflow(_Model):
     cleanup: bool = Field(
         True, description="Remove the old generation after the last step succeeds."
     )
+
+    @field_validator("cluster_domain")
+    @classmethod
+    def _domain(cls, v: str) -> str:
+        if len(v) > 253 or not all(DNS1123_LABEL.match(part) for part in v.split(".")):
+            raise ValueError(f"a DNS domain such as cluster.local, got {v!r}")
+        return v
 
 
 class GitOps(_Model):
