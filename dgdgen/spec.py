@@ -552,10 +552,6 @@ class Workflow(_Model):
         "API token of the Argo CD account `dgdgen argo` declares (applications get and sync on "
         "this rollout's Applications only)."
     )
-    cluster_domain: str = Field(
-        "cluster.local", description="Cluster DNS domain of in-cluster Service names the "
-        "workflow uses (the default Argo CD API server address)."
-    )
     wait_timeout: Duration = Field(
         "2h", description="How long the workflow waits for one commit to be synced, Healthy "
         "and (with analysis hooks) analysed, per Application."
@@ -571,13 +567,6 @@ class Workflow(_Model):
     cleanup: bool = Field(
         True, description="Remove the old generation after the last step succeeds."
     )
-
-    @field_validator("cluster_domain")
-    @classmethod
-    def _domain(cls, v: str) -> str:
-        if len(v) > 253 or not all(DNS1123_LABEL.match(part) for part in v.split(".")):
-            raise ValueError(f"a DNS domain such as cluster.local, got {v!r}")
-        return v
 
 
 class GitOps(_Model):
@@ -609,6 +598,11 @@ class GitOps(_Model):
         "repository and the rollout's namespace."
     )
     argocd_namespace: str = Field("argocd", description="Namespace Argo CD runs in.")
+    cluster_domain: str = Field(
+        "cluster.local", description="Cluster DNS domain of the in-cluster Service names the "
+        "GitOps objects use: the default Argo CD API server address of the workflow, and the "
+        "frontend Services the drain hooks poll."
+    )
     auto_sync: bool = Field(
         True, description="Automated sync with prune and self-heal: a promotion commit is the "
         "whole deployment action."
@@ -624,6 +618,13 @@ class GitOps(_Model):
     def _relative(cls, v: str | None) -> str | None:
         if v is not None and (v.startswith("/") or ".." in v.split("/") or v.strip("/") == ""):
             raise ValueError(f"a path inside the repository (relative, no '..'), got {v!r}")
+        return v
+
+    @field_validator("cluster_domain")
+    @classmethod
+    def _domain(cls, v: str) -> str:
+        if len(v) > 253 or not all(DNS1123_LABEL.match(part) for part in v.split(".")):
+            raise ValueError(f"a DNS domain such as cluster.local, got {v!r}")
         return v
 
     @field_validator("commit_author")

@@ -258,10 +258,10 @@ def account(prepared: Prepared) -> str:
 
 
 def argocd_server(prepared: Prepared) -> str:
-    w = _gitops(prepared).workflow
-    if w.argocd_server:
-        return str(w.argocd_server)
-    return f"https://argocd-server.{_gitops(prepared).argocd_namespace}.svc.{w.cluster_domain}"
+    g = _gitops(prepared)
+    if g.workflow.argocd_server:
+        return str(g.workflow.argocd_server)
+    return f"https://argocd-server.{g.argocd_namespace}.svc.{g.cluster_domain}"
 
 
 def argocd_cm_patch(prepared: Prepared, *, workflow: bool = False) -> dict[str, Any]:
