@@ -56,6 +56,8 @@ def report(out: Outcome) -> int:
     """The commit message on stdout (what happened, in the words of the history), and where the
     commit went on stderr."""
     sys.stdout.write(out.message)
+    for note in out.notes:
+        sys.stderr.write(f"note: {note}\n")
     if out.commit:
         sys.stderr.write(f"committed {out.commit[:12]}" + (f", pushed to {out.pushed}" if out.pushed
                                                            else "") + "\n")

@@ -13,6 +13,7 @@ Every action here:
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -409,7 +410,19 @@ def rollback(t: Target, *, push: bool = False) -> Outcome:
         extra.append(f"gate {res.gate} of {_title(state)}: {res.result}"
                      + (f" ({res.message})" if res.message else ""))
     subject = f"roll back to {target.stable.revision} (from {_title(state)})"
-    return _move(t, idx, state, target, subject, extra, push)
+    out = _move(t, idx, state, target, subject, extra, push)
+    if t.prepared.loaded.spec.spec.analysis.hooks.enabled:
+        from dgdgen.gitops.argocd import app_names
+
+        # Argo CD starts no new sync while one runs, and a PostSync AnalysisRun keeps the
+        # step's sync running for the whole analysis: stop it so the rollback applies now.
+        apps = app_names(t.prepared)
+        out = dataclasses.replace(out, notes=(
+            "analysis hooks: a running PostSync AnalysisRun holds Argo CD's sync, and this "
+            "commit syncs only after it; stop it now with "
+            + " and ".join(f"`argocd app terminate-op {a}`" for a in apps)
+            + " (the rollout workflow does this itself)",))
+    return out
 
 
 def cleanup(t: Target, *, push: bool = False, skip_gate: str | None = None) -> Outcome:

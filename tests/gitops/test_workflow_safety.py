@@ -276,3 +276,23 @@ def test_workflow_scripts_gate_and_rollback_for_real(ws: Workspace, tmp_path: Pa
     assert subject() == "qwen-router: roll back to bs16 (from step 2)"
     index = json.loads(git(ws.remote, "show", "main:deploy/qwen-router/.dgdgen-index"))
     assert index["step"] == "rollback"
+
+
+def test_rollback_by_hand_with_hooks_says_how_to_stop_the_analysis(tmp_path: Path) -> None:
+    """A person's rollback is a commit; with PostSync analysis it would wait for the running
+    run. The command says how to stop it (the workflow does it itself)."""
+    repo = tmp_path / "repo"
+    spec = _spec(tmp_path, HOOKS, PLAIN)
+    into = str(repo / "deploy")
+    assert cli("render", str(spec), "--into", into, "--init", "--commit").code == 0
+    assert cli("promote", str(spec), "--into", into).code == 0
+    r = cli("rollback", str(spec), "--into", into)
+    assert r.code == 0
+    assert "note: analysis hooks: a running PostSync AnalysisRun holds Argo CD's sync" in r.err
+    assert "`argocd app terminate-op qwen-router`" in r.err
+    (tmp_path / "b").mkdir()
+    plain = _spec(tmp_path / "b", ANALYSIS, PLAIN)
+    into_b = str(tmp_path / "b" / "repo" / "deploy")
+    assert cli("render", str(plain), "--into", into_b, "--init", "--commit").code == 0
+    assert cli("promote", str(plain), "--into", into_b).code == 0
+    assert "terminate-op" not in cli("rollback", str(plain), "--into", into_b).err
