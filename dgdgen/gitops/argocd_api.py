@@ -20,6 +20,7 @@ analysis Failed / Error / Inconclusive, or the timeout), 2 bad usage or configur
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import ssl
@@ -72,16 +73,24 @@ def _hook_result(op: dict[str, Any], run: str | None) -> dict[str, Any] | None:
 
 
 def verdict(app: dict[str, Any], revision: str, *, run_phase: str | None = None,
-            analysis_run: str | None = None) -> Verdict:
-    """Where the Application stands for commit ``revision``.
+            analysis_run: str | None = None, containing: frozenset[str] = frozenset()
+            ) -> Verdict:
+    """Where the Application stands for commit ``revision``: the sync operation that applied it
+    (its own, or one at a later commit in ``containing``) must have Succeeded, and the app be
+    Synced and Healthy.
 
     ``analysis_run`` names the step's PostSync AnalysisRun when the runs are hooks, and
     ``run_phase`` is its live ``status.phase`` (None when it could not be read, e.g. deleted by
     ``HookSucceeded``: then the sync result's hook phase stands in for it)."""
     name = _get(app, "metadata", "name") or "?"
     op = _get(app, "status", "operationState")
-    if not isinstance(op, dict) or _op_revision(op) != revision:
+    sync = _get(app, "status", "sync") or {}
+    # The operation that applied the commit: its own, or one at a later commit that contains it
+    # (``containing``: another rollout in the same repository pushed on top of ours before Argo CD
+    # looked, so Argo CD synced that head; the caller establishes which revisions are later).
+    if not isinstance(op, dict) or _op_revision(op) not in (revision, *containing):
         return Verdict(False, False, f"{name}: waiting for a sync of {revision[:12]}")
+    revision = str(_op_revision(op))
     phase = op.get("phase")
     hook = _hook_result(op, analysis_run) if analysis_run else None
     if phase in ("Running", "Terminating"):
@@ -99,9 +108,8 @@ def verdict(app: dict[str, Any], revision: str, *, run_phase: str | None = None,
         return Verdict(True, False, what)
     if phase != "Succeeded":
         return Verdict(False, False, f"{name}: sync of {revision[:12]} {phase or 'pending'}")
-    sync = _get(app, "status", "sync") or {}
     health = _get(app, "status", "health", "status")
-    if sync.get("revision") != revision or sync.get("status") != "Synced":
+    if sync.get("status") != "Synced":
         return Verdict(False, False, f"{name}: {sync.get('status') or 'Unknown'} at "
                        f"{str(sync.get('revision') or '?')[:12]}, waiting for {revision[:12]}")
     if health == "Degraded":
@@ -181,6 +189,21 @@ class Client:
         phase = _get(json.loads(manifest), "status", "phase")
         return phase if isinstance(phase, str) else "Pending"
 
+    def revision_date(self, app: str, revision: str) -> datetime.datetime | None:
+        """The commit date Argo CD's repo server reports for ``revision`` (``get``)."""
+        try:
+            meta = self._call("GET", f"/api/v1/applications/{_seg(app)}/revisions/"
+                              f"{_seg(revision)}/metadata")
+        except ApiError as exc:
+            if exc.status in (400, 404):
+                return None
+            raise
+        text = str(meta.get("date", "")).replace("Z", "+00:00")
+        try:
+            return datetime.datetime.fromisoformat(text)
+        except ValueError:
+            return None
+
     def terminate(self, name: str) -> bool:
         """Stop the app's running operation. False when none was running."""
         try:
@@ -206,6 +229,7 @@ def wait(client: Client, apps: Sequence[str], revision: str, *, timeout: float,
     deadline = clock() + timeout
     for app in apps:
         first, last = True, ""
+        later: set[str] = set()  # revisions known to be newer commits than ours
         while True:
             try:
                 data = client.application(app, refresh=first)
@@ -213,7 +237,9 @@ def wait(client: Client, apps: Sequence[str], revision: str, *, timeout: float,
                 phase = None
                 if run is not None and namespace is not None:
                     phase = client.analysis_run_phase(app, namespace, run)
-                v = verdict(data, revision, run_phase=phase, analysis_run=run)
+                _note_later(client, app, data, revision, later)
+                v = verdict(data, revision, run_phase=phase, analysis_run=run,
+                            containing=frozenset(later))
             except ApiError as exc:
                 if exc.status < 500:  # 401/403/404: the token, its policy or the name is wrong
                     raise
@@ -234,6 +260,22 @@ def wait(client: Client, apps: Sequence[str], revision: str, *, timeout: float,
     return True
 
 
+def _note_later(client: Client, app: str, data: dict[str, Any], revision: str,
+                later: set[str]) -> None:
+    """When Argo CD synced (and compares with) another commit than ours, find out whether it is
+    a later one: its commit date is not before ours. An older one (the branch not yet fetched, a
+    targetRevision that is not the branch pushed to) never counts."""
+    op = _get(data, "status", "operationState")
+    other = _op_revision(op) if isinstance(op, dict) else None
+    if other is None or other == revision or other in later:
+        return
+    if other != _get(data, "status", "sync", "revision"):
+        return
+    ours, theirs = client.revision_date(app, revision), client.revision_date(app, other)
+    if ours is not None and theirs is not None and theirs >= ours:
+        later.add(other)
+
+
 def _seconds(text: str) -> float:
     units = {"s": 1, "m": 60, "h": 3600}
     if text and text[-1] in units:
@@ -247,7 +289,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub = p.add_subparsers(dest="cmd", required=True)
     w = sub.add_parser("wait", help="wait for a commit to be synced, Healthy (and analysed)")
     w.add_argument("--app", required=True, help="Application name(s), comma-separated, in order")
-    w.add_argument("--revision", required=True, help="the commit id")
+    w.add_argument("--revision", required=True,
+                   help="the commit id ('none': nothing was committed, nothing to wait for)")
     w.add_argument("--analysis-run", help="the step's PostSync AnalysisRun (hooks)")
     w.add_argument("--namespace", help="namespace of that AnalysisRun")
     w.add_argument("--timeout", default="2h")
@@ -275,6 +318,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 continue
             print(f"{app}: " + ("terminated the running sync operation" if stopped
                                 else "no operation in progress"))
+        return 0
+    if args.revision == "none":
+        print("nothing was committed: nothing to wait for")
         return 0
     if (args.analysis_run is None) != (args.namespace is None):
         sys.stderr.write("error: --analysis-run and --namespace go together\n")

@@ -80,7 +80,11 @@ case "$ACTION" in
     if [ "$at" != cleanup ]; then dgdgen cleanup "$SPEC" --into "$INTO" --push; fi ;;
   rollback)
     case "$at" in
-      rollback|cleanup|step-00) echo "nothing to roll back ($at)" ;;
+      cleanup|step-00)
+        # nothing was committed: the exit handler's wait has nothing to wait for
+        echo "nothing to roll back ($at)"
+        echo none > "${COMMIT_FILE:-/tmp/commit}"; exit 0 ;;
+      rollback) echo "already rolled back (a retried pod)" ;;
       *)
         # A running sync (a PostSync analysis, a wave waiting for a generation that never gets
         # Healthy) would hold the rollback commit back: stop it first (best effort).

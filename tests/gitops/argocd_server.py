@@ -27,6 +27,7 @@ class Fake:
     apps: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # name → series
     runs: dict[tuple[str, str], str] = field(default_factory=dict)  # (app, run) → phase
     running: set[str] = field(default_factory=set)  # apps with an operation in progress
+    dates: dict[str, str] = field(default_factory=dict)  # revision → commit date (RFC 3339)
     calls: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)
     url: str = ""
 
@@ -86,6 +87,14 @@ def _handler(fake: Fake) -> type[BaseHTTPRequestHandler]:
                                     "namespace": query.get("namespace")},
                        "status": {"phase": phase}}
                 self._send(200, {"manifest": json.dumps(run)})
+            elif method == "GET" and len(rest) == 3 and rest[0] == "revisions" \
+                    and rest[2] == "metadata":
+                date = fake.dates.get(rest[1])
+                if date is None:
+                    self._send(404, {"code": 5, "message": "revision not found"})
+                    return
+                self._send(200, {"author": "dgdgen <dgdgen@localhost>", "date": date,
+                                 "message": "a commit"})
             elif method == "DELETE" and rest == ["operation"]:
                 if app not in fake.running:
                     self._send(400, {"code": 3, "message": "Unable to terminate operation. No "

@@ -166,3 +166,45 @@ def test_module_runs_without_the_package_extras(tmp_path: Path) -> None:
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        check=True, timeout=60)
     assert r.stdout.strip() == "[]"
+
+
+NEWER = "fedcba9876543210fedcba9876543210fedcba98"
+
+
+def test_a_commit_pushed_on_top_does_not_hang_the_wait() -> None:
+    """Another rollout in the same repository pushes right after ours, and Argo CD syncs that
+    newer head (which contains our commit): done. An operation at an older commit — the branch
+    not fetched yet, or a targetRevision that is not the branch pushed to — is never taken for
+    ours."""
+    dates = {OLD: "2026-11-23T01:00:00Z", REV: "2026-11-23T02:00:00Z",
+             NEWER: "2026-11-23T02:00:05Z"}
+    fake = Fake("default", _policy(), apps={"qwen-router": [
+        app_doc("qwen-router", OLD, op="Succeeded"),  # still the old commit: not done
+        app_doc("qwen-router", NEWER, op="Running"),
+        app_doc("qwen-router", NEWER, op="Succeeded"),
+    ]}, dates=dates)
+    with serve(fake):
+        r = _run(fake, "wait", "--app", "qwen-router", "--revision", REV)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.splitlines()[0] == "qwen-router: waiting for a sync of 3f6c1e2d9a8b"
+    assert r.stdout.splitlines()[-1] == "qwen-router: synced fedcba987654, Healthy"
+    # the old commit alone never ends the wait
+    fake = Fake("default", _policy(), apps={"qwen-router": [
+        app_doc("qwen-router", OLD, op="Succeeded")]}, dates=dates)
+    with serve(fake):
+        r = _run(fake, "wait", "--app", "qwen-router", "--revision", REV, timeout="0.5s")
+    assert r.returncode == 1 and "gave up" in r.stdout
+    # pure: only the revisions the caller established as later count
+    assert not verdict(app_doc("a", NEWER, op="Succeeded"), REV).done
+    assert verdict(app_doc("a", NEWER, op="Succeeded"), REV, containing=frozenset({NEWER})).ok
+    # our own operation, the app now compared with a later commit that did not touch it
+    assert verdict(app_doc("a", REV, op="Succeeded", synced_rev=NEWER), REV).ok
+
+
+def test_nothing_committed_means_nothing_to_wait_for() -> None:
+    fake = Fake("default", _policy(), apps={"qwen-router": [
+        app_doc("qwen-router", OLD, op="Running")]})
+    with serve(fake):
+        r = _run(fake, "wait", "--app", "qwen-router", "--revision", "none")
+    assert r.returncode == 0 and "nothing to wait for" in r.stdout
+    assert fake.calls == []

@@ -258,6 +258,8 @@ def test_workflow_scripts_gate_and_rollback_for_real(ws: Workspace, tmp_path: Pa
         return git(ws.remote, "log", "-1", "--format=%s", "main").strip()
 
     with serve(fake):
+        r = run("rollback")  # at the baseline: nothing to roll back, nothing to wait for
+        assert r.returncode == 0 and (tmp_path / "commit").read_text().strip() == "none"
         assert run("promote", "1").returncode == 0
         r = run("promote", "2")
         assert r.returncode == 1 and "not recorded" in r.stderr  # the gate comes first
