@@ -1,5 +1,6 @@
 """A loopback stand-in for the Argo CD API server (Argo CD itself cannot run on these machines):
-the three endpoints the rollout workflow uses, with Argo CD's paths, query parameters, bearer
+the endpoints the rollout workflow uses (application, resource, revision metadata, operation),
+with Argo CD's paths, query parameters, bearer
 authentication, its ``policy.<name>.csv`` RBAC decisions (only the ``p`` lines that name the
 account's role; argo-cd ``server/application/application.go``: ``Get`` needs ``get``,
 ``TerminateOperation`` needs ``sync``) and its "No operation is in progress" answer. Each GET of
