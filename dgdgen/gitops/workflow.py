@@ -266,7 +266,6 @@ def workflow_template(prepared: Prepared) -> dict[str, Any]:
         )
         bake = Suspend(name="bake", inputs=[Parameter(name="duration")],
                        duration="{{inputs.parameters.duration}}")
-        approve = Suspend(name="approve")  # `argo resume`: a person judged the gate
         analyses: dict[int, list[Resource]] = {}
         for state in plan.steps[1:]:
             if not state.gate:
@@ -280,6 +279,11 @@ def workflow_template(prepared: Prepared) -> dict[str, Any]:
                     success_condition="status.phase == Successful",
                     failure_condition="status.phase in (Failed,Error,Inconclusive)",
                 ))
+
+        manual = [st for st in plan.steps[1:] if st.gate and not analyses.get(st.index)
+                  and not _hook_run(prepared, st)]
+        # `argo resume`: a person judged the gate (only where a gate has no analysis)
+        approve = Suspend(name="approve") if manual else None
 
         with Steps(name="rollout"):
             for state in plan.steps[1:]:
@@ -302,6 +306,7 @@ def workflow_template(prepared: Prepared) -> dict[str, Any]:
                         message = f"PostSync AnalysisRun {hook_run} Successful (workflow " \
                             "{{workflow.name}})"
                     else:
+                        assert approve is not None
                         approve(name=f"step-{i}-approve")
                         message = "approved with argo resume (workflow {{workflow.name}})"
                     git_action(name=f"step-{i}-gate", arguments={

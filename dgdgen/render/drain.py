@@ -37,9 +37,10 @@ ZEROS_PER_REPLICA = 4  # polls at 0 in a row per frontend replica behind the Ser
 UID = 999  # the promotion image's user (argo/Dockerfile)
 
 
-def _leaving(prepared: Prepared, state: PlanStep, previous: PlanStep | None
+def leaving(prepared: Prepared, state: PlanStep, previous: PlanStep | None
              ) -> list[tuple[GenerationState, GenerationState, str]]:
-    """(now, before, DGD name) of each generation that shrinks in the shrink wave or goes."""
+    """(now, before, DGD name) of each generation that shrinks in the shrink wave or goes, i.e.
+    that drains first in this transition (also what a plan display shows as the drain)."""
     from dgdgen.render import waves
 
     if previous is None or prepared.mode not in PER_MODE or state.kind == "rollback":
@@ -146,4 +147,4 @@ def _drain_wave() -> str:
 
 def render(prepared: Prepared, state: PlanStep, previous: PlanStep | None) -> list[Manifest]:
     return [Manifest(job(prepared, before, name))
-            for _now, before, name in _leaving(prepared, state, previous)]
+            for _now, before, name in leaving(prepared, state, previous)]

@@ -185,6 +185,8 @@ def test_a_gate_without_analysis_waits_for_a_person(tmp_path: Path) -> None:
     assert names[:5] == ["step-1-promote", "step-1-synced", "step-1-approve", "step-1-gate",
                          "step-1-bake"]
     assert "suspend" in _templates(workflow_template(p))["approve"]
+    with_analysis = workflow_template(prepare(str(_spec(tmp_path, ANALYSIS, PLAIN))))
+    assert "approve" not in _templates(with_analysis)
 
 
 def test_containers_run_restricted_with_resources(tmp_path: Path) -> None:
