@@ -9,7 +9,8 @@
 -- (initializing|pending|successful|failed), status.conditions[type=Ready],
 -- status.observedGeneration, status.rollingUpdate.phase (Pending|InProgress|Completed|Failed|""),
 -- status.restart.inProgress, and per-component replica counts in status.components (v1beta1) or
--- status.services (v1alpha1): replicas, updatedReplicas, readyReplicas, availableReplicas.
+-- status.services (v1alpha1): updatedReplicas, readyReplicas, availableReplicas, compared with the
+-- desired replicas of every component in the spec.
 --
 -- Uses only Lua 5.1 base functions (pairs, ipairs, type, tostring), so it needs no
 -- resource.customizations.useOpenLibs and runs the same in Argo CD's gopher-lua.
@@ -95,21 +96,56 @@ if status.restart ~= nil and type(status.restart.inProgress) == "table" and
   return result("Progressing", "Restart in progress: " .. tostring(status.restart.inProgress[1]))
 end
 
--- Replica counts catch a DGD that reports "successful" too early (ai-dynamo/dynamo#3567).
+-- Desired replicas come from the spec (v1alpha1 spec.services.<name>.replicas, v1beta1
+-- spec.components[].replicas), never from the status: the status' own `replicas` is what the
+-- operator has created so far, so a component with 2 wanted and 0 created would look complete.
+-- A component the spec names but the status does not list yet is not ready. An unset `replicas`
+-- is 1 (the operator's default for a component). Ready must EQUAL desired: more ready than
+-- desired is a shrink still in progress (ai-dynamo/dynamo#3567: "successful" can come too early).
+local desired = {}
+local spec = obj.spec
+if type(spec) == "table" then
+  if type(spec.services) == "table" then
+    for name, svc in pairs(spec.services) do
+      desired[name] = svc.replicas or 1
+    end
+  end
+  if type(spec.components) == "table" then
+    for _, comp in ipairs(spec.components) do
+      if comp.name ~= nil then
+        desired[comp.name] = comp.replicas or 1
+      end
+    end
+  end
+end
+
 local components = status.components
 if components == nil then
   components = status.services
 end
-if type(components) == "table" then
-  for _, name in ipairs(sorted_keys(components)) do
-    local c = components[name]
-    local want = c.replicas or 0
-    if c.updatedReplicas ~= nil and c.updatedReplicas < want then
-      return result("Progressing", name .. ": " .. tostring(c.updatedReplicas) .. "/" ..
+-- Without any per-component counts only "successful" needs them to be refuted; the other states
+-- are Progressing below with the operator's own message.
+local counted = type(components) == "table" or status.state == "successful"
+if type(components) ~= "table" then
+  components = {}
+end
+for _, name in ipairs(sorted_keys(desired)) do
+  local want = desired[name]
+  local c = components[name]
+  if c == nil then
+    if want > 0 and counted then
+      return result("Progressing", name .. ": no replica status yet (0/" .. tostring(want) ..
+        " replicas ready)")
+    end
+  else
+    local updated = c.updatedReplicas
+    if updated ~= nil and updated < want then
+      return result("Progressing", name .. ": " .. tostring(updated) .. "/" ..
         tostring(want) .. " replicas updated")
     end
-    if c.readyReplicas ~= nil and c.readyReplicas < want then
-      return result("Progressing", name .. ": " .. tostring(c.readyReplicas) .. "/" ..
+    local nready = c.readyReplicas or 0
+    if nready ~= want then
+      return result("Progressing", name .. ": " .. tostring(nready) .. "/" ..
         tostring(want) .. " replicas ready")
     end
     if c.availableReplicas ~= nil and c.availableReplicas < want then

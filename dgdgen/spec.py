@@ -584,11 +584,25 @@ class Workflow(_Model):
 
     image: str = Field(
         "ghcr.io/dgdgen/dgdgen-promote:0.1.0",
-        description="Promotion image: dgdgen and git (built from argo/Dockerfile).",
+        description="Promotion image: dgdgen and git (built from argo/Dockerfile). Pin it by "
+        "digest (`name@sha256:…`); `dgdgen argo` warns when it is a tag only.",
     )
     service_account_name: str = Field(
-        "dgdgen-rollout", description="Service account of the workflow's pods (needs get/patch "
-        "on Applications and create/get on AnalysisRuns)."
+        "dgdgen-rollout", description="Service account of the workflow's pods (create/get "
+        "AnalysisRuns in the rollout's namespace; nothing on Argo CD's Applications)."
+    )
+    argocd_server: str | None = Field(
+        None, description="Argo CD API server the workflow asks (refresh, wait, terminate a "
+        "sync). Default: https://argocd-server.<argocdNamespace>.svc.<clusterDomain>."
+    )
+    argocd_token_secret: str = Field(
+        "dgdgen-argocd", description="Secret (in the rollout's namespace) with key `token`: an "
+        "API token of the Argo CD account `dgdgen argo` declares (applications get and sync on "
+        "this rollout's Applications only)."
+    )
+    wait_timeout: Duration = Field(
+        "2h", description="How long the workflow waits for one commit to be synced, Healthy "
+        "and (with analysis hooks) analysed, per Application."
     )
     git_secret: str = Field(
         "dgdgen-git", description="Secret with the Git push credentials: keys `username` and "
@@ -632,6 +646,11 @@ class GitOps(_Model):
         "repository and the rollout's namespace."
     )
     argocd_namespace: str = Field("argocd", description="Namespace Argo CD runs in.")
+    cluster_domain: str = Field(
+        "cluster.local", description="Cluster DNS domain of the in-cluster Service names the "
+        "GitOps objects use: the default Argo CD API server address of the workflow, and the "
+        "frontend Services the drain hooks poll."
+    )
     auto_sync: bool = Field(
         True, description="Automated sync with prune and self-heal: a promotion commit is the "
         "whole deployment action."
@@ -647,6 +666,13 @@ class GitOps(_Model):
     def _relative(cls, v: str | None) -> str | None:
         if v is not None and (v.startswith("/") or ".." in v.split("/") or v.strip("/") == ""):
             raise ValueError(f"a path inside the repository (relative, no '..'), got {v!r}")
+        return v
+
+    @field_validator("cluster_domain")
+    @classmethod
+    def _domain(cls, v: str) -> str:
+        if len(v) > 253 or not all(DNS1123_LABEL.match(part) for part in v.split(".")):
+            raise ValueError(f"a DNS domain such as cluster.local, got {v!r}")
         return v
 
     @field_validator("commit_author")

@@ -25,6 +25,27 @@ def add_target(p: argparse.ArgumentParser, *, push: bool = True) -> None:
         )
 
 
+def add_skip_gate(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--skip-gate", action="store_true",
+        help="leave the step although its gate is not recorded as passed (or jump over gated "
+        "steps); needs --reason, which the commit records in a Dgdgen-Skip-Gate trailer",
+    )
+    p.add_argument("--reason", metavar="TEXT", help="why the gate is skipped (with --skip-gate)")
+
+
+def skip_gate(p_args: argparse.Namespace) -> str | None:
+    """The override's reason, or None; usage errors (exit 2) for half an override."""
+    from dgdgen.errors import InputError
+
+    if p_args.skip_gate and not p_args.reason:
+        raise InputError("--skip-gate needs --reason TEXT (it is recorded in the commit)")
+    if p_args.reason is not None and not p_args.skip_gate:
+        raise InputError("--reason only goes with --skip-gate")
+    reason: str | None = p_args.reason if p_args.skip_gate else None
+    return reason
+
+
 def target(args: argparse.Namespace) -> Target:
     from dgdgen.gitops.actions import open_target
 
@@ -35,6 +56,8 @@ def report(out: Outcome) -> int:
     """The commit message on stdout (what happened, in the words of the history), and where the
     commit went on stderr."""
     sys.stdout.write(out.message)
+    for note in out.notes:
+        sys.stderr.write(f"note: {note}\n")
     if out.commit:
         sys.stderr.write(f"committed {out.commit[:12]}" + (f", pushed to {out.pushed}" if out.pushed
                                                            else "") + "\n")

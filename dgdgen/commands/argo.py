@@ -14,12 +14,16 @@ let Argo Workflows drive it, one file per object, each validated against the ven
   application-NAME.yaml        the rendered path (an ApplicationSet when spec.gitops.clusters
                                lists clusters), automated sync with prune and self-heal
   appproject-NAME.yaml         with spec.gitops.appProject: only this repo and namespace
-  argocd-cm-patch.yaml         the DGD health check (Lua); merge it into argocd-cm with
+  argocd-cm-patch.yaml         the DGD health check (Lua), and the workflow's Argo CD account;
+                               merge it into argocd-cm with
                                kubectl -n argocd patch configmap argocd-cm --type merge \\
                                  --patch-file argocd-cm-patch.yaml
-  workflowtemplate-NAME.yaml   promote → wait Synced+Healthy → AnalysisRun → bake, per step;
-                               rolls back on failure (needs the `argo` extra: hera)
-  serviceaccount/role/rolebinding-*.yaml   what the workflow needs
+  argocd-rbac-cm-patch.yaml    that account may get and sync this rollout's Applications, nothing
+                               else (merge it into argocd-rbac-cm the same way)
+  workflowtemplate-NAME.yaml   promote → wait for the sync operation at that commit + Healthy
+                               (per Application, in spec order) → AnalysisRun → record the gate
+                               → bake, per step; rolls back on failure (needs hera)
+  serviceaccount/role/rolebinding-*.yaml   what the workflow needs in Kubernetes
   configmap-dgdgen-cmp-plugin.yaml, repo-server-patch.yaml
                                with --plugin: Argo CD renders the spec itself (Config Management
                                Plugin); the Application then points at the spec's directory
@@ -51,5 +55,7 @@ def run(args: argparse.Namespace) -> int:
     prepared = prepare(args.spec)
     files = argo_files.files(prepared, plugin=args.plugin, workflow=not args.no_workflow)
     write_tree(args.output, files, force=args.force)
+    for note in argo_files.notes(prepared, workflow=not args.no_workflow):
+        sys.stderr.write(note + "\n")
     sys.stderr.write(f"wrote {len(files)} file(s) to {os.path.relpath(args.output)}\n")
     return 0

@@ -9,8 +9,9 @@ from dgdgen.commands import _gitops
 HELP = "remove the old generation once the candidate carries 100%% (one commit)"
 DESCRIPTION = """\
 Re-render the rollout's directory in the cleanup state (the candidate alone) and commit it. Only
-allowed at the last step (100% on the candidate) and when that step's gate is not recorded as
-failed. Argo CD prunes the old generation's DGD and Service.
+allowed at the last step (100% on the candidate) and when that step's gate is recorded as passed
+(or overridden with --skip-gate --reason TEXT, recorded in a `Dgdgen-Skip-Gate:` trailer). Argo CD
+prunes the old generation's DGD and Service.
 
 examples:
   dgdgen cleanup rollout.yaml --into deploy/qwen --push
@@ -19,9 +20,12 @@ examples:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     _gitops.add_target(p)
+    _gitops.add_skip_gate(p)
 
 
 def run(args: argparse.Namespace) -> int:
     from dgdgen.gitops import actions
 
-    return _gitops.report(actions.cleanup(_gitops.target(args), push=args.push))
+    return _gitops.report(actions.cleanup(
+        _gitops.target(args), push=args.push, skip_gate=_gitops.skip_gate(args)
+    ))

@@ -15,11 +15,14 @@ before weights move, and weights move before the old generation shrinks.
 
 Refuses (nothing written, no commit) when the work tree has uncommitted changes (exit 2), when the
 step does not exist or lies behind the current one (exit 2), when the rollout is finished, and
-when the current step's gate is recorded as failed or inconclusive (exit 1; see `dgdgen gate`).
+unless the current step's gate is recorded as passed (exit 1; see `dgdgen gate`) — a gate that is
+not recorded refuses too, and so does --to jumping over a gated step. --skip-gate --reason TEXT
+overrides that, and the commit records it in a `Dgdgen-Skip-Gate:` trailer.
 
 examples:
   dgdgen promote rollout.yaml --into deploy/qwen
   dgdgen promote rollout.yaml --into deploy/qwen --to 3 --push
+  dgdgen promote rollout.yaml --into deploy/qwen --skip-gate --reason "prometheus down, INC-42"
 """
 
 
@@ -33,10 +36,13 @@ def _step(value: str) -> int:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     _gitops.add_target(p)
+    _gitops.add_skip_gate(p)
     p.add_argument("--to", type=_step, metavar="N", help="promote to step N (default: the next)")
 
 
 def run(args: argparse.Namespace) -> int:
     from dgdgen.gitops import actions
 
-    return _gitops.report(actions.promote(_gitops.target(args), args.to, push=args.push))
+    return _gitops.report(actions.promote(
+        _gitops.target(args), args.to, push=args.push, skip_gate=_gitops.skip_gate(args)
+    ))

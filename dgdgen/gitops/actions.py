@@ -13,6 +13,7 @@ Every action here:
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -265,29 +266,60 @@ def _gate_of(idx: tree.Index, state: PlanStep) -> tree.GateResult | None:
     return idx.gates.get(state.label)
 
 
-def _require_gate(t: Target, idx: tree.Index, state: PlanStep, action: str) -> str | None:
-    """Refuse when the current step's gate is recorded failed/inconclusive; describe it else."""
+def _require_gate(t: Target, idx: tree.Index, state: PlanStep, action: str,
+                  skip_reason: str | None = None) -> str | None:
+    """Refuse unless the current step's gate is recorded as passed; describe it else. A gate
+    that is not recorded refuses too: leaving a gated step without its result would move traffic
+    on a judgement nobody made. ``skip_reason`` (``--skip-gate --reason``) is the explicit,
+    recorded override: the caller writes it into a commit trailer."""
     if not state.gate:
         return None
     res = _gate_of(idx, state)
-    if res is None:
-        return f"gate {state.gate} of {_title(state)}: not recorded"
-    if res.result != "passed":
-        raise GateRefused(
-            f"{t.rel}: refusing to {action}: gate {state.gate!r} of {_title(state)} is recorded "
-            f"as {res.result}" + (f" ({res.message})" if res.message else "")
-            + "; roll back with `dgdgen rollback`, or record a new result with `dgdgen gate`"
-        )
-    return f"gate {state.gate} of {_title(state)}: passed"
+    if res is not None and res.result == "passed":
+        return f"gate {state.gate} of {_title(state)}: passed"
+    recorded_as = "not recorded" if res is None else f"recorded as {res.result}" + (
+        f" ({res.message})" if res.message else "")
+    if skip_reason is not None:
+        return f"gate {state.gate} of {_title(state)}: skipped ({recorded_as}): {skip_reason}"
+    raise GateRefused(
+        f"{t.rel}: refusing to {action}: gate {state.gate!r} of {_title(state)} is {recorded_as}"
+        + ("; record its result with `dgdgen gate`" if res is None else
+           "; roll back with `dgdgen rollback`, or record a new result with `dgdgen gate`")
+        + ", or override with --skip-gate --reason TEXT (recorded in the commit)"
+    )
+
+
+def _skip_reason(reason: str | None) -> str | None:
+    """The override's reason, one line (it becomes a commit trailer)."""
+    if reason is None:
+        return None
+    text = " ".join(reason.split())
+    if not text:
+        raise InputError("--skip-gate needs a non-empty --reason (it is recorded in the commit)")
+    return text
+
+
+def _overridden(idx: tree.Index, state: PlanStep, skip: str | None) -> list[str]:
+    """The trailer value for the current step's gate when ``--skip-gate`` overrode it."""
+    res = _gate_of(idx, state)
+    if skip is None or not state.gate or (res is not None and res.result == "passed"):
+        return []
+    result = "not recorded" if res is None else res.result
+    return [f"{state.gate} of {_title(state)} ({result}): {skip}"]
+
+
+def _skip_trailers(notes: list[str]) -> list[str]:
+    return [f"Dgdgen-Skip-Gate: {n}" for n in notes]
 
 
 def _move(t: Target, idx: tree.Index, frm: PlanStep, to: PlanStep, subject: str,
-          extra: list[str], push: bool) -> Outcome:
+          extra: list[str], push: bool, trailers: list[str] | None = None) -> Outcome:
     assert t.top is not None
     files = state_files(t.prepared, to, frm)
     change = tree.write(t.into, files, _index(t, to, frm, dict(idx.gates)))
     body = [f"{_title(frm)} → {_title(to)}", _describe(t, to).rstrip("\n"), *extra]
-    message = _subject(t, subject) + "\n\n" + "\n".join(body) + "\n" + _trailers(t, to)
+    message = _subject(t, subject) + "\n\n" + "\n".join(body) + "\n" + _trailers(t, to) \
+        + "".join(f"{x}\n" for x in trailers or [])
     g = t.prepared.loaded.spec.spec.gitops
     sha = repo.commit(t.top, [t.into], message, g.commit_author)
     pushed = repo.push(t.top, g.remote, g.branch) if push else None
@@ -315,7 +347,12 @@ def _terminal(t: Target, state: PlanStep, action: str) -> None:
         )
 
 
-def promote(t: Target, to: int | None = None, *, push: bool = False) -> Outcome:
+def promote(t: Target, to: int | None = None, *, push: bool = False,
+            skip_gate: str | None = None) -> Outcome:
+    """Move forward. Refuses (:class:`GateRefused`) unless the gate of the step being left is
+    recorded as passed, and never jumps over a gated step; ``skip_gate`` (a reason) overrides
+    both and is recorded as ``Dgdgen-Skip-Gate`` trailers."""
+    skip = _skip_reason(skip_gate)
     idx, state = _prepare_move(t)
     _terminal(t, state, "promote")
     last = len(t.prepared.plan.steps) - 1
@@ -335,12 +372,22 @@ def promote(t: Target, to: int | None = None, *, push: bool = False) -> Outcome:
             f"{t.rel} is at the last step; promotion only moves forward",
             hint="use `dgdgen rollback` to return all traffic to the stable generation",
         )
-    gate = _require_gate(t, idx, state, f"promote to step {to}")
+    gate = _require_gate(t, idx, state, f"promote to step {to}", skip)
     target = t.prepared.plan.steps[to]
     extra = [gate] if gate else []
     skipped = [s for s in t.prepared.plan.steps[state.index + 1:to] if s.gate]
+    if skipped and skip is None:
+        raise GateRefused(
+            f"{t.rel}: refusing to promote to step {to}: it jumps over "
+            + ", ".join(f"gate {s.gate!r} of step {s.index}" for s in skipped)
+            + ", which would never be evaluated; promote one step at a time, or override with "
+            "--skip-gate --reason TEXT (recorded in the commit)"
+        )
+    notes = _overridden(idx, state, skip)
     if skipped:
-        extra.append("skipped gates: " + ", ".join(f"{s.gate} of step {s.index}" for s in skipped))
+        extra.append("skipped gates: " + ", ".join(f"{s.gate} of step {s.index}" for s in skipped)
+                     + f": {skip}")
+        notes += [f"{s.gate} of step {s.index} (jumped over): {skip}" for s in skipped]
     nxt = t.prepared.plan.steps[to + 1] if to < last else None
     if nxt is not None:
         extra.append(f"next: step {nxt.index} at {nxt.candidate.weight}%"
@@ -348,7 +395,7 @@ def promote(t: Target, to: int | None = None, *, push: bool = False) -> Outcome:
     else:
         extra.append("next: cleanup" + (f", after the gate {target.gate}" if target.gate else ""))
     subject = f"promote to step {to} ({target.candidate.revision} at {target.candidate.weight}%)"
-    return _move(t, idx, state, target, subject, extra, push)
+    return _move(t, idx, state, target, subject, extra, push, _skip_trailers(notes))
 
 
 def rollback(t: Target, *, push: bool = False) -> Outcome:
@@ -363,10 +410,23 @@ def rollback(t: Target, *, push: bool = False) -> Outcome:
         extra.append(f"gate {res.gate} of {_title(state)}: {res.result}"
                      + (f" ({res.message})" if res.message else ""))
     subject = f"roll back to {target.stable.revision} (from {_title(state)})"
-    return _move(t, idx, state, target, subject, extra, push)
+    out = _move(t, idx, state, target, subject, extra, push)
+    if t.prepared.loaded.spec.spec.analysis.hooks.enabled:
+        from dgdgen.gitops.argocd import app_names
+
+        # Argo CD starts no new sync while one runs, and a PostSync AnalysisRun keeps the
+        # step's sync running for the whole analysis: stop it so the rollback applies now.
+        apps = app_names(t.prepared)
+        out = dataclasses.replace(out, notes=(
+            "analysis hooks: a running PostSync AnalysisRun holds Argo CD's sync, and this "
+            "commit syncs only after it; stop it now with "
+            + " and ".join(f"`argocd app terminate-op {a}`" for a in apps)
+            + " (the rollout workflow does this itself)",))
+    return out
 
 
-def cleanup(t: Target, *, push: bool = False) -> Outcome:
+def cleanup(t: Target, *, push: bool = False, skip_gate: str | None = None) -> Outcome:
+    skip = _skip_reason(skip_gate)
     idx, state = _prepare_move(t)
     _terminal(t, state, "clean up")
     last = len(t.prepared.plan.steps) - 1
@@ -376,10 +436,11 @@ def cleanup(t: Target, *, push: bool = False) -> Outcome:
             f"cleanup removes the old generation only once the candidate carries 100% "
             f"(step {last})"
         )
-    gate = _require_gate(t, idx, state, "clean up")
+    gate = _require_gate(t, idx, state, "clean up", skip)
     target = t.prepared.plan.cleanup
     subject = f"clean up: remove {target.stable.revision} ({target.candidate.revision} at 100%)"
-    return _move(t, idx, state, target, subject, [gate] if gate else [], push)
+    return _move(t, idx, state, target, subject, [gate] if gate else [], push,
+                 _skip_trailers(_overridden(idx, state, skip)))
 
 
 def record_gate(t: Target, result: str, *, step: int | None = None, message: str = "",

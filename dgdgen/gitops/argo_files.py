@@ -40,15 +40,28 @@ def objects(prepared: Prepared, *, plugin: bool = False, workflow: bool = True
     return out
 
 
+def notes(prepared: Prepared, *, workflow: bool = True) -> list[str]:
+    """Warnings about the objects written (not errors: the objects are valid)."""
+    image = prepared.loaded.spec.spec.gitops.workflow.image
+    out = []
+    if workflow and "@sha256:" not in image:
+        out.append(f"warning: spec.gitops.workflow.image {image!r} is not pinned by digest: the "
+                   "workflow runs whatever the tag points to when a pod pulls it (pin it as "
+                   "NAME@sha256:DIGEST)")
+    return out
+
+
 def files(prepared: Prepared, *, plugin: bool = False, workflow: bool = True) -> dict[str, str]:
     from dgdgen.output import validate_manifests
     from dgdgen.render import Manifest
 
     objs = objects(prepared, plugin=plugin, workflow=workflow)
-    cm = argocd.argocd_cm_patch(prepared)
-    validate_manifests([Manifest(o) for o in objs + [cm]], where="argo")
+    patches = {"argocd-cm-patch.yaml": argocd.argocd_cm_patch(prepared, workflow=workflow)}
+    if workflow:
+        patches["argocd-rbac-cm-patch.yaml"] = argocd.argocd_rbac_cm_patch(prepared)
+    validate_manifests([Manifest(o) for o in objs + list(patches.values())], where="argo")
     out = {_filename(o): yamlio.dump(o) for o in objs}
-    out["argocd-cm-patch.yaml"] = yamlio.dump(cm)
+    out.update({name: yamlio.dump(o) for name, o in patches.items()})
     if plugin:
         out["repo-server-patch.yaml"] = argocd.repo_server_patch(prepared)
     return out

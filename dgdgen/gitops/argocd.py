@@ -115,10 +115,19 @@ def _sync_policy(prepared: Prepared) -> dict[str, Any]:
         "ServerSideApply=true",
         "ApplyOutOfSyncOnly=true",
     ]
-    policy["retry"] = {
-        "limit": 5,
-        "backoff": {"duration": "10s", "factor": 2, "maxDuration": "3m"},
-    }
+    if not prepared.loaded.spec.spec.analysis.hooks.enabled:
+        # Transient apply errors are retried; `refresh: true` makes each retry sync the newest
+        # commit, so a rollback pushed meanwhile is what the next attempt applies.
+        policy["retry"] = {
+            "limit": 5,
+            "backoff": {"duration": "10s", "factor": 2, "maxDuration": "3m"},
+            "refresh": True,
+        }
+    # With analysis hooks there is no retry: a retried sync re-creates the PostSync AnalysisRun,
+    # so a failed gate would be measured again until it passes, and each attempt holds the
+    # operation (and any rollback commit) for the run's whole duration. A failed sync stays
+    # failed; automated sync does not re-attempt the same commit, and the next commit (the
+    # rollback) syncs at once.
     return policy
 
 
@@ -191,8 +200,32 @@ def application_set(prepared: Prepared, *, plugin: bool = False) -> dict[str, An
     }
 
 
+def app_names(prepared: Prepared) -> list[str]:
+    """The Applications of this rollout, in the order the workflow waits on them: the one
+    Application, or one per ``gitops.clusters`` entry in the order the spec lists them."""
+    g = _gitops(prepared)
+    if not g.clusters:
+        return [prepared.plan.rollout]
+    return [f"{c.name}-{prepared.plan.rollout}" for c in g.clusters]
+
+
+def written_kinds(prepared: Prepared) -> list[tuple[str, str]]:
+    """(API group, kind) of every object any state of the rollout writes into Git, sorted."""
+    from dgdgen.output import deployed
+    from dgdgen.render import render_state
+
+    kinds: set[tuple[str, str]] = set()
+    for state in prepared.plan.all_states():
+        for m in deployed(render_state(prepared, state)):
+            api = str(m.obj["apiVersion"])
+            kinds.add((api.rpartition("/")[0], str(m.obj["kind"])))
+    return sorted(kinds)
+
+
 def app_project(prepared: Prepared) -> dict[str, Any]:
-    """Allows only this repository and the rollout's namespace(s); no cluster-scoped kinds."""
+    """Allows only this repository, the rollout's namespace(s) and the kinds its states write;
+    no cluster-scoped kinds. A kind not listed (a RoleBinding, a Secret) cannot be synced by an
+    Application of this project even if someone commits it to the rendered path."""
     g = _gitops(prepared)
     ns = prepared.loaded.spec.metadata.namespace
     destinations: list[dict[str, str]] = []
@@ -213,15 +246,33 @@ def app_project(prepared: Prepared) -> dict[str, Any]:
             "sourceRepos": [_repo_url(prepared)],
             "destinations": destinations,
             "clusterResourceWhitelist": [],
-            "namespaceResourceWhitelist": [{"group": "*", "kind": "*"}],
+            "namespaceResourceWhitelist": [{"group": grp, "kind": kind}
+                                           for grp, kind in written_kinds(prepared)],
         },
     }
 
 
-def argocd_cm_patch(prepared: Prepared) -> dict[str, Any]:
-    """The keys to merge into ``argocd-cm`` (apply with ``kubectl patch --type merge``, never
-    ``kubectl apply``: the ConfigMap belongs to the Argo CD installation)."""
+def account(prepared: Prepared) -> str:
+    """The Argo CD local account whose API token the rollout workflow uses."""
+    return f"dgdgen-{prepared.plan.rollout}"
+
+
+def argocd_server(prepared: Prepared) -> str:
     g = _gitops(prepared)
+    if g.workflow.argocd_server:
+        return str(g.workflow.argocd_server)
+    return f"https://argocd-server.{g.argocd_namespace}.svc.{g.cluster_domain}"
+
+
+def argocd_cm_patch(prepared: Prepared, *, workflow: bool = False) -> dict[str, Any]:
+    """The keys to merge into ``argocd-cm`` (apply with ``kubectl patch --type merge``, never
+    ``kubectl apply``: the ConfigMap belongs to the Argo CD installation). With the workflow:
+    also the local account it authenticates as (API keys only, no UI login)."""
+    g = _gitops(prepared)
+    data = {HEALTH_KEY: health_lua()}
+    if workflow:
+        data[f"accounts.{account(prepared)}"] = "apiKey"
+        data[f"accounts.{account(prepared)}.enabled"] = "true"
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -231,7 +282,32 @@ def argocd_cm_patch(prepared: Prepared) -> dict[str, Any]:
             "labels": {"app.kubernetes.io/name": "argocd-cm",
                        "app.kubernetes.io/part-of": "argocd"},
         },
-        "data": {HEALTH_KEY: health_lua()},
+        "data": data,
+    }
+
+
+def argocd_rbac_cm_patch(prepared: Prepared) -> dict[str, Any]:
+    """The workflow account's Argo CD RBAC: ``get`` (read, refresh) and ``sync`` (terminate a
+    running operation) on exactly this rollout's Applications — nothing else, no wildcard. A
+    ``policy.<name>.csv`` key of its own, which Argo CD adds to ``policy.csv``, so merging it
+    leaves the installation's policy alone."""
+    g = _gitops(prepared)
+    role = f"role:{account(prepared)}"
+    lines = [f"# dgdgen rollout {prepared.plan.rollout}: what its workflow may do in Argo CD"]
+    for app in app_names(prepared):
+        for action in ("get", "sync"):
+            lines.append(f"p, {role}, applications, {action}, {g.project}/{app}, allow")
+    lines.append(f"g, {account(prepared)}, {role}")
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": "argocd-rbac-cm",
+            "namespace": g.argocd_namespace,
+            "labels": {"app.kubernetes.io/name": "argocd-rbac-cm",
+                       "app.kubernetes.io/part-of": "argocd"},
+        },
+        "data": {f"policy.{account(prepared)}.csv": "\n".join(lines) + "\n"},
     }
 
 

@@ -5,19 +5,33 @@
 For each step of the plan the workflow
 
 1. **promotes**: a container with dgdgen and git clones the repository, runs
-   ``dgdgen promote --to N --push`` and outputs the new commit id;
-2. **waits for Argo CD**: patches the Application with the refresh annotation and waits until it
-   is Synced *at that commit* and Healthy (label-selector conditions over JSON paths, not expr —
-   facts/argo.md §5; Degraded or a failed sync operation fails the step). The DGD health check
-   makes "Healthy" mean the new workers are ready;
-3. **analyses**: creates the step's AnalysisRun (metrics inlined, ``generateName``) and waits for
-   its phase — Successful passes; Failed, Error and Inconclusive fail (never a pass on too little
-   data). Skipped when ``analysis.hooks.enabled`` renders the run as a PostSync hook: the sync
-   then already waited for it;
-4. **bakes**: a ``suspend`` for the step's pause.
+   ``dgdgen promote --to N --push`` and outputs the new commit id (``promote`` refuses unless the
+   gate of the step being left is recorded as passed — step 4 below records it);
+2. **waits for Argo CD**, once per Application in the order ``argocd.app_names`` states (the one
+   Application, or ``gitops.clusters`` in spec order): through the Argo CD API
+   (:mod:`dgdgen.gitops.argocd_api`) until the sync *operation* of that commit has Succeeded, the
+   app is Synced at it and Healthy. Degraded, or the operation Failed / Error, fails the step.
+   With ``analysis.hooks.enabled`` the step's PostSync AnalysisRun is part of that operation and
+   its phase is read as well: Successful passes; Failed, Error and Inconclusive fail (never a
+   pass on too little data). The DGD health check makes "Healthy" mean ready == desired replicas;
+3. **analyses** (without hooks): creates the step's AnalysisRun (metrics inlined,
+   ``generateName``) and waits for its phase with the same verdicts;
+4. **records the gate** as passed in Git (``dgdgen gate``) — a gated step without analysis first
+   waits for a person (``argo resume``): a gate nobody judged is never passed;
+5. **bakes**: a ``suspend`` for the step's pause.
 
-An exit handler rolls back (``dgdgen rollback --push``) when the workflow did not succeed, and the
-last step is followed by ``dgdgen cleanup`` when ``gitops.workflow.cleanup`` is on.
+An exit handler rolls back when the workflow did not succeed: it terminates every running sync
+operation of the rollout's Applications first (a PostSync analysis or a wave waiting for a broken
+generation would otherwise hold the rollback commit back), commits ``dgdgen rollback --push``,
+and waits for that commit to be synced and Healthy (no analysis). The last step is followed by
+``dgdgen cleanup`` when ``gitops.workflow.cleanup`` is on.
+
+The workflow's pods touch Argo CD only through its API, with the token of an account limited to
+``applications, get|sync`` on these Applications (:func:`argocd.argocd_rbac_cm_patch`); their
+Kubernetes service account can create and read AnalysisRuns, nothing else
+(:mod:`dgdgen.gitops.rbac`). Every container runs restricted: non-root, no privilege escalation,
+no capabilities, RuntimeDefault seccomp, a read-only root file system (HOME and /tmp are
+emptyDirs), with requests and a memory limit.
 """
 
 from __future__ import annotations
@@ -31,7 +45,12 @@ if TYPE_CHECKING:
     from dgdgen.pipeline import Prepared
     from dgdgen.plan import PlanStep
 
-CLONE_DIR = "/home/dgdgen/repo"
+HOME = "/home/dgdgen"
+CLONE_DIR = f"{HOME}/repo"
+UID = 999  # the promotion image's user (argo/Dockerfile)
+# Sized from `dgdgen promote` on the examples (docs/performance.md): the render of one state with
+# validation against the vendored schemas stays well under the limit.
+RESOURCES = {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}}
 
 # One script for every Git action. It is idempotent (a retried pod whose push already landed
 # finds the repository at the target state and just reports the commit), and it never uses
@@ -43,21 +62,44 @@ git config --global user.name "${GIT_AUTHOR:-dgdgen}"
 git config --global user.email "${GIT_EMAIL:-dgdgen@localhost}"
 git clone --quiet --branch "$BRANCH" "$REPO" "$CLONE"
 cd "$CLONE"
-at=$(dgdgen status "$SPEC" --into "$INTO" --format json \
-     | python3 -c 'import json,sys; print(json.load(sys.stdin)["step"])') || at=unknown
+status=$(dgdgen status "$SPEC" --into "$INTO" --format json) || status='{}'
+field() { printf '%s' "$status" | python3 -c "import json,sys; d=json.load(sys.stdin); $1"; }
+at=$(field 'print(d.get("step", "unknown"))')
 case "$ACTION" in
   promote)
     want=$(printf 'step-%02d' "$TO")
     if [ "$at" != "$want" ]; then dgdgen promote "$SPEC" --into "$INTO" --to "$TO" --push; fi ;;
+  gate)
+    want=$(printf 'step-%02d' "$TO")
+    if [ "$at" != "$want" ]; then echo "the rollout is at $at, not $want" >&2; exit 1; fi
+    result=$(field 'print((d.get("gate") or {}).get("result", ""))')
+    if [ "$result" != passed ]; then
+      dgdgen gate "$SPEC" --into "$INTO" --step "$TO" --result passed --message "$MESSAGE" --push
+    fi ;;
   cleanup)
     if [ "$at" != cleanup ]; then dgdgen cleanup "$SPEC" --into "$INTO" --push; fi ;;
   rollback)
     case "$at" in
-      rollback|cleanup|step-00) echo "nothing to roll back ($at)" ;;
-      *) dgdgen rollback "$SPEC" --into "$INTO" --push ;;
+      cleanup|step-00)
+        # nothing was committed: the exit handler's wait has nothing to wait for
+        echo "nothing to roll back ($at)"
+        echo none > "${COMMIT_FILE:-/tmp/commit}"; exit 0 ;;
+      rollback) echo "already rolled back (a retried pod)" ;;
+      *)
+        # A running sync (a PostSync analysis, a wave waiting for a generation that never gets
+        # Healthy) would hold the rollback commit back: stop it first (best effort).
+        if [ -n "${APPS:-}" ]; then python3 -m dgdgen.gitops.argocd_api terminate --app "$APPS"; fi
+        dgdgen rollback "$SPEC" --into "$INTO" --push ;;
     esac ;;
 esac
 git rev-parse HEAD > "${COMMIT_FILE:-/tmp/commit}"
+"""
+
+# Wait for one commit on one Application (and its PostSync AnalysisRun, when RUN is set).
+WAIT_SCRIPT = r"""set -eu
+set -- wait --app "$APP" --revision "$REVISION" --timeout "$TIMEOUT"
+if [ -n "$RUN" ]; then set -- "$@" --analysis-run "$RUN" --namespace "$RUN_NAMESPACE"; fi
+exec python3 -m dgdgen.gitops.argocd_api "$@"
 """
 
 
@@ -67,7 +109,7 @@ def _gitops(prepared: Prepared) -> Any:
 
 def _analysis_runs(prepared: Prepared, state: PlanStep) -> list[dict[str, Any]]:
     """The step's standalone AnalysisRun (``generateName``: creatable once per attempt), unless
-    the runs are Argo CD PostSync hooks — then the sync already waited for it."""
+    the runs are Argo CD PostSync hooks — then the wait step reads the hook's phase."""
     from dgdgen.render.analysis import analysis_run
 
     if prepared.loaded.spec.spec.analysis.hooks.enabled or state.kind != "step":
@@ -76,17 +118,25 @@ def _analysis_runs(prepared: Prepared, state: PlanStep) -> list[dict[str, Any]]:
     return [run] if run is not None else []
 
 
-def _app_manifest(prepared: Prepared) -> str:
-    g = _gitops(prepared)
-    return yamlio.dump({
-        "apiVersion": "argoproj.io/v1alpha1",
-        "kind": "Application",
-        "metadata": {
-            "name": prepared.plan.rollout,
-            "namespace": g.argocd_namespace,
-            "annotations": {"argocd.argoproj.io/refresh": "normal"},
-        },
-    })
+def _hook_run(prepared: Prepared, state: PlanStep) -> str:
+    """The name of the step's PostSync AnalysisRun ('' when the step has none)."""
+    from dgdgen.render import analysis
+
+    if not prepared.loaded.spec.spec.analysis.hooks.enabled:
+        return ""
+    for m in analysis.render(prepared, state):
+        if m.kind == "AnalysisRun":
+            return str(m.obj["metadata"]["name"])
+    return ""
+
+
+def _wait_names(prepared: Prepared, prefix: str) -> list[tuple[str, str]]:
+    """(step name, Application) per Application, in the stated order."""
+    apps = argocd.app_names(prepared)
+    clusters = prepared.loaded.spec.spec.gitops.clusters
+    if not clusters:
+        return [(prefix, apps[0])]
+    return [(f"{prefix}-{c.name}", app) for c, app in zip(clusters, apps, strict=True)]
 
 
 def workflow_template(prepared: Prepared) -> dict[str, Any]:
@@ -102,18 +152,40 @@ def workflow_template(prepared: Prepared) -> dict[str, Any]:
     from hera.workflows import models as m
 
     g = _gitops(prepared)
+    w = g.workflow
     plan = prepared.plan
     ns = prepared.loaded.spec.metadata.namespace
-    secret = g.workflow.git_secret
+    apps = argocd.app_names(prepared)
 
-    def secret_env(name: str, key: str) -> m.EnvVar:
+    def secret_env(name: str, secret: str, key: str, *, optional: bool) -> m.EnvVar:
         return m.EnvVar(name=name, value_from=m.EnvVarSource(
-            secret_key_ref=m.SecretKeySelector(name=secret, key=key, optional=True)))
+            secret_key_ref=m.SecretKeySelector(name=secret, key=key, optional=optional)))
 
     author_env: list[Env] = []
     if g.commit_author:
         name, _, email = g.commit_author.partition(" <")
         author_env = [Env(name="GIT_AUTHOR", value=name), Env(name="GIT_EMAIL", value=email[:-1])]
+    argocd_env: list[Env | m.EnvVar] = [
+        Env(name="ARGOCD_SERVER", value="{{workflow.parameters.argocd-server}}"),
+        secret_env("ARGOCD_AUTH_TOKEN", w.argocd_token_secret, "token", optional=False),
+    ]
+
+    # Pod Security Standards "restricted" (kubernetes.io/docs/concepts/security/
+    # pod-security-standards): non-root, no privilege escalation, all capabilities dropped,
+    # RuntimeDefault seccomp; plus a read-only root file system with emptyDirs where git and
+    # the executor write.
+    seccomp = m.SeccompProfile(type="RuntimeDefault")
+    container_security = m.SecurityContext(
+        allow_privilege_escalation=False, read_only_root_filesystem=True, run_as_non_root=True,
+        run_as_user=UID, run_as_group=UID, capabilities=m.Capabilities(drop=["ALL"]),
+        seccomp_profile=seccomp,
+    )
+    mounts = [m.VolumeMount(name="home", mount_path=HOME), m.VolumeMount(name="tmp",
+                                                                          mount_path="/tmp")]
+    resources = m.ResourceRequirements(
+        requests={k: m.Quantity(v) for k, v in RESOURCES["requests"].items()},
+        limits={k: m.Quantity(v) for k, v in RESOURCES["limits"].items()},
+    )
 
     with WorkflowTemplate(
         name=f"{plan.rollout}-rollout",
@@ -121,51 +193,76 @@ def workflow_template(prepared: Prepared) -> dict[str, Any]:
         labels={"app.kubernetes.io/managed-by": "dgdgen", "dgdgen.dev/rollout": plan.rollout},
         entrypoint="rollout",
         on_exit="on-exit",
-        service_account_name=g.workflow.service_account_name,
+        service_account_name=w.service_account_name,
+        security_context=m.PodSecurityContext(
+            run_as_non_root=True, run_as_user=UID, run_as_group=UID, fs_group=UID,
+            seccomp_profile=seccomp,
+        ),
+        volumes=[m.Volume(name="home", empty_dir=m.EmptyDirVolumeSource(size_limit="2Gi")),
+                 m.Volume(name="tmp", empty_dir=m.EmptyDirVolumeSource(size_limit="256Mi"))],
         arguments=[
             Parameter(name="repo", value=argocd._repo_url(prepared)),
             Parameter(name="branch", value=g.branch or "main"),
             Parameter(name="spec", value=argocd.spec_repo_path(prepared)),
             Parameter(name="into", value=argocd.rendered_path(prepared)),
+            Parameter(name="argocd-server", value=argocd.argocd_server(prepared)),
         ],
     ) as wt:
         git_action = Container(
             name="git-action",
-            image=g.workflow.image,
+            image=w.image,
             command=["sh", "-c"],
             args=[PROMOTE_SCRIPT],
-            inputs=[Parameter(name="action"), Parameter(name="to", default="0")],
+            inputs=[Parameter(name="action"), Parameter(name="to", default="0"),
+                    Parameter(name="message", default="")],
             outputs=[Parameter(name="commit", value_from=m.ValueFrom(path="/tmp/commit"))],
             env=[
                 Env(name="ACTION", value="{{inputs.parameters.action}}"),
                 Env(name="TO", value="{{inputs.parameters.to}}"),
+                Env(name="MESSAGE", value="{{inputs.parameters.message}}"),
                 Env(name="REPO", value="{{workflow.parameters.repo}}"),
                 Env(name="BRANCH", value="{{workflow.parameters.branch}}"),
                 Env(name="SPEC", value="{{workflow.parameters.spec}}"),
                 Env(name="INTO", value="{{workflow.parameters.into}}"),
                 Env(name="CLONE", value=CLONE_DIR),
+                Env(name="HOME", value=HOME),
+                Env(name="APPS", value=",".join(apps)),
                 *author_env,
-                secret_env("GIT_USERNAME", "username"),
-                secret_env("GIT_PASSWORD", "password"),
+                secret_env("GIT_USERNAME", w.git_secret, "username", optional=True),
+                secret_env("GIT_PASSWORD", w.git_secret, "password", optional=True),
+                *argocd_env,
             ],
+            security_context=container_security,
+            resources=resources,
+            volume_mounts=mounts,
+            # Retries cover a lost pod or a push race; the script is idempotent, and a refused
+            # promotion fails the same way on every attempt.
             retry_strategy=m.RetryStrategy(
                 limit=m.IntOrString(3), retry_policy="OnFailure",
                 backoff=m.Backoff(duration="10s", factor=m.IntOrString(2),
                                   max_duration="2m"),
             ),
         )
-        wait_synced = Resource(
+        wait_synced = Container(
             name="wait-synced",
-            inputs=[Parameter(name="revision")],
-            action="patch",
-            merge_strategy="merge",  # strategic merge does not work on custom resources
-            manifest=_app_manifest(prepared),
-            success_condition=(
-                "status.sync.status == Synced,status.health.status == Healthy,"
-                "status.sync.revision == {{inputs.parameters.revision}}"
-            ),
-            failure_condition="status.health.status == Degraded",
-            timeout="2h",
+            image=w.image,
+            command=["sh", "-c"],
+            args=[WAIT_SCRIPT],
+            inputs=[Parameter(name="revision"), Parameter(name="app"),
+                    Parameter(name="run", default="")],
+            env=[
+                Env(name="APP", value="{{inputs.parameters.app}}"),
+                Env(name="REVISION", value="{{inputs.parameters.revision}}"),
+                Env(name="RUN", value="{{inputs.parameters.run}}"),
+                Env(name="RUN_NAMESPACE", value=ns),
+                Env(name="TIMEOUT", value=w.wait_timeout),
+                Env(name="HOME", value=HOME),
+                *argocd_env,
+            ],
+            security_context=container_security,
+            resources=resources,
+            volume_mounts=mounts,
+            # no retry: a failed wait is a verdict (a failed sync or analysis), not an accident
         )
         bake = Suspend(name="bake", inputs=[Parameter(name="duration")],
                        duration="{{inputs.parameters.duration}}")
@@ -183,25 +280,51 @@ def workflow_template(prepared: Prepared) -> dict[str, Any]:
                     failure_condition="status.phase in (Failed,Error,Inconclusive)",
                 ))
 
+        manual = [st for st in plan.steps[1:] if st.gate and not analyses.get(st.index)
+                  and not _hook_run(prepared, st)]
+        # `argo resume`: a person judged the gate (only where a gate has no analysis)
+        approve = Suspend(name="approve") if manual else None
+
         with Steps(name="rollout"):
             for state in plan.steps[1:]:
                 i = state.index
                 git_action(name=f"step-{i}-promote",
                            arguments={"action": "promote", "to": str(i)})
-                wait_synced(name=f"step-{i}-synced", arguments={
-                    "revision": f"{{{{steps.step-{i}-promote.outputs.parameters.commit}}}}"})
-                for k, res in enumerate(analyses.get(i, [])):
+                hook_run = _hook_run(prepared, state) if state.gate else ""
+                for step_name, app in _wait_names(prepared, f"step-{i}-synced"):
+                    wait_synced(name=step_name, arguments={
+                        "revision": f"{{{{steps.step-{i}-promote.outputs.parameters.commit}}}}",
+                        "app": app, "run": hook_run})
+                runs = analyses.get(i, [])
+                for k, res in enumerate(runs):
                     res(name=f"step-{i}-analysis-{k}")
+                if state.gate:
+                    if runs:
+                        message = f"AnalysisRun of step {i} Successful (workflow " \
+                            "{{workflow.name}})"
+                    elif hook_run:
+                        message = f"PostSync AnalysisRun {hook_run} Successful (workflow " \
+                            "{{workflow.name}})"
+                    else:
+                        assert approve is not None
+                        approve(name=f"step-{i}-approve")
+                        message = "approved with argo resume (workflow {{workflow.name}})"
+                    git_action(name=f"step-{i}-gate", arguments={
+                        "action": "gate", "to": str(i), "message": message})
                 if state.pause_seconds:
                     bake(name=f"step-{i}-bake",
                          arguments={"duration": str(state.pause_seconds)})
             if g.workflow.cleanup:
                 git_action(name="cleanup", arguments={"action": "cleanup"})
-                wait_synced(name="cleanup-synced", arguments={
-                    "revision": "{{steps.cleanup.outputs.parameters.commit}}"})
+                for step_name, app in _wait_names(prepared, "cleanup-synced"):
+                    wait_synced(name=step_name, arguments={
+                        "revision": "{{steps.cleanup.outputs.parameters.commit}}", "app": app})
 
+        failed = "{{workflow.status}} != Succeeded"
         with Steps(name="on-exit"):
-            git_action(name="rollback", arguments={"action": "rollback"},
-                       when="{{workflow.status}} != Succeeded")
+            git_action(name="rollback", arguments={"action": "rollback"}, when=failed)
+            for step_name, app in _wait_names(prepared, "rollback-synced"):
+                wait_synced(name=step_name, when=failed, arguments={
+                    "revision": "{{steps.rollback.outputs.parameters.commit}}", "app": app})
     out: dict[str, Any] = wt.to_dict()
     return out

@@ -48,13 +48,14 @@ def render_state(
     """Every object of ``state``. Argo CD sync waves are decided from the transition ``previous``
     → ``state`` (:mod:`dgdgen.render.waves`); by default ``previous`` is the state before it in
     plan order, ``None`` means "from nothing"."""
-    from dgdgen.render import waves
+    from dgdgen.render import drain, waves
 
     out: list[Manifest] = []
     for fn in renderers():
         out.extend(fn(prepared, state))
     before = waves.plan_previous(prepared.plan, state) if isinstance(previous, str) else previous
     out = waves.annotate(prepared, state, before, out)
+    out += drain.render(prepared, state, before)  # hooks: their wave is their own
     names = [m.filename for m in out]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:

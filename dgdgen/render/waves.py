@@ -1,7 +1,7 @@
 """Argo CD sync waves, decided per object from the transition previous state → this state.
 
 Argo CD applies one wave, waits until every resource of it is synced and *Healthy*, then moves to
-the next (facts/argo.md §3.2). dgdgen uses three waves so that a promotion commit always moves in
+the next (facts/argo.md §3.2). dgdgen uses four waves so that a promotion commit always moves in
 the safe order:
 
 * wave 0, **grow**: DGDs that appear or gain replicas, frontend Services, InferencePools, the
@@ -10,7 +10,10 @@ the safe order:
   healthy at once and traffic would move onto pods that are still loading weights.
 * wave 1, **shift**: the objects that carry traffic weights (HTTPRoute; the HAProxy ConfigMap and
   the Deployment that mounts it).
-* wave 2, **shrink**: DGDs that lose replicas. They shrink only after the weights moved away.
+* wave 2, **drain**: Argo CD ``Sync`` hook Jobs that wait until a leaving generation's frontend
+  has nothing in flight, bounded by the request timeout (:mod:`dgdgen.render.drain`).
+* wave 3, **shrink**: DGDs that lose replicas. They shrink only after the weights moved away and
+  the leaving generation drained.
 
 Objects that disappear (the candidate on rollback, the stable on cleanup) carry
 ``PruneLast=true``, so Argo CD deletes them after all waves are Healthy, i.e. after the route no
@@ -36,8 +39,8 @@ ANN_WAVE = "argocd.argoproj.io/sync-wave"
 ANN_SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
 PRUNE_LAST = "PruneLast=true"
 
-GROW, SHIFT, SHRINK = "0", "1", "2"
-WAVE_NAMES = {GROW: "grow", SHIFT: "shift", SHRINK: "shrink"}
+GROW, SHIFT, DRAIN, SHRINK = "0", "1", "2", "3"
+WAVE_NAMES = {GROW: "grow", SHIFT: "shift", DRAIN: "drain", SHRINK: "shrink"}
 
 DGD_KIND = "DynamoGraphDeployment"
 # Kinds whose change moves traffic. The HAProxy Deployment mounts the weights ConfigMap (a new

@@ -41,11 +41,11 @@ def test_argo_command_writes_valid_objects(tmp_path: Path) -> None:
     assert r.code == 0, r.err
     names = sorted(p.name for p in out.iterdir() if not p.name.startswith("."))
     assert names == [
-        "application-qwen-router.yaml", "argocd-cm-patch.yaml",
-        "role-argocd-dgdgen-rollout.yaml", "role-inference-dgdgen-rollout.yaml",
-        "rolebinding-argocd-dgdgen-rollout.yaml", "rolebinding-inference-dgdgen-rollout.yaml",
+        "application-qwen-router.yaml", "argocd-cm-patch.yaml", "argocd-rbac-cm-patch.yaml",
+        "role-inference-dgdgen-rollout.yaml", "rolebinding-inference-dgdgen-rollout.yaml",
         "serviceaccount-dgdgen-rollout.yaml", "workflowtemplate-qwen-router-rollout.yaml",
     ]
+    assert "not pinned by digest" in r.err
     for name in names:
         obj = _load(out / name)
         assert crd.known(obj["apiVersion"], obj["kind"]), name
@@ -105,7 +105,7 @@ def test_missing_repo_url_is_a_located_input_error(tmp_path: Path) -> None:
 
 def test_workflow_template_shape() -> None:
     pytest.importorskip("hera")
-    from dgdgen.gitops.workflow import workflow_template
+    from dgdgen.gitops.workflow import WAIT_SCRIPT, workflow_template
 
     p = prepare(str(EXAMPLE / "rollout.yaml"))
     wt = workflow_template(p)
@@ -115,19 +115,22 @@ def test_workflow_template_shape() -> None:
     templates = {t["name"]: t for t in spec["templates"]}
     steps = [s[0]["name"] for s in templates["rollout"]["steps"]]
     # the example gates steps 1 and 2 (analysis on, no hooks): the workflow creates their runs
+    # ... and records each gate as passed before the next promotion (which refuses otherwise)
     assert steps == [
-        "step-1-promote", "step-1-synced", "step-1-analysis-0", "step-1-bake",
-        "step-2-promote", "step-2-synced", "step-2-analysis-0", "step-2-bake",
+        "step-1-promote", "step-1-synced", "step-1-analysis-0", "step-1-gate", "step-1-bake",
+        "step-2-promote", "step-2-synced", "step-2-analysis-0", "step-2-gate", "step-2-bake",
         "step-3-promote", "step-3-synced",
         "cleanup", "cleanup-synced",
     ]
-    wait = templates["wait-synced"]["resource"]
-    assert wait["successCondition"].endswith(
-        "status.sync.revision == {{inputs.parameters.revision}}")
-    assert wait["mergeStrategy"] == "merge"
-    exit_step = templates["on-exit"]["steps"][0][0]
-    assert exit_step["when"] == "{{workflow.status}} != Succeeded"
-    assert exit_step["arguments"]["parameters"][0] == {"name": "action", "value": "rollback"}
+    # waiting is a container asking the Argo CD API, not a patch of the Application
+    assert "resource" not in templates["wait-synced"]
+    assert templates["wait-synced"]["container"]["args"][0] == WAIT_SCRIPT
+    exit_steps = [s[0] for s in templates["on-exit"]["steps"]]
+    assert [s["name"] for s in exit_steps] == ["rollback", "rollback-synced"]
+    assert all(s["when"] == "{{workflow.status}} != Succeeded" for s in exit_steps)
+    assert exit_steps[0]["arguments"]["parameters"][0] == {"name": "action", "value": "rollback"}
+    assert {"name": "revision", "value": "{{steps.rollback.outputs.parameters.commit}}"} in \
+        exit_steps[1]["arguments"]["parameters"]
 
 
 def test_workflow_creates_each_gated_steps_analysis_run(tmp_path: Path) -> None:

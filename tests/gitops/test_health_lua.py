@@ -33,6 +33,12 @@ def _obj(sample: dict[str, Any]) -> dict[str, Any]:
     obj["metadata"].setdefault("namespace", "inference")
     if "generation" in sample:
         obj["metadata"]["generation"] = sample["generation"]
+    for name, replicas in (sample.get("spec_replicas") or {}).items():
+        spec = obj["spec"]
+        if "services" in spec:  # v1alpha1: a map of services
+            spec["services"][name]["replicas"] = replicas
+        else:  # v1beta1: a list of components
+            next(c for c in spec["components"] if c["name"] == name)["replicas"] = replicas
     if "status" in sample:
         obj["status"] = copy.deepcopy(sample["status"])
     return obj

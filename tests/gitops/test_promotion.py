@@ -144,9 +144,17 @@ def test_refusals_change_nothing(ws: Workspace) -> None:
 def test_jump_uses_the_real_transition_for_waves(ws: Workspace) -> None:
     spec, into = str(ws.spec), str(ws.into)
     assert cli("render", spec, "--into", into, "--commit").code == 0
-    assert cli("promote", spec, "--into", into, "--to", "3").code == 0
-    assert "skipped gates: slo of step 1, slo of step 2" in git(ws.work, "log", "-1",
-                                                                "--format=%B")
+    head = ws.head()
+    r = cli("promote", spec, "--into", into, "--to", "3")
+    assert r.code == 1 and "jumps over gate 'slo' of step 1, gate 'slo' of step 2" in r.err
+    assert ws.head() == head
+    assert cli("promote", spec, "--into", into, "--to", "3", "--skip-gate", "--reason",
+               "hotfix, INC-7").code == 0
+    body = git(ws.work, "log", "-1", "--format=%B")
+    assert "skipped gates: slo of step 1, slo of step 2: hotfix, INC-7" in body
+    trailers = git(ws.work, "log", "-1", "--format=%(trailers:key=Dgdgen-Skip-Gate,valueonly)")
+    assert trailers.split("\n")[:2] == ["slo of step 1 (jumped over): hotfix, INC-7",
+                                         "slo of step 2 (jumped over): hotfix, INC-7"]
     assert json.loads((ws.into / INDEX).read_text())["previous"] == "step-00"
     assert cli("render", spec, "--into", into, "--check").code == 0
 
@@ -234,3 +242,38 @@ def test_a_changed_spec_is_a_new_rollout(ws: Workspace) -> None:
     assert cli("render", spec, "--into", into, "--step", "0", "--commit").code == 0
     assert cli("promote", spec, "--into", into).code == 0
     assert ws.log()[0] == "qwen-router: promote to step 1 (bs64 at 25%)"
+
+
+def test_promote_refuses_a_gate_that_is_not_recorded(ws: Workspace) -> None:
+    """A gated step is left only once its gate is recorded as passed; the override is explicit
+    and lands in the commit as a trailer."""
+    spec, into = str(ws.spec), str(ws.into)
+    assert cli("render", spec, "--into", into, "--commit").code == 0
+    assert cli("promote", spec, "--into", into).code == 0  # the baseline has no gate
+    head, files = ws.head(), ws.files()
+    r = cli("promote", spec, "--into", into)
+    assert r.code == 1
+    assert "gate 'slo' of step 1 is not recorded" in r.err and "--skip-gate" in r.err
+    assert r.err.count("\n") == 1
+    assert (ws.head(), ws.files()) == (head, files)
+    for args, words in ((["--skip-gate"], "needs --reason"),
+                        (["--reason", "x"], "only goes with --skip-gate"),
+                        (["--skip-gate", "--reason", "  "], "non-empty --reason")):
+        r = cli("promote", spec, "--into", into, *args)
+        assert r.code == 2 and words in r.err, (args, r.err)
+        assert (ws.head(), ws.files()) == (head, files)
+    assert cli("gate", spec, "--into", into, "--result", "inconclusive").code == 0
+    r = cli("promote", spec, "--into", into)
+    assert r.code == 1 and "recorded as inconclusive" in r.err
+    r = cli("promote", spec, "--into", into, "--skip-gate", "--reason",
+            "no traffic on a Sunday;\nowner approved")
+    assert r.code == 0, r.err
+    assert "gate slo of step 1: skipped (recorded as inconclusive): no traffic on a Sunday; " \
+        "owner approved" in r.out
+    trailers = git(ws.work, "log", "-1", "--format=%(trailers:key=Dgdgen-Skip-Gate,valueonly)")
+    assert trailers.strip() == "slo of step 1 (inconclusive): no traffic on a Sunday; owner " \
+        "approved"
+    # a recorded pass needs no override and leaves no trailer
+    assert cli("gate", spec, "--into", into, "--result", "passed").code == 0
+    assert cli("promote", spec, "--into", into).code == 0
+    assert "Dgdgen-Skip-Gate" not in git(ws.work, "log", "-1", "--format=%B")

@@ -1,0 +1,150 @@
+"""Drain hooks: before a generation that was serving shrinks (or is removed), wait until its
+frontend has nothing in flight, bounded by the request timeout — so long SSE streams on the
+leaving workers are not cut when the weights have just moved away.
+
+One Argo CD ``Sync`` hook Job per leaving generation, in the drain wave between *shift* (the
+weights move) and *shrink* (:mod:`dgdgen.render.waves`): Argo CD applies the shift wave, waits
+until it is Healthy, runs the Job to completion, then shrinks. A promotion commit and the
+workflow (which waits for that sync operation) get the same drain. The Job runs
+``python3 -m dgdgen.gitops.drain`` in the promotion image against the generation's frontend
+Service. It exists only where each generation has its own frontend (``separate-dgd``,
+``worker-group``) and the generation's DGD really shrinks in the shrink wave; a shared frontend
+(``partition``, ``in-place``) cannot tell the generations' requests apart (facts/dynamo-runtime.md,
+Metrics: the frontend's gauges carry only ``model``).
+
+Rollback gets none: it is rendered without a previous state so that it stays byte-identical to
+the baseline (DESIGN §4), and its first duty is to put traffic back on the stable generation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import TYPE_CHECKING, Any
+
+from dgdgen.generation import LABEL_GENERATION, LABEL_ROLLOUT
+from dgdgen.render import Manifest
+from dgdgen.render.names import frontend_service
+from dgdgen.render.services import FRONTEND_PORT
+
+if TYPE_CHECKING:
+    from dgdgen.pipeline import Prepared
+    from dgdgen.plan import GenerationState, PlanStep
+
+HOOK = "argocd.argoproj.io/hook"
+HOOK_DELETE = "argocd.argoproj.io/hook-delete-policy"
+PER_MODE = ("separate-dgd", "worker-group")  # modes with a frontend per generation
+ZEROS_PER_REPLICA = 4  # polls at 0 in a row per frontend replica behind the Service
+UID = 999  # the promotion image's user (argo/Dockerfile)
+
+
+def leaving(prepared: Prepared, state: PlanStep, previous: PlanStep | None
+             ) -> list[tuple[GenerationState, GenerationState, str]]:
+    """(now, before, DGD name) of each generation that shrinks in the shrink wave or goes, i.e.
+    that drains first in this transition (also what a plan display shows as the drain)."""
+    from dgdgen.render import waves
+
+    if previous is None or prepared.mode not in PER_MODE or state.kind == "rollback":
+        return []
+    out = []
+    for now, before, dgd_name in (
+        (state.stable, previous.stable, prepared.stable.dgd.name),
+        (state.candidate, previous.candidate, prepared.candidate_name),
+    ):
+        if not before.present:
+            continue
+        goes = not now.present
+        shrinks = now.present and any(now.replicas.get(k, 0) < v
+                                      for k, v in before.replicas.items())
+        if goes or (shrinks and waves.dgd_wave(prepared, state, previous, dgd_name)
+                    == waves.SHRINK):
+            out.append((now, before, dgd_name))
+    return out
+
+
+def _name(rollout: str, revision: str) -> str:
+    name = f"{rollout}-drain-{revision}"
+    if len(name) <= 63:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    return f"{rollout[:63 - len('-drain-') - 9]}-drain-{digest}"
+
+
+def _timeout(prepared: Prepared) -> int:
+    from dgdgen.spec import parse_duration
+
+    body = prepared.loaded.spec.spec
+    seconds = parse_duration(body.traffic.request_timeout)
+    # "0s" disables the route's timeout: the workflow's wait timeout bounds the drain instead
+    return seconds or parse_duration(body.gitops.workflow.wait_timeout)
+
+
+def job(prepared: Prepared, before: GenerationState, dgd_name: str) -> dict[str, Any]:
+    spec = prepared.loaded.spec
+    ns = spec.metadata.namespace
+    rollout = spec.metadata.name
+    g = spec.spec.gitops
+    svc = frontend_service(dgd_name if prepared.mode == "separate-dgd"
+                           else f"{prepared.stable.dgd.name}-{before.revision}")
+    frontends = sum(before.replicas.get(c.name, c.replicas)
+                    for c in prepared.stable.dgd.frontends()) or 1
+    timeout = _timeout(prepared)
+    host = f"{svc}.{ns}.svc.{g.cluster_domain}"
+    labels = {"app.kubernetes.io/managed-by": "dgdgen", LABEL_ROLLOUT: rollout,
+              LABEL_GENERATION: before.revision}
+    restricted = {
+        "allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
+        "runAsNonRoot": True, "runAsUser": UID, "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": _name(rollout, before.revision),
+            "namespace": ns,
+            "labels": labels,
+            "annotations": {
+                HOOK: "Sync",
+                "argocd.argoproj.io/sync-wave": _drain_wave(),
+                HOOK_DELETE: "BeforeHookCreation",
+            },
+        },
+        "spec": {
+            "backoffLimit": 0,
+            # the drain gives up by itself at the timeout; this only stops a stuck pod
+            "activeDeadlineSeconds": timeout + 300,
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "automountServiceAccountToken": False,
+                    "securityContext": {"runAsNonRoot": True, "runAsUser": UID,
+                                        "seccompProfile": {"type": "RuntimeDefault"}},
+                    "containers": [{
+                        "name": "drain",
+                        "image": g.workflow.image,
+                        "command": [
+                            "python3", "-m", "dgdgen.gitops.drain",
+                            "--url", f"http://{host}:{FRONTEND_PORT}/metrics",
+                            "--timeout", str(timeout),
+                            "--zeros", str(ZEROS_PER_REPLICA * frontends),
+                        ],
+                        "securityContext": restricted,
+                        "resources": {"requests": {"cpu": "10m", "memory": "64Mi"},
+                                      "limits": {"memory": "128Mi"}},
+                    }],
+                },
+            },
+        },
+    }
+
+
+def _drain_wave() -> str:
+    from dgdgen.render import waves
+
+    return waves.DRAIN
+
+
+def render(prepared: Prepared, state: PlanStep, previous: PlanStep | None) -> list[Manifest]:
+    return [Manifest(job(prepared, before, name))
+            for _now, before, name in leaving(prepared, state, previous)]

@@ -1,0 +1,184 @@
+"""Drain between shift and shrink: the rendered hook Job sits in its own wave between the weights
+moving and the leaving generation shrinking, points at that generation's frontend Service, is
+bounded by the request timeout; its command, run for real against a loopback /metrics endpoint,
+waits until nothing is in flight."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from conftest import EXAMPLE
+
+from dgdgen import crd, yamlio
+from dgdgen.gitops.drain import inflight
+from dgdgen.output import state_files
+from dgdgen.pipeline import prepare
+from dgdgen.render import waves
+
+REPO = Path(__file__).resolve().parents[2]
+WAVE = "argocd.argoproj.io/sync-wave"
+
+# the frontend's exposition as Dynamo 1.6.1 writes it (facts/dynamo-runtime.md, Metrics)
+EXPOSITION = """# HELP dynamo_frontend_inflight_requests Number of inflight requests
+# TYPE dynamo_frontend_inflight_requests gauge
+dynamo_frontend_inflight_requests{model="Qwen/Qwen3-0.6B"} {a}
+dynamo_frontend_inflight_requests{model="other"} {b}
+# HELP dynamo_frontend_inflight_requests_total not the gauge
+dynamo_frontend_inflight_requests_total{model="x"} 99
+dynamo_frontend_queued_requests{model="Qwen/Qwen3-0.6B"} 5
+"""
+
+
+def _expo(a: int, b: int) -> str:
+    return EXPOSITION.replace("{a}", str(a)).replace("{b}", str(b))
+
+
+def _docs(files: dict[str, str]) -> list[dict[str, Any]]:
+    return [d.data for name, text in sorted(files.items()) if name.endswith(".yaml")
+            for d in yamlio.load_documents(text, name)]
+
+
+def test_inflight_sums_the_gauge_only() -> None:
+    assert inflight(_expo(3, 2)) == 5
+    assert inflight(_expo(0, 0)) == 0
+    assert inflight("dynamo_frontend_queued_requests 4\n") is None
+
+
+def test_drain_wave_sits_between_shift_and_shrink() -> None:
+    p = prepare(str(EXAMPLE / "rollout.yaml"))
+    assert int(waves.SHIFT) < int(waves.DRAIN) < int(waves.SHRINK)
+    seen = 0
+    for i in range(1, len(p.plan.steps)):
+        state, before = p.plan.steps[i], p.plan.steps[i - 1]
+        docs = _docs(state_files(p, state, before))
+        jobs = [d for d in docs if d["kind"] == "Job"]
+        shrinking = [d for d in docs if d["kind"] == "DynamoGraphDeployment"
+                     and d["metadata"]["annotations"][WAVE] == waves.SHRINK]
+        # a drain exactly when a generation that was serving shrinks
+        assert bool(jobs) == bool(shrinking), state.label
+        for job in jobs:
+            seen += 1
+            anns = job["metadata"]["annotations"]
+            assert anns["argocd.argoproj.io/hook"] == "Sync" and anns[WAVE] == waves.DRAIN
+            routes = [d for d in docs if d["metadata"]["annotations"].get(WAVE) == waves.SHIFT]
+            assert routes, "the weights move in the same commit, one wave earlier"
+            cmd = job["spec"]["template"]["spec"]["containers"][0]["command"]
+            url = cmd[cmd.index("--url") + 1]
+            services = {d["metadata"]["name"] for d in docs if d["kind"] == "Service"}
+            host = url.split("//")[1].split(".")[0]
+            assert host in services  # the leaving generation's own frontend Service
+            gen = job["metadata"]["labels"]["dgdgen.dev/generation"]
+            svc = next(d for d in docs if d["kind"] == "Service" and d["metadata"]["name"] == host)
+            assert svc["spec"]["selector"]["dgdgen.dev/generation"] == gen == p.plan.stable_revision
+            # bounded by the route's request timeout (the example: 30m)
+            assert cmd[cmd.index("--timeout") + 1] == "1800"
+            if crd.known("batch/v1", "Job"):
+                assert crd.validate(job) == []
+    assert seen >= 2
+    cleanup = _docs(state_files(p, p.plan.cleanup, p.plan.steps[-1]))
+    assert [d["kind"] for d in cleanup].count("Job") == 1  # the stable goes: it drains first
+    rollback = _docs(state_files(p, p.plan.rollback, None))
+    assert "Job" not in [d["kind"] for d in rollback]  # byte-identical to the baseline
+
+
+def test_no_drain_with_a_shared_frontend() -> None:
+    p = prepare(str(REPO / "examples" / "sglang-disagg-v1beta1-partition" / "rollout.yaml"))
+    for state in p.plan.all_states():
+        assert "Job" not in [d["kind"] for d in _docs(state_files(p, state))], state.label
+
+
+@contextmanager
+def _frontend(series: list[int]) -> Iterator[tuple[str, list[int]]]:
+    """A loopback /metrics endpoint whose in-flight gauge follows ``series`` (last value
+    repeats); yields (url, served values)."""
+    served: list[int] = []
+
+    class H(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            n = series.pop(0) if len(series) > 1 else series[0]
+            served.append(n)
+            body = _expo(n, 0).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), H)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/metrics", served
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _job_command(tmp_path: Path) -> list[str]:
+    p = prepare(str(EXAMPLE / "rollout.yaml"))
+    docs = _docs(state_files(p, p.plan.steps[2], p.plan.steps[1]))
+    job = next(d for d in docs if d["kind"] == "Job")
+    cmd: list[str] = job["spec"]["template"]["spec"]["containers"][0]["command"]
+    assert cmd[:3] == ["python3", "-m", "dgdgen.gitops.drain"]
+    return [sys.executable, *cmd[1:]]
+
+
+def _with(cmd: list[str], **values: str) -> list[str]:
+    out = list(cmd)
+    for k, v in values.items():
+        out[out.index(f"--{k}") + 1] = v
+    return out + ["--interval", "0.05"]
+
+
+def test_the_rendered_command_waits_until_nothing_is_in_flight(tmp_path: Path) -> None:
+    cmd = _job_command(tmp_path)
+    with _frontend([3, 2, 0, 1, 0, 0, 0, 0]) as (url, served):
+        started = time.monotonic()
+        r = subprocess.run(_with(cmd, url=url), capture_output=True, text=True, timeout=120,
+                           check=False)
+    assert r.returncode == 0, r.stderr
+    assert "drained (4 polls in a row at 0)" in r.stdout
+    # a 0 followed by a busy reading does not count: four zeros in a row, after the last 1
+    assert served[-5:] == [1, 0, 0, 0, 0]
+    assert time.monotonic() - started < 60
+
+
+def test_the_drain_is_bounded_by_the_timeout(tmp_path: Path) -> None:
+    cmd = _job_command(tmp_path)
+    with _frontend([2]) as (url, _served):
+        r = subprocess.run(_with(cmd, url=url, timeout="0.5"), capture_output=True, text=True,
+                           timeout=120, check=False)
+    assert r.returncode == 0
+    assert "still 2 in flight after 0.5s (the request timeout); continuing" in r.stdout
+
+
+def test_a_frontend_that_is_gone_has_nothing_in_flight(tmp_path: Path) -> None:
+    with _frontend([0]) as (url, _served):
+        dead = url  # the server stops below: nothing listens on this port any more
+    r = subprocess.run(_with(_job_command(tmp_path), url=dead), capture_output=True, text=True,
+                       timeout=120, check=False)
+    assert r.returncode == 0 and "drained" in r.stdout
+
+
+def test_shared_frontend_skip_is_the_only_mode_skip() -> None:
+    """Every example with a frontend per generation renders a drain somewhere in its rollout."""
+    for ex in sorted((REPO / "examples").iterdir()):
+        if not (ex / "rollout.yaml").exists():
+            continue
+        p = prepare(str(ex / "rollout.yaml"))
+        kinds = [d["kind"] for s in p.plan.all_states() for d in _docs(state_files(p, s))]
+        if p.mode in ("separate-dgd", "worker-group"):
+            assert "Job" in kinds, ex.name
+        else:
+            assert "Job" not in kinds, ex.name
+

@@ -1,0 +1,302 @@
+"""What a platform engineer checks in the Argo objects before applying them: the workflow waits
+on every generated Application in a stated order and on the step's analysis, records gates
+before promoting, rolls back without waiting on analysis; nobody gets ``patch`` on an
+Application; the AppProject allows only what the rollout writes; the containers run restricted;
+the cluster domain is a setting."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from argocd_server import TOKEN, Fake, serve
+from conftest import EXAMPLE, Workspace, cli, git
+
+from dgdgen import crd, yamlio
+from dgdgen.gitops import argo_files, argocd, rbac
+from dgdgen.pipeline import prepare
+
+ANALYSIS = """  analysis:
+    enabled: true
+    prometheus: http://prometheus.monitoring:9090
+    expectedRequestRate: 40
+"""
+
+
+def _spec(tmp_path: Path, analysis: str, gitops: str) -> Path:
+    d = tmp_path / "spec"
+    d.mkdir(exist_ok=True)
+    shutil.copy(EXAMPLE / "dgd.yaml", d / "dgd.yaml")
+    text = (EXAMPLE / "rollout.yaml").read_text()
+    text = text[: text.index("  analysis:")] + analysis + gitops
+    (d / "rollout.yaml").write_text(text)
+    return d / "rollout.yaml"
+
+
+CLUSTERS = """  gitops:
+    repoUrl: https://git.example.com/deploy.git
+    project: inference
+    appProject: true
+    clusters:
+      - {name: us-east, server: https://10.0.0.1:6443}
+      - {name: eu-west, server: https://10.0.1.1:6443, namespace: llm}
+      - {name: ap-south}
+"""
+
+
+def _templates(wt: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {t["name"]: t for t in wt["spec"]["templates"]}
+
+
+def _steps(wt: dict[str, Any], name: str = "rollout") -> list[dict[str, Any]]:
+    return [s[0] for s in _templates(wt)[name]["steps"]]
+
+
+def _param(step: dict[str, Any], name: str) -> str:
+    return next(str(p["value"]) for p in step["arguments"]["parameters"] if p["name"] == name)
+
+
+def test_application_set_workflow_waits_on_each_cluster_in_spec_order(tmp_path: Path) -> None:
+    pytest.importorskip("hera")
+    from dgdgen.gitops.workflow import workflow_template
+
+    p = prepare(str(_spec(tmp_path, ANALYSIS, CLUSTERS)))
+    apps = ["us-east-qwen-router", "eu-west-qwen-router", "ap-south-qwen-router"]
+    assert argocd.app_names(p) == apps
+    appset = argocd.application_set(p)
+    assert appset["spec"]["template"]["metadata"]["name"] == "{{.cluster}}-qwen-router"
+    wt = workflow_template(p)
+    assert crd.validate(wt) == []
+    steps = _steps(wt)
+    for prefix in ("step-1-synced", "step-3-synced", "cleanup-synced"):
+        waits = [s for s in steps if s["name"].startswith(prefix)]
+        assert [s["name"] for s in waits] == [f"{prefix}-{c}" for c in
+                                              ("us-east", "eu-west", "ap-south")]
+        assert [_param(s, "app") for s in waits] == apps
+    names = [s["name"] for s in steps]
+    # every cluster is synced and Healthy before the step's analysis starts
+    assert names.index("step-1-synced-ap-south") < names.index("step-1-analysis-0")
+    exit_waits = [s for s in _steps(wt, "on-exit") if s["name"].startswith("rollback-synced")]
+    assert [_param(s, "app") for s in exit_waits] == apps
+    # the rollback's terminate reaches every Application
+    env = {e["name"]: e.get("value") for e in _templates(wt)["git-action"]["container"]["env"]}
+    assert env["APPS"] == ",".join(apps)
+
+
+def _rbac_rules(objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [r for o in objs if o["kind"] in ("Role", "ClusterRole") for r in o["rules"]]
+
+
+@pytest.mark.parametrize("gitops", [CLUSTERS, """  gitops:
+    repoUrl: https://git.example.com/deploy.git
+"""])
+def test_no_patch_on_applications_and_no_empty_resource_names(tmp_path: Path,
+                                                               gitops: str) -> None:
+    p = prepare(str(_spec(tmp_path, ANALYSIS, gitops)))
+    objs = rbac.objects(p)
+    for o in objs:
+        assert crd.validate(o) == [] or not crd.known(o["apiVersion"], o["kind"]), o["kind"]
+        assert o["metadata"]["namespace"] == "inference"  # nothing in Argo CD's namespace
+    rules = _rbac_rules(objs)
+    assert not [r for r in rules if "applications" in r["resources"]]
+    assert all(r.get("resourceNames", ["x"]) != [] for r in rules)
+    assert not [r for r in rules if "patch" in r["verbs"] and r["resources"] != [
+        "workflowtaskresults"]]
+    # the Argo CD side: get + sync on exactly these Applications, by name
+    csv = argocd.argocd_rbac_cm_patch(p)["data"]["policy.dgdgen-qwen-router.csv"]
+    lines = [ln for ln in csv.splitlines() if ln.startswith("p,")]
+    expected = [f"p, role:dgdgen-qwen-router, applications, {a}, {p.loaded.spec.spec.gitops.project}"
+                f"/{app}, allow" for app in argocd.app_names(p) for a in ("get", "sync")]
+    assert lines == expected
+    assert "*" not in csv
+    cm = argocd.argocd_cm_patch(p, workflow=True)["data"]
+    assert cm["accounts.dgdgen-qwen-router"] == "apiKey"
+
+
+def test_app_project_allows_only_the_kinds_the_rollout_writes(tmp_path: Path) -> None:
+    from dgdgen.output import all_files
+
+    p = prepare(str(_spec(tmp_path, ANALYSIS, CLUSTERS)))
+    proj = argocd.app_project(p)
+    assert crd.validate(proj) == []
+    allowed = {(k["group"], k["kind"]) for k in proj["spec"]["namespaceResourceWhitelist"]}
+    assert not [k for k in allowed if "*" in k[0] or "*" in k[1]]
+    written = set()
+    for name, text in all_files(p).items():
+        if name.endswith(".yaml"):
+            for d in yamlio.load_documents(text, name):
+                written.add((str(d.data["apiVersion"]).rpartition("/")[0], d.data["kind"]))
+    assert allowed == written
+    assert ("nvidia.com", "DynamoGraphDeployment") in allowed and ("", "Service") in allowed
+    assert ("", "Secret") not in allowed and proj["spec"]["clusterResourceWhitelist"] == []
+
+
+HOOKS = ANALYSIS + "    hooks: {enabled: true}\n"
+PLAIN = """  gitops:
+    repoUrl: https://git.example.com/deploy.git
+"""
+
+
+def test_hooks_the_workflow_waits_for_the_hook_run_and_argocd_never_retries(
+        tmp_path: Path) -> None:
+    pytest.importorskip("hera")
+    from dgdgen.gitops.workflow import workflow_template
+    from dgdgen.output import state_files
+
+    p = prepare(str(_spec(tmp_path, HOOKS, PLAIN)))
+    app = argocd.application(p)
+    assert "retry" not in app["spec"]["syncPolicy"]
+    wt = workflow_template(p)
+    steps = _steps(wt)
+    names = [s["name"] for s in steps]
+    assert not [n for n in names if "analysis" in n]  # the hook is the run
+    for i in (1, 2):
+        wait = next(s for s in steps if s["name"] == f"step-{i}-synced")
+        run = _param(wait, "run")
+        tree = state_files(p, p.plan.steps[i], p.plan.steps[i - 1])
+        runs = [d.data for t in tree.values() for d in yamlio.load_documents(t, "x")
+                if d.data["kind"] == "AnalysisRun"]
+        assert [r["metadata"]["name"] for r in runs] == [run]
+        assert runs[0]["metadata"]["annotations"]["argocd.argoproj.io/hook"] == "PostSync"
+        assert names.index(f"step-{i}-synced") < names.index(f"step-{i}-gate") < \
+            names.index(f"step-{i + 1}-promote")
+    # the ungated last step and the rollback wait on no analysis
+    assert _param(next(s for s in steps if s["name"] == "step-3-synced"), "run") == ""
+    assert all("run" not in [q["name"] for q in s["arguments"]["parameters"]]
+               for s in _steps(wt, "on-exit") if s["name"].startswith("rollback-synced"))
+    # without hooks Argo CD retries transient failures, each retry on the newest commit
+    plain = argocd.application(prepare(str(_spec(tmp_path, ANALYSIS, PLAIN))))
+    assert plain["spec"]["syncPolicy"]["retry"]["refresh"] is True
+    assert crd.validate(app) == [] and crd.validate(plain) == []
+
+
+def test_a_gate_without_analysis_waits_for_a_person(tmp_path: Path) -> None:
+    pytest.importorskip("hera")
+    from dgdgen.gitops.workflow import workflow_template
+
+    p = prepare(str(_spec(tmp_path, "", PLAIN)))
+    names = [s["name"] for s in _steps(workflow_template(p))]
+    assert names[:5] == ["step-1-promote", "step-1-synced", "step-1-approve", "step-1-gate",
+                         "step-1-bake"]
+    assert "suspend" in _templates(workflow_template(p))["approve"]
+    with_analysis = workflow_template(prepare(str(_spec(tmp_path, ANALYSIS, PLAIN))))
+    assert "approve" not in _templates(with_analysis)
+
+
+def test_containers_run_restricted_with_resources(tmp_path: Path) -> None:
+    pytest.importorskip("hera")
+    from dgdgen.gitops.workflow import workflow_template
+
+    p = prepare(str(_spec(tmp_path, ANALYSIS, PLAIN)))
+    wt = workflow_template(p)
+    pod = wt["spec"]["securityContext"]
+    assert pod["runAsNonRoot"] is True and pod["seccompProfile"] == {"type": "RuntimeDefault"}
+    containers = [t["container"] for t in wt["spec"]["templates"] if "container" in t]
+    assert len(containers) == 2
+    for c in containers:
+        sc = c["securityContext"]
+        assert sc["allowPrivilegeEscalation"] is False
+        assert sc["capabilities"] == {"drop": ["ALL"]}
+        assert sc["readOnlyRootFilesystem"] is True and sc["runAsNonRoot"] is True
+        assert c["resources"]["requests"]["cpu"] and c["resources"]["limits"]["memory"]
+        assert {m["mountPath"] for m in c["volumeMounts"]} == {"/home/dgdgen", "/tmp"}
+    assert {v["name"] for v in wt["spec"]["volumes"]} == {"home", "tmp"}
+    assert argo_files.notes(p)  # a tag, not a digest
+    pinned = _spec(tmp_path, ANALYSIS, PLAIN + """    workflow:
+      image: ghcr.io/example/dgdgen-promote@sha256:""" + "a" * 64 + "\n")
+    assert argo_files.notes(prepare(str(pinned))) == []
+
+
+def test_cluster_domain_is_a_setting(tmp_path: Path) -> None:
+    pytest.importorskip("hera")
+    from dgdgen.gitops.workflow import workflow_template
+
+    p = prepare(str(_spec(tmp_path, ANALYSIS, PLAIN + """    clusterDomain: corp.internal
+""")))
+    text = yamlio.dump(workflow_template(p))
+    assert "cluster.local" not in text
+    assert "https://argocd-server.argocd.svc.corp.internal" in text
+    r = cli("validate", str(_spec(tmp_path, ANALYSIS, PLAIN + """    clusterDomain: Not_A_Domain
+""")))
+    assert r.code == 2 and "spec.gitops.clusterDomain" in r.err
+
+
+def test_workflow_scripts_gate_and_rollback_for_real(ws: Workspace, tmp_path: Path) -> None:
+    """The container script with real git against a bare remote and the Argo CD stand-in:
+    the gate action records once (idempotent), the next promotion then passes, and the
+    rollback stops the running sync operation before it commits."""
+    from dgdgen.gitops.workflow import PROMOTE_SCRIPT
+
+    spec, into = str(ws.spec), str(ws.into)
+    assert cli("render", spec, "--into", into, "--commit").code == 0
+    git(ws.work, "push", "-q", "origin", "main")
+    bindir = Path(sys.executable).parent
+    home = tmp_path / "home"
+    home.mkdir()
+    policy = argocd.argocd_rbac_cm_patch(prepare(spec))["data"]["policy.dgdgen-qwen-router.csv"]
+    fake = Fake("default", policy, apps={"qwen-router": [{}]}, running={"qwen-router"})
+
+    def run(action: str, to: str = "0", message: str = "") -> subprocess.CompletedProcess[str]:
+        clone = tmp_path / f"clone-{len(list(tmp_path.iterdir()))}"
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_CONFIG")}
+        env.update({
+            "PATH": f"{bindir}:{os.environ['PATH']}", "HOME": str(home),
+            "ACTION": action, "TO": to, "MESSAGE": message, "REPO": str(ws.remote),
+            "BRANCH": "main", "SPEC": "rollouts/qwen/rollout.yaml",
+            "INTO": "deploy/qwen-router", "CLONE": str(clone),
+            "COMMIT_FILE": str(tmp_path / "commit"), "APPS": "qwen-router",
+            "ARGOCD_SERVER": fake.url, "ARGOCD_AUTH_TOKEN": TOKEN,
+        })
+        return subprocess.run(["sh", "-c", PROMOTE_SCRIPT], env=env, capture_output=True,
+                              text=True, timeout=180, check=False)
+
+    def subject() -> str:
+        return git(ws.remote, "log", "-1", "--format=%s", "main").strip()
+
+    with serve(fake):
+        r = run("rollback")  # at the baseline: nothing to roll back, nothing to wait for
+        assert r.returncode == 0 and (tmp_path / "commit").read_text().strip() == "none"
+        assert run("promote", "1").returncode == 0
+        r = run("promote", "2")
+        assert r.returncode == 1 and "not recorded" in r.stderr  # the gate comes first
+        assert subject() == "qwen-router: promote to step 1 (bs32 at 25%)"
+        assert run("gate", "1", "AnalysisRun of step 1 Successful").returncode == 0
+        assert subject() == "qwen-router: gate slo of step 1: passed"
+        head = git(ws.remote, "rev-parse", "main")
+        assert run("gate", "1", "again").returncode == 0  # a retried pod: no second commit
+        assert git(ws.remote, "rev-parse", "main") == head
+        assert run("gate", "2").returncode == 1  # not the current step
+        assert run("promote", "2").returncode == 0
+        r = run("rollback")
+        assert r.returncode == 0, r.stderr
+        assert "qwen-router: terminated the running sync operation" in r.stdout
+    assert ("DELETE", "/api/v1/applications/qwen-router/operation", {}) in fake.calls
+    assert subject() == "qwen-router: roll back to bs16 (from step 2)"
+    index = json.loads(git(ws.remote, "show", "main:deploy/qwen-router/.dgdgen-index"))
+    assert index["step"] == "rollback"
+
+
+def test_rollback_by_hand_with_hooks_says_how_to_stop_the_analysis(tmp_path: Path) -> None:
+    """A person's rollback is a commit; with PostSync analysis it would wait for the running
+    run. The command says how to stop it (the workflow does it itself)."""
+    repo = tmp_path / "repo"
+    spec = _spec(tmp_path, HOOKS, PLAIN)
+    into = str(repo / "deploy")
+    assert cli("render", str(spec), "--into", into, "--init", "--commit").code == 0
+    assert cli("promote", str(spec), "--into", into).code == 0
+    r = cli("rollback", str(spec), "--into", into)
+    assert r.code == 0
+    assert "note: analysis hooks: a running PostSync AnalysisRun holds Argo CD's sync" in r.err
+    assert "`argocd app terminate-op qwen-router`" in r.err
+    (tmp_path / "b").mkdir()
+    plain = _spec(tmp_path / "b", ANALYSIS, PLAIN)
+    into_b = str(tmp_path / "b" / "repo" / "deploy")
+    assert cli("render", str(plain), "--into", into_b, "--init", "--commit").code == 0
+    assert cli("promote", str(plain), "--into", into_b).code == 0
+    assert "terminate-op" not in cli("rollback", str(plain), "--into", into_b).err
