@@ -225,6 +225,8 @@ def _title(state: PlanStep) -> str:
         return "step 0 (baseline)"
     if state.kind == "step":
         return f"step {state.index}"
+    if state.kind == "rollback-step":
+        return state.label
     return state.kind
 
 
@@ -345,6 +347,11 @@ def _terminal(t: Target, state: PlanStep, action: str) -> None:
             hint="to roll out a new change, edit the spec and run "
             f"`dgdgen render SPEC --into {t.rel} --step 0 --commit`",
         )
+    if state.kind == "rollback-step" and action != "roll back":
+        raise InputError(
+            f"{t.rel}: cannot {action}: a rollback is in progress ({state.label})",
+            hint=f"finish it with `dgdgen rollback SPEC --into {t.rel}` (one state per commit)",
+        )
 
 
 def promote(t: Target, to: int | None = None, *, push: bool = False,
@@ -403,13 +410,22 @@ def rollback(t: Target, *, push: bool = False) -> Outcome:
     _terminal(t, state, "roll back")
     if state.kind == "baseline":
         raise InputError(f"{t.rel} is at the baseline: there is nothing to roll back")
-    target = t.prepared.plan.rollback
+    # A rollback walks the steps backwards, one state per commit, so that every transition stays
+    # within the surge budget (plan.rollback_from); each `dgdgen rollback` commits the next one.
+    path = t.prepared.plan.rollback_from(state.index)
+    target = path[0]
     extra = []
     res = _gate_of(idx, state)
     if res is not None:
         extra.append(f"gate {res.gate} of {_title(state)}: {res.result}"
                      + (f" ({res.message})" if res.message else ""))
-    subject = f"roll back to {target.stable.revision} (from {_title(state)})"
+    if target.kind == "rollback-step":
+        subject = (f"roll back towards {target.stable.revision}: {target.label}, step "
+                   f"{target.index}'s weights (from {_title(state)})")
+        extra.append(f"rollback continues: {len(path) - 1} more state(s); run `dgdgen rollback` "
+                     "again once this one is Synced and Healthy")
+    else:
+        subject = f"roll back to {target.stable.revision} (from {_title(state)})"
     out = _move(t, idx, state, target, subject, extra, push)
     if t.prepared.loaded.spec.spec.analysis.hooks.enabled:
         from dgdgen.gitops.argocd import app_names

@@ -322,9 +322,16 @@ def workflow_template(prepared: Prepared) -> dict[str, Any]:
 
         failed = "{{workflow.status}} != Succeeded"
         with Steps(name="on-exit"):
-            git_action(name="rollback", arguments={"action": "rollback"}, when=failed)
-            for step_name, app in _wait_names(prepared, "rollback-synced"):
-                wait_synced(name=step_name, when=failed, arguments={
-                    "revision": "{{steps.rollback.outputs.parameters.commit}}", "app": app})
+            # A rollback is one commit per state, each Synced and Healthy before the next, so
+            # every backward transition stays within the surge budget (plan.rollback_from). The
+            # action commits nothing once the rollout is back (a shorter path ends early).
+            path = prepared.plan.rollback_from(len(prepared.plan.steps) - 1)
+            for k in range(1, len(path) + 1):
+                name = "rollback" if k == 1 else f"rollback-{k}"
+                git_action(name=name, arguments={"action": "rollback"}, when=failed)
+                for step_name, app in _wait_names(prepared, f"{name}-synced"):
+                    wait_synced(name=step_name, when=failed, arguments={
+                        "revision": "{{steps." + name + ".outputs.parameters.commit}}",
+                        "app": app})
     out: dict[str, Any] = wt.to_dict()
     return out

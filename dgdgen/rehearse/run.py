@@ -216,9 +216,12 @@ class Rehearsal:
                     if step.gate:
                         rc = self._gate(obs, n)
                         if rc != 0:
-                            self._commit("rollback", "--into", "deploy")
-                            obs = self._apply_state(self.plan.rollback, states)
-                            self._bake(obs, max(3.0, 4 * opts.settle))
+                            # one commit per state of the rollback path, each applied (and
+                            # healthy) before the next, as the workflow's exit handler does
+                            for back in self.plan.rollback_from(n):
+                                self._commit("rollback", "--into", "deploy")
+                                obs = self._apply_state(back, states)
+                                self._bake(obs, max(3.0, 4 * opts.settle))
                             result = "rolled-back"
                             break
                 else:

@@ -87,9 +87,18 @@ def test_rollback_is_byte_identical_to_the_baseline(ws: Workspace) -> None:
     assert cli("gate", spec, "--into", into, "--result", "passed").code == 0
     assert cli("promote", spec, "--into", into).code == 0
     assert any("bs32" in name for name in ws.files())
+    # one state per commit, back through step 1's weights, so every transition stays within
+    # the surge budget (the plan's rollback path)
     r = cli("rollback", spec, "--into", into, "--push")
     assert r.code == 0, r.err
-    assert ws.log()[0] == "qwen-router: roll back to bs16 (from step 2)"
+    assert ws.log()[0] == ("qwen-router: roll back towards bs16: rollback-01, step 1's weights "
+                           "(from step 2)")
+    assert "rollback continues" in git(ws.work, "log", "-1", "--format=%B")
+    r = cli("promote", spec, "--into", into)
+    assert r.code == 2 and "a rollback is in progress" in r.err
+    r = cli("rollback", spec, "--into", into, "--push")
+    assert r.code == 0, r.err
+    assert ws.log()[0] == "qwen-router: roll back to bs16 (from rollback-01)"
     after = ws.files()
     assert _manifests(after) == _manifests(baseline)
     # bytes on disk, not just in Git

@@ -276,8 +276,13 @@ def test_workflow_scripts_gate_and_rollback_for_real(ws: Workspace, tmp_path: Pa
         r = run("rollback")
         assert r.returncode == 0, r.stderr
         assert "qwen-router: terminated the running sync operation" in r.stdout
+        # the rollback path goes back through step 1's weights: the exit handler's next
+        # rollback step commits the rest
+        assert subject() == ("qwen-router: roll back towards bs16: rollback-01, step 1's "
+                             "weights (from step 2)")
+        assert run("rollback").returncode == 0
     assert ("DELETE", "/api/v1/applications/qwen-router/operation", {}) in fake.calls
-    assert subject() == "qwen-router: roll back to bs16 (from step 2)"
+    assert subject() == "qwen-router: roll back to bs16 (from rollback-01)"
     index = json.loads(git(ws.remote, "show", "main:deploy/qwen-router/.dgdgen-index"))
     assert index["step"] == "rollback"
 
