@@ -73,7 +73,8 @@ def blocks(path: Path) -> list[Block]:
                 commands.append(cmd)
             k += 1
         if commands:
-            out.append(Block(str(path.relative_to(REPO)), start + 1, tuple(commands),
+            name = str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
+            out.append(Block(name, start + 1, tuple(commands),
                              marker.group(1) if marker else None))
     return out
 
