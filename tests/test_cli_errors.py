@@ -116,3 +116,17 @@ def test_every_command_and_option_is_described(parser: argparse.ArgumentParser) 
     undocumented = [a.dest for a in parser._actions
                     if not isinstance(a, argparse._SubParsersAction) and not a.help]
     assert undocumented == [], f"{parser.prog}: options without help: {undocumented}"
+
+
+def test_a_multi_line_git_error_keeps_the_format(tmp_path: Path) -> None:
+    spec = str(Path(__file__).resolve().parents[1] / "examples" / "vllm-disagg-block-size"
+               / "rollout.yaml")
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@e"}
+    into = str(tmp_path / "deploy")
+    assert run_cli("render", spec, "--into", into, "--init", env=env).returncode == 0
+    result = run_cli("promote", spec, "--into", into, "--push", env=env)  # no origin remote
+    assert result.returncode == 2
+    assert len(result.stderr.splitlines()) > 1  # git's own lines come along
+    _assert_one_format("promote", result.stderr)
+    assert not any(line.strip() == "dgdgen promote: error:" for line in result.stderr.splitlines())

@@ -27,7 +27,7 @@ def progress(items: list[T], verb: str, label: str = "") -> Iterator[T]:
 def report_error(command: str, exc: BaseException) -> None:
     """The one error format of every command: each line of the message as
     ``dgdgen COMMAND: error: …`` on stderr (an error with several problems gives several lines)."""
-    lines = str(exc).splitlines() or [type(exc).__name__]
+    lines = [line for line in str(exc).splitlines() if line.strip()] or [type(exc).__name__]
     sys.stderr.write("".join(f"dgdgen {command}: error: {line}\n" for line in lines))
 
 
