@@ -108,8 +108,8 @@ def _gate_notes(prepared: Prepared) -> list[str]:
     if not _analysis_on(prepared):
         named = sorted({st.gate for st in prepared.plan.steps if st.gate})
         if named:
-            return [f"note: analysis is off: gate(s) {', '.join(named)} named by the steps are "
-                    "not rendered and hold nothing back; set spec.analysis.enabled: true"]
+            return [(f"note: analysis is off: gate(s) {', '.join(named)} named by the steps "
+                     "are not rendered and hold nothing back; set spec.analysis.enabled: true")]
         return []
     a = prepared.loaded.spec.spec.analysis
     lines = []
@@ -134,8 +134,8 @@ def _gate_notes(prepared: Prepared) -> list[str]:
 def _header(prepared: Prepared) -> list[str]:
     p = prepared.plan
     lines = [
-        f"rollout {p.rollout}: {prepared.stable.dgd.name} ({p.stable_revision}) → "
-        f"{prepared.candidate_name} ({p.candidate_revision})",
+        (f"rollout {p.rollout}: {prepared.stable.dgd.name} ({p.stable_revision}) → "
+         f"{prepared.candidate_name} ({p.candidate_revision})"),
         f"isolation {p.mode}, strategy {p.strategy}; surge per worker component "
         + ", ".join(f"{k} +{v}" for k, v in p.surge_replicas.items())
         + f"; baseline GPUs {p.baseline_gpus}",
