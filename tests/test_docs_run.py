@@ -1,6 +1,6 @@
-"""The documentation runs as written. Every console block of README.md and docs/**/*.md — a fenced
-block whose commands start with `$ ` — is run, in the order of the file, by one bash session in a
-scratch copy of this checkout (a fresh Git repository, as a clone would be), with `dgdgen` on
+"""The documentation runs as written. Every console block of README.md, docs/**/*.md and
+examples/*.md — a fenced block whose commands start with `$ ` — is run, in the order of the file,
+by one bash session in a scratch copy of this checkout (a fresh Git repository, as a clone would be), with `dgdgen` on
 PATH and a git identity in a scratch HOME. A command must exit 0, or the code its trailing
 `# exit N` comment names. The blocks are discovered, not listed: a new or edited doc is covered.
 
@@ -40,7 +40,8 @@ class Block:
 
 
 def _docs() -> list[Path]:
-    return [REPO / "README.md"] + sorted((REPO / "docs").rglob("*.md"))
+    return ([REPO / "README.md"] + sorted((REPO / "docs").rglob("*.md"))
+            + sorted((REPO / "examples").glob("*.md")))
 
 
 def blocks(path: Path) -> list[Block]:
