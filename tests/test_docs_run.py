@@ -1,7 +1,7 @@
 """The documentation runs as written. Every console block of README.md, docs/**/*.md and
 examples/*.md — a fenced block whose commands start with `$ ` — is run, in the order of the file,
-by one bash session in a scratch copy of this checkout (a fresh Git repository, as a clone would be), with `dgdgen` on
-PATH and a git identity in a scratch HOME. A command must exit 0, or the code its trailing
+by one bash session in a scratch copy of this checkout (a fresh Git repository, as a clone would
+be), with `dgdgen` on PATH and a git identity in a scratch HOME. A command must exit 0, or the code its trailing
 `# exit N` comment names. The blocks are discovered, not listed: a new or edited doc is covered.
 
 The only blocks not run are those marked, on the line before the fence, with
@@ -107,6 +107,21 @@ def test_the_parser_reads_prompts_continuations_markers_and_exit_codes(tmp_path:
     assert [b.commands for b in found] == [("dgdgen a  b", "dgdgen c  # exit 3"), ("dgdgen d",)]
     assert [b.skip for b in found] == [None, "needs a live Prometheus"]
     assert [_expected_exit(c) for c in found[0].commands] == [0, 3]
+
+
+def test_a_drifted_command_fails_the_run(sandbox: dict[str, str], tmp_path: Path) -> None:
+    doc = tmp_path / "drift.md"
+    doc.write_text("```console\n$ dgdgen rules list\n$ dgdgen plan no/such/rollout.yaml\n"
+                   "$ touch never-reached\n```\n```console\n$ dgdgen rules list  # exit 1\n```\n")
+    found = blocks(doc)
+    done = subprocess.run(["bash", "-c", _script(found)], cwd=tmp_path, env=sandbox,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 97
+    assert "exit 2, expected 0" in done.stderr and "no/such/rollout.yaml" in done.stderr
+    assert not (tmp_path / "never-reached").exists()
+    done = subprocess.run(["bash", "-c", _script(found[1:])], cwd=tmp_path, env=sandbox,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 97 and "exit 0, expected 1" in done.stderr
 
 
 def _expected_exit(command: str) -> int:
