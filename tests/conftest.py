@@ -1,8 +1,8 @@
 """Suite-wide: under CI (`DGDGEN_REQUIRE_COMPONENTS=1`, set by `.ci/run`, which installs them) a
 test skipped for a missing real component — haproxy, promtool, prometheus, Lua, git, pre-commit,
-hera, kubernetes-validate, rsvg-convert — fails instead, so a proof can never pass by not running. Every skip
-fails there: the data the tests read is in the repository (tests/data/upstream/), so no skip is
-expected for want of it."""
+hera, kubernetes-validate, rsvg-convert — fails instead, so a proof can never pass by not
+running. Every skip fails there: the data the tests read is in the repository
+(tests/data/upstream/), so no skip is expected for want of it."""
 
 from __future__ import annotations
 
