@@ -55,7 +55,9 @@ def test_svg_shows_the_plan(example: Path) -> None:
     assert root.tag == "{http://www.w3.org/2000/svg}svg"
     assert root.get("viewBox") == f"0 0 {root.get('width')} {root.get('height')}"
     assert not list(root.iter("{http://www.w3.org/2000/svg}script"))
-    states = plan["steps"] + [plan["rollback"], plan["cleanup"]]
+    # every state the plan has, in its order (Plan.all_states)
+    states = (plan["steps"] + plan.get("rollback_steps", [])
+              + [plan["rollback"], plan["cleanup"]])
     groups = [g for g in root.iterfind("svg:g", NS) if "state" in _cls(g)]
     assert [g.get("data-state") for g in groups] == [s["label"] for s in states]
 
