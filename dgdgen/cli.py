@@ -76,22 +76,29 @@ def build_parser() -> argparse.ArgumentParser:
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         module.add_arguments(p)
-        p.set_defaults(_module=module)
+        p.set_defaults(_module=module, _parser=p)
+        for action in p._actions:  # `traffic show`, `rules list` ...: errors name the action too
+            if isinstance(action, argparse._SubParsersAction):
+                for sp in action.choices.values():
+                    sp.set_defaults(_parser=sp)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # reported by the subcommand, with its usage and its name
+        getattr(args, "_parser", parser).error(f"unrecognized arguments: {' '.join(extra)}")
     if not getattr(args, "command", None):
         parser.print_help()
         return 2
+    from dgdgen.commands._common import report_error
     from dgdgen.errors import DgdgenError
 
     try:
         return int(args._module.run(args))
     except DgdgenError as exc:
-        sys.stderr.write(f"dgdgen {args.command}: error: {exc}\n")
+        report_error(args._parser.prog.removeprefix("dgdgen "), exc)
         return exc.exit_code
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")

@@ -56,10 +56,6 @@ def validate_manifests(manifests: list[Manifest], *, where: str) -> None:
     problems = []
     for m in manifests:
         for v in crd.validate(m.obj, overlays=m.overlays):
-            if v.rule == crd.UNKNOWN_KIND and m.obj.get("apiVersion") == "v1":
-                # Core kinds are checked only where the optional kubernetes-validate package is
-                # installed (the `test` extra); custom resources are always checked.
-                continue
             problems.append(f"{where}/{m.filename}: {v}")
     if problems:
         raise ValidationFailed(problems)

@@ -1,5 +1,6 @@
-"""Plan reports: a text table, JSON, and a Markdown summary with mermaid charts for pull
-requests. One function per format, chosen from :data:`FORMATS`."""
+"""Plan reports: a text table, JSON, a Markdown summary with mermaid charts for pull requests, and
+an SVG picture (PNG through rsvg-convert). One function per text format, chosen from
+:data:`FORMATS`."""
 
 from __future__ import annotations
 
@@ -123,8 +124,8 @@ def _gate_notes(prepared: Prepared) -> list[str]:
     if not _analysis_on(prepared):
         named = sorted({st.gate for st in prepared.plan.steps if st.gate})
         if named:
-            return [f"note: analysis is off: gate(s) {', '.join(named)} named by the steps are "
-                    "not rendered and hold nothing back; set spec.analysis.enabled: true"]
+            return [(f"note: analysis is off: gate(s) {', '.join(named)} named by the steps "
+                     "are not rendered and hold nothing back; set spec.analysis.enabled: true")]
         return []
     a = prepared.loaded.spec.spec.analysis
     lines = []
@@ -149,8 +150,8 @@ def _gate_notes(prepared: Prepared) -> list[str]:
 def _header(prepared: Prepared) -> list[str]:
     p = prepared.plan
     lines = [
-        f"rollout {p.rollout}: {prepared.stable.dgd.name} ({p.stable_revision}) → "
-        f"{prepared.candidate_name} ({p.candidate_revision})",
+        (f"rollout {p.rollout}: {prepared.stable.dgd.name} ({p.stable_revision}) → "
+         f"{prepared.candidate_name} ({p.candidate_revision})"),
         f"isolation {p.mode}, strategy {p.strategy}; surge per worker component "
         + ", ".join(f"{k} +{v}" for k, v in p.surge_replicas.items())
         + f"; baseline GPUs {p.baseline_gpus}",
@@ -238,3 +239,177 @@ FORMATS: dict[str, Callable[[Prepared], str]] = {
     "json": as_json,
     "markdown": markdown,
 }
+
+
+# --------------------------------------------------------------------------- svg
+
+SVG_NS = "http://www.w3.org/2000/svg"
+_STABLE, _CANDIDATE, _INK, _MUTED = "#4c78a8", "#f58518", "#222222", "#777777"
+_COL_W, _LEFT, _TRAFFIC_TOP, _TRAFFIC_H, _GPU_TOP, _GPU_H = 150, 150, 96, 110, 262, 150
+_BAR_W = 56
+
+
+def surge_budget_gpus(prepared: Prepared) -> int:
+    """The most GPUs the plan may hold outside a rollback: the larger generation's full size plus
+    the surge budget (``capacity.maxSurge`` replicas per worker component, at that component's
+    GPUs per replica)."""
+    p = prepared.plan
+    full = max(p.steps[0].stable.gpus, p.cleanup.candidate.gpus)
+    per_replica = {
+        name: max(comp.gpus_per_replica,
+                  prepared.candidate.dgd.components[name].gpus_per_replica
+                  if name in prepared.candidate.dgd.components else 0)
+        for name, comp in prepared.stable.dgd.components.items()
+    }
+    return full + sum(n * per_replica.get(name, 0) for name, n in p.surge_replicas.items())
+
+
+def svg(prepared: Prepared) -> str:
+    """The plan as a picture (SVG 1.1, no script, no external references): one column per state
+    with the traffic split, the GPUs of each generation and the transition's peak against the
+    surge budget line, the replicas, and the pause, gate and minimum bake time that lead on.
+
+    Every drawn value also sits in a ``data-*`` attribute and a ``<title>`` (a tooltip), so the
+    picture can be checked, and read by a screen reader, without measuring pixels."""
+    import xml.etree.ElementTree as ET
+
+    p = prepared.plan
+    states = p.all_states()
+    gated = _gates(prepared) if _analysis_on(prepared) else {}
+    budget = surge_budget_gpus(prepared)
+    top_gpus = max([budget] + [st.peak_gpus for st in states] + [1])
+    width = _LEFT + _COL_W * len(states) + 20
+    height = _GPU_TOP + _GPU_H + 150
+
+    root = ET.Element("svg", {
+        "xmlns": SVG_NS, "version": "1.1", "width": str(width), "height": str(height),
+        "viewBox": f"0 0 {width} {height}", "font-family": "DejaVu Sans, Arial, sans-serif",
+        "font-size": "12", "role": "img", "data-rollout": p.rollout,
+    })
+
+    def add(parent: ET.Element, tag: str, text: str | None = None, **attrs: object) -> ET.Element:
+        el = ET.SubElement(parent, tag, {k.rstrip("_").replace("_", "-"): str(v)
+                                         for k, v in attrs.items()})
+        if text is not None:
+            el.text = text
+        return el
+
+    def tip(el: ET.Element, text: str) -> ET.Element:
+        add(el, "title", text)
+        return el
+
+    add(root, "title", f"Rollout plan {p.rollout}: {p.stable_revision} → {p.candidate_revision}")
+    add(root, "rect", x=0, y=0, width=width, height=height, fill="#ffffff")
+    add(root, "text", f"Rollout {p.rollout}: {prepared.stable.dgd.name} ({p.stable_revision}) → "
+        f"{prepared.candidate_name} ({p.candidate_revision})", x=12, y=24, font_size=15,
+        font_weight="bold", fill=_INK)
+    add(root, "text", f"isolation {p.mode}, strategy {p.strategy}; surge per worker component "
+        + ", ".join(f"{k} +{v}" for k, v in p.surge_replicas.items()), x=12, y=44, fill=_MUTED)
+    legend = add(root, "g", class_="legend")
+    for i, (name, colour) in enumerate(((f"stable {p.stable_revision}", _STABLE),
+                                        (f"candidate {p.candidate_revision}", _CANDIDATE))):
+        add(legend, "rect", x=12 + 190 * i, y=56, width=12, height=12, fill=colour)
+        add(legend, "text", name, x=30 + 190 * i, y=66, fill=_INK)
+
+    for y, label in ((_TRAFFIC_TOP + _TRAFFIC_H / 2, "traffic %"),
+                     (_GPU_TOP + _GPU_H / 2, "GPUs")):
+        add(root, "text", label, x=12, y=y, font_weight="bold", fill=_INK)
+    rows_top = _GPU_TOP + _GPU_H + 40
+    row_labels = ("replicas stable", "replicas candidate", "pause", "gate", "min bake")
+    for i, label in enumerate(row_labels):
+        add(root, "text", label, x=12, y=rows_top + 20 * i, fill=_MUTED)
+
+    def gpu_y(n: int) -> float:
+        return round(_GPU_TOP + _GPU_H - _GPU_H * n / top_gpus, 2)
+
+    add(root, "line", x1=_LEFT - 10, y1=_GPU_TOP + _GPU_H, x2=width - 10, y2=_GPU_TOP + _GPU_H,
+        stroke=_MUTED)
+    line = add(root, "line", class_="surge-budget", data_gpus=budget, x1=_LEFT - 10,
+               y1=gpu_y(budget), x2=width - 10, y2=gpu_y(budget), stroke="#d62728",
+               stroke_dasharray="6 4", stroke_width=1.5)
+    tip(line, f"surge budget: {budget} GPUs (full size plus maxSurge)")
+    add(root, "text", f"surge budget {budget}", x=width - 12, y=gpu_y(budget) - 4,
+        text_anchor="end", fill="#d62728", class_="surge-budget-label")
+
+    for col, st in enumerate(states):
+        x0 = _LEFT + _COL_W * col
+        bx = x0 + (_COL_W - _BAR_W) / 2 - 20
+        sg = gated.get(st.index) if st.kind == "step" else None
+        bake = _duration(sg.min_bake_seconds) if sg is not None and sg.min_bake_seconds else "-"
+        g = add(root, "g", class_="state", id=f"state-{st.label}", data_state=st.label,
+                data_kind=st.kind)
+        tip(g, f"{_title(st)}: traffic {st.stable.weight}/{st.candidate.weight}, "
+            f"GPUs {st.stable.gpus}+{st.candidate.gpus}, peak {st.peak_gpus}")
+        add(g, "text", _title(st), x=x0 + _COL_W / 2 - 20, y=_TRAFFIC_TOP - 10,
+            text_anchor="middle", font_weight="bold", fill=_INK, class_="state-title")
+        # traffic: the stable share at the bottom, the candidate's on top
+        y = float(_TRAFFIC_TOP)
+        for cls, gen, colour in (("candidate", st.candidate, _CANDIDATE),
+                                 ("stable", st.stable, _STABLE)):
+            h = round(_TRAFFIC_H * gen.weight / 100, 2)
+            r = add(g, "rect", class_=f"traffic {cls}", data_weight=gen.weight, x=bx, y=round(y, 2),
+                    width=_BAR_W, height=h, fill=colour)
+            tip(r, f"{cls}: {gen.weight}% of new requests")
+            y += h
+        add(g, "text", f"{st.stable.weight}/{st.candidate.weight}", x=bx + _BAR_W + 6,
+            y=_TRAFFIC_TOP + _TRAFFIC_H / 2 + 4, fill=_INK, class_="traffic-label")
+        # GPUs in the state, stacked, and the peak of the transition into it
+        base = gpu_y(0)
+        for cls, gen, colour in (("stable", st.stable, _STABLE),
+                                 ("candidate", st.candidate, _CANDIDATE)):
+            h = round(_GPU_H * gen.gpus / top_gpus, 2)
+            top = round(base - h, 2)
+            r = add(g, "rect", class_=f"gpus {cls}", data_gpus=gen.gpus, x=bx, y=top,
+                    width=_BAR_W, height=h, fill=colour)
+            tip(r, f"{cls}: {gen.gpus} GPUs")
+            base = top
+        peak = add(g, "line", class_="peak", data_gpus=st.peak_gpus, x1=bx - 6,
+                   y1=gpu_y(st.peak_gpus), x2=bx + _BAR_W + 6, y2=gpu_y(st.peak_gpus),
+                   stroke=_INK, stroke_width=2)
+        tip(peak, f"peak during the move into this state: {st.peak_gpus} GPUs "
+            f"(+{st.extra_gpus_peak} above the full size)")
+        add(g, "text", f"peak {st.peak_gpus}", x=bx + _BAR_W + 8, y=gpu_y(st.peak_gpus) + 4,
+            fill=_INK, class_="peak-label")
+        cells = (("replicas stable", _reps(prepared, st.stable)),
+                 ("replicas candidate", _reps(prepared, st.candidate)),
+                 ("pause", _duration(st.pause_seconds)), ("gate", st.gate or "-"),
+                 ("min bake", bake))
+        for i, (name, value) in enumerate(cells):
+            add(g, "text", value, x=x0 + _COL_W / 2 - 20, y=rows_top + 20 * i,
+                text_anchor="middle", fill=_INK, class_=name.replace(" ", "-"))
+        if col + 1 < len(states) and st.kind in ("baseline", "step") \
+                and states[col + 1].kind == "step":
+            ax = x0 + _COL_W - 30
+            add(g, "path", class_="arrow", d=f"M{ax - 14},{_TRAFFIC_TOP + 40} "
+                f"L{ax + 14},{_TRAFFIC_TOP + 40}", stroke=_MUTED, fill="none",
+                marker_end="url(#arrow)")
+    defs = ET.Element("defs")
+    marker = ET.SubElement(defs, "marker", {"id": "arrow", "viewBox": "0 0 10 10", "refX": "9",
+                                            "refY": "5", "markerWidth": "6",
+                                            "markerHeight": "6", "orient": "auto"})
+    ET.SubElement(marker, "path", {"d": "M0,0 L10,5 L0,10 z", "fill": _MUTED})
+    root.insert(1, defs)
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+FORMATS["svg"] = svg
+
+
+def png(prepared: Prepared) -> bytes:
+    """The :func:`svg` picture as PNG, rasterised by ``rsvg-convert`` (librsvg, the SVG renderer
+    GNOME and many document tools use); a clear error when it is not installed."""
+    import shutil
+    import subprocess
+
+    from dgdgen.errors import DgdgenError
+
+    tool = shutil.which("rsvg-convert")
+    if tool is None:
+        raise DgdgenError("--format png needs rsvg-convert (Debian/Ubuntu: apt install "
+                          "librsvg2-bin; macOS: brew install librsvg); --format svg needs nothing")
+    done = subprocess.run([tool, "--format", "png"], input=svg(prepared).encode("utf-8"),
+                          capture_output=True, timeout=60, check=False)
+    if done.returncode != 0:
+        raise DgdgenError(f"rsvg-convert failed: {done.stderr.decode(errors='replace').strip()}")
+    return done.stdout

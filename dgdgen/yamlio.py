@@ -116,9 +116,15 @@ def _scalar(value: Any) -> Any:
     return value
 
 
-def _yaml_error(exc: Exception, file: str) -> InputError:
+def _yaml_error(exc: Exception, file: str, text: str | None = None) -> InputError:
     mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
     problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    # libyaml says "found character that cannot start any token" without the character that the
+    # pure-Python parsers name; put it back so both loaders report the same thing.
+    index = getattr(mark, "index", None)
+    if (text is not None and isinstance(index, int) and 0 <= index < len(text)
+            and problem.startswith("found character that ")):
+        problem = f"found character {text[index]!r} that " + problem[len("found character that "):]
     context = getattr(exc, "context", None)
     message = f"malformed YAML: {problem}"
     if context:
@@ -204,7 +210,7 @@ def load_documents_fast(text: str, file: str) -> list[Document]:
         finally:
             loader.dispose()
     except yaml.YAMLError as exc:
-        raise _yaml_error(exc, file) from None
+        raise _yaml_error(exc, file, text) from None
     return docs
 
 

@@ -1,15 +1,14 @@
 """Suite-wide: under CI (`DGDGEN_REQUIRE_COMPONENTS=1`, set by `.ci/run`, which installs them) a
 test skipped for a missing real component — haproxy, promtool, prometheus, Lua, git, pre-commit,
-hera, kubernetes-validate — fails instead, so a proof can never pass by not running. Skips for
-the sibling `../shared/upstream` data (absent from a bare checkout) stay skips."""
+hera, kubernetes-validate, rsvg-convert — fails instead, so a proof can never pass by not
+running. Every skip fails there: the data the tests read is in the repository
+(tests/data/upstream/), so no skip is expected for want of it."""
 
 from __future__ import annotations
 
 import os
 
 import pytest
-
-_ALLOWED = ("upstream",)
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -19,7 +18,5 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  
     if not report.skipped or os.environ.get("DGDGEN_REQUIRE_COMPONENTS") != "1":
         return
     reason = str(report.longrepr[-1]) if isinstance(report.longrepr, tuple) else str(report.longrepr)
-    if any(word in reason for word in _ALLOWED):
-        return
     report.outcome = "failed"
     report.longrepr = f"skipped under DGDGEN_REQUIRE_COMPONENTS=1: {reason}"

@@ -7,7 +7,6 @@ from pathlib import Path
 
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
 EXAMPLES = sorted(p.parent for p in (REPO / "examples").glob("*/rollout.yaml"))
 
 

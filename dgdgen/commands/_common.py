@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -24,9 +24,11 @@ def progress(items: list[T], verb: str, label: str = "") -> Iterator[T]:
         sys.stderr.flush()
 
 
-def report_errors(errors: Iterable[BaseException]) -> None:
-    for e in errors:
-        sys.stderr.write(f"error: {e}\n")
+def report_error(command: str, exc: BaseException) -> None:
+    """The one error format of every command: each line of the message as
+    ``dgdgen COMMAND: error: …`` on stderr (an error with several problems gives several lines)."""
+    lines = [line for line in str(exc).splitlines() if line.strip()] or [type(exc).__name__]
+    sys.stderr.write("".join(f"dgdgen {command}: error: {line}\n" for line in lines))
 
 
 def state_selector(value: str) -> int | str:

@@ -52,7 +52,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--time", metavar="TIME",
         help="evaluation time: unix seconds or RFC 3339 (default: now)",
     )
-    p.add_argument("-f", "--format", choices=("table", "json"), default="table")
+    p.add_argument(
+        "-f", "--format", choices=("table", "json"), default="table",
+        help="table: one line per metric (value, verdict, detail), then the run's verdict; "
+        "json: the same as data (default: table)",
+    )
     p.add_argument(
         "--print-run", action="store_true",
         help="print the step's standalone AnalysisRun (YAML) and exit",

@@ -21,7 +21,9 @@ examples:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     _gitops.add_target(p)
-    p.add_argument("--result", required=True, choices=("passed", "failed", "inconclusive"))
+    p.add_argument("--result", required=True, choices=("passed", "failed", "inconclusive"),
+                   help="the gate's outcome; promote and cleanup refuse to leave a failed or "
+                   "inconclusive gate")
     p.add_argument("--step", type=int, metavar="N",
                    help="the step the result is for (must be the current one; a safety check)")
     p.add_argument("--message", default="", help="why (kept in the index and the commit)")

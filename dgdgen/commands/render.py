@@ -28,7 +28,8 @@ Into a Git work tree (the rendered-manifests pattern, docs/gitops.md): --into PA
 state — the one recorded in PATH/.dgdgen-index, the baseline at first, or --step N (which then
 becomes the recorded state) — as the files Argo CD syncs, with sync waves for the transition. It
 removes files it wrote before that are no longer part of the output and never touches files it
-does not own. --commit commits exactly that directory; --init also creates the repository.
+does not own. --commit commits exactly that directory; --init creates a repository at PATH
+first (and refuses a PATH inside another work tree, such as a dgdgen checkout).
 --check writes nothing and exits 1 with a unified diff when PATH is stale or was edited by hand
 (for CI). --stdout prints one state as a YAML stream (what the Argo CD plugin runs).
 
@@ -60,7 +61,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--commit", action="store_true", help="with --into: commit PATH")
     p.add_argument(
         "--init", action="store_true",
-        help="with --into: create a Git repository at PATH if it is in none (implies --commit)",
+        help="with --into: create a Git repository at PATH (implies --commit); refused when "
+        "PATH is inside a work tree that is not its own",
     )
     p.add_argument(
         "--state", metavar="DIR", help="with --stdout: print the state recorded in DIR's index"
@@ -124,6 +126,18 @@ def _into(args: argparse.Namespace, spec: str) -> int:
     from dgdgen.gitops import actions
 
     target = actions.open_target(spec, args.into)
+    if args.init and target.top is not None \
+            and os.path.realpath(target.top) != os.path.realpath(target.into):
+        from dgdgen.errors import InputError, Location
+
+        # Committing into someone else's work tree (the dgdgen checkout the README is read in,
+        # an application repository) would put the rollout's commits on their branch.
+        raise InputError(
+            f"--init creates a repository for the rollout, but this directory is inside the Git "
+            f"work tree {target.top}", location=Location(target.rel),
+            hint="--into a directory outside any work tree (e.g. ../deploy), or commit into this "
+            "one on purpose with --commit instead of --init",
+        )
     if args.check:
         if args.step is not None:
             from dgdgen.errors import InputError

@@ -15,9 +15,19 @@ the upstream citation, a failing and a passing example, the fix). CODE may be a 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
-    lst = sub.add_parser("list", help="list the rules")
-    lst.add_argument("--format", choices=("text", "json"), default="text")
-    exp = sub.add_parser("explain", help="explain one rule")
+    lst = sub.add_parser(
+        "list", help="list the rules",
+        description="Print every rule of the checker: its code, slug, severity, whether it "
+        "needs a base revision (a diff), and its one-line summary.",
+    )
+    lst.add_argument("--format", choices=("text", "json"), default="text",
+                     help="text: one aligned line per rule; json: the catalogue as data "
+                     "(default: text)")
+    exp = sub.add_parser(
+        "explain", help="explain one rule",
+        description="Print one rule's documentation: what it flags, why (with the upstream "
+        "citation), a failing and a passing example, and the fix.",
+    )
     exp.add_argument("code", metavar="CODE", help="rule code or slug, e.g. DGD201")
 
 

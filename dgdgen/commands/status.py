@@ -24,7 +24,8 @@ examples:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     _gitops.add_target(p, push=False)
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("--format", choices=("text", "json"), default="text",
+                   help="text: aligned lines for a person; json: the same as data (default: text)")
 
 
 def _title(label: str, index: int, kind: str) -> str:

@@ -36,10 +36,24 @@ examples:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="action", metavar="ACTION", parser_class=type(p))
     sub.required = True
-    show = sub.add_parser("show", help="the split of new requests at every state")
+    show = sub.add_parser(
+        "show", help="the split of new requests at every state",
+        description="Print, for every plan state (baseline, each step, rollback, cleanup), the "
+        "share of new requests each generation's frontend gets and, with the haproxy provider, "
+        "the HAProxy server weights (0..256) that carry it. Requests already streaming stay "
+        "where they are.",
+    )
     show.add_argument("spec", metavar="SPEC", help="rollout spec file")
-    show.add_argument("-f", "--format", choices=("table", "json"), default="table")
-    cfg = sub.add_parser("config", help="print the haproxy.cfg of one state")
+    show.add_argument("-f", "--format", choices=("table", "json"), default="table",
+                      help="table: one line per state; json: the states with their backends "
+                      "as data (default: table)")
+    cfg = sub.add_parser(
+        "config", help="print the haproxy.cfg of one state",
+        description="Print the haproxy.cfg that the rendered ConfigMap holds for one plan "
+        "state (haproxy provider only): frontends, the backend with one server per generation "
+        "at the state's weights, health checks, timeouts for streaming responses and the "
+        "runtime API socket. The file `haproxy -c -f` accepts.",
+    )
     cfg.add_argument("spec", metavar="SPEC", help="rollout spec file")
     cfg.add_argument("--step", type=state_selector, required=True, metavar="N",
                      help="a step number, baseline, rollback or cleanup")

@@ -28,8 +28,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dgdgen.commands._common import progress
-    from dgdgen.errors import DgdgenError, InputErrors
+    from dgdgen.commands._common import progress, report_error
+    from dgdgen.errors import DgdgenError
     from dgdgen.output import all_files
     from dgdgen.pipeline import prepare
 
@@ -38,14 +38,9 @@ def run(args: argparse.Namespace) -> int:
         try:
             prepared = prepare(path)
             all_files(prepared)
-        except InputErrors as exc:
+        except DgdgenError as exc:  # every problem of this spec; then the next spec
             failed += 1
-            for e in exc.errors:
-                sys.stderr.write(f"{e}\n")
-            continue
-        except DgdgenError as exc:
-            failed += 1
-            sys.stderr.write(f"{exc}\n")
+            report_error("validate", exc)
             continue
         from dgdgen.render.analysis import warnings
 

@@ -17,8 +17,8 @@ Validate every document of every YAML file (directories are searched recursively
     Argo Workflows WorkflowTemplate against the upstream CRDs shipped with dgdgen: types,
     required fields, enums, limits, patterns, and their CEL x-kubernetes-validations rules.
     Fields the API server would silently drop (not declared in the schema) are errors.
-  * core kinds (Service, Deployment, ConfigMap, Job ...) against the Kubernetes OpenAPI schemas,
-    when the kubernetes-validate package is installed.
+  * core kinds (Service, Deployment, ConfigMap, RBAC, PodDisruptionBudget, Job ...) against the
+    strict Kubernetes v1.37 JSON Schemas shipped with dgdgen.
 
 Each problem is printed as
 
@@ -32,7 +32,8 @@ file, malformed YAML) or usage.
 
 examples:
   dgdgen verify out/
-  dgdgen verify --overlay dgd-proposed-rollout-fields out/step-02/dgd.yaml
+  dgdgen verify --overlay dgd-proposed-rollout-fields \\
+    out/step-02/dynamographdeployment-sglang-disagg.yaml
 """
 
 

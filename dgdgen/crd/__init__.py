@@ -5,8 +5,8 @@
   (``schemas/crds/``): defaults applied, every OpenAPI value validation, fields the API server
   would prune reported as errors, and the ``x-kubernetes-validations`` CEL rules evaluated with
   cel-python (:mod:`dgdgen.crd.cel`).
-* Core kinds (Service, Deployment, ConfigMap, Job ...) are checked against the Kubernetes OpenAPI
-  schemas bundled with ``kubernetes-validate`` when it is installed (:mod:`dgdgen.crd.core`).
+* Core kinds (Service, Deployment, ConfigMap, RBAC, Job ...) are checked against the strict
+  Kubernetes JSON Schemas vendored under ``schemas/kubernetes/`` (:mod:`dgdgen.crd.core`).
 * Fields proposed upstream but in no released CRD are rejected unless an overlay that declares
   them is asked for (:mod:`dgdgen.crd.overlays`).
 
@@ -107,8 +107,6 @@ def validate(
 
 def _unknown_message(api_version: str, kind: str) -> str:
     hint = ""
-    if core.kubernetes_version() is None and "." not in api_version.partition("/")[0]:
-        hint = " (core kinds need the kubernetes-validate package)"
     served = [av for av, k in catalog.kinds() if k == kind]
     if served:
         hint = f" (vendored versions of {kind}: {', '.join(served)})"

@@ -1,6 +1,8 @@
-"""Core Kubernetes kinds (Service, Deployment, ConfigMap, Job ...) against the OpenAPI schemas
-bundled with the ``kubernetes-validate`` package, in its strict variant (unknown fields are
-errors). The package is optional and imported lazily; without it core kinds are "unknown".
+"""Core Kubernetes kinds (Service, Deployment, ConfigMap, RBAC, PodDisruptionBudget, Job ...)
+against the strict Kubernetes JSON Schemas vendored under ``schemas/kubernetes/`` (verbatim copies
+from the ``kubernetes-validate`` wheel; source, sha256 and licence in
+``schemas/kubernetes/PROVENANCE.md``). Unknown fields are errors. They ship with dgdgen, so a
+plain install validates every kind it renders; a core kind that is not vendored is "unknown".
 
 kubernetes-validate's own ``validate()`` stops at the first error and re-reads the schema files on
 every call; here each validator is built once and reports every error.
@@ -13,39 +15,46 @@ import json
 import re
 from typing import Any
 
+from dgdgen import resources
 from dgdgen.crd.violation import Violation
 
-
-@functools.lru_cache(maxsize=1)
-def kubernetes_version() -> str | None:
-    """The newest Kubernetes version kubernetes-validate has schemas for, or None if absent."""
-    try:
-        from kubernetes_validate import utils  # type: ignore[import-untyped]
-    except ImportError:
-        return None
-    return str(utils.latest_version())
+# The vendored schema set: schemas/kubernetes/<SCHEMA_SET>/.
+KUBERNETES_VERSION = "1.37.0"
+SCHEMA_SET = f"v{KUBERNETES_VERSION}-local-strict"
 
 
-def _schema_file(api_version: str, kind: str) -> str:
-    # kubernetes-validate's naming: apps/v1 Deployment -> deployment-apps-v1.json, v1 -> -v1.
+def kubernetes_version() -> str:
+    """The Kubernetes version of the vendored core schemas."""
+    return KUBERNETES_VERSION
+
+
+def schema_file(api_version: str, kind: str) -> str:
+    """kubernetes-validate's file naming: apps/v1 Deployment -> deployment-apps-v1.json,
+    v1 Service -> service-v1.json, rbac.authorization.k8s.io/v1 Role -> role-rbac-v1.json."""
     mangled = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
     return f"{kind.lower()}-{mangled}.json"
 
 
 def _schema_dir() -> Any:
-    from importlib import resources
-
-    version = kubernetes_version()
-    return resources.files("kubernetes_validate") / "kubernetes-json-schema" / f"v{version}-local-strict"
+    return resources.data("schemas", "kubernetes", SCHEMA_SET)
 
 
-# A few of the bundled schemas are for sub-objects (ServiceSpec ...), not API kinds; only objects
-# whose schema declares apiVersion and kind count.
+@functools.cache
+def _registry() -> Any:
+    from referencing import Registry, Resource
+
+    definitions = json.loads((_schema_dir() / "_definitions.json").read_text(encoding="utf-8"))
+    registry: Registry[Any] = Resource.from_contents(definitions) @ Registry()
+    return registry
+
+
+# Only objects whose schema declares apiVersion and kind count (kubernetes-validate also has files
+# for sub-objects such as ServiceSpec).
 @functools.cache
 def _validator(api_version: str, kind: str) -> Any:
-    if kubernetes_version() is None or "/" in kind:
+    if "/" in kind or not kind:
         return None
-    path = _schema_dir() / _schema_file(api_version, kind)
+    path = _schema_dir() / schema_file(api_version, kind)
     if not path.is_file():
         return None
     schema = json.loads(path.read_text(encoding="utf-8"))
@@ -53,11 +62,8 @@ def _validator(api_version: str, kind: str) -> Any:
     if kind not in kinds:
         return None
     import jsonschema
-    from referencing import Registry, Resource
 
-    definitions = json.loads((_schema_dir() / "_definitions.json").read_text(encoding="utf-8"))
-    registry: Registry[Any] = Resource.from_contents(definitions) @ Registry()
-    return jsonschema.Draft202012Validator(schema, registry=registry)
+    return jsonschema.Draft202012Validator(schema, registry=_registry())
 
 
 def known(api_version: str, kind: str) -> bool:

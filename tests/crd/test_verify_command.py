@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-UPSTREAM = REPO / ".." / "shared" / "upstream" / "dynamo" / "examples"
+UPSTREAM = REPO / "tests" / "data" / "upstream" / "dynamo" / "examples"
 
 GOOD = """\
 apiVersion: nvidia.com/v1beta1
@@ -121,7 +121,6 @@ def test_directories_are_walked_in_sorted_order(tmp_path: Path) -> None:
     assert files == [str(tmp_path / "a/b.yaml"), str(tmp_path / "a/c.yml"), str(tmp_path / "b.yaml")]
 
 
-@pytest.mark.skipif(not UPSTREAM.is_dir(), reason="../shared/upstream is not available")
 def test_upstream_examples_verify_clean() -> None:
     result = verify("--skip-unknown-kinds", str(UPSTREAM))
     assert result.returncode == 0, result.stdout

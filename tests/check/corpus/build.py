@@ -7,7 +7,7 @@ The expected verdicts are written here by hand, from facts/dynamo.md §3–4, no
 
     python tests/check/corpus/build.py [UPSTREAM_EXAMPLES_DIR]
 
-The output is committed; tests read it and never need ../shared.
+The output is committed; the inputs are the vendored copies in tests/data/upstream/.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 UPSTREAM = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
-    HERE, "..", "..", "..", "..", "shared", "upstream", "dynamo", "examples")
+    HERE, "..", "..", "data", "upstream", "dynamo", "examples")
 
 MDC, KV, RT = "mdc-checksum", "kv-transfer", "runtime-version"
 

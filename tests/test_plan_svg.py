@@ -1,0 +1,130 @@
+"""`dgdgen plan --format svg|png`: the picture carries the plan. Each example is drawn through the
+CLI and the SVG is parsed; what it shows is compared with the plan as data (`--format json`) and
+with its own axes (bar heights against the surge-budget line), never with pixels."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from gen_support import EXAMPLES, REPO, run_cli
+
+NS = {"svg": "http://www.w3.org/2000/svg"}
+DOC_IMAGE = REPO / "docs" / "images" / "plan-vllm-disagg-block-size.svg"
+
+
+def _plan(example: Path) -> dict:  # type: ignore[type-arg]
+    done = run_cli("plan", str(example / "rollout.yaml"), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)  # type: ignore[no-any-return]
+
+
+def _svg(example: Path) -> tuple[str, ET.Element]:
+    done = run_cli("plan", str(example / "rollout.yaml"), "--format", "svg")
+    assert done.returncode == 0, done.stderr
+    return done.stdout, ET.fromstring(done.stdout.encode("utf-8"))
+
+
+def _cls(el: ET.Element) -> set[str]:
+    return set(el.get("class", "").split())
+
+
+def _one(parent: ET.Element, *classes: str, tag: str = "*") -> ET.Element:
+    found = [e for e in parent.iterfind(f"svg:{tag}" if tag != "*" else "*", NS)
+             if set(classes) <= _cls(e)]
+    assert len(found) == 1, (classes, [e.attrib for e in found])
+    return found[0]
+
+
+def _text(parent: ET.Element, cls: str) -> str:
+    return _one(parent, cls, tag="text").text or ""
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)
+def test_svg_shows_the_plan(example: Path) -> None:
+    plan = _plan(example)
+    _, root = _svg(example)
+    assert root.tag == "{http://www.w3.org/2000/svg}svg"
+    assert root.get("viewBox") == f"0 0 {root.get('width')} {root.get('height')}"
+    assert not list(root.iter("{http://www.w3.org/2000/svg}script"))
+    # every state the plan has, in its order (Plan.all_states)
+    states = (plan["steps"] + plan.get("rollback_steps", [])
+              + [plan["rollback"], plan["cleanup"]])
+    groups = [g for g in root.iterfind("svg:g", NS) if "state" in _cls(g)]
+    assert [g.get("data-state") for g in groups] == [s["label"] for s in states]
+
+    budget_line = _one(root, "surge-budget", tag="line")
+    budget = int(budget_line.get("data-gpus", "-1"))
+    forward = [s["peak_gpus"] for s in plan["steps"]]
+    assert max(forward) <= budget  # the forward steps stay within the surge budget
+    axis = max(float(r.get("y", 0)) + float(r.get("height", 0))
+               for g in groups for r in g.iterfind("svg:rect", NS) if "gpus" in _cls(r))
+    per_gpu = (axis - float(budget_line.get("y1", 0))) / budget
+    gates = {g["step"]: g for g in plan.get("gates", [])}
+
+    for g, st in zip(groups, states, strict=True):
+        traffic = {gen: _one(g, "traffic", gen, tag="rect") for gen in ("stable", "candidate")}
+        heights = {gen: float(r.get("height", 0)) for gen, r in traffic.items()}
+        full = sum(heights.values())
+        for gen in ("stable", "candidate"):
+            assert int(traffic[gen].get("data-weight", -1)) == st[gen]["weight"]
+            assert heights[gen] == pytest.approx(full * st[gen]["weight"] / 100, abs=0.02)
+            bar = _one(g, "gpus", gen, tag="rect")
+            assert int(bar.get("data-gpus", -1)) == st[gen]["gpus"]
+            assert float(bar.get("height", 0)) == pytest.approx(per_gpu * st[gen]["gpus"], abs=0.02)
+            counts = [int(n) for n in re.findall(r":(\d+)", _text(g, f"replicas-{gen}"))]
+            assert counts == (list(st[gen]["replicas"].values()) if st[gen]["present"] else [])
+        assert _text(g, "traffic-label") == f"{st['stable']['weight']}/{st['candidate']['weight']}"
+        peak = _one(g, "peak", tag="line")
+        assert int(peak.get("data-gpus", -1)) == st["peak_gpus"]
+        assert axis - float(peak.get("y1", 0)) == pytest.approx(per_gpu * st["peak_gpus"], abs=0.02)
+        assert _text(g, "gate") == (st["gate"] or "-")
+        assert (_text(g, "pause") == "-") == (not st["pause_seconds"])
+        gate = gates.get(st["index"]) if st["kind"] == "step" else None
+        if gate is not None and gate["minBakeSeconds"]:
+            seconds = sum(int(n) * {"h": 3600, "m": 60, "s": 1}[u]
+                          for n, u in re.findall(r"(\d+)([hms])", _text(g, "min-bake")))
+            assert seconds == gate["minBakeSeconds"]
+        else:
+            assert _text(g, "min-bake") == "-"
+
+
+def test_some_example_uses_its_whole_surge_budget() -> None:
+    """The budget line is where the planner's limit is: some step of some example reaches it."""
+    reached = []
+    for example in EXAMPLES:
+        _, root = _svg(example)
+        budget = int(_one(root, "surge-budget", tag="line").get("data-gpus", -1))
+        reached += [max(s["peak_gpus"] for s in _plan(example)["steps"]) == budget]
+    assert any(reached)
+
+
+def test_svg_is_deterministic_and_the_docs_picture_is_current() -> None:
+    example = REPO / "examples" / "vllm-disagg-block-size"
+    first, _ = _svg(example)
+    second, _ = _svg(example)
+    assert first == second
+    assert DOC_IMAGE.read_text(encoding="utf-8") == first, (
+        f"regenerate: dgdgen plan {example}/rollout.yaml --format svg > {DOC_IMAGE}")
+
+
+def test_png_is_the_svg_rasterised() -> None:
+    if shutil.which("rsvg-convert") is None:
+        pytest.skip("rsvg-convert (librsvg2-bin) is not installed")
+    example = REPO / "examples" / "vllm-disagg-block-size"
+    _, root = _svg(example)
+    done = subprocess.run([sys.executable, "-m", "dgdgen", "plan", str(example / "rollout.yaml"),
+                           "--format", "png"], capture_output=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    raw = done.stdout
+    assert raw[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = struct.unpack(">II", raw[16:24])
+    assert (width, height) == (int(root.get("width", 0)), int(root.get("height", 0)))
