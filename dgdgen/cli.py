@@ -37,6 +37,7 @@ COMMANDS: dict[str, str] = {
     "rollback": "dgdgen.commands.rollback",
     "cleanup": "dgdgen.commands.cleanup",
     "argo": "dgdgen.commands.argo",
+    "policy": "dgdgen.commands.policy",
 }
 
 EPILOG = """\

@@ -119,7 +119,7 @@ def audit_annotations() -> list[dict[str, str]]:
         "key": "in-place-override",
         "valueExpression": (
             f"variables.escapeHatch && size({changes}) > 0 ? \"allowed in place: \" + "
-            f"({changes}).join(\"; \") + \" — reason: \" + {hatch} : null"),
+            f"({changes}).join(\"; \") + \" — reason: \" + {hatch} : \"\""),
     }]
 
 

@@ -262,7 +262,14 @@ def runtime_list(pairs_var: str) -> str:
 
 
 def concat(lists: Sequence[str]) -> str:
-    return " + ".join(lists) if lists else "[]"
+    """``a + b + c + d`` as a balanced tree ``((a + b) + (c + d))``: parsers bound the nesting
+    depth (cel-cpp's default is 32), and a left-deep chain of 60 lists would exceed it."""
+    if not lists:
+        return "[]"
+    if len(lists) == 1:
+        return lists[0]
+    mid = len(lists) // 2
+    return f"({concat(lists[:mid])} + {concat(lists[mid:])})"
 
 
 def escape_hatch() -> str:

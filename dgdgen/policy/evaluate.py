@@ -90,6 +90,6 @@ def evaluate(policy: Mapping[str, Any], old: Any, new: Any) -> Outcome:
         except kcel.EvalError as exc:
             errors.append(f"auditAnnotation {a['key']}: {exc}")
             continue
-        if value is not None:
+        if value is not None and str(value) != "":  # null or "" omit the annotation
             audit[a["key"]] = str(value)
     return Outcome(True, tuple(denied), tuple(errors), audit)
