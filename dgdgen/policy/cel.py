@@ -221,7 +221,7 @@ def changed(pairs_var: str) -> str:
     diff = ("p.o.flags.filter(x, !(x in p.n.flags)) + p.n.flags.filter(x, !(x in p.o.flags))")
     return (f"{pairs_var}.filter(p, {_worker()} && p.o.flags != p.n.flags)"
             f".map(p, {{\"name\": p.n.name, \"backend\": p.n.backend, \"diff\": {diff}, "
-            f"\"all\": p.o.flags + p.n.flags}})")
+            f"\"every\": p.o.flags + p.n.flags}})")
 
 
 def key_list(key: Key, changed_var: str) -> str:
@@ -230,7 +230,7 @@ def key_list(key: Key, changed_var: str) -> str:
     for m in key.matches:
         cond = f"p.diff.exists(x, x.startsWith({lit(m.prefix)}))"
         if m.mention is not None:
-            cond += (f" && p.all.exists(x, x.startsWith({lit(m.prefix)}) && "
+            cond += (f" && p.every.exists(x, x.startsWith({lit(m.prefix)}) && "
                      f"x.contains({lit(m.mention)}))")
         parts.append(f"({cond})")
     backends = f"p.backend in {lit(list(key.backends))}"

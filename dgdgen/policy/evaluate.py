@@ -32,6 +32,18 @@ def _code(message: str) -> str:
     return message.split(" ", 1)[0]
 
 
+def _lists(value: Any) -> Any:
+    """cel-python's ``+`` returns plain Python lists and strings, which its ``size()`` and
+    ``contains()`` then refuse; give every value back its CEL type (as cel-go keeps it)."""
+    if isinstance(value, str) and not isinstance(value, ct.StringType):
+        return ct.StringType(value)
+    if isinstance(value, list):
+        return ct.ListType([_lists(v) for v in value])
+    if isinstance(value, dict):
+        return ct.MapType({k: _lists(v) for k, v in value.items()})
+    return value
+
+
 class _Lazy(ct.MapType):
     """``variables``: evaluated on first use, once, as the API server does (a variable that is
     never read is never evaluated, so its errors cannot matter)."""
@@ -45,7 +57,8 @@ class _Lazy(ct.MapType):
         name = str(key)
         if not super().__contains__(ct.StringType(name)):
             program = kcel.compile_rule(self._spec[name])
-            super().__setitem__(ct.StringType(name), kcel.evaluate(program, self._activation))
+            value = _lists(kcel.evaluate(program, self._activation))
+            super().__setitem__(ct.StringType(name), value)
         return super().__getitem__(ct.StringType(name))
 
     def __contains__(self, key: Any) -> bool:
