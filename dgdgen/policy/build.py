@@ -66,8 +66,9 @@ def variables(rel: str) -> list[dict[str, str]]:
             {"name": f"{side}Tokens", "expression": cel.tokens(f"variables.{side}Script")},
             {"name": f"{side}Backend",
              "expression": cel.dgd_backend(obj, f"variables.{side}Tokens")},
-            {"name": f"{side}Pairs", "expression": cel.raw_flags(
+            {"name": f"{side}Positions", "expression": cel.positions(
                 f"variables.{side}Tokens", f"variables.{side}Backend")},
+            {"name": f"{side}Pairs", "expression": cel.raw_flags(f"variables.{side}Positions")},
             {"name": f"{side}Spelled", "expression": cel.spelled(f"variables.{side}Pairs")},
             {"name": f"{side}Normalised",
              "expression": cel.normalised(f"variables.{side}Spelled")},

@@ -119,19 +119,33 @@ def dgd_backend(obj: str, prev: str) -> str:
             f"{prev}.filter(c, c.backend != \"\")[0].backend : \"\")")
 
 
-def raw_flags(prev: str, backend_var: str) -> str:
-    """Stage 4: the effective backend (a worker without its own takes the DGD's), and every
-    flag as a pair [name as written, value]: ``--flag=value``, ``--flag value``, a bare boolean
-    flag (``true``), and DYN_* environment variables (first: the command line wins)."""
+def positions(prev: str, backend_var: str) -> str:
+    """Stage 4: the effective backend (a worker without its own takes the DGD's), and each
+    flag word of the command line with the position of the word after its last occurrence
+    (the backends' parsers keep the last value of a repeated flag)."""
     t = "c.tokens"
-    is_flag = (f"w.startsWith(\"-\") && size(w) > 1 && !w.matches({lit(_NUMBER)})")
-    nxt = f"{t}[{t}.lastIndexOf(w) + 1]"
-    value = (f"w.startsWith(\"--\") && w.contains(\"=\") ? w.substring(w.indexOf(\"=\") + 1) : "
-             f"({t}.lastIndexOf(w) + 1 < size({t}) && (!{nxt}.startsWith(\"-\") || "
+    is_flag = f"w.startsWith(\"-\") && size(w) > 1 && !w.matches({lit(_NUMBER)})"
+    at = f"{t}.filter(w, {is_flag}).map(w, [w, {t}.lastIndexOf(w) + 1])"
+    b = "c.backend != \"\" ? c.backend : " + backend_var
+    return (f"{prev}.map(c, {{\"name\": c.name, \"type\": c.type, \"sub\": c.sub, "
+            f"\"rvo\": c.rvo, \"image\": c.image, \"env\": c.env, \"tokens\": {t}, "
+            f"\"backend\": {b}, \"at\": {at}}})")
+
+
+def raw_flags(prev: str) -> str:
+    """Stage 5: every flag as a pair [name as written, value]: ``--flag=value``,
+    ``--flag value``, a bare boolean flag (``true``), and DYN_* environment variables (first:
+    the command line wins)."""
+    t = "c.tokens"
+    nxt = f"{t}[x[1]]"
+    value = (f"x[0].startsWith(\"--\") && x[0].contains(\"=\") ? "
+             f"x[0].substring(x[0].indexOf(\"=\") + 1) : "
+             f"(x[1] < size({t}) && (!{nxt}.startsWith(\"-\") || "
              f"{nxt}.matches({lit(_NUMBER)})) ? {nxt} : \"true\")")
-    name = "w.startsWith(\"--\") && w.contains(\"=\") ? w.substring(0, w.indexOf(\"=\")) : w"
-    cli = f"{t}.filter(w, {is_flag}).map(w, [{name}, {value}])"
-    b = "(c.backend != \"\" ? c.backend : " + backend_var + ")"
+    name = ("x[0].startsWith(\"--\") && x[0].contains(\"=\") ? "
+            "x[0].substring(0, x[0].indexOf(\"=\")) : x[0]")
+    cli = f"c.at.map(x, [{name}, {value}])"
+    b = "c.backend"
     own = f"({b} in {lit(ENV_PREFIXES)} ? {lit(ENV_PREFIXES)}[{b}] : \"-\")"
     rest = "e.name.substring(4)"
     others = lit(sorted(ENV_PREFIXES.values()))
@@ -142,7 +156,7 @@ def raw_flags(prev: str, backend_var: str) -> str:
     env_value = "has(e.value) ? string(e.value) : \"valueFrom\""
     env = f"c.env.filter(e, {env_ok}).map(e, [{env_name}, {env_value}])"
     return (f"{prev}.map(c, {{\"name\": c.name, \"type\": c.type, \"sub\": c.sub, "
-            f"\"rvo\": c.rvo, \"image\": c.image, \"backend\": {b}, "
+            f"\"rvo\": c.rvo, \"image\": c.image, \"backend\": c.backend, "
             f"\"pairs\": {env} + {cli}}})")
 
 
