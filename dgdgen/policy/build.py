@@ -114,7 +114,7 @@ def validations() -> list[dict[str, str]]:
 
 
 def audit_annotations() -> list[dict[str, str]]:
-    hatch = cel._ann("object", cel.ESCAPE_ANNOTATION)  # noqa: SLF001 - same module family
+    hatch = cel._ann("object", cel.ESCAPE_ANNOTATION)
     changes = " + ".join(f"variables.{var}" for *_, var in RULES)
     return [{
         "key": "in-place-override",

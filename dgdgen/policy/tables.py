@@ -59,7 +59,7 @@ def releases() -> tuple[str, ...]:
 def aliases() -> dict[str, dict[str, str]]:
     """Backend → alias → canonical flag, as :func:`dgdgen.check.facts.canonical_flag` uses."""
     return {BACKEND_NAMES[b]: dict(sorted(m.items()))
-            for b, m in check_facts._ALIASES.items() if m}  # noqa: SLF001 - one source of truth
+            for b, m in check_facts._ALIASES.items() if m}
 
 
 def shells() -> tuple[str, ...]:

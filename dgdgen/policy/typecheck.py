@@ -27,7 +27,7 @@ from dgdgen.policy.schema import expressions
 
 def available() -> bool:
     try:
-        import cel_expr_python.cel  # noqa: F401
+        import cel_expr_python.cel  # type: ignore[import-untyped]  # noqa: F401
     except ImportError:
         return False
     return True
