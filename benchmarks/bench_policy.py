@@ -44,13 +44,16 @@ def main() -> None:
               f"{len(docs[0]['spec']['variables'])} | {sum(len(s) for _, s in exprs)} |")
     print()
     policy = build(Options())[0]
-    print(f"| list bound n | string bound | total cost (budget {RUNTIME_BUDGET:,}) | "
-          f"dearest expression (limit {PER_CALL_LIMIT:,}) |")
-    print("| --- | --- | --- | --- |")
-    for n, length in ((8, 128), (16, 256), (24, 256), (32, 512)):
-        est = estimate(policy, n=n, length=length)
+    print(f"| components | argument words | env entries | string length | total cost (budget "
+          f"{RUNTIME_BUDGET:,}) | dearest expression (limit {PER_CALL_LIMIT:,}) |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for comps, args, env, length in ((4, 16, 8, 128), (8, 32, 16, 256), (8, 48, 16, 256),
+                                     (16, 64, 32, 256)):
+        est = estimate(policy, n=comps, length=length, components=comps, args=args,
+                       env=env)
         top = max(est, key=lambda e: e.cost)
-        print(f"| {n} | {length} | {sum(e.cost for e in est):,} | {top.cost:,} ({top.path}) |")
+        print(f"| {comps} | {args} | {env} | {length} | {sum(e.cost for e in est):,} | "
+              f"{top.cost:,} ({top.path}) |")
     print()
     pairs = []
     for case in sorted(p for p in CORPUS.iterdir() if p.is_dir()):

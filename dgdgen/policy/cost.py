@@ -40,6 +40,12 @@ _MACROS = frozenset({"map", "filter", "exists", "all", "exists_one"})
 _STRING_FUNCS = frozenset({"startsWith", "endsWith", "contains", "replace", "split", "lowerAscii",
                            "upperAscii", "trim", "substring", "join", "string"})
 _LIST_SCANS = frozenset({"indexOf", "lastIndexOf"})
+# What a list holds, by the name it is read through (dgdgen/policy/cel.py's records).
+_ARG_LISTS = frozenset({"argv", "tokens", "at", "pairs", "named", "norm", "flags", "diff",
+                        "every", "command", "args", "script"})
+_ENV_LISTS = frozenset({"env", "envs"})
+_COMPONENT_LISTS = frozenset({"components", "services", "pairs_var", "changed", "main",
+                              "containers"})
 
 
 @dataclass(frozen=True)
@@ -53,10 +59,24 @@ def _text(tree: Any) -> str:
 
 
 class _Estimator:
-    def __init__(self, n: int, length: int) -> None:
+    def __init__(self, n: int, length: int, components: int | None, args: int | None,
+                 env: int | None) -> None:
         self.n = n
         self.s = math.ceil(length / 10)
         self.length = length
+        self.bounds = {"components": components or n, "args": args or n, "env": env or n}
+
+    def _kind_size(self, node: Any) -> int:
+        """The bound of a list by what it holds, from the last name in its expression."""
+        words = [w for w in _text(node).replace(".", " ").split() if w.isidentifier()]
+        last = words[-1] if words else ""
+        if last in _ARG_LISTS:
+            return self.bounds["args"]
+        if last in _ENV_LISTS:
+            return self.bounds["env"]
+        if last in _COMPONENT_LISTS or last.startswith(("new", "old")):
+            return self.bounds["components"]
+        return self.n
 
     def _size(self, node: Any) -> int:
         """A list literal's own length; any other list: the bound."""
@@ -64,7 +84,7 @@ class _Estimator:
         if len(lits) == 1 and _text(node) == _text(lits[0]):
             exprs = [c for c in lits[0].children if isinstance(c, lark.Tree)]
             return len(exprs[0].children) if exprs else 0
-        return self.n
+        return self._kind_size(node)
 
     def cost(self, node: Any) -> int:
         if not isinstance(node, lark.Tree):
@@ -82,18 +102,18 @@ class _Estimator:
                 return 1 + target + self._size(kids[0]) * (body + 1)
             own = sum(self.cost(a) for a in args)
             if name in _LIST_SCANS:
-                return 1 + target + own + self.n * self.s
+                return 1 + target + own + self._kind_size(kids[0]) * self.s
             if name == "matches":
                 return 1 + target + own + self.length
             if name in _STRING_FUNCS:
                 return 1 + target + own + self.s
             return 1 + target + own
         if kind in ("relation_in",):
-            return 1 + sum(self.cost(k) for k in kids) + self.n * self.s
+            return 1 + sum(self.cost(k) for k in kids) + self._size(kids[-1]) * self.s
         if kind in ("relation_eq", "relation_ne"):
             text = _text(node)
-            deep = "flags" in text or "spec" in text
-            scale = self.n * self.n if "spec" in text else (self.n if deep else 1)
+            args, comps = self.bounds["args"], self.bounds["components"]
+            scale = comps * args if "spec" in text else (args if "flags" in text else 1)
             return 1 + sum(self.cost(k) for k in kids) + scale * self.s
         if kind == "addition_add":
             return 1 + sum(self.cost(k) for k in kids) + self.s
@@ -108,7 +128,10 @@ def _tree(source: str) -> Any:
     return celpy.Environment().compile(source)
 
 
-def estimate(doc: Mapping[str, Any], *, n: int, length: int) -> list[Estimate]:
-    """The estimated worst-case cost of every expression of a policy, in document order."""
-    est = _Estimator(n, length)
+def estimate(doc: Mapping[str, Any], *, n: int, length: int, components: int | None = None,
+             args: int | None = None, env: int | None = None) -> list[Estimate]:
+    """The estimated worst-case cost of every expression of a policy, in document order. Lists
+    are bounded by what they hold (components, argument words / flags, env entries), each
+    defaulting to ``n``; other lists by ``n``."""
+    est = _Estimator(n, length, components, args, env)
     return [Estimate(path, est.cost(_tree(src))) for path, src in expressions(doc)]

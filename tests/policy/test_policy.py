@@ -97,12 +97,13 @@ def test_the_type_check_catches_type_errors() -> None:
 
 
 def test_cost_estimate_within_the_api_server_limits_for_ordinary_dgds() -> None:
-    # docs/policy.md: lists of up to 16 entries, strings of up to 256 characters.
-    est = estimate(_policy(), n=16, length=256)
+    # docs/policy.md: up to 8 components, 32 argument words, 16 env entries, 256 characters.
+    est = estimate(_policy(), n=8, length=256, components=8, args=32, env=16)
     assert max(e.cost for e in est) <= PER_CALL_LIMIT
     assert sum(e.cost for e in est) <= RUNTIME_BUDGET
     # and the estimate grows with the bounds (it is not a constant)
-    assert sum(e.cost for e in estimate(_policy(), n=32, length=256)) > RUNTIME_BUDGET
+    big = estimate(_policy(), n=16, length=256, components=16, args=64, env=32)
+    assert sum(e.cost for e in big) > RUNTIME_BUDGET
 
 
 # --------------------------------------------------------------------------- one source of truth
