@@ -68,13 +68,17 @@ def _options(args: argparse.Namespace) -> object:
 
 
 def _build(args: argparse.Namespace) -> list[dict[str, object]]:
+    import re
+
     from dgdgen.errors import InputError
     from dgdgen.policy import Options, build, violations
 
     options = _options(args)
     assert isinstance(options, Options)
-    if not options.name or len(options.name) > 253:
-        raise InputError(f"--name {options.name!r} is not a valid object name")
+    if len(options.name) > 253 or not re.fullmatch(
+            r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*", options.name):
+        raise InputError(f"--name {options.name!r} is not a valid object name (a DNS-1123 "
+                         "subdomain: lower-case letters, digits, '-' and '.')")
     docs = build(options)
     problems = [f"{d['kind']} {p}" for d in docs for p in violations(d)]
     if problems:  # a defect of dgdgen, never of the input: say so plainly

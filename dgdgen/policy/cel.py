@@ -22,6 +22,8 @@ WORKER_ROLES = ("aggregated", "prefill", "decode")
 SERVING_ROLES = (*WORKER_ROLES, "frontend")
 _NUMBER = r"^-[0-9][0-9.eE+-]*$"
 EMPTY = '""'
+# Numbers compare by value, as classify.py ``_norm`` compares them (`0.90` is `0.9`).
+_DECIMAL = r"^-?[0-9]+([.][0-9]*)?$"
 
 
 def lit(value: object) -> str:
@@ -166,7 +168,7 @@ def _keep(extra: str) -> str:
 
 
 def spelled(prev: str) -> str:
-    """Stage 5: flag names with ``_`` → ``-`` (``--trtllm.<path>`` keeps its dots and
+    """Stage 6: flag names with ``_`` → ``-`` (``--trtllm.<path>`` keeps its dots and
     underscores), ``--no-x`` → ``--x`` = ``false`` (TRT-LLM's ``--no-trtllm…`` flags keep their
     name), values trimmed, JSON without blanks, booleans in lower case."""
     n0 = "x[0]"
@@ -177,18 +179,21 @@ def spelled(prev: str) -> str:
 
 
 def normalised(prev: str) -> str:
+    """Stage 7: values as the checker compares them (classify.py ``_norm``): JSON without
+    blanks, booleans in lower case, decimal numbers by value."""
     neg = "x[0].startsWith(\"--no-\") && !x[0].startsWith(\"--no-trtllm\")"
     v = "x[1]"
     value = (f"{v}.startsWith(\"{{\") || {v}.startsWith(\"[\") ? "
              f"{v}.replace(\" \", \"\").replace(\"\\n\", \"\") : "
-             f"({v}.lowerAscii() in [\"true\", \"false\"] ? {v}.lowerAscii() : {v})")
+             f"({v}.lowerAscii() in [\"true\", \"false\"] ? {v}.lowerAscii() : "
+             f"({v}.matches({lit(_DECIMAL)}) ? string(double({v})) : {v}))")
     pairs = (f"c.named.map(x, {neg} ? [\"--\" + x[0].substring(5), \"false\"] : "
              f"[x[0], {value}])")
     return f"{prev}.map(c, {{{_keep(chr(34) + 'norm' + chr(34) + ': ' + pairs)}}})"
 
 
 def flags(prev: str, aliases_var: str) -> str:
-    """Stage 6: canonical ``--flag=value`` strings (backend aliases, as
+    """Stage 8: canonical ``--flag=value`` strings (backend aliases, as
     :func:`dgdgen.check.facts.canonical_flag`; ``--is-prefill-worker`` is
     ``--disaggregation-mode prefill``, #6483) and the component's role (dgd.py ``_role``)."""
     al = aliases_var

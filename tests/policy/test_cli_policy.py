@@ -47,6 +47,8 @@ def test_usage_errors_exit_2_and_write_nothing(tmp_path: object) -> None:
     assert not os.path.exists(out)
     proc = dgdgen("render", "--dynamo-version", "0.1")
     assert proc.returncode == 2 and "unknown Dynamo version '0.1'" in proc.stderr
+    proc = dgdgen("render", "--name", "Not_A_Name")
+    assert proc.returncode == 2 and "not a valid object name" in proc.stderr
 
 
 def test_test_command_denies_and_admits() -> None:

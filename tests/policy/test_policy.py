@@ -206,3 +206,20 @@ def test_policy_matches_both_served_versions_on_update_only() -> None:
     assert rules == [{"apiGroups": ["nvidia.com"], "apiVersions": ["v1alpha1", "v1beta1"],
                       "operations": ["UPDATE"], "resources": ["dynamographdeployments"],
                       "scope": "Namespaced"}]
+
+
+def test_numbers_compare_by_value_as_the_checker_compares_them() -> None:
+    from dgdgen.check.classify import verdict
+    from dgdgen.dgd import parse
+
+    _, old = _pair("vllm-block-size-disagg-v1alpha1")  # --block-size "32"
+    same = copy.deepcopy(old)
+    args = same["spec"]["services"]["VllmDecodeWorker"]["extraPodSpec"]["mainContainer"]["args"]
+    args[args.index("32")] = "32.0"
+    other = copy.deepcopy(same)
+    other["spec"]["services"]["VllmDecodeWorker"]["extraPodSpec"]["mainContainer"]["args"][
+        args.index("32.0")] = "64"
+    assert not verdict(parse(old), parse(same)).isolation_required
+    assert evaluate(_policy(), old, same).codes == ()
+    assert verdict(parse(old), parse(other)).isolation_required
+    assert evaluate(_policy(), old, other).codes == ("DGD201", "DGD202")
