@@ -112,8 +112,8 @@ class _Estimator:
             return 1 + sum(self.cost(k) for k in kids) + self._size(kids[-1]) * self.s
         if kind in ("relation_eq", "relation_ne"):
             text = _text(node)
-            args, comps = self.bounds["args"], self.bounds["components"]
-            scale = comps * args if "spec" in text else (args if "flags" in text else 1)
+            n_args, n_comps = self.bounds["args"], self.bounds["components"]
+            scale = n_comps * n_args if "spec" in text else (n_args if "flags" in text else 1)
             return 1 + sum(self.cost(k) for k in kids) + scale * self.s
         if kind == "addition_add":
             return 1 + sum(self.cost(k) for k in kids) + self.s
