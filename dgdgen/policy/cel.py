@@ -121,6 +121,20 @@ def dgd_backend(obj: str, prev: str) -> str:
             f"{prev}.filter(c, c.backend != \"\")[0].backend : \"\")")
 
 
+def _value_from(v: str) -> str:
+    """An env ``valueFrom`` as text: the referenced Secret / ConfigMap key, field or resource
+    (the checker compares the whole ``valueFrom`` as JSON)."""
+    def ref(kind: str, field: str, key: str) -> str:
+        f = f"{v}.{field}"
+        return (f"has({f}) ? \"{kind}:\" + (has({f}.name) ? {f}.name : \"\") + \"/\" + "
+                f"(has({f}.{key}) ? {f}.{key} : \"\") : ")
+    return ("(" + ref("secret", "secretKeyRef", "key") + ref("configmap", "configMapKeyRef", "key")
+            + f"has({v}.fieldRef) && has({v}.fieldRef.fieldPath) ? "
+            + f"\"field:\" + {v}.fieldRef.fieldPath : "
+            + f"has({v}.resourceFieldRef) && has({v}.resourceFieldRef.resource) ? "
+            + f"\"resource:\" + {v}.resourceFieldRef.resource : \"valueFrom\")")
+
+
 def positions(prev: str, backend_var: str) -> str:
     """Stage 4: the effective backend (a worker without its own takes the DGD's), and each
     flag word of the command line with the position of the word after its last occurrence
@@ -155,7 +169,7 @@ def raw_flags(prev: str) -> str:
               f"!{others}.exists(p, p != {own} && {rest}.startsWith(p))")
     env_name = (f"\"--\" + ({rest}.startsWith({own}) ? {rest}.substring(size({own})) : {rest})"
                 f".lowerAscii().replace(\"_\", \"-\")")
-    env_value = "has(e.value) ? string(e.value) : \"valueFrom\""
+    env_value = f"has(e.value) ? string(e.value) : (has(e.valueFrom) ? {_value_from('e.valueFrom')} : \"\")"
     env = f"c.env.filter(e, {env_ok}).map(e, [{env_name}, {env_value}])"
     return (f"{prev}.map(c, {{\"name\": c.name, \"type\": c.type, \"sub\": c.sub, "
             f"\"rvo\": c.rvo, \"image\": c.image, \"backend\": c.backend, "

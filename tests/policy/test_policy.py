@@ -223,3 +223,23 @@ def test_numbers_compare_by_value_as_the_checker_compares_them() -> None:
     assert evaluate(_policy(), old, same).codes == ()
     assert verdict(parse(old), parse(other)).isolation_required
     assert evaluate(_policy(), old, other).codes == ("DGD201", "DGD202")
+
+
+def test_env_value_from_references_are_compared() -> None:
+    from dgdgen.check.classify import verdict
+    from dgdgen.dgd import parse
+
+    old, _ = _pair("vllm-worker-env-jinja-template")
+
+    def with_template(doc: dict[str, Any], config_map: str) -> dict[str, Any]:
+        out = copy.deepcopy(doc)
+        worker = out["spec"]["services"]["VllmDecodeWorker"]
+        worker["envs"] = [{"name": "DYN_CUSTOM_JINJA_TEMPLATE", "valueFrom": {
+            "configMapKeyRef": {"name": config_map, "key": "template.jinja"}}}]
+        return out
+
+    base = with_template(old, "templates-v1")
+    for target, codes in ((with_template(old, "templates-v1"), ()),
+                          (with_template(old, "templates-v2"), ("DGD201",))):
+        assert verdict(parse(base), parse(target)).isolation_required == bool(codes)
+        assert evaluate(_policy(), base, target).codes == codes
