@@ -75,8 +75,11 @@ def variables(rel: str) -> list[dict[str, str]]:
             {"name": f"{side}Components",
              "expression": cel.flags(f"variables.{side}Normalised", "variables.aliases")},
         ]
-    out.append({"name": "pairs", "expression": cel.pairs("variables.newComponents",
-                                                         "variables.oldComponents")})
+    new, old = "variables.newComponents", "variables.oldComponents"
+    out.append({"name": "newOnly", "expression": cel.unmatched(new, old)})
+    out.append({"name": "oldOnly", "expression": cel.unmatched(old, new)})
+    out.append({"name": "pairs", "expression": cel.pairs(new, old, "variables.newOnly",
+                                                         "variables.oldOnly")})
     out.append({"name": "disaggregated", "expression": cel.disaggregated(
         "variables.newComponents", "variables.oldComponents")})
     out.append({"name": "changed", "expression": cel.changed("variables.pairs")})

@@ -234,10 +234,21 @@ def aliases_map() -> str:
 # --------------------------------------------------------------------------- pairs and rules
 
 
-def pairs(new: str, old: str) -> str:
-    """Components present in both revisions, paired by name."""
-    return (f"{new}.filter(n, {old}.exists(o, o.name == n.name))"
-            f".map(n, {{\"n\": n, \"o\": {old}.filter(o, o.name == n.name)[0]}})")
+def unmatched(side: str, other: str) -> str:
+    """Components of ``side`` with no component of the same name in ``other``."""
+    return f"{side}.filter(c, !{other}.exists(o, o.name == c.name))"
+
+
+def pairs(new: str, old: str, new_only: str, old_only: str) -> str:
+    """Components present in both revisions, paired by name; then a renamed component, paired
+    by its role when exactly one component of that role is left on each side (classify.py
+    ``_pair_components``)."""
+    by_name = (f"{new}.filter(n, {old}.exists(o, o.name == n.name))"
+               f".map(n, {{\"n\": n, \"o\": {old}.filter(o, o.name == n.name)[0]}})")
+    by_role = (f"{new_only}.filter(n, size({new_only}.filter(m, m.role == n.role)) == 1 && "
+               f"size({old_only}.filter(o, o.role == n.role)) == 1)"
+               f".map(n, {{\"n\": n, \"o\": {old_only}.filter(o, o.role == n.role)[0]}})")
+    return f"{by_name} + {by_role}"
 
 
 def disaggregated(new: str, old: str) -> str:

@@ -243,3 +243,24 @@ def test_env_value_from_references_are_compared() -> None:
                           (with_template(old, "templates-v2"), ("DGD201",))):
         assert verdict(parse(base), parse(target)).isolation_required == bool(codes)
         assert evaluate(_policy(), base, target).codes == codes
+
+
+def test_a_renamed_component_is_paired_by_its_role() -> None:
+    from dgdgen.check.classify import verdict
+    from dgdgen.dgd import parse
+
+    old, new = _pair("vllm-kv-connector-v1beta1")
+
+    def renamed(doc: dict[str, Any]) -> dict[str, Any]:
+        out = copy.deepcopy(doc)
+        for c in out["spec"]["components"]:
+            if c["name"] == "VllmDecodeWorker":
+                c["name"] = "decode-workers"
+        return out
+
+    # a rename alone changes nothing in place; a rename with a new connector does
+    assert not verdict(parse(old), parse(renamed(old))).isolation_required
+    assert evaluate(_policy(), old, renamed(old)).codes == ()
+    out = evaluate(_policy(), old, renamed(new))
+    assert out.codes == ("DGD202",)
+    assert "decode-workers: --kv-transfer-config" in out.denied[0][1]
