@@ -106,6 +106,9 @@ def validations() -> list[dict[str, str]]:
     for code, slug, category, var in RULES:
         out.append({
             "expression": f"variables.escapeHatch || size(variables.{var}) == 0",
+            # used when the messageExpression result is unusable (empty, line breaks, too long)
+            "message": f"{code} {slug}: {_WHY[category]} (annotation {hatch} with a reason "
+                       f"admits it)",
             "messageExpression": (
                 f"{cel.lit(f'{code} {slug}: ')} + variables.{var}.join(\"; \") + "
                 + cel.lit(f" ({_WHY[category]}; old and new workers would share one Dynamo "
