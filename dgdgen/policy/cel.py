@@ -15,7 +15,7 @@ import json
 from collections.abc import Sequence
 
 from dgdgen.generation import ANN_BASE_NAME, ANN_REVISION
-from dgdgen.policy.tables import ENV_PREFIXES, Key, aliases, shells
+from dgdgen.policy.tables import Key, aliases, env_prefixes, shells
 
 ESCAPE_ANNOTATION = "dgdgen.dev/allow-in-place-change"
 WORKER_ROLES = ("aggregated", "prefill", "decode")
@@ -162,9 +162,10 @@ def raw_flags(prev: str) -> str:
             "x[0].substring(0, x[0].indexOf(\"=\")) : x[0]")
     cli = f"c.at.map(x, [{name}, {value}])"
     b = "c.backend"
-    own = f"({b} in {lit(ENV_PREFIXES)} ? {lit(ENV_PREFIXES)}[{b}] : \"-\")"
+    prefixes = env_prefixes()
+    own = f"({b} in {lit(prefixes)} ? {lit(prefixes)}[{b}] : \"-\")"
     rest = "e.name.substring(4)"
-    others = lit(sorted(ENV_PREFIXES.values()))
+    others = lit(sorted(prefixes.values()))
     env_ok = (f"has(e.name) && e.name.startsWith(\"DYN_\") && "
               f"!{others}.exists(p, p != {own} && {rest}.startsWith(p))")
     env_name = (f"\"--\" + ({rest}.startsWith({own}) ? {rest}.substring(size({own})) : {rest})"

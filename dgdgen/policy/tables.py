@@ -23,8 +23,6 @@ from dgdgen.dgd import Backend
 BACKEND_NAMES: dict[Backend, str] = {
     Backend.VLLM: "vllm", Backend.SGLANG: "sglang", Backend.TRTLLM: "trtllm", Backend.UNKNOWN: "",
 }
-# Environment prefix of each backend's own DYN_<BACKEND>_* variables (facts.env_flag).
-ENV_PREFIXES: dict[str, str] = {"vllm": "VLLM_", "sglang": "SGLANG_", "trtllm": "TRTLLM_"}
 
 
 @dataclass(frozen=True)
@@ -52,8 +50,9 @@ def release(value: str | None) -> str:
     return check_flags.normalize_release(value)
 
 
-def releases() -> tuple[str, ...]:
-    return check_flags.RELEASES
+def env_prefixes() -> dict[str, str]:
+    """Backend → the prefix of its own ``DYN_<BACKEND>_*`` variables (facts.env_flag)."""
+    return {BACKEND_NAMES[b]: p for b, p in sorted(check_facts._BACKEND_ENV_PREFIX.items())}
 
 
 def aliases() -> dict[str, dict[str, str]]:
