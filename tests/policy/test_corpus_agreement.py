@@ -115,7 +115,8 @@ def test_divergences_and_agreement_are_documented() -> None:
     agree = sum(1 for got, want in outcomes().values() if got == want)
     stated = re.search(r"agrees with `dgdgen diff` on \*\*(\d+) of (\d+)\*\* corpus cases", doc)
     assert stated is not None
-    assert (int(stated.group(1)), int(stated.group(2))) == (agree, len(CASES))
+    assert (int(stated.group(1)), int(stated.group(2))) == (agree, len(CASES)), (
+        f"docs/policy.md must state the measured agreement: {agree} of {len(CASES)}")
 
 
 def test_a_second_engine_agrees() -> None:
