@@ -20,14 +20,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from dgdgen.check.classify import pair_dgds  # noqa: E402
-from dgdgen.check.flags import RELEASES  # noqa: E402
-from dgdgen.dgd import read_dgds  # noqa: E402
-from dgdgen.policy import Options, build  # noqa: E402
-from dgdgen.policy.cost import PER_CALL_LIMIT, RUNTIME_BUDGET, estimate  # noqa: E402
-from dgdgen.policy.evaluate import evaluate  # noqa: E402
-from dgdgen.policy.schema import expressions  # noqa: E402
-from dgdgen.yamlio import dump_all, load_file  # noqa: E402
+from dgdgen.check.classify import pair_dgds
+from dgdgen.check.flags import RELEASES
+from dgdgen.dgd import read_dgds
+from dgdgen.policy import Options, build
+from dgdgen.policy.cost import PER_CALL_LIMIT, RUNTIME_BUDGET, estimate
+from dgdgen.policy.evaluate import evaluate
+from dgdgen.policy.schema import expressions
+from dgdgen.yamlio import dump_all, load_file
 
 CORPUS = REPO / "tests" / "check" / "corpus"
 
