@@ -37,12 +37,13 @@ COMMANDS: dict[str, str] = {
     "rollback": "dgdgen.commands.rollback",
     "cleanup": "dgdgen.commands.cleanup",
     "argo": "dgdgen.commands.argo",
+    "policy": "dgdgen.commands.policy",
     "rehearse": "dgdgen.commands.rehearse",
 }
 
 EPILOG = """\
 exit codes: 0 clean, 1 findings at or above --fail-on (or a failed gate), 2 bad input or usage,
-3 an inconclusive gate (`dgdgen analyze`).
+3 an inconclusive gate (`dgdgen analyze`) or a rehearsal that could not run (`dgdgen rehearse`).
 Run `dgdgen COMMAND --help` for the options of one command.
 """
 

@@ -256,7 +256,7 @@ def _split(s: Any, sep: Any, limit: Any = None) -> Any:
 
 
 def _index_of(s: Any, sub: Any, start: Any = None) -> Any:
-    if isinstance(s, ct.ListType):
+    if isinstance(s, list):  # ListType, or the plain list cel-python builds for `a + b`
         for i, item in enumerate(s):
             if item == sub:
                 return ct.IntType(i)
@@ -265,7 +265,7 @@ def _index_of(s: Any, sub: Any, start: Any = None) -> Any:
 
 
 def _last_index_of(s: Any, sub: Any, end: Any = None) -> Any:
-    if isinstance(s, ct.ListType):
+    if isinstance(s, list):  # ListType, or the plain list cel-python builds for `a + b`
         for i in range(len(s) - 1, -1, -1):
             if s[i] == sub:
                 return ct.IntType(i)

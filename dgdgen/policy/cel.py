@@ -1,0 +1,334 @@
+"""The CEL of the admission policy: expressions that read a DGD (``object`` / ``oldObject``, in
+either served version) into normalised component records, and the rule lists built on them.
+
+Each stage is one policy variable (``variables.<name>``), so no sub-expression is written twice
+in a way the API server would evaluate twice. Records are maps with the fields named below; a
+component's ``flags`` are strings ``--flag=value`` with the flag spelled canonically (aliases and
+``_`` → ``-`` as :func:`dgdgen.check.facts.canonical_flag`) and the value normalised (trimmed,
+JSON without blanks, booleans in lower case), environment ``DYN_*`` variables first and command
+line after, as the backends read them (facts/dynamo.md §3.3).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from dgdgen.generation import ANN_BASE_NAME, ANN_REVISION
+from dgdgen.policy.tables import Key, aliases, env_prefixes, shells
+
+ESCAPE_ANNOTATION = "dgdgen.dev/allow-in-place-change"
+WORKER_ROLES = ("aggregated", "prefill", "decode")
+SERVING_ROLES = (*WORKER_ROLES, "frontend")
+_NUMBER = r"^-[0-9][0-9.eE+-]*$"
+EMPTY = '""'
+# Numbers compare by value, as classify.py ``_norm`` compares them (`0.90` is `0.9`).
+_DECIMAL = r"^-?[0-9]+([.][0-9]*)?$"
+
+
+def lit(value: object) -> str:
+    """A CEL literal (strings in double quotes, JSON escapes are valid CEL escapes)."""
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(lit(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{lit(k)}: {lit(v)}" for k, v in value.items()) + "}"
+    raise TypeError(value)
+
+
+def _field(obj: str, name: str, default: str) -> str:
+    return f"(has({obj}.{name}) ? {obj}.{name} : {default})"
+
+
+def _ann(obj: str, key: str) -> str:
+    """``obj``'s annotation ``key``, or ``""``."""
+    return (f"(has({obj}.metadata.annotations) && {lit(key)} in {obj}.metadata.annotations"
+            f" ? {obj}.metadata.annotations[{lit(key)}] : \"\")")
+
+
+# --------------------------------------------------------------------------- component records
+
+
+def raw_components(obj: str) -> str:
+    """Stage 0: name, type, sub-type, main container (a list of 0 or 1), env, runtime override."""
+    beta = (
+        f"{obj}.spec.components.map(c, {{"
+        f"\"name\": c.name, \"type\": {_field('c', 'type', EMPTY)}, \"sub\": \"\", "
+        f"\"main\": has(c.podTemplate) && has(c.podTemplate.spec) && "
+        f"has(c.podTemplate.spec.containers) ? c.podTemplate.spec.containers.filter(k, "
+        f"has(k.name) && k.name == \"main\") : [], "
+        f"\"env\": {_field(obj + '.spec', 'env', '[]')}, "
+        f"\"rvo\": has(c.runtimeVersionOverride) ? string(c.runtimeVersionOverride) : \"\"}})"
+    )
+    s = f"{obj}.spec.services[n]"
+    alpha = (
+        f"{obj}.spec.services.map(n, {{"
+        f"\"name\": n, \"type\": {_field(s, 'componentType', EMPTY)}, "
+        f"\"sub\": {_field(s, 'subComponentType', EMPTY)}, "
+        f"\"main\": has({s}.extraPodSpec) && has({s}.extraPodSpec.mainContainer) ? "
+        f"[{s}.extraPodSpec.mainContainer] : [], "
+        f"\"env\": {_field(obj + '.spec', 'envs', '[]')} + {_field(s, 'envs', '[]')}, "
+        f"\"rvo\": has({s}.runtimeVersionOverride) ? string({s}.runtimeVersionOverride) : \"\"}})"
+    )
+    return (f"{obj}.apiVersion == \"nvidia.com/v1alpha1\" ? "
+            f"(has({obj}.spec.services) ? {alpha} : []) : "
+            f"(has({obj}.spec.components) ? {beta} : [])")
+
+
+def commands(prev: str) -> str:
+    """Stage 1: image, the whole argv (command + args) and env of the main container."""
+    m = "c.main[0]"
+    return (
+        f"{prev}.map(c, {{\"name\": c.name, \"type\": c.type, \"sub\": c.sub, \"rvo\": c.rvo, "
+        f"\"image\": size(c.main) > 0 && has({m}.image) ? {m}.image : \"\", "
+        f"\"argv\": size(c.main) > 0 ? {_field(m, 'command', '[]')} + {_field(m, 'args', '[]')}"
+        f" : [], "
+        f"\"env\": c.env + (size(c.main) > 0 && has({m}.env) ? {m}.env : [])}})"
+    )
+
+
+def scripts(prev: str) -> str:
+    """Stage 2: a ``sh -c SCRIPT`` command line gives its SCRIPT (facts.py ``_tokens``)."""
+    cflags = "c.argv.filter(a, a.startsWith(\"-\") && !a.startsWith(\"--\") && a.contains(\"c\"))"
+    shell = f"size(c.argv) > 1 && c.argv[0] in {lit(list(shells()))}"
+    script = (f"{shell} && size({cflags}) > 0 && c.argv.indexOf({cflags}[0]) + 1 < size(c.argv)"
+              f" ? [c.argv[c.argv.indexOf({cflags}[0]) + 1]] : []")
+    return (f"{prev}.map(c, {{\"name\": c.name, \"type\": c.type, \"sub\": c.sub, "
+            f"\"rvo\": c.rvo, \"image\": c.image, \"env\": c.env, \"argv\": c.argv, "
+            f"\"script\": {script}}})")
+
+
+def tokens(prev: str) -> str:
+    """Stage 3: the words of the command line (a shell script split on blanks, continuations
+    joined, quotes dropped) and the backend its program names."""
+    words = ("c.script[0].replace(\"\\\\\\n\", \" \").replace(\"\\n\", \" \")"
+             ".replace(\"\\t\", \" \").split(\" \").filter(w, w != \"\")"
+             ".map(w, w.replace(\"\\\"\", \"\").replace(\"'\", \"\"))")
+    toks = f"(size(c.script) > 0 ? {words} : c.argv)"
+    backend = " : ".join(f"{toks}.exists(w, w == \"dynamo.{b}\") ? \"{b}\""
+                         for b in ("vllm", "sglang", "trtllm")) + " : \"\""
+    return (f"{prev}.map(c, {{\"name\": c.name, \"type\": c.type, \"sub\": c.sub, "
+            f"\"rvo\": c.rvo, \"image\": c.image, \"env\": c.env, \"tokens\": {toks}, "
+            f"\"backend\": {backend}}})")
+
+
+def dgd_backend(obj: str, prev: str) -> str:
+    """The DGD's backend: ``spec.backendFramework``, else the first component's program."""
+    return (f"has({obj}.spec.backendFramework) && {obj}.spec.backendFramework in "
+            f"[\"vllm\", \"sglang\", \"trtllm\"] ? {obj}.spec.backendFramework : "
+            f"({prev}.exists(c, c.backend != \"\") ? "
+            f"{prev}.filter(c, c.backend != \"\")[0].backend : \"\")")
+
+
+def _value_from(v: str) -> str:
+    """An env ``valueFrom`` as text: the referenced Secret / ConfigMap key, field or resource
+    (the checker compares the whole ``valueFrom`` as JSON)."""
+    def ref(kind: str, field: str, key: str) -> str:
+        f = f"{v}.{field}"
+        return (f"has({f}) ? \"{kind}:\" + (has({f}.name) ? {f}.name : \"\") + \"/\" + "
+                f"(has({f}.{key}) ? {f}.{key} : \"\") : ")
+    return ("(" + ref("secret", "secretKeyRef", "key") + ref("configmap", "configMapKeyRef", "key")
+            + f"has({v}.fieldRef) && has({v}.fieldRef.fieldPath) ? "
+            + f"\"field:\" + {v}.fieldRef.fieldPath : "
+            + f"has({v}.resourceFieldRef) && has({v}.resourceFieldRef.resource) ? "
+            + f"\"resource:\" + {v}.resourceFieldRef.resource : \"valueFrom\")")
+
+
+def positions(prev: str, backend_var: str) -> str:
+    """Stage 4: the effective backend (a worker without its own takes the DGD's), and each
+    flag word of the command line with the position of the word after its last occurrence
+    (the backends' parsers keep the last value of a repeated flag)."""
+    t = "c.tokens"
+    is_flag = f"w.startsWith(\"-\") && size(w) > 1 && !w.matches({lit(_NUMBER)})"
+    at = f"{t}.filter(w, {is_flag}).map(w, [w, {t}.lastIndexOf(w) + 1])"
+    b = "c.backend != \"\" ? c.backend : " + backend_var
+    return (f"{prev}.map(c, {{\"name\": c.name, \"type\": c.type, \"sub\": c.sub, "
+            f"\"rvo\": c.rvo, \"image\": c.image, \"env\": c.env, \"tokens\": {t}, "
+            f"\"backend\": {b}, \"at\": {at}}})")
+
+
+def raw_flags(prev: str) -> str:
+    """Stage 5: every flag as a pair [name as written, value]: ``--flag=value``,
+    ``--flag value``, a bare boolean flag (``true``), and DYN_* environment variables (first:
+    the command line wins)."""
+    t = "c.tokens"
+    nxt = f"{t}[x[1]]"
+    value = (f"x[0].startsWith(\"--\") && x[0].contains(\"=\") ? "
+             f"x[0].substring(x[0].indexOf(\"=\") + 1) : "
+             f"(x[1] < size({t}) && (!{nxt}.startsWith(\"-\") || "
+             f"{nxt}.matches({lit(_NUMBER)})) ? {nxt} : \"true\")")
+    name = ("x[0].startsWith(\"--\") && x[0].contains(\"=\") ? "
+            "x[0].substring(0, x[0].indexOf(\"=\")) : x[0]")
+    cli = f"c.at.map(x, [{name}, {value}])"
+    b = "c.backend"
+    prefixes = env_prefixes()
+    own = f"({b} in {lit(prefixes)} ? {lit(prefixes)}[{b}] : \"-\")"
+    rest = "e.name.substring(4)"
+    others = lit(sorted(prefixes.values()))
+    env_ok = (f"has(e.name) && e.name.startsWith(\"DYN_\") && "
+              f"!{others}.exists(p, p != {own} && {rest}.startsWith(p))")
+    env_name = (f"\"--\" + ({rest}.startsWith({own}) ? {rest}.substring(size({own})) : {rest})"
+                f".lowerAscii().replace(\"_\", \"-\")")
+    env_value = f"has(e.value) ? string(e.value) : (has(e.valueFrom) ? {_value_from('e.valueFrom')} : \"\")"
+    env = f"c.env.filter(e, {env_ok}).map(e, [{env_name}, {env_value}])"
+    return (f"{prev}.map(c, {{\"name\": c.name, \"type\": c.type, \"sub\": c.sub, "
+            f"\"rvo\": c.rvo, \"image\": c.image, \"backend\": c.backend, "
+            f"\"pairs\": {env} + {cli}}})")
+
+
+def _keep(extra: str) -> str:
+    return (f"\"name\": c.name, \"type\": c.type, \"sub\": c.sub, \"rvo\": c.rvo, "
+            f"\"image\": c.image, \"backend\": c.backend, {extra}")
+
+
+def spelled(prev: str) -> str:
+    """Stage 6: flag names with ``_`` → ``-`` (``--trtllm.<path>`` keeps its dots and
+    underscores), ``--no-x`` → ``--x`` = ``false`` (TRT-LLM's ``--no-trtllm…`` flags keep their
+    name), values trimmed, JSON without blanks, booleans in lower case."""
+    n0 = "x[0]"
+    dashed = (f"({n0}.startsWith(\"--trtllm.\") || !{n0}.startsWith(\"--\") ? {n0} : "
+              f"\"--\" + {n0}.substring(2).replace(\"_\", \"-\"))")
+    named = f"c.pairs.map(x, [{dashed}, x[1].trim()])"
+    return f"{prev}.map(c, {{{_keep(chr(34) + 'named' + chr(34) + ': ' + named)}}})"
+
+
+def normalised(prev: str) -> str:
+    """Stage 7: values as the checker compares them (classify.py ``_norm``): JSON without
+    blanks, booleans in lower case, decimal numbers by value."""
+    neg = "x[0].startsWith(\"--no-\") && !x[0].startsWith(\"--no-trtllm\")"
+    v = "x[1]"
+    value = (f"{v}.startsWith(\"{{\") || {v}.startsWith(\"[\") ? "
+             f"{v}.replace(\" \", \"\").replace(\"\\n\", \"\") : "
+             f"({v}.lowerAscii() in [\"true\", \"false\"] ? {v}.lowerAscii() : "
+             f"({v}.matches({lit(_DECIMAL)}) ? string(double({v})) : {v}))")
+    pairs = (f"c.named.map(x, {neg} ? [\"--\" + x[0].substring(5), \"false\"] : "
+             f"[x[0], {value}])")
+    return f"{prev}.map(c, {{{_keep(chr(34) + 'norm' + chr(34) + ': ' + pairs)}}})"
+
+
+def flags(prev: str, aliases_var: str) -> str:
+    """Stage 8: canonical ``--flag=value`` strings (backend aliases, as
+    :func:`dgdgen.check.facts.canonical_flag`; ``--is-prefill-worker`` is
+    ``--disaggregation-mode prefill``, #6483) and the component's role (dgd.py ``_role``)."""
+    al = aliases_var
+    canon = (f"(c.backend in {al} && x[0] in {al}[c.backend] ? {al}[c.backend][x[0]] : x[0])")
+    entry = (f"{canon} == \"--is-prefill-worker\" ? (x[1] == \"false\" ? "
+             f"\"--is-prefill-worker=false\" : \"--disaggregation-mode=prefill\") : "
+             f"{canon} + \"=\" + x[1]")
+    fl = f"c.norm.map(x, {entry})"
+    mode = ("c.norm.exists(x, (x[0] == \"--disaggregation-mode\" && x[1].lowerAscii() == "
+            "\"{m}\") || ({m2}))")
+    prefill = mode.format(m="prefill", m2="x[0] == \"--is-prefill-worker\" && x[1] != \"false\"")
+    decode = mode.format(m="decode", m2="false")
+    role = (f"c.type == \"frontend\" ? \"frontend\" : c.type in [\"prefill\", \"decode\"] ? "
+            f"c.type : c.type == \"worker\" ? (c.sub in [\"prefill\", \"decode\"] ? c.sub : "
+            f"{prefill} ? \"prefill\" : {decode} ? \"decode\" : \"aggregated\") : \"other\"")
+    return (f"{prev}.map(c, {{\"name\": c.name, \"role\": {role}, \"rvo\": c.rvo, "
+            f"\"image\": c.image, \"backend\": c.backend, \"flags\": {fl}}})")
+
+
+def aliases_map() -> str:
+    return lit(aliases())
+
+
+# --------------------------------------------------------------------------- pairs and rules
+
+
+def unmatched(side: str, other: str) -> str:
+    """Components of ``side`` with no component of the same name in ``other``."""
+    return f"{side}.filter(c, !{other}.exists(o, o.name == c.name))"
+
+
+def pairs(new: str, old: str, new_only: str, old_only: str) -> str:
+    """Components present in both revisions, paired by name; then a renamed component, paired
+    by its role when exactly one component of that role is left on each side (classify.py
+    ``_pair_components``)."""
+    by_name = (f"{new}.filter(n, {old}.exists(o, o.name == n.name))"
+               f".map(n, {{\"n\": n, \"o\": {old}.filter(o, o.name == n.name)[0]}})")
+    by_role = (f"{new_only}.filter(n, size({new_only}.filter(m, m.role == n.role)) == 1 && "
+               f"size({old_only}.filter(o, o.role == n.role)) == 1)"
+               f".map(n, {{\"n\": n, \"o\": {old_only}.filter(o, o.role == n.role)[0]}})")
+    return f"{by_name} + {by_role}"
+
+
+def disaggregated(new: str, old: str) -> str:
+    return (f"{new}.exists(c, c.role in [\"prefill\", \"decode\"]) || "
+            f"{old}.exists(c, c.role in [\"prefill\", \"decode\"])")
+
+
+def _worker(p: str = "p") -> str:
+    return f"({p}.n.role in {lit(list(WORKER_ROLES))} || {p}.o.role in {lit(list(WORKER_ROLES))})"
+
+
+def changed(pairs_var: str) -> str:
+    """Worker pairs whose flags differ, with the differing entries (either side) in ``diff``."""
+    diff = ("p.o.flags.filter(x, !(x in p.n.flags)) + p.n.flags.filter(x, !(x in p.o.flags))")
+    return (f"{pairs_var}.filter(p, {_worker()} && p.o.flags != p.n.flags)"
+            f".map(p, {{\"name\": p.n.name, \"backend\": p.n.backend, \"diff\": {diff}, "
+            f"\"every\": p.o.flags + p.n.flags}})")
+
+
+def key_list(key: Key, changed_var: str) -> str:
+    """The messages of the components whose value of ``key`` changes."""
+    parts: list[str] = []
+    for m in key.matches:
+        cond = f"p.diff.exists(x, x.startsWith({lit(m.prefix)}))"
+        if m.mention is not None:
+            cond += (f" && p.every.exists(x, x.startsWith({lit(m.prefix)}) && "
+                     f"x.contains({lit(m.mention)}))")
+        parts.append(f"({cond})")
+    backends = f"p.backend in {lit(list(key.backends))}"
+    msg = f"{key.label} changes {key.what}"
+    return (f"{changed_var}.filter(p, {backends} && ({' || '.join(parts)}))"
+            f".map(p, p.name + {lit(': ' + msg)})")
+
+
+def structural_list(pairs_var: str) -> str:
+    """Role and backend changes of a worker (classify.py ``_component_changes``)."""
+    role = (f"{pairs_var}.filter(p, {_worker()} && p.n.role != p.o.role)"
+            f".map(p, p.n.name + \": role \" + p.o.role + \" → \" + p.n.role + "
+            f"\" changes worker_type\")")
+    backend = (f"{pairs_var}.filter(p, {_worker()} && p.n.backend != p.o.backend && "
+               f"p.n.backend != \"\" && p.o.backend != \"\")"
+               f".map(p, p.n.name + \": backend \" + p.o.backend + \" → \" + p.n.backend)")
+    return f"{role} + {backend}"
+
+
+def runtime_list(pairs_var: str) -> str:
+    serving = lit(list(SERVING_ROLES))
+    cond = f"(p.n.role in {serving} || p.o.role in {serving})"
+    image = (f"{pairs_var}.filter(p, {cond} && p.n.image != p.o.image)"
+             f".map(p, p.n.name + \": image \" + (p.o.image == \"\" ? \"(unset)\" : p.o.image) + "
+             f"\" → \" + (p.n.image == \"\" ? \"(unset)\" : p.n.image))")
+    rvo = (f"{pairs_var}.filter(p, {cond} && p.n.rvo != p.o.rvo)"
+           f".map(p, p.n.name + \": runtimeVersionOverride changes\")")
+    return f"{image} + {rvo}"
+
+
+def concat(lists: Sequence[str]) -> str:
+    """``a + b + c + d`` as a balanced tree ``((a + b) + (c + d))``: parsers bound the nesting
+    depth (cel-cpp's default is 32), and a left-deep chain of 60 lists would exceed it."""
+    if not lists:
+        return "[]"
+    if len(lists) == 1:
+        return lists[0]
+    mid = len(lists) // 2
+    return f"({concat(lists[:mid])} + {concat(lists[mid:])})"
+
+
+def escape_hatch() -> str:
+    """The escape hatch is honoured when this update sets the annotation to a non-empty reason
+    that the stored object did not already carry: each in-place change needs its own reason."""
+    new, old = _ann("object", ESCAPE_ANNOTATION), _ann("oldObject", ESCAPE_ANNOTATION)
+    return f"{new}.trim() != \"\" && {new} != {old}"
+
+
+def generation_beside() -> str:
+    """classify.py ``_generation_beside``: the object is another dgdgen generation of the same
+    DGD (same base name, another revision): dgdgen's bookkeeping, never denied."""
+    head_base = _ann("object", ANN_BASE_NAME)
+    old_base = (f"({_ann('oldObject', ANN_BASE_NAME)} != \"\" ? "
+                f"{_ann('oldObject', ANN_BASE_NAME)} : oldObject.metadata.name)")
+    return (f"{head_base} != \"\" && {head_base} == {old_base} && "
+            f"{_ann('object', ANN_REVISION)} != {_ann('oldObject', ANN_REVISION)}")
