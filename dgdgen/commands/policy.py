@@ -49,11 +49,17 @@ def _add_policy_options(p: argparse.ArgumentParser) -> None:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
-    render = sub.add_parser("render", help="print the policy and its binding (YAML)")
+    render = sub.add_parser(
+        "render", help="print the policy and its binding (YAML)",
+        description="Print the ValidatingAdmissionPolicy and its binding for the chosen Dynamo "
+        "release and action, validated against the admissionregistration.k8s.io/v1 schema.")
     _add_policy_options(render)
     render.add_argument("--output", "-o", metavar="FILE",
                         help="write to FILE (atomically) instead of standard output")
-    test = sub.add_parser("test", help="evaluate the policy on the UPDATE OLD -> NEW")
+    test = sub.add_parser(
+        "test", help="evaluate the policy on the UPDATE OLD -> NEW",
+        description="Evaluate the policy's CEL (as the API server would on an UPDATE) on two DGD "
+        "files and print whether the change is admitted, with the messages.")
     test.add_argument("old", metavar="OLD", help="the DGD file as stored in the cluster")
     test.add_argument("new", metavar="NEW", help="the DGD file as it would be applied")
     _add_policy_options(test)
