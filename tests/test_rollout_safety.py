@@ -493,3 +493,28 @@ def test_frontend_services_select_the_labels_the_operator_sets() -> None:
               and o["metadata"]["name"].endswith("-fe")]
     assert {f["spec"]["selector"][OP_LABEL_DGD] for f in fronts} == dgds
     assert all(f["spec"]["selector"][OP_LABEL_COMPONENT_TYPE] == "frontend" for f in fronts)
+
+
+def test_rollback_states_apply_in_the_backward_order() -> None:
+    """A backward transition's waves: the stable regrows first (0), the weights move (1), the
+    candidate shrinks last (2)."""
+    prepared = prepare(str(REPO / "examples/vllm-disagg-block-size/rollout.yaml"))
+    wave = "argocd.argoproj.io/sync-wave"
+    checked = 0
+    for state in prepared.plan.rollback_steps:
+        above = prepared.plan.steps[state.index + 1]
+        objs = _objects(prepared, state)
+        stable = objs[f"dynamographdeployment-{prepared.stable.dgd.name}.yaml"]
+        cand = objs[f"dynamographdeployment-{prepared.candidate_name}.yaml"]
+        (route,) = [o for o in objs.values() if o["kind"] == "HTTPRoute"]
+        grows = any(state.stable.replicas[k] > above.stable.replicas[k]
+                    for k in state.stable.replicas)
+        shrinks = any(state.candidate.replicas[k] < above.candidate.replicas[k]
+                      for k in state.candidate.replicas)
+        assert route["metadata"]["annotations"][wave] == "1"
+        if grows:
+            assert stable["metadata"]["annotations"][wave] == "0", state.label
+        if shrinks:
+            assert cand["metadata"]["annotations"][wave] == "2", state.label
+        checked += grows + shrinks
+    assert checked >= 2
