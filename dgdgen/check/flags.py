@@ -9,7 +9,11 @@ or ``engine:<dotted.path>`` for TRT-LLM engine arguments (the effective value af
 
 Releases. The facts pin behaviour to upstream PRs and dates; the table maps them onto releases:
 
-* ``1.5`` — upstream main as of 2026-08-21 (version 1.5.0-dev): the newest the facts cover.
+* ``1.6`` — 1.6.0 and 1.6.1: observed on the real runtime (``facts/dynamo-runtime.md``, the
+  PyPI wheels ``ai-dynamo==1.6.1`` / ``ai-dynamo-runtime==1.6.1``) and pinned by the
+  runtime-backed tests (``tests/check/test_runtime_truth.py``). The newest known release and the
+  default target.
+* ``1.5`` — upstream main as of 2026-08-21 (version 1.5.0-dev): the newest the source facts cover.
 * ``1.4`` — branched before 2026-08-08: #12890 (2026-08-08) and #12769 (2026-08-19) are "1.5.0,
   not 1.4.0" (facts §2.4, §3.1); PRs of July 2026 (#12023, #12089, worker router flags and
   worker type entering the checksum) are in it.
@@ -26,8 +30,41 @@ from functools import lru_cache
 from dgdgen.dgd import Backend
 from dgdgen.errors import InputError
 
-RELEASES: tuple[str, ...] = ("1.3", "1.4", "1.5")
+RELEASES: tuple[str, ...] = ("1.3", "1.4", "1.5", "1.6")
 NEWEST = RELEASES[-1]
+
+# What applying a checksum change in place does, per release (the frontend's reaction to two
+# ModelDeploymentCard checksums for one model in one Dynamo namespace).
+MDC_CONSEQUENCE: dict[str, str] = {
+    # facts/dynamo.md §3.1: lib/llm/src/discovery/watcher.rs before #12890.
+    "1.3": "the frontend skips the new workers ('Checksum for new worker does not match "
+           "existing WorkerSet's checksum'): they are ready but idle while old workers remain",
+    "1.4": "the frontend skips the new workers ('Checksum for new worker does not match "
+           "existing WorkerSet's checksum'): they are ready but idle while old workers remain",
+    # facts/dynamo.md §3.1: #12890 cohorts, reported as a regression in #14215.
+    "1.5": "the frontend sees two checksum cohorts and tears the model down (no serving) until "
+           "only one cohort remains",
+    # facts/dynamo-runtime.md "ModelDeploymentCard checksum conflicts"; runtime-verified by
+    # tests/check/test_runtime_truth.py.
+    "1.6": "the frontend rejects the new workers ('Rejected incompatible workers'): they pass "
+           "their own health check but get 0 requests, so the roll loses capacity step by step "
+           "and flips all traffic to the new configuration when the last old worker goes",
+}
+
+# What a KV-transfer / KV-layout change in place does (facts/dynamo.md §4; the same in every
+# release: old and new workers of one namespace hand KV blocks to each other).
+KV_CONSEQUENCE: dict[str, str] = dict.fromkeys(
+    RELEASES, "old decode workers take KV blocks from new prefill workers (and the reverse) "
+              "while both run: the transfer fails or reads a mismatched layout")
+
+
+def consequence(category: Category, release: str) -> str | None:
+    """The per-release consequence text of an in-place change of ``category``."""
+    if category is Category.MDC:
+        return MDC_CONSEQUENCE.get(release)
+    if category is Category.KV:
+        return KV_CONSEQUENCE.get(release)
+    return None
 
 
 class Category(str, enum.Enum):
@@ -78,7 +115,7 @@ def release_key(release: str) -> tuple[int, ...]:
 
 
 def normalize_release(value: str | None) -> str:
-    """``1.5``, ``1.5.0``, ``v1.4.1`` → a release of :data:`RELEASES`; unknown → InputError."""
+    """``1.6``, ``1.6.1``, ``v1.4.1`` → a release of :data:`RELEASES`; unknown → InputError."""
     if value is None:
         return NEWEST
     text = value.strip().lstrip("vV")

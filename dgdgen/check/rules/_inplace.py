@@ -24,6 +24,8 @@ def in_place(ctx: Context, rule: RuleMeta, category: Category) -> Iterator[Findi
             continue
         renamed = (f" (renamed from {pair.verdict.renamed_from})"
                    if pair.verdict.renamed_from else "")
+        effect = rule.consequence(ctx.release)
+        tail = f"; on Dynamo {ctx.release} {effect}" if effect else ""
         for change in pair.verdict.changes:
             if change.category is not category:
                 continue
@@ -31,7 +33,7 @@ def in_place(ctx: Context, rule: RuleMeta, category: Category) -> Iterator[Findi
             yield rule.finding(
                 file=pair.head.file, line=line, column=col,
                 message=f"{change.component}: {change.reason}; applied in place{renamed}, old and "
-                        f"new workers share one Dynamo namespace",
+                        f"new workers share one Dynamo namespace{tail}",
                 object=pair.head.object, component=change.component,
                 key=f"{change.field}\x1f{change.old}\x1f{change.new}",
             )
