@@ -1,0 +1,152 @@
+"""The one mapping from a rendered worker's engine flags to the mocker's flags.
+
+The rehearsal runs each rendered worker as ``python -m dynamo.mocker`` and the checker's runtime
+tests reproduce checksum inputs with it, so both read this table. A rendered flag is *carried*
+when the mocker has a flag with the same meaning, so the local worker publishes the same
+ModelDeploymentCard inputs and KV layout as the real one would (block / page size, context length,
+served model name, disaggregation mode, KV cache dtype, router mode) or schedules alike (max
+sequences, GPU block count, data parallel size). Everything else is *dropped*, with the reason:
+the mocker loads no weights and runs no GPU kernels, so parallelism, memory, quantisation and
+transfer-backend settings have nothing to act on. The model path is replaced by the local tiny
+model directory (config, tokenizer, chat template; :mod:`dgdgen.runtime.model`).
+
+Flag names follow ``python -m dynamo.mocker --help`` of ai-dynamo 1.6.1 (``dynamo/mocker/args.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from dgdgen.check.facts import ComponentFacts
+from dgdgen.dgd import Backend
+
+# canonical rendered flag (per backend, as dgdgen.check.facts spells it) → mocker flag
+_CARRIED: dict[Backend, dict[str, str]] = {
+    Backend.VLLM: {
+        "--block-size": "--block-size",
+        "--max-model-len": "--max-model-len",
+        "--kv-cache-dtype": "--kv-cache-dtype",
+        "--max-num-seqs": "--max-num-seqs",
+        "--max-num-batched-tokens": "--max-num-batched-tokens",
+        "--num-gpu-blocks-override": "--num-gpu-blocks-override",
+        "--data-parallel-size": "--data-parallel-size",
+        "--enable-prefix-caching": "--enable-prefix-caching",
+        "--router-mode": "--router-mode",
+    },
+    Backend.SGLANG: {
+        # SGLang's page size is its KV block size; the mocker takes it as --block-size too.
+        "--page-size": "--block-size",
+        "--context-length": "--max-model-len",
+        "--kv-cache-dtype": "--kv-cache-dtype",
+        "--max-running-requests": "--max-num-seqs",
+        "--dp-size": "--data-parallel-size",
+        "--router-mode": "--router-mode",
+    },
+    Backend.TRTLLM: {
+        "--tokens-per-block": "--block-size",
+        "--kv-block-size": "--block-size",
+        "--max-seq-len": "--max-model-len",
+        "--max-batch-size": "--max-num-seqs",
+        "--router-mode": "--router-mode",
+    },
+}
+_ENGINE_TYPE = {Backend.VLLM: "vllm", Backend.SGLANG: "sglang", Backend.TRTLLM: "trtllm"}
+# Flags the mocker does not take, and why (anything not listed here or carried is dropped as
+# "no mocker equivalent").
+_WHY_DROPPED = {
+    "--model": "the local tiny model directory replaces the model path (no weights are loaded)",
+    "--model-path": "the local tiny model directory replaces the model path (no weights are loaded)",
+    "--tensor-parallel-size": "no GPUs: parallelism has nothing to split",
+    "--pipeline-parallel-size": "no GPUs: parallelism has nothing to split",
+    "--tp-size": "no GPUs: parallelism has nothing to split",
+    "--pp-size": "no GPUs: parallelism has nothing to split",
+    "--gpu-memory-utilization": "no GPU memory; the KV cache size comes from the mocker's defaults",
+    "--mem-fraction-static": "no GPU memory; the KV cache size comes from the mocker's defaults",
+    "--disaggregation-transfer-backend": "the mocker models KV transfer by bandwidth only",
+    "--kv-transfer-config": "the mocker models KV transfer by bandwidth only",
+    "--connector": "the mocker models KV transfer by bandwidth only",
+    "--trust-remote-code": "no model code is loaded",
+    "--skip-tokenizer-init": "the frontend tokenizes, as in the real deployment",
+    "--host": "every local process listens on loopback",
+    "--port": "ports are assigned by the rehearsal",
+    "--disaggregation-bootstrap-port": "ports are assigned by the rehearsal",
+    "--quantization": "no weights are loaded",
+    "--dtype": "no weights are loaded",
+    "--enforce-eager": "no GPU kernels run",
+}
+
+
+@dataclass(frozen=True)
+class MockerInvocation:
+    args: tuple[str, ...]
+    served_model_name: str
+    carried: tuple[tuple[str, str, str], ...]  # (rendered flag, mocker flag, value)
+    dropped: tuple[tuple[str, str], ...]  # (rendered flag, reason)
+
+
+def served_model_name(comp: ComponentFacts) -> str:
+    """The name the worker registers: ``--served-model-name`` (its first value), else the model
+    path, as the backends do."""
+    for key in ("--served-model-name", "--model", "--model-path"):
+        s = comp.flags.get(key)
+        if s is not None and s.value:
+            return s.value.split()[0]
+    return "model"
+
+
+def disaggregation_mode(comp: ComponentFacts) -> str:
+    s = comp.flags.get("--disaggregation-mode")
+    if s is not None and s.value in ("prefill", "decode"):
+        return s.value
+    sub = comp.role.value
+    return sub if sub in ("prefill", "decode") else "agg"
+
+
+def mocker_invocation(
+    comp: ComponentFacts,
+    *,
+    model_dir: Path,
+    extra: Mapping[str, str] | None = None,
+) -> MockerInvocation:
+    """The mocker command line for one rendered worker replica.
+
+    ``extra`` adds mocker-only flags (e.g. ``--speedup-ratio`` for a slowed-down candidate);
+    they win over carried values.
+    """
+    backend = comp.backend if comp.backend in _ENGINE_TYPE else Backend.VLLM
+    table = _CARRIED[backend]
+    name = served_model_name(comp)
+    out: dict[str, str] = {
+        "--model-path": str(model_dir),
+        "--model-name": name,
+        "--engine-type": _ENGINE_TYPE[backend],
+    }
+    carried: list[tuple[str, str, str]] = [("--served-model-name", "--model-name", name)]
+    dropped: list[tuple[str, str]] = []
+    mode = disaggregation_mode(comp)
+    out["--disaggregation-mode"] = mode
+    if mode != "agg":
+        carried.append(("--disaggregation-mode", "--disaggregation-mode", mode))
+    for flag in sorted(comp.flags):
+        setting = comp.flags[flag]
+        if flag in ("--served-model-name", "--disaggregation-mode", "--is-decode-worker"):
+            continue
+        target = table.get(flag)
+        if target is None:
+            dropped.append((flag, _WHY_DROPPED.get(flag, "no mocker equivalent")))
+            continue
+        out[target] = setting.value
+        carried.append((flag, target, setting.value))
+    for flag, value in (extra or {}).items():
+        out[flag] = value
+    args: list[str] = []
+    for flag, value in out.items():
+        if value == "true" and flag == "--enable-prefix-caching":
+            args.append(flag)
+        elif value == "false" and flag == "--enable-prefix-caching":
+            args.append("--no-enable-prefix-caching")
+        else:
+            args += [flag, value]
+    return MockerInvocation(tuple(args), name, tuple(carried), tuple(dropped))

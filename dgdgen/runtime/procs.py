@@ -1,0 +1,307 @@
+"""Local Dynamo frontends and mocker workers as processes, the way the operator would run them.
+
+Settings used (docs/rehearse.md, observed on Dynamo 1.6.1): file discovery (no etcd), the TCP
+request plane and the ZMQ event plane (no NATS), every listener on 127.0.0.1, ``HOME`` in the
+scratch folder (the model-card cache goes to ``$HOME/.cache/dynamo``) and ``HF_HUB_OFFLINE=1``.
+A worker's ``/health`` stays 503 unless ``DYN_SYSTEM_USE_ENDPOINT_HEALTH_STATUS`` names the
+``generate`` endpoint, which the operator sets.
+
+Run this inside a private network namespace (:mod:`dgdgen.runtime.netns`).
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+_next_port = 20000
+
+
+def free_port() -> int:
+    """A free loopback port below 32768: Dynamo 1.6.1 reads ``DYN_SYSTEM_PORT`` as a signed 16-bit
+    integer and refuses 53415 ("expected i16"), so ephemeral ports cannot be used for it."""
+    global _next_port
+    while _next_port < 32000:
+        port = _next_port
+        _next_port += 1
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free loopback port below 32000")
+
+
+def http_get(port: int, path: str, timeout: float = 2.0) -> tuple[int, str]:
+    """GET ``http://127.0.0.1:port/path``; (0, reason) when nothing answers."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        conn.request("GET", path)
+        resp = conn.getresponse()
+        return resp.status, resp.read().decode("utf-8", "replace")
+    except OSError as exc:
+        return 0, str(exc)
+    finally:
+        conn.close()
+
+
+@dataclass
+class Proc:
+    """One local process: a frontend (``port``) or a worker (``system_port``)."""
+
+    name: str
+    kind: str  # "frontend" | "worker"
+    namespace: str | None
+    popen: subprocess.Popen[bytes]
+    log_path: Path
+    port: int = 0  # frontend HTTP port
+    system_port: int = 0  # worker system (health, metrics) port
+    labels: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def metrics_port(self) -> int:
+        return self.port if self.kind == "frontend" else self.system_port
+
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def log_text(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def log_tail(self, lines: int = 15) -> str:
+        return "\n".join(self.log_text().splitlines()[-lines:])
+
+
+class StartFailed(RuntimeError):
+    """A local process did not become ready; the message carries its log tail."""
+
+
+class LocalDynamo:
+    """Starts and stops local Dynamo processes sharing one discovery folder.
+
+    Use as a context manager: every process still running is stopped on exit.
+    """
+
+    def __init__(self, workdir: Path, *, python: str | None = None) -> None:
+        self.workdir = workdir
+        self.python = python or sys.executable
+        self.procs: list[Proc] = []
+        (workdir / "logs").mkdir(parents=True, exist_ok=True)
+        (workdir / "home").mkdir(parents=True, exist_ok=True)
+        (workdir / "kv").mkdir(parents=True, exist_ok=True)
+        self._counter = 0
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop_all()
+
+    def base_env(self) -> dict[str, str]:
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("DYN_", "VIRTUAL_ENV_PROMPT")) and k != "PYTHONPATH"
+        }
+        env.update(
+            HOME=str(self.workdir / "home"),
+            HF_HUB_OFFLINE="1",
+            TRANSFORMERS_OFFLINE="1",
+            DYN_DISCOVERY_BACKEND="file",
+            DYN_FILE_KV=str(self.workdir / "kv"),
+            DYN_REQUEST_PLANE="tcp",
+            DYN_EVENT_PLANE="zmq",
+            DYN_TCP_RPC_HOST="127.0.0.1",
+            DYN_TCP_RESPONSE_STREAM_HOST="127.0.0.1",
+            DYN_SYSTEM_HOST="127.0.0.1",
+            DYN_EVENT_PLANE_HOST="127.0.0.1",
+        )
+        return env
+
+    def _spawn(
+        self, name: str, kind: str, namespace: str | None, argv: list[str], env: dict[str, str]
+    ) -> Proc:
+        self._counter += 1
+        log_path = self.workdir / "logs" / f"{self._counter:03d}-{name}.log"
+        log = open(log_path, "wb")  # noqa: SIM115 - the child owns it
+        try:
+            popen = subprocess.Popen(
+                argv,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=self.workdir,
+                start_new_session=True,
+            )
+        finally:
+            log.close()
+        proc = Proc(name=name, kind=kind, namespace=namespace, popen=popen, log_path=log_path)
+        self.procs.append(proc)
+        return proc
+
+    def frontend(
+        self,
+        namespace: str | None = None,
+        *,
+        prefix: str | None = None,
+        args: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
+        name: str | None = None,
+    ) -> Proc:
+        """``python -m dynamo.frontend`` serving exactly ``namespace`` (``--namespace``), or every
+        namespace starting with ``prefix`` (``DYN_NAMESPACE_PREFIX``), or every namespace."""
+        port = free_port()
+        full_env = self.base_env()
+        if prefix is not None:
+            full_env["DYN_NAMESPACE_PREFIX"] = prefix
+        full_env.update(env or {})
+        argv = [self.python, "-m", "dynamo.frontend", "--http-host", "127.0.0.1"]
+        argv += ["--http-port", str(port)]
+        if namespace is not None:
+            argv += ["--namespace", namespace]
+        argv += list(args)
+        proc = self._spawn(name or f"frontend-{namespace or prefix or 'all'}", "frontend",
+                           namespace, argv, full_env)
+        proc.port = port
+        return proc
+
+    def mocker(
+        self,
+        namespace: str,
+        args: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        name: str | None = None,
+    ) -> Proc:
+        """``python -m dynamo.mocker ARGS`` registered in Dynamo namespace ``namespace``."""
+        system_port = free_port()
+        full_env = self.base_env()
+        full_env.update(env or {})
+        full_env.update(
+            DYN_NAMESPACE=namespace,
+            DYN_SYSTEM_PORT=str(system_port),
+            DYN_SYSTEM_USE_ENDPOINT_HEALTH_STATUS='["generate"]',
+        )
+        argv = [self.python, "-m", "dynamo.mocker", *args]
+        proc = self._spawn(name or f"mocker-{namespace}", "worker", namespace, argv, full_env)
+        proc.system_port = system_port
+        return proc
+
+    def _wait(self, proc: Proc, what: str, timeout: float, check: Callable[[], Any]) -> Any:
+        deadline = time.monotonic() + timeout
+        while True:
+            result = check()
+            if result is not None:
+                return result
+            if not proc.alive():
+                raise StartFailed(
+                    f"{proc.name} exited with {proc.popen.returncode} before {what}:\n"
+                    f"{proc.log_tail()}"
+                )
+            if time.monotonic() > deadline:
+                raise StartFailed(f"{proc.name}: no {what} after {timeout:.0f} s:\n{proc.log_tail()}")
+            time.sleep(0.1)
+
+    def wait_frontend_up(self, proc: Proc, timeout: float = 30.0) -> None:
+        def up() -> bool | None:
+            status, _ = http_get(proc.port, "/health")
+            return True if status == 200 else None
+
+        self._wait(proc, "HTTP /health 200", timeout, up)
+
+    def wait_worker_ready(self, proc: Proc, timeout: float = 30.0) -> dict[str, Any]:
+        def ready() -> dict[str, Any] | None:
+            status, body = http_get(proc.system_port, "/health")
+            if status != 200:
+                return None
+            try:
+                data = json.loads(body)
+            except ValueError:
+                return None
+            return data if isinstance(data, dict) and data.get("status") == "ready" else None
+
+        result: dict[str, Any] = self._wait(proc, "ready /health", timeout, ready)
+        return result
+
+    def model_ready(self, proc: Proc, model: str) -> dict[str, Any] | None:
+        """The frontend's ``/v1/models/{model}/ready`` answer when 200, else None."""
+        status, body = http_get(proc.port, f"/v1/models/{model}/ready")
+        if status != 200:
+            return None
+        try:
+            data = json.loads(body)
+        except ValueError:
+            return None
+        return data if isinstance(data, dict) else None
+
+    def wait_model_ready(
+        self, proc: Proc, model: str, *, timeout: float = 30.0, workers: int | None = None
+    ) -> dict[str, Any]:
+        """Wait until the frontend serves ``model`` (with at least ``workers`` workers in all)."""
+
+        def ready() -> dict[str, Any] | None:
+            data = self.model_ready(proc, model)
+            if not data or not data.get("ready"):
+                return None
+            if workers is not None and count_ready_workers(data) < workers:
+                return None
+            return data
+
+        result: dict[str, Any] = self._wait(proc, f"model {model!r} ready", timeout, ready)
+        return result
+
+    def stop(self, proc: Proc, grace: float = 10.0) -> int | None:
+        """SIGTERM the process group, then SIGKILL after ``grace`` seconds."""
+        if proc.alive():
+            try:
+                os.killpg(proc.popen.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            try:
+                proc.popen.wait(grace)
+            except subprocess.TimeoutExpired:
+                try:
+                    os.killpg(proc.popen.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                proc.popen.wait(5)
+        if proc in self.procs:
+            self.procs.remove(proc)
+        return proc.popen.returncode
+
+    def stop_all(self) -> None:
+        for proc in reversed(list(self.procs)):
+            self.stop(proc, grace=5.0)
+
+
+def count_ready_workers(ready: Mapping[str, Any]) -> int:
+    """Workers counted in a ``/v1/models/{model}/ready`` answer, over namespaces and types."""
+    total = 0
+    namespaces = ready.get("namespaces")
+    if not isinstance(namespaces, dict):
+        return 0
+    for ns in namespaces.values():
+        types = ns.get("worker_types") if isinstance(ns, dict) else None
+        if isinstance(types, dict):
+            for t in types.values():
+                if isinstance(t, dict) and isinstance(t.get("workers"), int):
+                    total += t["workers"]
+    return total
