@@ -30,6 +30,9 @@ from functools import lru_cache
 from dgdgen.dgd import Backend
 from dgdgen.errors import InputError
 
+# The key under which dgdgen.check.facts keeps the extra served model names (card `aliases`).
+ALIASES_KEY = "--served-model-name:aliases"
+
 RELEASES: tuple[str, ...] = ("1.3", "1.4", "1.5", "1.6")
 NEWEST = RELEASES[-1]
 
@@ -97,6 +100,9 @@ class Input:
     cite: str
     since: str | None = None  # first release it applies to (None: every release covered)
     until: str | None = None  # first release it no longer applies to
+    # Counts only when this flag is set (base or head) on the worker, e.g. the worker router
+    # flags reach the card only with a worker-side --router-mode.
+    requires: str | None = None
 
     def applies(self, backend: Backend, release: str) -> bool:
         if backend not in self.backends:
@@ -136,8 +142,22 @@ def normalize_release(value: str | None) -> str:
 
 _CARD = "facts/dynamo.md §3.2"
 
+# The worker-side router flags (ai-dynamo 1.6.1 `add_worker_router_arguments`: RouterArgGroup +
+# KvRouterArgGroup; alias spellings are canonicalised by dgdgen.check.facts).
+_ROUTER_KEYS: tuple[str, ...] = (
+    "--router-*", "--router-mode", "--router-kv-events", "--active-decode-blocks-threshold",
+    "--active-prefill-tokens-threshold", "--active-prefill-tokens-threshold-frac",
+    "--load-aware", "--use-remote-indexer", "--enable-session-prefix-index",
+    "--shared-cache-multiplier", "--shared-cache-type",
+)
+
 MDC_INPUTS: tuple[Input, ...] = (
-    Input(("--served-model-name",), Category.MDC, "display_name / aliases", ALL, _CARD),
+    Input(("--served-model-name",), Category.MDC, "display_name", ALL, _CARD),
+    # The extra served names (vLLM nargs="+", or packed with commas / spaces; split by
+    # dynamo/common/configuration/utils.py split_served_model_names in ai-dynamo 1.6.1) are the
+    # card's `aliases`, hashed since Aug 2026 (facts/dynamo.md §3 item 11, §3.3).
+    Input((ALIASES_KEY,), Category.MDC, "aliases (extra served model names)", VLLM | SGLANG,
+          "facts/dynamo.md §3 item 11, §3.3", since="1.5"),
     # The model id names the files whose contents are hashed (config, tokenizer,
     # tokenizer_config, generation_config) and `source_path` (facts §3 items 2–3).
     Input(("--model",), Category.MDC, "source_path and model file checksums",
@@ -170,8 +190,16 @@ MDC_INPUTS: tuple[Input, ...] = (
           ALL, _CARD, since="1.4"),
     Input(("--route-to-encoder",), Category.MDC, "needs", VLLM, _CARD, since="1.4"),
     Input(("--encode-endpoint",), Category.MDC, "needs", TRTLLM, _CARD, since="1.4"),
-    Input(("--router-*", "--router-mode", "--router-kv-events"), Category.MDC,
-          "router_config", ALL, _CARD, since="1.4"),
+    Input(_ROUTER_KEYS, Category.MDC, "router_config", ALL, _CARD, since="1.4", until="1.6"),
+    # 1.6: the card carries router_config only when the worker sets --router-mode
+    # (dynamo/common/configuration/groups/router_args.py build_router_config: "None means no
+    # mode was requested, leaving router_config off the card"); runtime-verified for
+    # --router-mode kv (facts/dynamo-runtime.md; tests/check/test_runtime_truth.py).
+    Input(("--router-mode",), Category.MDC, "router_config", ALL,
+          "facts/dynamo-runtime.md; ai-dynamo 1.6.1 router_args.py", since="1.6"),
+    Input(_ROUTER_KEYS, Category.MDC, "router_config (with a worker --router-mode)", ALL,
+          "ai-dynamo 1.6.1 router_args.py build_router_config", since="1.6",
+          requires="--router-mode"),
 )
 
 # --------------------------------------------------------------------------- KV transfer
@@ -194,7 +222,11 @@ KV_INPUTS: tuple[Input, ...] = (
     # change is a KV-cache dtype change (vLLM CacheConfig / SGLang ServerArgs behaviour).
     Input(("--dtype",), Category.KV, "KV cache dtype (follows the model dtype)",
           VLLM | SGLANG, _KV),
-    Input(("--max-model-len",), Category.KV, "KV layout (max model length)", VLLM, _KV),
+    # Context / sequence length (vLLM --max-model-len, SGLang --context-length, TRT-LLM
+    # max_seq_len) is a card input (context_length, §3.2), not a KV-transfer change: the KV block
+    # layout a prefill worker hands over (block size, dtype, heads, sharding) does not depend on
+    # it, so it is not listed here although §4 names --max-model-len among layout flags
+    # (issue 13 item 3: a category only where it changes the KV layout or transfer).
     # SGLang
     Input(("--disaggregation-transfer-backend",), Category.KV, "KV transfer backend", SGLANG,
           _KV),
@@ -213,8 +245,7 @@ KV_INPUTS: tuple[Input, ...] = (
           "KV sharding (parallel sizes)", TRTLLM, _KV),
     Input(("engine:kv_cache_config", "engine:kv_cache_config.*"), Category.KV,
           "KV cache configuration", TRTLLM, _KV),
-    Input(("engine:max_num_tokens", "engine:max_seq_len"), Category.KV, "KV layout limits",
-          TRTLLM, _KV),
+    Input(("engine:max_num_tokens",), Category.KV, "KV layout limits", TRTLLM, _KV),
     Input(("--kv-block-size",), Category.KV, "KV block size", TRTLLM, _KV, until="1.4"),
     # The engine-arguments file itself: when its contents cannot be read (it ships in the image
     # or a ConfigMap outside the checked files), a new file may change any key above.
