@@ -96,8 +96,8 @@ def page(meta: RuleMeta) -> str:
         lines.append(f"- **Aliases:** {', '.join(meta.aliases)}")
     lines += ["", "## What", "", meta.summary, "", "## Why", "", meta.rationale, ""]
     if meta.by_release:
-        lines += ["## By Dynamo release", "", "`--dynamo-version` picks the release "
-                  "(default: the newest known).", "",
+        lines += ["## By Dynamo release", "",
+                  "`--dynamo-version` picks the release (default: the newest known).", "",
                   "| release | applied in place |", "| --- | --- |"]
         lines += [f"| {r} | {text} |" for r, text in meta.by_release]
         lines.append("")

@@ -75,6 +75,10 @@ _WHY_DROPPED = {
     "--quantization": "no weights are loaded",
     "--dtype": "no weights are loaded",
     "--enforce-eager": "no GPU kernels run",
+    "--custom-jinja-template": "the chat template comes from the local model directory "
+                               "(make_model_dir(chat_template=...))",
+    # dgdgen.check.facts keeps the extra served names under this key (the card's aliases).
+    "--served-model-name:aliases": "the mocker registers one served model name (no aliases)",
 }
 
 

@@ -20,6 +20,24 @@ def test_corpus_is_large_enough() -> None:
 
 
 @pytest.mark.parametrize("name", CASES)
+def test_case_says_where_its_expectation_comes_from(name: str) -> None:
+    """Every case names its source: a fact, the installed parsers, or a runtime probe that the
+    runtime-backed tests really run (tests/check/test_runtime_truth.py)."""
+    import re
+
+    with open(os.path.join(CORPUS, name, "expected.json"), encoding="utf-8") as fh:
+        source = json.load(fh).get("source", "")
+    assert source.strip(), f"{name}: no source"
+    probes = re.findall(r"runtime:([a-z0-9-]+)", source)
+    with open(os.path.join(os.path.dirname(__file__), "test_runtime_truth.py"),
+              encoding="utf-8") as fh:
+        truth = fh.read()
+    for probe in probes:
+        assert f'Probe("{probe}"' in truth, f"{name}: no runtime probe {probe!r}"
+    assert probes or re.search(r"facts/|DESIGN\.md|ai-dynamo|issue 13", source), source
+
+
+@pytest.mark.parametrize("name", CASES)
 def test_verdict(name: str) -> None:
     d = os.path.join(CORPUS, name)
     with open(os.path.join(d, "expected.json"), encoding="utf-8") as fh:
