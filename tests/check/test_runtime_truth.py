@@ -186,7 +186,36 @@ def run_probes(workdir: str) -> dict[str, dict[str, Any]]:
             }
             dyn.stop(cand)
             dyn.stop(inc)
+        dyn.stop(fe)
+        out["_prefix"] = prefix_split(dyn, dirs["a"])
     return out
+
+
+def prefix_split(dyn: Any, model_dir: Path) -> dict[str, Any]:
+    """A frontend selecting by prefix (DYN_NAMESPACE_PREFIX), and two namespaces that start with
+    it whose workers have different checksums (block size 16 and 32): how the frontend splits
+    the model's requests."""
+    from dgdgen.check.facts import dgd_facts
+    from dgdgen.dgd import parse
+    from dgdgen.runtime import client, metrics
+    from dgdgen.runtime.mocker import mocker_invocation
+    from dgdgen.yamlio import load_documents_fast
+
+    fe = dyn.frontend(prefix="inference-pfx")
+    dyn.wait_frontend_up(fe)
+    workers = []
+    for ns, block in (("inference-pfx", "16"), ("inference-pfx-canary", "32")):
+        doc = load_documents_fast(dgd_text("Qwen/Qwen3-0.6B", "tiny-prefix",
+                                           ("--block-size", block)), "p.yaml")[0]
+        comp = dgd_facts(parse(doc.data, source=doc)).components["worker"]
+        w = dyn.mocker(ns, mocker_invocation(comp, model_dir=model_dir).args, name=ns)
+        dyn.wait_worker_ready(w)
+        workers.append(w)
+    dyn.wait_model_ready(fe, "tiny-prefix", workers=2)
+    outcomes = [client.request(fe.port, "tiny-prefix", stream=False, max_tokens=4)
+                for _ in range(2 * REQUESTS)]
+    return {"ok": sum(1 for o in outcomes if o.ok),
+            "served": [metrics.worker_requests(w) for w in workers]}
 
 
 @pytest.fixture(scope="module")
@@ -242,3 +271,39 @@ def test_every_probe_changes_what_the_mocker_runs(truth: dict[str, dict[str, Any
     for p in PROBES:
         seen = truth[p.name]
         assert seen["incumbent_args"] != seen["candidate_args"], p.name
+
+
+def test_prefix_selection_splits_across_checksums_and_dgd107_flags_it(
+        truth: dict[str, dict[str, Any]], tmp_path: Path) -> None:
+    """Item 4: the prefix frontend sends the model's requests to both namespaces although their
+    checksums differ, and DGD107 flags a frontend configured that way."""
+    seen = truth["_prefix"]
+    assert seen["ok"] == 2 * REQUESTS, seen
+    split = all(n > 0 for n in seen["served"])
+    case = tmp_path / "frontend.yaml"
+    case.write_text(textwrap.dedent("""\
+        apiVersion: nvidia.com/v1beta1
+        kind: DynamoGraphDeployment
+        metadata:
+          name: pfx
+          namespace: inference
+        spec:
+          components:
+            - name: frontend
+              type: frontend
+              podTemplate:
+                spec:
+                  containers:
+                    - name: main
+                      image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.6.1
+                      command: [python3, -m, dynamo.frontend]
+                      env:
+                        - name: DYN_NAMESPACE_PREFIX
+                          value: inference-pfx
+        """), encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-m", "dgdgen", "check", str(case), "--format", "json",
+                           "--fail-on", "never", "--select", "DGD107"],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    codes = [f["code"] for f in json.loads(proc.stdout)["findings"]]
+    assert ("DGD107" in codes) == split, (codes, seen)
