@@ -467,8 +467,8 @@ def _risk(base: DgdFacts, head: DgdFacts) -> tuple[RiskGrade, list[str]]:
     if bm is not None and hm is not None and bm != hm:
         if model_name(bm) == model_name(hm):
             return RiskGrade.SAME_MODEL_NEW_REVISION, [
-                f"risk: the same model from another location ({bm} → {hm}): "
-                "weights may differ"]
+                (f"risk: the same model from another location ({bm} → {hm}): "
+                 "weights may differ")]
         if _same_weights_family(bm, hm):
             return RiskGrade.SAME_MODEL_NEW_REVISION, [
                 f"risk: the same model with other weights ({bm} → {hm})"]
@@ -486,7 +486,8 @@ def _risk(base: DgdFacts, head: DgdFacts) -> tuple[RiskGrade, list[str]]:
             o, n = old_c.flags.get(key), c.flags.get(key)
             if (o.value if o else None) != (n.value if n else None):
                 return RiskGrade.SAME_MODEL_NEW_REVISION, [
-                    f"risk: the same model with new weights ({key} "
-                    f"{_describe(o.value if o else None)} → {_describe(n.value if n else None)})"]
+                    (f"risk: the same model with new weights ({key} "
+                     f"{_describe(o.value if o else None)} → "
+                     f"{_describe(n.value if n else None)})")]
     return RiskGrade.CONFIG_ONLY, ["risk: configuration only (the model and its weights stay)"]
 

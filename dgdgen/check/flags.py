@@ -110,9 +110,7 @@ class Input:
         r = release_key(release)
         if self.since is not None and r < release_key(self.since):
             return False
-        if self.until is not None and r >= release_key(self.until):
-            return False
-        return True
+        return self.until is None or r < release_key(self.until)
 
 
 @lru_cache(maxsize=64)

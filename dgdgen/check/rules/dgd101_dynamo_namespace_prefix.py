@@ -44,7 +44,7 @@ def check(ctx: Context) -> Iterator[Finding]:
             if is_dgd(doc.data):
                 try:
                     d = parse(doc.data, source=doc)
-                except Exception:  # a broken neighbour is not this check's business
+                except Exception:  # noqa: BLE001, S112 - a broken neighbour is not this check's business
                     continue
                 entries.setdefault((d.namespace, d.name), (doc.file, None, None,
                                                            f"DynamoGraphDeployment/{d.name}",
