@@ -76,7 +76,20 @@ _MULTI: dict[Backend, frozenset[str]] = {
 # are aliases (dynamo/common/configuration/utils.py `split_served_model_names`, called by
 # dynamo/vllm/args.py and dynamo/sglang/args.py; facts/dynamo.md §3.2: TRT-LLM passes none).
 _SPLIT_NAMES = frozenset({Backend.VLLM, Backend.SGLANG})
-_BACKEND_ENV_PREFIX = {Backend.VLLM: "VLLM_", Backend.SGLANG: "SGLANG_", Backend.TRTLLM: "TRTLLM_"}
+_BACKEND_ENV_PREFIX: dict[Backend, tuple[str, ...]] = {
+    Backend.VLLM: ("VLLM_",),
+    # ai-dynamo 1.6.1 spells SGLang's variables DYN_SGL_* (dynamo/sglang/backend_args.py), a few
+    # DYN_SGLANG_*.
+    Backend.SGLANG: ("SGLANG_", "SGL_"),
+    Backend.TRTLLM: ("TRTLLM_",),
+}
+# Variables whose name is not DYN_ + the flag (ai-dynamo 1.6.1 parsers: kv_router_args.py,
+# router_args.py).
+_ENV_FLAGS: dict[str, str] = {
+    "DYN_ROUTER_USE_KV_EVENTS": "--router-kv-events",
+    "DYN_OVERLAP_SCORE_WEIGHT": "--router-kv-overlap-score-weight",
+    "DYN_ROUTER_LOAD_AWARE": "--load-aware",
+}
 
 
 class Setting(NamedTuple):
@@ -276,9 +289,7 @@ def parse_flags(tokens: list[Token], backend: Backend) -> list[tuple[str, Settin
     joined by one space) and bare boolean flags, in order."""
     multi = _MULTI.get(backend, frozenset())
     words = [t[0] for t in tokens]
-    start, _ = _program_index(words)
-    if start < 0:
-        start = 0
+    start = max(_program_index(words)[0], 0)
     out: list[tuple[str, Setting]] = []
     i = start
     while i < len(tokens):
@@ -330,14 +341,14 @@ def env_flag(name: str, backend: Backend) -> str | None:
     ``--custom-jinja-template``; facts/dynamo.md §3.3, trtllm/backend_args.py ``env_var``)."""
     if not name.startswith("DYN_"):
         return None
+    if name in _ENV_FLAGS:
+        return _ENV_FLAGS[name]
     rest = name[4:]
-    prefix = _BACKEND_ENV_PREFIX.get(backend)
-    if prefix and rest.startswith(prefix):
-        rest = rest[len(prefix):]
-    else:
-        for other in _BACKEND_ENV_PREFIX.values():
-            if rest.startswith(other):  # another backend's variable: not read by this one
-                return None
+    own = next((p for p in _BACKEND_ENV_PREFIX.get(backend, ()) if rest.startswith(p)), None)
+    if own is not None:
+        rest = rest[len(own):]
+    elif any(rest.startswith(p) for ps in _BACKEND_ENV_PREFIX.values() for p in ps):
+        return None  # another backend's variable: not read by this one
     return canonical_flag("--" + rest.lower().replace("_", "-"), backend)
 
 

@@ -107,3 +107,41 @@ def test_zero_or_more_values_and_alias_spellings() -> None:
     assert flags["--router-kv-events"] == "false"
     assert flags["--router-track-active-blocks"] == "true"
     assert worker("--connector kvbm nixl --model Q", "trtllm")["--connector"] == "kvbm nixl"
+
+
+def worker_env(name: str, value: str, backend: str) -> dict[str, str]:
+    text = f"""\
+apiVersion: nvidia.com/v1beta1
+kind: DynamoGraphDeployment
+metadata: {{name: q}}
+spec:
+  components:
+    - name: worker
+      type: worker
+      podTemplate:
+        spec:
+          containers:
+            - name: main
+              image: img:1
+              command: [python3, -m, dynamo.{backend}, --model, Q]
+              env: [{{name: {name}, value: "{value}"}}]
+"""
+    doc = load_documents_fast(text, "w.yaml")[0]
+    comp = dgd_facts(parse(doc.data, source=doc)).components["worker"]
+    return {k: s.value for k, s in comp.flags.items()}
+
+
+@pytest.mark.parametrize(("var", "flag"), [
+    ("DYN_ROUTER_USE_KV_EVENTS", "--router-kv-events"),
+    ("DYN_OVERLAP_SCORE_WEIGHT", "--router-kv-overlap-score-weight"),
+    ("DYN_ROUTER_LOAD_AWARE", "--load-aware"),
+    ("DYN_ROUTER_MODE", "--router-mode"),
+])
+def test_environment_variables_named_unlike_their_flag(var: str, flag: str) -> None:
+    assert worker_env(var, "x", "vllm")[flag] == "x"
+
+
+def test_sglang_reads_dyn_sgl_variables_and_vllm_does_not() -> None:
+    assert worker_env("DYN_SGL_ENABLE_MULTIMODAL", "true", "sglang")["--enable-multimodal"] == "true"
+    assert "--enable-multimodal" not in worker_env("DYN_SGL_ENABLE_MULTIMODAL", "true", "vllm")
+    assert "--sgl-enable-multimodal" not in worker_env("DYN_SGL_ENABLE_MULTIMODAL", "true", "vllm")
