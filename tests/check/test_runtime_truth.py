@@ -1,6 +1,6 @@
 """Ground truth for the checker from the real Dynamo 1.6.1 runtime (issue 13 item 2).
 
-Each probe is one edit of a vLLM worker in a DGD. The test runs the base worker (incumbent) and
+Each probe is one edit of a worker (vLLM, SGLang or TRT-LLM) in a DGD. The test runs the base worker (incumbent) and
 the edited worker (candidate) as real ``dynamo.mocker`` processes in ONE Dynamo namespace behind
 the real ``dynamo.frontend``, sends requests for the incumbent's model, and compares what the
 runtime did with what ``dgdgen diff`` says about the same edit:
@@ -50,6 +50,7 @@ class Probe:
     name: str
     base: tuple[str, ...]  # worker args after `--model M --served-model-name tiny-<name>`
     head: tuple[str, ...]
+    backend: str = "vllm"
     head_model: str = "Qwen/Qwen3-0.6B"
     head_name: str | None = None  # another served model name for the candidate
     head_dir: str = "a"  # which local model directory the candidate reads
@@ -77,12 +78,33 @@ PROBES: tuple[Probe, ...] = (
     Probe("router-mode-kv", (), ("--router-mode", "kv")),
     Probe("max-num-seqs", ("--max-num-seqs", "64"), ("--max-num-seqs", "8")),
     Probe("num-gpu-blocks-override", (), ("--num-gpu-blocks-override", "2048")),
+    Probe("kv-cache-dtype", (), ("--kv-cache-dtype", "fp8")),
+    Probe("data-parallel-size", (), ("--data-parallel-size", "2")),
+    Probe("prefix-caching", ("--enable-prefix-caching",), ("--no-enable-prefix-caching",)),
+    Probe("router-mode-round-robin", (), ("--router-mode", "round-robin")),
+    Probe("router-flag-without-mode", (), ("--router-temperature", "0.5")),
+    Probe("kv-events-alias-without-mode", (), ("--no-kv-events",)),
+    Probe("kv-events-alias-with-mode", ("--router-mode", "kv"),
+          ("--router-mode", "kv", "--no-kv-events")),
+    Probe("sglang-page-size", ("--page-size", "16"), ("--page-size", "32"), backend="sglang"),
+    Probe("sglang-context-length", ("--context-length", "4096"), ("--context-length", "2048"),
+          backend="sglang"),
+    Probe("sglang-max-running-requests", ("--max-running-requests", "64"),
+          ("--max-running-requests", "8"), backend="sglang"),
+    Probe("trtllm-max-seq-len", ("--max-seq-len", "4096"), ("--max-seq-len", "2048"),
+          backend="trtllm"),
+    Probe("trtllm-tokens-per-block", (),
+          ("--override-engine-args", '{"kv_cache_config": {"tokens_per_block": 64}}'),
+          backend="trtllm"),
+    Probe("trtllm-max-batch-size", ("--max-batch-size", "64"), ("--max-batch-size", "8"),
+          backend="trtllm"),
 )
 PROBE_NAMES = frozenset(p.name for p in PROBES)
 
 
-def dgd_text(model: str, served: str, extra: tuple[str, ...]) -> str:
-    args = ", ".join(json.dumps(a) for a in ("--model", model, "--served-model-name", served,
+def dgd_text(model: str, served: str, extra: tuple[str, ...], backend: str = "vllm") -> str:
+    model_flag = "--model-path" if backend == "sglang" else "--model"
+    args = ", ".join(json.dumps(a) for a in (model_flag, model, "--served-model-name", served,
                                             *extra))
     return textwrap.dedent(f"""\
         apiVersion: nvidia.com/v1beta1
@@ -99,16 +121,17 @@ def dgd_text(model: str, served: str, extra: tuple[str, ...]) -> str:
                 spec:
                   containers:
                     - name: main
-                      image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.6.1
-                      command: [python3, -m, dynamo.vllm]
+                      image: nvcr.io/nvidia/ai-dynamo/{backend}-runtime:1.6.1
+                      command: [python3, -m, dynamo.{backend}]
                       args: [{args}]
         """)
 
 
 def sides(p: Probe) -> tuple[str, str]:
     name = f"tiny-{p.name}"
-    return (dgd_text("Qwen/Qwen3-0.6B", name, p.base),
-            dgd_text(p.head_model, f"{name}-{p.head_name}" if p.head_name else name, p.head))
+    return (dgd_text("Qwen/Qwen3-0.6B", name, p.base, p.backend),
+            dgd_text(p.head_model, f"{name}-{p.head_name}" if p.head_name else name, p.head,
+                     p.backend))
 
 
 def mocker_args(text: str, model_dir: Path) -> tuple[tuple[str, ...], str]:
@@ -230,6 +253,9 @@ def truth(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]
     except RuntimeUnavailable as exc:  # pragma: no cover - CI runs as root
         pytest.skip(f"ai-dynamo runtime cannot run here: {exc}")
     result["_elapsed"] = {"seconds": time.monotonic() - start}
+    # What the runtime did, per probe, next to the logs (for reading a failure).
+    (work / "truth.json").write_text(json.dumps(result, indent=2, sort_keys=True),
+                                     encoding="utf-8")
     return result
 
 
