@@ -35,6 +35,7 @@ from typing import Any
 import pytest
 
 from dgdgen import runtime
+from dgdgen.runtime.procs import count_ready_workers
 
 pytestmark = pytest.mark.runtime
 
@@ -161,7 +162,7 @@ def run_probes(workdir: str) -> dict[str, dict[str, Any]]:
     """Runs in the private network namespace: every probe, one frontend."""
     from dgdgen.runtime import client, metrics
     from dgdgen.runtime.model import make_model_dir
-    from dgdgen.runtime.procs import LocalDynamo, count_ready_workers
+    from dgdgen.runtime.procs import LocalDynamo
 
     work = Path(workdir)
     dirs = {k: make_model_dir(work / "models" / k, **v) for k, v in DIRS.items()}  # type: ignore[arg-type]
@@ -207,11 +208,37 @@ def run_probes(workdir: str) -> dict[str, dict[str, Any]]:
                 "incumbent_args": list(inc_args),
                 "candidate_args": list(cand_args),
             }
+            if verdict == "rejected":
+                out[p.name]["after_last_old_worker"] = last_old_worker_goes(dyn, fe, inc, cand,
+                                                                            model)
             dyn.stop(cand)
             dyn.stop(inc)
         dyn.stop(fe)
         out["_prefix"] = prefix_split(dyn, dirs["a"])
     return out
+
+
+def last_old_worker_goes(dyn: Any, fe: Any, inc: Any, cand: Any, model: str) -> dict[str, Any]:
+    """The end of an in-place roll: the last incumbent stops. 1.6 then admits the rejected
+    configuration, and all traffic flips to it (the block size the frontend reports changes)."""
+    from dgdgen.runtime import client, metrics
+
+    def block_size() -> float:
+        return metrics.total(metrics.scrape(fe.port), "dynamo_frontend_model_kv_cache_block_size",
+                             model=model)
+
+    before_size, before_requests = block_size(), metrics.worker_requests(cand)
+    dyn.stop(inc)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        ready = dyn.model_ready(fe, model)
+        if ready and count_ready_workers(ready) >= 1:
+            break
+        time.sleep(0.05)
+    outcomes = [client.request(fe.port, model, stream=False, max_tokens=4) for _ in range(6)]
+    return {"ok": sum(1 for o in outcomes if o.ok),
+            "candidate": metrics.worker_requests(cand) - before_requests,
+            "block_size_before": before_size, "block_size_after": block_size()}
 
 
 def prefix_split(dyn: Any, model_dir: Path) -> dict[str, Any]:
@@ -333,3 +360,24 @@ def test_prefix_selection_splits_across_checksums_and_dgd107_flags_it(
     assert proc.returncode == 0, proc.stderr
     codes = [f["code"] for f in json.loads(proc.stdout)["findings"]]
     assert ("DGD107" in codes) == split, (codes, seen)
+
+
+def test_1_6_consequence_the_rejected_configuration_takes_all_traffic_at_the_end(
+        truth: dict[str, dict[str, Any]]) -> None:
+    """DGD201's 1.6 text: rejected workers sit idle while old workers remain, then all traffic
+    flips to them when the last old worker goes (for the block size: the frontend's reported
+    block size changes to the candidate's)."""
+    from dgdgen.check.flags import MDC_CONSEQUENCE
+
+    assert "flips all traffic" in MDC_CONSEQUENCE["1.6"]
+    rejected_probes = [p for p in PROBES if truth[p.name]["verdict"] == "rejected"]
+    assert len(rejected_probes) >= 5
+    for p in rejected_probes:
+        seen = truth[p.name]
+        after = seen["after_last_old_worker"]
+        assert seen["candidate"] == 0, (p.name, seen)
+        assert after["ok"] == 6 and after["candidate"] == 6, (p.name, after)
+    size = truth["block-size"]["after_last_old_worker"]
+    base = dict(zip(PROBES[0].base[::2], PROBES[0].base[1::2], strict=True))["--block-size"]
+    head = dict(zip(PROBES[0].head[::2], PROBES[0].head[1::2], strict=True))["--block-size"]
+    assert (size["block_size_before"], size["block_size_after"]) == (float(base), float(head))

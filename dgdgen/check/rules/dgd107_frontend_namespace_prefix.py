@@ -25,7 +25,12 @@ RULE = RuleMeta(
         "their ModelDeploymentCard checksums differed (facts/dynamo-runtime.md, \"Namespace "
         "selection by the frontend\"): traffic goes to every generation and every other DGD "
         "whose namespace matches, weighted by worker count, with no gate and no per-generation "
-        "metric (the frontend's metrics carry no namespace label)."
+        "metric (the frontend's metrics carry no namespace label). The operator itself gives "
+        "each frontend its own DGD's namespace as the prefix, to follow the worker-hash "
+        "generations of that DGD (facts/dynamo.md §2.1); DGD101 reports other DGDs that prefix "
+        "reaches. This rule reports a prefix written into the manifest, which overrides that "
+        "scope (--namespace-prefix takes precedence over --namespace, ai-dynamo 1.6.1 "
+        "frontend_args.py)."
     ),
     remediation=(
         "Remove the prefix from the frontend and let it serve its own DGD's namespace exactly; "
