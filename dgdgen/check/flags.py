@@ -54,6 +54,14 @@ MDC_CONSEQUENCE: dict[str, str] = {
            "and flips all traffic to the new configuration when the last old worker goes",
 }
 
+# A new served model name (display_name) is another model, in every release (a WorkerSet is per
+# model, facts/dynamo.md §3.1): nothing is rejected, the old name loses its workers. Observed on
+# 1.6.1 (facts/dynamo-runtime.md; tests/check/test_runtime_truth.py probe served-model-name).
+RENAME_CONSEQUENCE = (
+    "the new workers serve another model name: requests for the old name lose capacity step by "
+    "step and find no worker once the last old worker goes")
+RENAME_FIELDS = frozenset({"--served-model-name"})
+
 # What a KV-transfer / KV-layout change in place does (facts/dynamo.md §4; the same in every
 # release: old and new workers of one namespace hand KV blocks to each other).
 KV_CONSEQUENCE: dict[str, str] = dict.fromkeys(

@@ -208,7 +208,7 @@ def run_probes(workdir: str) -> dict[str, dict[str, Any]]:
                 "incumbent_args": list(inc_args),
                 "candidate_args": list(cand_args),
             }
-            if verdict == "rejected":
+            if verdict in ("rejected", "separate-model"):
                 out[p.name]["after_last_old_worker"] = last_old_worker_goes(dyn, fe, inc, cand,
                                                                             model)
             dyn.stop(cand)
@@ -229,12 +229,14 @@ def last_old_worker_goes(dyn: Any, fe: Any, inc: Any, cand: Any, model: str) -> 
 
     before_size, before_requests = block_size(), metrics.worker_requests(cand)
     dyn.stop(inc)
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         ready = dyn.model_ready(fe, model)
         if ready and count_ready_workers(ready) >= 1:
             break
         time.sleep(0.05)
+    else:
+        time.sleep(1.0)  # no worker for the model (another served name): let the frontend settle
     outcomes = [client.request(fe.port, model, stream=False, max_tokens=4) for _ in range(6)]
     return {"ok": sum(1 for o in outcomes if o.ok),
             "candidate": metrics.worker_requests(cand) - before_requests,
@@ -381,3 +383,19 @@ def test_1_6_consequence_the_rejected_configuration_takes_all_traffic_at_the_end
     base = dict(zip(PROBES[0].base[::2], PROBES[0].base[1::2], strict=True))["--block-size"]
     head = dict(zip(PROBES[0].head[::2], PROBES[0].head[1::2], strict=True))["--block-size"]
     assert (size["block_size_before"], size["block_size_after"]) == (float(base), float(head))
+
+
+def test_a_new_served_name_leaves_the_old_name_without_workers(
+        truth: dict[str, dict[str, Any]], tmp_path: Path) -> None:
+    """DGD201's text for a served-name change: the old name loses its workers, and requests for
+    it fail once the last old worker goes (nothing is rejected: it is another model)."""
+    from dgdgen.check.flags import RENAME_CONSEQUENCE
+
+    probe = next(p for p in PROBES if p.head_name)
+    seen = truth[probe.name]
+    after = seen["after_last_old_worker"]
+    assert seen["verdict"] == "separate-model" and not seen["rejected_logged"], seen
+    assert after["ok"] == 0 and after["candidate"] == 0, after
+    messages = [f["message"] for f in dgdgen_diff(tmp_path, probe)["findings"]
+                if f["code"] == "DGD201"]
+    assert messages and all(RENAME_CONSEQUENCE in m for m in messages), messages

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from dgdgen.check.context import Context
 from dgdgen.check.findings import Finding, Severity
-from dgdgen.check.flags import MDC_CONSEQUENCE, Category
+from dgdgen.check.flags import MDC_CONSEQUENCE, RENAME_CONSEQUENCE, Category
 from dgdgen.check.rules import RuleMeta
 from dgdgen.check.rules._inplace import REMEDIATION, in_place
 
@@ -23,8 +23,9 @@ RULE = RuleMeta(
         "next to old ones in one Dynamo namespace; what the frontend then does depends on the "
         "release (facts/dynamo.md §3.1 up to 1.5; the 1.6.1 runtime, "
         "facts/dynamo-runtime.md, verified by tests/check/test_runtime_truth.py): see the "
-        "table below. Which flags feed the card depends on the backend and on the release "
-        "(--dynamo-version)."
+        "table below. A new served model name is another model in every release: "
+        f"{RENAME_CONSEQUENCE}. Which flags feed the card depends on the backend and on the "
+        "release (--dynamo-version)."
     ),
     remediation=REMEDIATION,
     needs_base=True,
