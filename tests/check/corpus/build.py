@@ -213,6 +213,16 @@ case("vllm-disagg-max-model-len", vllm_disagg,
 case("vllm-worker-router-mode-1.3", vllm_router,
      sub(vllm_router, "            - prefill\n", "            - prefill\n            - --router-mode\n"
          "            - kv\n"), [], dynamo_version="1.3")
+# --- release spelling and prefix selection --------------------------------------------------
+case("vllm-block-size-disagg-1.6.1", vllm_disagg,
+     sub(vllm_disagg, "            - Qwen/Qwen3-0.6B\n",
+         "            - Qwen/Qwen3-0.6B\n            - --block-size\n            - \"32\"\n"),
+     [MDC, KV], note="a patch release selects its minor release's tables", dynamo_version="1.6.1")
+case("frontend-namespace-prefix-added", vllm_agg,
+     sub(vllm_agg, "    Frontend:\n      envFromSecret: hf-token-secret\n",
+         "    Frontend:\n      envFromSecret: hf-token-secret\n      envs:\n"
+         "        - name: DYN_NAMESPACE_PREFIX\n          value: default-vllm\n"), [],
+     note="no card or KV change (the frontend carries no card); DGD107 reports the prefix")
 # --- `sh -c` command strings and --flag=value ------------------------------------------------
 case("sh-c-max-model-len", shared,
      sub(shared, "python3 -m dynamo.vllm --model Qwen/Qwen3-0.6B",
@@ -295,6 +305,9 @@ SOURCES: dict[str, str] = {
     "vllm-served-model-name-alias-packed-with-comma": f"{PARSER} (split_served_model_names)",
     "sglang-served-model-name-same-name-respelled": f"{PARSER} (split_served_model_names)",
     "vllm-disagg-max-model-len": f"{RTP.format('max-model-len')}; issue 13 item 3",
+    "vllm-block-size-disagg-1.6.1": f"{RTP.format('block-size')}; {F4}",
+    "frontend-namespace-prefix-added": "DESIGN.md §1; facts/dynamo-runtime.md (namespace "
+                                       "selection), see DGD107",
     "sh-c-max-model-len": f"{RTP.format('max-model-len')}; facts/dynamo.md §3.3",
     "bash-c-continuation-block-size": f"{RTP.format('block-size')}; facts/dynamo.md §3.3",
     "bash-c-continuation-safe-flag": f"{RTP.format('num-gpu-blocks-override')}; facts/dynamo.md §3",
