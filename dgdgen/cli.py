@@ -37,6 +37,7 @@ COMMANDS: dict[str, str] = {
     "rollback": "dgdgen.commands.rollback",
     "cleanup": "dgdgen.commands.cleanup",
     "argo": "dgdgen.commands.argo",
+    "rehearse": "dgdgen.commands.rehearse",
 }
 
 EPILOG = """\

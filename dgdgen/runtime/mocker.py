@@ -202,3 +202,16 @@ def mocker_invocation(
         else:
             args += [flag, value]
     return MockerInvocation(tuple(args), name, tuple(carried), tuple(dropped))
+
+
+def flag_table_markdown() -> str:
+    """The carried / dropped flags as the Markdown table in docs/rehearse.md (a test keeps the
+    doc equal to this)."""
+    lines = ["| backend | rendered flag | mocker flag |", "| --- | --- | --- |"]
+    for backend, table in _CARRIED.items():
+        for flag, target in table.items():
+            lines.append(f"| {backend.value} | `{flag}` | `{target}` |")
+    lines += ["", "| dropped flag | why |", "| --- | --- |"]
+    for flag, why in _WHY_DROPPED.items():
+        lines.append(f"| `{flag}` | {why} |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,95 @@
+"""A bounded load through the proxy for the whole rehearsal: concurrent SSE streams and unary
+requests at a fixed rate, each one recorded (when it started, the generation that served it —
+from the proxy's observation header —, status, tokens, truncation, time to first token)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+
+from dgdgen.runtime.client import Outcome, request
+
+
+@dataclass(frozen=True)
+class Record:
+    start: float  # seconds since the rehearsal started
+    outcome: Outcome
+
+    @property
+    def generation(self) -> str:
+        return self.outcome.served_by
+
+
+class Load:
+    """``rate`` requests per second, at most ``concurrency`` in flight, every ``unary_every``-th
+    one unary (the rest stream). Stops on :meth:`stop`, or at ``max_seconds`` whatever happens."""
+
+    def __init__(
+        self,
+        port: int,
+        model: str,
+        *,
+        rate: float,
+        t0: float,
+        concurrency: int = 16,
+        unary_every: int = 4,
+        max_tokens: int = 24,
+        max_seconds: float = 3600.0,
+    ) -> None:
+        self.port = port
+        self.model = model
+        self.rate = rate
+        self.t0 = t0
+        self.concurrency = concurrency
+        self.unary_every = unary_every
+        self.max_tokens = max_tokens
+        self.max_seconds = max_seconds
+        self.records: list[Record] = []
+        self._lock = threading.Lock()
+        self._next = 0
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._start = 0.0
+
+    def start(self) -> None:
+        self._start = time.monotonic()
+        for i in range(self.concurrency):
+            t = threading.Thread(target=self._worker, name=f"load-{i}", daemon=True)
+            t.start()
+            self._threads.append(t)
+
+    def _take(self) -> tuple[int, float] | None:
+        with self._lock:
+            i = self._next
+            self._next += 1
+        at = self._start + i / self.rate
+        if at - self._start > self.max_seconds:
+            return None
+        return i, at
+
+    def _worker(self) -> None:
+        while not self._stop.is_set():
+            slot = self._take()
+            if slot is None:
+                return
+            i, at = slot
+            delay = at - time.monotonic()
+            if delay > 0 and self._stop.wait(delay):
+                return
+            started = time.monotonic() - self.t0
+            outcome = request(self.port, self.model, stream=(i % self.unary_every != 0),
+                              max_tokens=self.max_tokens, timeout=120.0)
+            with self._lock:
+                self.records.append(Record(started, outcome))
+
+    def stop(self, timeout: float = 130.0) -> None:
+        """Send nothing more; wait for the requests in flight to finish."""
+        self._stop.set()
+        deadline = time.monotonic() + timeout
+        for t in self._threads:
+            t.join(max(0.0, deadline - time.monotonic()))
+
+    def snapshot(self) -> list[Record]:
+        with self._lock:
+            return sorted(self.records, key=lambda r: r.start)

@@ -1,0 +1,204 @@
+"""The proxy clients go through: a real HAProxy.
+
+* ``haproxy`` provider: the rendered ``haproxy.cfg`` itself. Only what ties it to a cluster is
+  adapted — bind addresses, the socket and state-file folder, the peer address, and each server's
+  Service DNS name mapped to the loopback port of the frontend that Service selects — plus one
+  observation line (``http-response set-header X-Dgdgen-Generation %s``) so every response names
+  the generation that served it. Weights move the way the chosen path moves them: a hitless reload
+  through the master CLI (the Git path: a new ConfigMap rolls the proxy), or ``dgdgen traffic
+  set-weights`` on the runtime API first (the fast path) and the reload after.
+* HTTPRoute providers (``gateway-api``, ``gamma``, ``inference-pool``): there is no Gateway here,
+  so an HAProxy stands in for it with the route's backends and weights (smooth weighted round
+  robin, no health checks: a Gateway routes by weight alone). The report says so.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from dgdgen.runtime.procs import Proc, free_port
+from dgdgen.traffic.runtime import MasterCli
+
+GENERATION_HEADER = "X-Dgdgen-Generation"
+_SERVER = re.compile(r"^(\s*server\s+(\S+)\s+)(\S+?)(:\d+)?(\s.*)?$")
+_UNREACHABLE = "127.0.0.1:9"  # nothing listens: the server goes DOWN, as with no endpoints
+
+
+def haproxy_binary() -> str | None:
+    return shutil.which("haproxy") or (
+        "/usr/sbin/haproxy" if os.path.exists("/usr/sbin/haproxy") else None
+    )
+
+
+class Proxy:
+    def __init__(self, workdir: Path) -> None:
+        self.dir = workdir / "haproxy"
+        (self.dir / "run").mkdir(parents=True, exist_ok=True)
+        self.port = free_port()
+        self.stats_port = free_port()
+        self.peer_port = free_port()
+        self.cfg = self.dir / "haproxy.cfg"
+        self.popen: subprocess.Popen[bytes] | None = None
+        self.reloads = 0
+        self.kind = ""  # "rendered" | "stand-in"
+
+    @property
+    def admin_socket(self) -> str:
+        return str(self.dir / "run" / "admin.sock")
+
+    @property
+    def master_socket(self) -> str:
+        return str(self.dir / "run" / "master.sock")
+
+    # ------------------------------------------------------------------ configs
+
+    def adapt(self, rendered: str, service_port: Callable[[str], int | None]) -> str:
+        """The rendered config with only its cluster-bound parts replaced (see the module doc)."""
+        out: list[str] = []
+        in_backend = False
+        for line in rendered.splitlines():
+            stripped = line.strip()
+            if stripped == "bind :8000":
+                line = line.replace(":8000", f"127.0.0.1:{self.port}")
+            elif stripped == "bind :8404":
+                line = line.replace(":8404", f"127.0.0.1:{self.stats_port}")
+            elif stripped.startswith("peer local 127.0.0.1:"):
+                line = re.sub(r"127\.0\.0\.1:\d+", f"127.0.0.1:{self.peer_port}", line)
+            line = line.replace("/var/run/haproxy/", f"{self.dir}/run/")
+            m = _SERVER.match(line)
+            if m and in_backend:
+                host = m.group(3)
+                service = host.split(".")[0]
+                port = service_port(service)
+                addr = f"127.0.0.1:{port}" if port else _UNREACHABLE
+                line = f"{m.group(1)}{addr}{m.group(5) or ''}"
+            if stripped.startswith("backend "):
+                in_backend = True
+                out.append(line)
+                out.append(f"    http-response set-header {GENERATION_HEADER} %s")
+                continue
+            if stripped and not line.startswith((" ", "\t")) and not stripped.startswith("backend"):
+                in_backend = False
+            out.append(line)
+        return "\n".join(out) + "\n"
+
+    def stand_in(self, backends: list[tuple[str, int, int | None]]) -> str:
+        """A Gateway stand-in: (server name, weight, loopback port or None) per backendRef."""
+        lines = [
+            "# Stand-in for the Gateway: the HTTPRoute's backends and weights (dgdgen rehearse).",
+            "global",
+            f"    stats socket {self.dir}/run/admin.sock mode 600 level admin",
+            "    maxconn 4096",
+            "defaults",
+            "    mode http",
+            "    option http-no-delay",
+            "    timeout connect 5s",
+            "    timeout client 30m",
+            "    timeout server 30m",
+            "frontend fe_route",
+            f"    bind 127.0.0.1:{self.port}",
+            "    default_backend be_route",
+            "backend be_route",
+            "    balance roundrobin",
+            f"    http-response set-header {GENERATION_HEADER} %s",
+        ]
+        for name, weight, port in backends:
+            addr = f"127.0.0.1:{port}" if port else _UNREACHABLE
+            lines.append(f"    server {name} {addr} weight {weight}")
+        return "\n".join(lines) + "\n"
+
+    # ------------------------------------------------------------------ process
+
+    def apply(self, config: str) -> bool:
+        """Start HAProxy with ``config``, or reload it when the config changed. True if it did."""
+        if self.popen is not None and self.cfg.exists() and self.cfg.read_text() == config:
+            return False
+        tmp = self.dir / "haproxy.cfg.new"
+        tmp.write_text(config)
+        binary = haproxy_binary() or "haproxy"
+        check = subprocess.run([binary, "-c", "-q", "-f", str(tmp)], capture_output=True, text=True, check=False)
+        if check.returncode != 0:
+            raise RuntimeError(f"haproxy -c refused the adapted config:\n{check.stderr[-2000:]}")
+        os.replace(tmp, self.cfg)
+        if self.popen is None:
+            self._start(binary)
+        else:
+            MasterCli(self.master_socket).reload()
+            self.reloads += 1
+            self._wait_listening()
+        return True
+
+    def _start(self, binary: str) -> None:
+        log = open(self.dir / "haproxy.log", "ab")  # noqa: SIM115 - owned by the process
+        try:
+            self.popen = subprocess.Popen(
+                [binary, "-W", "-db", "-S", f"{self.master_socket},mode,600", "-f", str(self.cfg)],
+                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        finally:
+            log.close()
+        self._wait_listening()
+
+    def _wait_listening(self, timeout: float = 15.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), 1):
+                    if os.path.exists(self.master_socket):
+                        return
+            except OSError:
+                pass
+            if self.popen is not None and self.popen.poll() is not None:
+                raise RuntimeError("haproxy exited: " + self.log_tail())
+            time.sleep(0.05)
+        raise RuntimeError("haproxy does not listen: " + self.log_tail())
+
+    def log_tail(self) -> str:
+        try:
+            return "\n".join((self.dir / "haproxy.log").read_text().splitlines()[-10:])
+        except OSError:
+            return ""
+
+    def stop(self) -> None:
+        if self.popen is not None and self.popen.poll() is None:
+            try:
+                os.killpg(self.popen.pid, signal.SIGTERM)
+                self.popen.wait(10)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                os.killpg(self.popen.pid, signal.SIGKILL)
+
+
+def route_backends(
+    objects: Mapping[tuple[str, str], Mapping[str, Any]],
+    frontends_of_service: Callable[[str], list[Proc]],
+    frontends_matching: Callable[[Mapping[str, str]], list[Proc]],
+) -> list[tuple[str, int, int | None]] | None:
+    """The (name, weight, port) backends of the tree's HTTPRoute, or None without one."""
+    routes = [o for (kind, _), o in sorted(objects.items()) if kind == "HTTPRoute"]
+    if not routes:
+        return None
+    out: list[tuple[str, int, int | None]] = []
+    for rule in (routes[0].get("spec") or {}).get("rules") or []:
+        for ref in rule.get("backendRefs") or []:
+            name = str(ref.get("name"))
+            weight = int(ref.get("weight", 1))
+            if ref.get("kind") == "InferencePool":
+                pool = objects.get(("InferencePool", name)) or {}
+                selector = (pool.get("spec") or {}).get("selector") or {}
+                labels = selector.get("matchLabels", selector)
+                procs = frontends_matching({str(k): str(v) for k, v in labels.items()})
+            else:
+                procs = frontends_of_service(name)
+            out.append((name, weight, procs[0].port if procs else None))
+        break
+    return out

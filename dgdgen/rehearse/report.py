@@ -1,0 +1,311 @@
+"""The rehearsal's report: JSON (everything observed), Markdown (the tables a reviewer reads) and
+an SVG chart (planned vs observed traffic share, TTFT p95 and ITL p95 per generation, gate
+verdicts, replicas), drawn with the standard library's ElementTree."""
+
+from __future__ import annotations
+
+import json
+import math
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dgdgen.rehearse.run import Outcome
+
+COLORS = {"stable": "#1f77b4", "candidate": "#d62728"}
+
+
+def _p95(values: Sequence[float]) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, math.ceil(0.95 * len(ordered)) - 1)]
+
+
+@dataclass(frozen=True)
+class StateRow:
+    label: str
+    planned: dict[str, int]
+    observed: dict[str, float]
+    requests: int
+    failed: int
+    truncated: int
+    split_error: float  # points, the largest over the generations
+    ttft_p95: dict[str, float | None]
+    verdict: str | None
+    gate: str | None
+    replicas: dict[str, dict[str, int]]
+    seconds: float
+
+
+def state_rows(out: Outcome) -> list[StateRow]:
+    rows = []
+    settle = out.options.settle
+    for s in out.states:
+        lo, hi = s.traffic_moved + settle, s.ended
+        recs = [r for r in out.records if lo <= r.start < hi]
+        counted = [r for r in recs if r.outcome.served_by]
+        observed = {}
+        for gen in s.planned:
+            n = sum(1 for r in counted if r.outcome.served_by == gen)
+            observed[gen] = 100.0 * n / len(counted) if counted else 0.0
+        err = max((abs(observed[g] - s.planned[g]) for g in s.planned), default=0.0)
+        ttft = {g: _p95([r.outcome.ttft for r in counted
+                         if r.outcome.served_by == g and r.outcome.ttft is not None])
+                for g in s.planned}
+        rows.append(StateRow(
+            label=s.label, planned=s.planned, observed=observed, requests=len(recs),
+            failed=sum(1 for r in recs if not r.outcome.ok and not r.outcome.truncated),
+            truncated=sum(1 for r in recs if r.outcome.truncated),
+            split_error=err if counted else float("nan"), ttft_p95=ttft, verdict=s.verdict,
+            gate=s.gate, replicas=s.replicas_observed, seconds=s.ended - s.started,
+        ))
+    return rows
+
+
+def _series(out: Outcome, metric: str) -> dict[str, list[tuple[float, float]]]:
+    """p95 of a frontend histogram per generation over the rehearsal, from Prometheus."""
+    window = next((c.rehearsed for c in out.scaled.changes if c.field == "spec.analysis.window"),
+                  "15s")
+    rollout = out.prepared.loaded.spec.metadata.name
+    expr = (f"histogram_quantile(0.95, sum by (le, dgdgen_generation) "
+            f"(rate({metric}_bucket{{dgdgen_rollout=\"{rollout}\"}}[{window}])))")
+    res = out.prometheus.query_range(expr, out.t0_wall, out.t0_wall + out.duration, 1.0)
+    series: dict[str, list[tuple[float, float]]] = {}
+    for item in res:
+        gen = str((item.get("metric") or {}).get("dgdgen_generation", "?"))
+        pts = []
+        for t, v in item.get("values") or []:
+            try:
+                f = float(v)
+            except ValueError:
+                continue
+            if math.isfinite(f):
+                pts.append((float(t) - out.t0_wall, f))
+        series[gen] = pts
+    return series
+
+
+def to_json(out: Outcome, rows: list[StateRow]) -> dict[str, Any]:
+    recs = out.records
+    return {
+        "spec": str(out.options.spec),
+        "result": out.result,
+        "exitCode": out.exit_code,
+        "provider": out.provider,
+        "proxy": "HAProxy standing in for the Gateway" if out.stand_in else "rendered haproxy.cfg",
+        "trafficPath": out.options.traffic_path,
+        "timeScale": out.options.time_scale,
+        "requestRate": out.options.rate,
+        "candidateSlowdown": out.options.candidate_slowdown,
+        "scaled": [{"field": c.field, "original": c.original, "rehearsed": c.rehearsed}
+                   for c in out.scaled.changes],
+        "wallSeconds": round(out.duration, 1),
+        "requests": len(recs),
+        "streams": sum(1 for r in recs if r.outcome.stream),
+        "failed": sum(1 for r in recs if not r.outcome.ok and not r.outcome.truncated),
+        "truncated": sum(1 for r in recs if r.outcome.truncated),
+        "processesPeak": out.processes_peak,
+        "rssPeakMB": round(out.rss_peak_mb, 1),
+        "proxyReloads": out.reloads,
+        "drains": [{"generation": g, "seconds": round(s, 2), "inflightLeft": n}
+                   for g, s, n in out.drains],
+        "states": [{
+            "state": r.label, "planned": r.planned,
+            "observed": {g: round(v, 2) for g, v in r.observed.items()},
+            "splitErrorPoints": None if math.isnan(r.split_error) else round(r.split_error, 2),
+            "requests": r.requests, "failed": r.failed, "truncated": r.truncated,
+            "ttftP95Seconds": {g: (None if v is None else round(v, 4))
+                               for g, v in r.ttft_p95.items()},
+            "gate": r.gate, "verdict": r.verdict, "replicas": r.replicas,
+            "seconds": round(r.seconds, 1),
+        } for r in rows],
+        "events": [{"t": round(t, 2), "event": e} for t, e in out.events],
+    }
+
+
+def _fmt_pct(planned: dict[str, int], observed: dict[str, float]) -> tuple[str, str]:
+    return ("/".join(f"{v}" for v in planned.values()),
+            "/".join(f"{v:.1f}" for v in observed.values()))
+
+
+def to_markdown(out: Outcome, rows: list[StateRow], data: dict[str, Any]) -> str:
+    gens = list(out.states[0].planned) if out.states else []
+    lines = [
+        f"# Rehearsal of `{out.options.spec}`",
+        "",
+        (f"**Result: {out.result}** (exit {out.exit_code}) — {data['requests']} requests "
+        f"({data['streams']} streamed), {data['failed']} failed, {data['truncated']} truncated, "
+        f"{data['wallSeconds']} s."),
+        "",
+        f"Real Dynamo {__import__('dgdgen.runtime', fromlist=['x']).DYNAMO_VERSION} frontends and "
+        "mocker workers (one process per rendered replica), a real HAProxy ("
+        + ("standing in for the Gateway with the HTTPRoute's weights" if out.stand_in
+           else "the rendered `haproxy.cfg`, addresses mapped to loopback")
+        + f"; weights moved by {'reload' if out.options.traffic_path == 'reload' else 'runtime API'}"
+        "), a real Prometheus scraping what the rendered PodMonitors select, and the GitOps "
+        "commands on a scratch Git repository. No Kubernetes, no operator, no GPUs.",
+        "",
+        f"Clock scaled by {out.options.time_scale:g}; load {out.options.rate:g} requests/s"
+        + (f"; candidate slowed down {out.options.candidate_slowdown:g}×"
+           if out.options.candidate_slowdown != 1 else "") + ".",
+        "",
+        "| field | spec | rehearsed |",
+        "| --- | --- | --- |",
+        *[f"| `{c.field}` | {c.original} | {c.rehearsed} |" for c in out.scaled.changes],
+        "",
+        (f"| state | planned % ({'/'.join(gens)}) | observed % | split error (points) | requests "
+        "| failed | truncated | TTFT p95 (s) | gate | replicas |"),
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in rows:
+        planned, observed = _fmt_pct(r.planned, r.observed)
+        err = "—" if math.isnan(r.split_error) else f"{r.split_error:.1f}"
+        ttft = "/".join("—" if v is None else f"{v:.3f}" for v in r.ttft_p95.values())
+        gate = f"{r.gate}: {r.verdict}" if r.gate and r.verdict else (r.gate or "—")
+        reps = "; ".join(f"{g} " + " ".join(f"{c}:{n}" for c, n in sorted(m.items()))
+                         for g, m in sorted(r.replicas.items()))
+        lines.append(f"| {r.label} | {planned} | {observed} | {err} | {r.requests} | {r.failed} "
+                     f"| {r.truncated} | {ttft} | {gate} | {reps} |")
+    lines += ["", (f"Peak: {data['processesPeak']} processes, {data['rssPeakMB']} MB RSS; "
+              f"{data['proxyReloads']} proxy reloads."), "", "![chart](chart.svg)", ""]
+    gated = [s for s in out.states if s.analyze_output]
+    if gated:
+        lines += ["## Gates", ""]
+        for s in gated:
+            lines += [f"### {s.label}: {s.gate} — {s.verdict}", "", "```", s.analyze_output, "```",
+                      ""]
+    return "\n".join(lines)
+
+
+def to_svg(out: Outcome, rows: list[StateRow]) -> str:
+    width, left, right = 900, 70, 20
+    panels = [("candidate traffic share (%)", 160), ("TTFT p95 (s)", 120), ("ITL p95 (s)", 120),
+              ("workers", 90)]
+    height = sum(h + 40 for _, h in panels) + 30
+    svg = ET.Element("svg", xmlns="http://www.w3.org/2000/svg", width=str(width),
+                     height=str(height), viewBox=f"0 0 {width} {height}")
+    ET.SubElement(svg, "title").text = f"dgdgen rehearse: {out.options.spec}"
+    total = max(out.duration, 1.0)
+
+    def x(t: float) -> float:
+        return left + (width - left - right) * max(0.0, min(t, total)) / total
+
+    stable = out.prepared.plan.stable_revision
+    cand = out.prepared.plan.candidate_revision
+    color = {stable: COLORS["stable"], cand: COLORS["candidate"]}
+    top = 20.0
+    ttft = _series(out, "dynamo_frontend_time_to_first_token_seconds")
+    itl = _series(out, "dynamo_frontend_inter_token_latency_seconds")
+    for title, h in panels:
+        g = ET.SubElement(svg, "g", {"class": "panel", "data-title": title})
+        ET.SubElement(g, "text", x=str(left), y=str(top + 12), style="font: 12px sans-serif"
+                      ).text = title
+        y0, y1 = top + 20, top + 20 + h
+        ET.SubElement(g, "rect", x=str(left), y=str(y0), width=str(width - left - right),
+                      height=str(h), fill="none", stroke="#999")
+        for s in out.states:
+            ET.SubElement(g, "line", x1=f"{x(s.started):.1f}", x2=f"{x(s.started):.1f}",
+                          y1=str(y0), y2=str(y1), stroke="#ddd")
+        if title.startswith("candidate"):
+            _traffic_panel(g, out, rows, x, y0, h)
+        elif title.startswith("workers"):
+            _replica_panel(g, out, x, y0, h, color)
+        else:
+            series = ttft if title.startswith("TTFT") else itl
+            vmax = max((v for pts in series.values() for _, v in pts), default=1.0) or 1.0
+            ET.SubElement(g, "text", {"x": str(left - 5), "y": str(y0 + 10), "text-anchor": "end",
+                                      "style": "font: 10px sans-serif"}).text = f"{vmax:.3g}"
+            for gen, pts in sorted(series.items()):
+                if not pts:
+                    continue
+                d = " ".join(f"{'M' if i == 0 else 'L'}{x(t):.1f},{y1 - h * v / vmax:.1f}"
+                             for i, (t, v) in enumerate(pts))
+                ET.SubElement(g, "path", {"d": d, "fill": "none", "stroke": color.get(gen, "#555"),
+                                          "class": "series", "data-generation": gen})
+        top = y1 + 20
+    legend = ET.SubElement(svg, "g", {"class": "legend"})
+    for i, (gen, c) in enumerate(color.items()):
+        ET.SubElement(legend, "rect", x=str(left + 160 * i), y=str(height - 18), width="10",
+                      height="10", fill=c)
+        ET.SubElement(legend, "text", x=str(left + 160 * i + 14), y=str(height - 9),
+                      style="font: 11px sans-serif").text = gen
+    ET.indent(svg)
+    return ET.tostring(svg, encoding="unicode") + "\n"
+
+
+def _traffic_panel(g: ET.Element, out: Outcome, rows: list[StateRow], x: Any, y0: float,
+                   h: float) -> None:
+    cand = out.prepared.plan.candidate_revision
+    y1 = y0 + h
+    planned = []
+    for s in out.states:
+        w = s.planned.get(cand, 0)
+        planned += [(s.traffic_moved, w), (s.ended, w)]
+    d = " ".join(f"{'M' if i == 0 else 'L'}{x(t):.1f},{y1 - h * w / 100:.1f}"
+                 for i, (t, w) in enumerate(planned))
+    ET.SubElement(g, "path", {"d": d, "fill": "none", "stroke": "#333", "stroke-dasharray": "4 3",
+                              "class": "planned"})
+    bucket = max(1.0, out.duration / 120)
+    counts: dict[int, list[int]] = {}
+    for r in out.records:
+        if not r.outcome.served_by:
+            continue
+        b = counts.setdefault(int(r.start // bucket), [0, 0])
+        b[0] += 1
+        b[1] += r.outcome.served_by == cand
+    pts = [((k + 0.5) * bucket, 100.0 * c / n) for k, (n, c) in sorted(counts.items()) if n]
+    if pts:
+        d = " ".join(f"{'M' if i == 0 else 'L'}{x(t):.1f},{y1 - h * v / 100:.1f}"
+                     for i, (t, v) in enumerate(pts))
+        ET.SubElement(g, "path", {"d": d, "fill": "none", "stroke": COLORS["candidate"],
+                                  "class": "observed"})
+    for s in out.states:
+        if s.verdict:
+            ok = s.verdict == "Successful"
+            ET.SubElement(g, "circle", {"cx": f"{x(s.ended):.1f}", "cy": f"{y0 + 8:.1f}", "r": "5",
+                                        "fill": "#2ca02c" if ok else "#d62728", "class": "gate",
+                                        "data-verdict": s.verdict, "data-state": s.label})
+        ET.SubElement(g, "text", x=f"{x(s.started) + 2:.1f}", y=f"{y1 - 3:.1f}",
+                      style="font: 9px sans-serif").text = s.label
+
+
+def _replica_panel(g: ET.Element, out: Outcome, x: Any, y0: float, h: float,
+                   color: dict[str, str]) -> None:
+    y1 = y0 + h
+    peak = max((sum(n for c, n in m.items()) for s in out.states
+                for m in s.replicas_observed.values()), default=1) or 1
+    for gen, c in color.items():
+        pts = []
+        for s in out.states:
+            n = sum(s.replicas_observed.get(gen, {}).values())
+            pts += [(s.started, n), (s.ended, n)]
+        d = " ".join(f"{'M' if i == 0 else 'L'}{x(t):.1f},{y1 - h * n / peak:.1f}"
+                     for i, (t, n) in enumerate(pts))
+        ET.SubElement(g, "path", {"d": d, "fill": "none", "stroke": c, "class": "replicas",
+                                  "data-generation": gen})
+
+
+def write_report(out: Outcome, dest: Path) -> dict[str, Any]:
+    rows = state_rows(out)
+    data = to_json(out, rows)
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / "report.json").write_text(json.dumps(data, indent=2, sort_keys=False) + "\n")
+    (dest / "report.md").write_text(to_markdown(out, rows, data))
+    (dest / "chart.svg").write_text(to_svg(out, rows))
+    return data
+
+
+def summary_lines(data: dict[str, Any]) -> list[str]:
+    out = []
+    for s in data["states"]:
+        err = s["splitErrorPoints"]
+        out.append(f"  {s['state']:<9} planned {s['planned']} observed {s['observed']} "
+                   f"(±{'—' if err is None else err}) requests {s['requests']} failed {s['failed']}"
+                   f" truncated {s['truncated']}"
+                   + (f" gate {s['gate']}: {s['verdict']}" if s["verdict"] else ""))
+    return out
+
+

@@ -1,0 +1,365 @@
+"""The rehearsal loop: commit a state through the GitOps commands, apply it, bake, gate, move."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dgdgen import yamlio
+from dgdgen.pipeline import Prepared, prepare
+from dgdgen.plan import PlanStep
+from dgdgen.rehearse.cluster import LocalCluster
+from dgdgen.rehearse.load import Load, Record
+from dgdgen.rehearse.prometheus import Prometheus
+from dgdgen.rehearse.proxy import Proxy, route_backends
+from dgdgen.rehearse.scale import ScaledSpec, write_scaled_spec
+from dgdgen.runtime.model import make_model_dir
+from dgdgen.runtime.procs import LocalDynamo, Proc
+from dgdgen.spec import TrafficProvider
+
+VERDICTS = {0: "Successful", 1: "Failed", 3: "Inconclusive"}
+
+
+@dataclass(frozen=True)
+class Options:
+    spec: Path
+    time_scale: float = 0.05
+    rate: float = 20.0
+    min_requests: int | None = None
+    candidate_slowdown: float = 1.0
+    traffic_path: str = "reload"  # reload | runtime-api
+    workdir: Path | None = None
+    settle: float = 2.0  # seconds after a weight move before the split is counted
+    drain_timeout: float = 60.0
+
+
+@dataclass
+class StateObservation:
+    label: str  # step-01, rollback, cleanup …
+    index: int
+    planned: dict[str, int]  # revision → weight %
+    replicas_planned: dict[str, dict[str, int]]
+    started: float = 0.0  # seconds since t0: the commit of this state
+    traffic_moved: float = 0.0  # the proxy carries the new weights
+    ended: float = 0.0
+    gate: str | None = None
+    verdict: str | None = None
+    analyze_output: str = ""
+    replicas_observed: dict[str, dict[str, int]] = field(default_factory=dict)
+    commit: str = ""
+
+
+@dataclass
+class Outcome:
+    exit_code: int
+    result: str  # completed | rolled-back
+    states: list[StateObservation]
+    records: list[Record]
+    scaled: ScaledSpec
+    provider: str
+    stand_in: bool
+    t0_wall: float
+    duration: float
+    prometheus: Prometheus
+    rss_peak_mb: float
+    processes_peak: int
+    drains: list[tuple[str, float, int]]
+    events: list[tuple[float, str]]
+    workdir: Path
+    options: Options
+    reloads: int
+    prepared: Prepared
+
+
+class _Sampler(threading.Thread):
+    """Peak RSS and process count of the local processes, sampled every second."""
+
+    def __init__(self, rt: LocalDynamo, extra: Callable[[], list[int]]) -> None:
+        super().__init__(daemon=True)
+        self.rt = rt
+        self.extra = extra
+        self.rss_peak = 0.0
+        self.procs_peak = 0
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        while not self.stopped.wait(1.0):
+            pids = [p.popen.pid for p in list(self.rt.procs) if p.alive()] + self.extra()
+            rss = 0
+            for pid in pids:
+                try:
+                    with open(f"/proc/{pid}/status") as f:
+                        for line in f:
+                            if line.startswith("VmRSS:"):
+                                rss += int(line.split()[1])
+                except OSError:
+                    pass
+            self.rss_peak = max(self.rss_peak, rss / 1024)
+            self.procs_peak = max(self.procs_peak, len(pids))
+
+
+def _dgdgen(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    env.setdefault("GIT_AUTHOR_NAME", "dgdgen rehearse")
+    env.setdefault("GIT_AUTHOR_EMAIL", "rehearse@dgdgen.invalid")
+    env.setdefault("GIT_COMMITTER_NAME", "dgdgen rehearse")
+    env.setdefault("GIT_COMMITTER_EMAIL", "rehearse@dgdgen.invalid")
+    return subprocess.run([sys.executable, "-m", "dgdgen", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, check=False)
+
+
+def _git(cwd: Path, *args: str) -> str:
+    r = subprocess.run(["git", "-C", str(cwd), *args], capture_output=True, text=True,
+                       check=False, env={**os.environ, "LC_ALL": "C"})
+    if r.returncode != 0:
+        raise RuntimeError(f"git {' '.join(args)}: {r.stderr.strip()}")
+    return r.stdout.strip()
+
+
+class Rehearsal:
+    def __init__(self, opts: Options, progress: Callable[[str], None]) -> None:
+        self.opts = opts
+        self.say = progress
+        self.events: list[tuple[float, str]] = []
+        self.t0 = time.monotonic()
+
+    def event(self, text: str) -> None:
+        self.events.append((time.monotonic() - self.t0, text))
+
+    def now(self) -> float:
+        return time.monotonic() - self.t0
+
+    # ------------------------------------------------------------------ main
+
+    def run(self) -> Outcome:
+        opts = self.opts
+        prepared = prepare(str(opts.spec))
+        spec = prepared.loaded.spec.spec
+        provider = spec.traffic.provider
+        if provider is TrafficProvider.NONE:
+            from dgdgen.errors import InputError
+
+            raise InputError(
+                f"{opts.spec}: traffic.provider is none: the rollout names no route that moves "
+                "traffic between the generations, so there is nothing to rehearse "
+                "(use gateway-api, gamma, inference-pool or haproxy)"
+            )
+        workdir = opts.workdir or Path(tempfile.mkdtemp(prefix="dgdgen-rehearse-"))
+        workdir.mkdir(parents=True, exist_ok=True)
+        repo = workdir / "repo"
+        repo.mkdir(exist_ok=True)
+        _git(repo, "init", "-q", "-b", "main")
+        scaled = write_scaled_spec(
+            prepared.loaded.document.data, opts.spec, repo / "rollout",
+            time_scale=opts.time_scale, request_rate=opts.rate, min_requests=opts.min_requests,
+        )
+        _git(repo, "add", "-A")
+        _git(repo, "-c", "user.name=dgdgen rehearse", "-c", "user.email=rehearse@dgdgen.invalid",
+             "commit", "-q", "-m", "rollout spec (rehearsal: scaled clock)")
+        self.spec_rel = "rollout/rollout.yaml"
+        self.repo = repo
+        self.deploy = repo / "deploy"
+        self.plan = prepare(str(repo / self.spec_rel)).plan
+        self.prepared = prepared
+        candidate_rev = self.plan.candidate_revision
+        slow = opts.candidate_slowdown
+
+        def extra(revision: str) -> dict[str, str]:
+            if revision == candidate_rev and slow != 1.0:
+                ratio = f"{1.0 / slow:g}"
+                return {"--speedup-ratio": ratio, "--decode-speedup-ratio": ratio}
+            return {}
+
+        self.say(f"rehearsal of {opts.spec} in {workdir} (time scale {opts.time_scale:g}, "
+                 f"{opts.rate:g} requests/s)")
+        model_dir = make_model_dir(workdir / "model")
+        states: list[StateObservation] = []
+        load: Load | None = None
+        proxy = Proxy(workdir)
+        prom = Prometheus(workdir, time_scale=opts.time_scale)
+        with LocalDynamo(workdir / "dynamo") as rt:
+            cluster = LocalCluster(rt, model_dir=model_dir,
+                                   k8s_namespace=prepared.loaded.spec.metadata.namespace,
+                                   revisions={prepared.base_name: self.plan.stable_revision,
+                                              prepared.candidate_name: candidate_rev},
+                                   extra_args=extra, drain_timeout=opts.drain_timeout,
+                                   event=self.event)
+            self.cluster, self.proxy, self.prom = cluster, proxy, prom
+            sampler = _Sampler(rt, lambda: [p.pid for p in (proxy.popen, prom.popen)
+                                            if p is not None and p.poll() is None])
+            sampler.start()
+            try:
+                result = "completed"
+                self._commit("render", "--into", "deploy", "--commit")
+                obs = self._apply_state(self.plan.steps[0], states)
+                model = next(iter(cluster.dgds.values())).model
+                load = Load(proxy.port, model, rate=opts.rate, t0=self.t0)
+                load.start()
+                self.say(f"load: {opts.rate:g} requests/s through the proxy on port {proxy.port}")
+                self._bake(obs, 0)
+                last = len(self.plan.steps) - 1
+                for n in range(1, last + 1):
+                    self._commit("promote", "--into", "deploy")
+                    obs = self._apply_state(self.plan.steps[n], states)
+                    step = self.plan.steps[n]
+                    self._bake(obs, step.pause_seconds or 0)
+                    if step.gate:
+                        rc = self._gate(obs, n)
+                        if rc != 0:
+                            self._commit("rollback", "--into", "deploy")
+                            obs = self._apply_state(self.plan.rollback, states)
+                            self._bake(obs, max(3.0, 4 * opts.settle))
+                            result = "rolled-back"
+                            break
+                else:
+                    self._commit("cleanup", "--into", "deploy")
+                    obs = self._apply_state(self.plan.cleanup, states)
+                    self._bake(obs, max(3.0, 4 * opts.settle))
+                load.stop()
+                obs.ended = self.now()
+                self.say(f"load stopped: {len(load.records)} requests")
+            finally:
+                if load is not None:
+                    load.stop(timeout=5)
+                sampler.stopped.set()
+                proxy.stop()
+                drains = list(cluster.drains)
+        # Prometheus stays up for the report's range queries; the caller stops it.
+        return Outcome(
+            exit_code=0 if result == "completed" else 1, result=result, states=states,
+            records=load.snapshot() if load else [], scaled=scaled, provider=provider.value,
+            stand_in=provider is not TrafficProvider.HAPROXY, t0_wall=time.time() - self.now(),
+            duration=self.now(), prometheus=prom, rss_peak_mb=sampler.rss_peak,
+            processes_peak=sampler.procs_peak, drains=drains, events=self.events,
+            workdir=workdir, options=opts, reloads=proxy.reloads, prepared=prepared,
+        )
+
+    # ------------------------------------------------------------------ steps
+
+    def _commit(self, *args: str) -> str:
+        r = _dgdgen(self.repo, args[0], self.spec_rel, *args[1:])
+        if r.returncode != 0:
+            raise RuntimeError(f"dgdgen {' '.join(args)} failed ({r.returncode}):\n"
+                               f"{r.stderr.strip()}")
+        head = _git(self.repo, "log", "-1", "--format=%h %s")
+        self.event(f"commit {head}")
+        self.say(f"  git: {head}")
+        return head
+
+    def _tree(self) -> list[dict[str, Any]]:
+        out = []
+        for path in sorted(self.deploy.glob("*.yaml")):
+            for doc in yamlio.load_file(str(path)):
+                if isinstance(doc.data, dict):
+                    ann = (doc.data.get("metadata") or {}).get("annotations") or {}
+                    if "argocd.argoproj.io/hook" in ann:
+                        continue  # hooks run outside the sync waves; `analyze` plays them
+                    out.append(doc.data)
+        return out
+
+    def _apply_state(self, state: PlanStep, states: list[StateObservation]) -> StateObservation:
+        planned = {state.stable.revision: state.stable.weight,
+                   state.candidate.revision: state.candidate.weight}
+        obs = StateObservation(
+            label=state.label, index=state.index, planned=planned,
+            replicas_planned={g.revision: dict(g.replicas) for g in (state.stable, state.candidate)
+                              if g.present},
+            started=self.now(), gate=state.gate,
+        )
+        obs.commit = _git(self.repo, "rev-parse", "--short", "HEAD")
+        if states:
+            states[-1].ended = obs.started
+        states.append(obs)
+        weights = "/".join(f"{r} {w}%" for r, w in planned.items())
+        self.say(f"[{state.label}] apply ({weights})")
+
+        def on_wave(wave: int, batch: list[dict[str, Any]]) -> None:
+            if self._sync_traffic():
+                obs.traffic_moved = self.now()
+                self.event(f"{state.label}: traffic moved (wave {wave})")
+            self._sync_prometheus()
+
+        def before_shrink(run: Any) -> None:
+            if planned.get(run.revision, 0) == 0:
+                self.cluster._drain(run)
+
+        self.cluster.apply(self._tree(), on_wave=on_wave, before_shrink=before_shrink)
+        if not obs.traffic_moved:
+            obs.traffic_moved = self.now()
+        obs.replicas_observed = self.cluster.replicas()
+        return obs
+
+    def _bake(self, obs: StateObservation, seconds: float) -> None:
+        wait = max(seconds, self.opts.settle + 1.0)
+        end = obs.traffic_moved + wait
+        self.say(f"[{obs.label}] bake {wait:.0f} s")
+        while self.now() < end:
+            time.sleep(min(0.5, end - self.now()))
+
+    def _gate(self, obs: StateObservation, n: int) -> int:
+        self.say(f"[{obs.label}] gate {obs.gate}: dgdgen analyze --step {n} --record deploy")
+        r = _dgdgen(self.repo, "analyze", self.spec_rel, "--step", str(n), "--prometheus",
+                    self.prom.url, "--record", "deploy")
+        obs.verdict = VERDICTS.get(r.returncode, f"error (exit {r.returncode})")
+        obs.analyze_output = (r.stdout + r.stderr).strip()
+        self.event(f"{obs.label}: gate {obs.gate} {obs.verdict}")
+        self.say(f"[{obs.label}] gate {obs.gate}: {obs.verdict}")
+        return r.returncode
+
+    # ------------------------------------------------------------------ traffic and metrics
+
+    def _service_port(self, service: str) -> int | None:
+        procs = self.cluster.service_frontends(service)
+        return procs[0].port if procs else None
+
+    def _sync_traffic(self) -> bool:
+        objects = self.cluster.objects
+        cms = [o for (kind, _), o in sorted(objects.items())
+               if kind == "ConfigMap" and "haproxy.cfg" in (o.get("data") or {})]
+        if cms:
+            self.proxy.kind = "rendered"
+            config = self.proxy.adapt(str(cms[0]["data"]["haproxy.cfg"]), self._service_port)
+            if self.opts.traffic_path == "runtime-api" and self.proxy.popen is not None:
+                self._runtime_api()
+            return self.proxy.apply(config)
+        backends = route_backends(objects, self.cluster.service_frontends, self._matching)
+        if backends is None:
+            return False
+        self.proxy.kind = "stand-in"
+        named = []
+        for name, weight, port in backends:
+            gen = name
+            for _, _, p in self.cluster.processes():
+                if p.port == port and port:
+                    gen = self.cluster.generation_of(p)
+            named.append((gen, weight, port))
+        return self.proxy.apply(self.proxy.stand_in(named))
+
+    def _runtime_api(self) -> None:
+        status = _git(self.repo, "show", "HEAD:deploy/.dgdgen-index")
+        import json
+
+        step = json.loads(status).get("step")
+        r = _dgdgen(self.repo, "traffic", "set-weights", self.spec_rel, "--step", str(step),
+                    "--socket", self.proxy.admin_socket)
+        self.event(f"traffic set-weights --step {step}: exit {r.returncode}")
+
+    def _matching(self, labels: Mapping[str, str]) -> list[Proc]:
+        return [p for _, comp, p in self.cluster.processes()
+                if p.kind == "frontend" and all(comp.labels.get(k) == v for k, v in labels.items())]
+
+    def _sync_prometheus(self) -> None:
+        monitors = [o for (kind, _), o in sorted(self.cluster.objects.items())
+                    if kind == "PodMonitor"]
+        ns = self.prepared.loaded.spec.metadata.namespace
+        procs = [(ns, p) for _, _, p in self.cluster.processes()]
+        workers = [(ns, p) for _, _, p in self.cluster.processes() if p.kind == "worker"]
+        self.prom.configure(monitors, procs, workers)

@@ -1,0 +1,90 @@
+"""The rehearsal's parts that need no runtime: the scaled spec, the PodMonitor → scrape job
+translation, the HAProxy adaptation, and the doc's flag table."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from rehearse_support import REPO
+
+from dgdgen import yamlio
+from dgdgen.rehearse.prometheus import scrape_jobs
+from dgdgen.rehearse.proxy import Proxy
+from dgdgen.rehearse.scale import write_scaled_spec
+from dgdgen.runtime.mocker import flag_table_markdown
+from dgdgen.runtime.procs import Proc
+
+EXAMPLE = REPO / "examples" / "sglang-disagg-transfer-backend"
+
+
+def _load(path: Path) -> dict:
+    data = yamlio.load_file(str(path))[0].data
+    assert isinstance(data, dict)
+    return data
+
+
+def test_scaled_spec_scales_every_duration_and_still_validates(tmp_path: Path) -> None:
+    data = _load(EXAMPLE / "rollout.yaml")
+    scaled = write_scaled_spec(data, EXAMPLE / "rollout.yaml", tmp_path, time_scale=0.02,
+                               request_rate=20, min_requests=30)
+    out = _load(scaled.path)
+    assert [s.get("pause") for s in out["spec"]["steps"]] == ["12s", "12s", "24s", None]
+    assert out["spec"]["analysis"]["window"] == "6s"
+    assert out["spec"]["analysis"]["minRequests"] == 30
+    assert {c.field for c in scaled.changes} >= {"spec.steps[0].pause", "spec.analysis.window"}
+    assert data["spec"]["steps"][0]["pause"] == "10m"  # the original is untouched
+    r = subprocess.run([sys.executable, "-m", "dgdgen", "validate", str(scaled.path)],
+                       capture_output=True, text=True, check=False)
+    assert r.returncode == 0, r.stderr
+
+
+def _proc(name: str, kind: str, port: int, labels: dict[str, str]) -> Proc:
+    p = Proc(name=name, kind=kind, namespace="inference-x", popen=None,  # type: ignore[arg-type]
+             log_path=Path("/dev/null"), port=port if kind == "frontend" else 0,
+             system_port=port if kind == "worker" else 0)
+    p.labels = labels
+    return p
+
+
+def test_scrape_jobs_follow_the_rendered_podmonitors() -> None:
+    pm = _load(EXAMPLE / "rendered" / "step-01" / "podmonitor-qwen-sglang-mooncake.yaml")
+    match = pm["spec"]["selector"]["matchLabels"]
+    fe = _proc("fe", "frontend", 20001, dict(match))
+    other = _proc("fe2", "frontend", 20002, {**match, "dgdgen.dev/generation": "nixl"})
+    worker = _proc("w", "worker", 20003, {**match, "dgdgen.dev/role": "worker"})
+    jobs, targets = scrape_jobs([pm], [("inference", fe), ("inference", other),
+                                       ("inference", worker), ("elsewhere", fe)], time_scale=0.02)
+    assert len(jobs) == 1
+    job = jobs[0]
+    assert job["relabel_configs"] == [
+        {"action": "replace", "target_label": "dgdgen_rollout", "replacement": "qwen-sglang"},
+        {"action": "replace", "target_label": "dgdgen_generation", "replacement": "mooncake"},
+    ]
+    assert job["scrape_interval"] == "1000ms"  # 15s × 0.02 = 0.3 s, raised to the 1 s floor
+    group = targets[job["file_sd_configs"][0]["files"][0]]
+    assert [g["targets"] for g in group] == [["127.0.0.1:20001"]]
+    assert group[0]["labels"]["namespace"] == "inference"
+
+
+def test_haproxy_adaptation_changes_only_cluster_bound_lines(tmp_path: Path) -> None:
+    cm = _load(EXAMPLE / "rendered" / "step-01" / "configmap-qwen-sglang-haproxy.yaml")
+    rendered = cm["data"]["haproxy.cfg"]
+    proxy = Proxy(tmp_path)
+    ports = {"sglang-disagg-fe": 21000}
+    adapted = proxy.adapt(rendered, ports.get)
+    assert "server nixl 127.0.0.1:21000 weight 190" in adapted
+    assert "server mooncake 127.0.0.1:9 weight 10" in adapted  # no frontend yet: DOWN
+    old, new = rendered.splitlines(), adapted.splitlines()
+    added = [ln for ln in new if ln not in old]
+    assert any("X-Dgdgen-Generation" in ln for ln in added)
+    for ln in added:
+        assert ln.strip().split()[0] in ("bind", "server", "stats", "server-state-file", "peer",
+                                         "http-response"), ln
+    assert len(new) == len(old) + 1
+
+
+def test_docs_list_the_carried_and_dropped_flags() -> None:
+    doc = (REPO / "docs" / "rehearse.md").read_text()
+    assert flag_table_markdown() in doc
