@@ -89,9 +89,8 @@ _ROUTER_VALUE = frozenset({
     "--router-event-threads", "--router-queue-policy", "--shared-cache-multiplier",
     "--shared-cache-type", "--router-predicted-ttl-secs",
 })
+_ROUTER = _ROUTER_BOOL | _ROUTER_VALUE
 _BOOL = _ROUTER_BOOL | {"--enable-prefix-caching"}
-for _table in _CARRIED.values():
-    _table.update({f: f for f in _ROUTER_BOOL | _ROUTER_VALUE})
 _ENGINE_TYPE = {Backend.VLLM: "vllm", Backend.SGLANG: "sglang", Backend.TRTLLM: "trtllm"}
 # Flags the mocker does not take, and why (anything not listed here or carried is dropped as
 # "no mocker equivalent").
@@ -184,7 +183,7 @@ def mocker_invocation(
         setting = comp.flags[flag]
         if flag in ("--served-model-name", "--disaggregation-mode", "--is-decode-worker"):
             continue
-        target = table.get(flag)
+        target = table.get(flag) or (flag if flag in _ROUTER else None)
         if target is None:
             why = _TRTLLM_VIA_ENGINE.get(flag) if backend is Backend.TRTLLM else None
             dropped.append((flag, why or _WHY_DROPPED.get(flag, "no mocker equivalent")))
@@ -211,7 +210,16 @@ def flag_table_markdown() -> str:
     for backend, table in _CARRIED.items():
         for flag, target in table.items():
             lines.append(f"| {backend.value} | `{flag}` | `{target}` |")
+    for key, target in _TRTLLM_ENGINE.items():
+        lines.append(f"| trtllm | engine `{key.removeprefix('engine:')}` | `{target}` |")
+    lines.append(f"| trtllm | (no engine `kv_cache_config.tokens_per_block`) | `--block-size "
+                 f"{_TRTLLM_DEFAULT_BLOCK_SIZE}` |")
+    lines.append("| all | the other worker router flags: "
+                 + ", ".join(f"`{f}`" for f in sorted(_ROUTER - {"--router-mode"}))
+                 + " | the same flag |")
     lines += ["", "| dropped flag | why |", "| --- | --- |"]
     for flag, why in _WHY_DROPPED.items():
         lines.append(f"| `{flag}` | {why} |")
+    for flag, why in _TRTLLM_VIA_ENGINE.items():
+        lines.append(f"| `{flag}` (trtllm) | {why} |")
     return "\n".join(lines) + "\n"
