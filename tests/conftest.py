@@ -20,3 +20,18 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  
     reason = str(report.longrepr[-1]) if isinstance(report.longrepr, tuple) else str(report.longrepr)
     report.outcome = "failed"
     report.longrepr = f"skipped under DGDGEN_REQUIRE_COMPONENTS=1: {reason}"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector):  # type: ignore[no-untyped-def]
+    """The same for a whole module skipped at import (``pytest.skip(allow_module_level=True)``,
+    e.g. the runtime-backed tests without the ai-dynamo wheels)."""
+    outcome = yield
+    report = outcome.get_result()
+    if not report.skipped or os.environ.get("DGDGEN_REQUIRE_COMPONENTS") != "1":
+        return
+    reason = str(report.longrepr[-1]) if isinstance(report.longrepr, tuple) else str(report.longrepr)
+    if any(word in reason for word in _ALLOWED):
+        return
+    report.outcome = "failed"
+    report.longrepr = f"skipped under DGDGEN_REQUIRE_COMPONENTS=1: {reason}"

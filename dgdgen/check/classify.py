@@ -332,7 +332,8 @@ def _component_changes(b: ComponentFacts, h: ComponentFacts, release: str, disag
             continue
         if _norm(bs.value if bs else None) == _norm(hs.value if hs else None):
             continue
-        out.extend(_classified(name, key, bs, hs, backend, release, disagg, worker))
+        out.extend(_classified(name, key, bs, hs, backend, release, disagg, worker,
+                               _either(b, h)))
 
     # Environment variables that are not flags (flag-like DYN_* ones were compared above).
     for var in sorted(set(b.env) | set(h.env)):
@@ -351,8 +352,14 @@ def _component_changes(b: ComponentFacts, h: ComponentFacts, release: str, disag
             bs, hs = b.engine.get(key), h.engine.get(key)
             if _norm(bs.value if bs else None) == _norm(hs.value if hs else None):
                 continue
-            out.extend(_classified(name, key, bs, hs, backend, release, disagg, worker))
+            out.extend(_classified(name, key, bs, hs, backend, release, disagg, worker,
+                                   _either(b, h)))
     return out
+
+
+def _either(b: ComponentFacts, h: ComponentFacts) -> frozenset[str]:
+    """Flags set (to anything but false) on the base or the head side of a component."""
+    return frozenset(k for c in (b, h) for k, s in c.flags.items() if s.value != "false")
 
 
 def _image_path(c: ComponentFacts) -> FieldPath:
@@ -364,7 +371,8 @@ def _describe(value: str | None) -> str:
 
 
 def _classified(component: str, key: str, bs: Setting | None, hs: Setting | None,
-                backend: Backend, release: str, disagg: bool, worker: bool) -> list[Change]:
+                backend: Backend, release: str, disagg: bool, worker: bool,
+                present: frozenset[str] = frozenset()) -> list[Change]:
     s = hs or bs
     assert s is not None
     old, new = (bs.value if bs else None), (hs.value if hs else None)
@@ -372,6 +380,7 @@ def _classified(component: str, key: str, bs: Setting | None, hs: Setting | None
     label = key.removeprefix("engine:")
     what = f"{label} {_describe(old)} → {_describe(new)}"
     entries: tuple[Input, ...] = inputs_for(key, backend, release, disagg) if worker else ()
+    entries = tuple(e for e in entries if e.requires is None or e.requires in present)
     if not entries:
         return [Change(component, Category.SAFE, key, old, new, f"{what} (not a card or KV input)",
                        s.path, s.offset, side)]
@@ -458,8 +467,8 @@ def _risk(base: DgdFacts, head: DgdFacts) -> tuple[RiskGrade, list[str]]:
     if bm is not None and hm is not None and bm != hm:
         if model_name(bm) == model_name(hm):
             return RiskGrade.SAME_MODEL_NEW_REVISION, [
-                f"risk: the same model from another location ({bm} → {hm}): "
-                "weights may differ"]
+                (f"risk: the same model from another location ({bm} → {hm}): "
+                 "weights may differ")]
         if _same_weights_family(bm, hm):
             return RiskGrade.SAME_MODEL_NEW_REVISION, [
                 f"risk: the same model with other weights ({bm} → {hm})"]
@@ -477,7 +486,8 @@ def _risk(base: DgdFacts, head: DgdFacts) -> tuple[RiskGrade, list[str]]:
             o, n = old_c.flags.get(key), c.flags.get(key)
             if (o.value if o else None) != (n.value if n else None):
                 return RiskGrade.SAME_MODEL_NEW_REVISION, [
-                    f"risk: the same model with new weights ({key} "
-                    f"{_describe(o.value if o else None)} → {_describe(n.value if n else None)})"]
+                    (f"risk: the same model with new weights ({key} "
+                     f"{_describe(o.value if o else None)} → "
+                     f"{_describe(n.value if n else None)})")]
     return RiskGrade.CONFIG_ONLY, ["risk: configuration only (the model and its weights stay)"]
 

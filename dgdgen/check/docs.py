@@ -95,6 +95,12 @@ def page(meta: RuleMeta) -> str:
     if meta.aliases:
         lines.append(f"- **Aliases:** {', '.join(meta.aliases)}")
     lines += ["", "## What", "", meta.summary, "", "## Why", "", meta.rationale, ""]
+    if meta.by_release:
+        lines += ["## By Dynamo release", "",
+                  "`--dynamo-version` picks the release (default: the newest known).", "",
+                  "| release | applied in place |", "| --- | --- |"]
+        lines += [f"| {r} | {text} |" for r, text in meta.by_release]
+        lines.append("")
     if bad is not None:
         lines += ["## Bad", "", f"{bad.name}:", "", *_example(bad), ""]
     if good is not None:

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from dgdgen.check.flags import TRTLLM_CLI_ENGINE_KEYS
+from dgdgen.check.flags import ALIASES_KEY, TRTLLM_CLI_ENGINE_KEYS
 from dgdgen.dgd import ANN_WORKER_HASH_V1, ANN_WORKER_HASH_V2, Backend, Component, Dgd, Role
 from dgdgen.yamlio import FieldPath
 
@@ -47,7 +47,49 @@ _ALIASES: dict[Backend, dict[str, str]] = {
     Backend.TRTLLM: {"--model-path": "--model", "--tp": "--tensor-parallel-size"},
     Backend.UNKNOWN: {},
 }
-_BACKEND_ENV_PREFIX = {Backend.VLLM: "VLLM_", Backend.SGLANG: "SGLANG_", Backend.TRTLLM: "TRTLLM_"}
+# Alias spellings every Dynamo 1.6.1 process accepts, read from the installed argument parsers
+# (ai-dynamo 1.6.1: dynamo/common/configuration/groups/{kv_router_args,runtime_args}.py, the
+# worker router flags `add_worker_router_arguments`, and dynamo/frontend/frontend_args.py).
+_COMMON_ALIASES: dict[str, str] = {
+    "--kv-events": "--router-kv-events",
+    "--kv-overlap-score-weight": "--router-kv-overlap-score-weight",
+    "--track-active-blocks": "--router-track-active-blocks",
+    "--track-output-blocks": "--router-track-output-blocks",
+    "--assume-kv-reuse": "--router-assume-kv-reuse",
+    "--dyn-endpoint-types": "--endpoint-types",
+}
+# Flags that take several values (argparse `nargs="+"` / `"*"`), per backend: the words after
+# them up to the next flag are their values, not positional arguments. From the installed
+# ai-dynamo 1.6.1 parsers: `--connector` and `--output-modalities` (nargs="*", common runtime
+# args of every backend); vLLM's engine `--served-model-name` is nargs="+"
+# (dynamo/vllm/args.py `update_dynamo_config_with_engine`: "vLLM's --served-model-name is
+# nargs="+""). SGLang's `--served-model-name` is one string and TRT-LLM's one value.
+_COMMON_MULTI = frozenset({"--connector", "--output-modalities"})
+_MULTI: dict[Backend, frozenset[str]] = {
+    Backend.VLLM: _COMMON_MULTI | {"--served-model-name"},
+    Backend.SGLANG: _COMMON_MULTI,
+    Backend.TRTLLM: _COMMON_MULTI,
+    Backend.UNKNOWN: frozenset(),
+}
+# Backends whose served names split into a display name and aliases: Dynamo splits every
+# `--served-model-name` value on whitespace and commas, the first is the served name, the rest
+# are aliases (dynamo/common/configuration/utils.py `split_served_model_names`, called by
+# dynamo/vllm/args.py and dynamo/sglang/args.py; facts/dynamo.md §3.2: TRT-LLM passes none).
+_SPLIT_NAMES = frozenset({Backend.VLLM, Backend.SGLANG})
+_BACKEND_ENV_PREFIX: dict[Backend, tuple[str, ...]] = {
+    Backend.VLLM: ("VLLM_",),
+    # ai-dynamo 1.6.1 spells SGLang's variables DYN_SGL_* (dynamo/sglang/backend_args.py), a few
+    # DYN_SGLANG_*.
+    Backend.SGLANG: ("SGLANG_", "SGL_"),
+    Backend.TRTLLM: ("TRTLLM_",),
+}
+# Variables whose name is not DYN_ + the flag (ai-dynamo 1.6.1 parsers: kv_router_args.py,
+# router_args.py).
+_ENV_FLAGS: dict[str, str] = {
+    "DYN_ROUTER_USE_KV_EVENTS": "--router-kv-events",
+    "DYN_OVERLAP_SCORE_WEIGHT": "--router-kv-overlap-score-weight",
+    "DYN_ROUTER_LOAD_AWARE": "--load-aware",
+}
 
 
 class Setting(NamedTuple):
@@ -248,15 +290,16 @@ def canonical_flag(flag: str, backend: Backend) -> str:
         return flag
     if flag.startswith("--"):
         flag = "--" + flag[2:].replace("_", "-")
+    flag = _COMMON_ALIASES.get(flag, flag)
     return _ALIASES.get(backend, {}).get(flag, flag)
 
 
 def parse_flags(tokens: list[Token], backend: Backend) -> list[tuple[str, Setting]]:
-    """``--flag value``, ``--flag=value`` and bare boolean flags, in order."""
+    """``--flag value``, ``--flag=value``, ``--flag v1 v2`` (multi-valued flags: the values
+    joined by one space) and bare boolean flags, in order."""
+    multi = _MULTI.get(backend, frozenset())
     words = [t[0] for t in tokens]
-    start, _ = _program_index(words)
-    if start < 0:
-        start = 0
+    start = max(_program_index(words)[0], 0)
     out: list[tuple[str, Setting]] = []
     i = start
     while i < len(tokens):
@@ -271,6 +314,18 @@ def parse_flags(tokens: list[Token], backend: Backend) -> list[tuple[str, Settin
             name, value = text.split("=", 1)
             out.append((name, Setting(value, tok[1], "args", name, tok[2])))
             i += 1
+            continue
+        if canonical_flag(text, backend) in multi:
+            values: list[Token] = []
+            j = i + 1
+            while j < len(tokens) and (not tokens[j][0].startswith("-")
+                                       or _is_number(tokens[j][0])):
+                values.append(tokens[j])
+                j += 1
+            first = values[0] if values else tok
+            out.append((text, Setting(" ".join(v[0] for v in values) if values else "",
+                                      first[1], "args", text, first[2])))
+            i = j
             continue
         nxt = tokens[i + 1] if i + 1 < len(tokens) else None
         if nxt is not None and (not nxt[0].startswith("-") or _is_number(nxt[0])):
@@ -296,14 +351,14 @@ def env_flag(name: str, backend: Backend) -> str | None:
     ``--custom-jinja-template``; facts/dynamo.md §3.3, trtllm/backend_args.py ``env_var``)."""
     if not name.startswith("DYN_"):
         return None
+    if name in _ENV_FLAGS:
+        return _ENV_FLAGS[name]
     rest = name[4:]
-    prefix = _BACKEND_ENV_PREFIX.get(backend)
-    if prefix and rest.startswith(prefix):
-        rest = rest[len(prefix):]
-    else:
-        for other in _BACKEND_ENV_PREFIX.values():
-            if rest.startswith(other):  # another backend's variable: not read by this one
-                return None
+    own = next((p for p in _BACKEND_ENV_PREFIX.get(backend, ()) if rest.startswith(p)), None)
+    if own is not None:
+        rest = rest[len(own):]
+    elif any(rest.startswith(p) for ps in _BACKEND_ENV_PREFIX.values() for p in ps):
+        return None  # another backend's variable: not read by this one
     return canonical_flag("--" + rest.lower().replace("_", "-"), backend)
 
 
@@ -479,6 +534,13 @@ def component_facts(dgd: Dgd, comp: Component,
         if s.value != "false":
             flags["--disaggregation-mode"] = Setting("prefill", s.path, s.source, s.raw, s.offset)
     flags.pop("--is-prefill-worker", None)
+    names = flags.get("--served-model-name")
+    if names is not None and backend in _SPLIT_NAMES:
+        parts = [n for n in re.split(r"[\s,]+", names.value.strip()) if n]
+        if parts:
+            flags["--served-model-name"] = names._replace(value=parts[0])
+        if len(parts) > 1:
+            flags[ALIASES_KEY] = names._replace(value=" ".join(parts[1:]))
 
     engine: dict[str, Setting] = {}
     resolved = False

@@ -9,7 +9,11 @@ or ``engine:<dotted.path>`` for TRT-LLM engine arguments (the effective value af
 
 Releases. The facts pin behaviour to upstream PRs and dates; the table maps them onto releases:
 
-* ``1.5`` — upstream main as of 2026-08-21 (version 1.5.0-dev): the newest the facts cover.
+* ``1.6`` — 1.6.0 and 1.6.1: observed on the real runtime (``facts/dynamo-runtime.md``, the
+  PyPI wheels ``ai-dynamo==1.6.1`` / ``ai-dynamo-runtime==1.6.1``) and pinned by the
+  runtime-backed tests (``tests/check/test_runtime_truth.py``). The newest known release and the
+  default target.
+* ``1.5`` — upstream main as of 2026-08-21 (version 1.5.0-dev): the newest the source facts cover.
 * ``1.4`` — branched before 2026-08-08: #12890 (2026-08-08) and #12769 (2026-08-19) are "1.5.0,
   not 1.4.0" (facts §2.4, §3.1); PRs of July 2026 (#12023, #12089, worker router flags and
   worker type entering the checksum) are in it.
@@ -26,8 +30,52 @@ from functools import lru_cache
 from dgdgen.dgd import Backend
 from dgdgen.errors import InputError
 
-RELEASES: tuple[str, ...] = ("1.3", "1.4", "1.5")
+# The key under which dgdgen.check.facts keeps the extra served model names (card `aliases`).
+ALIASES_KEY = "--served-model-name:aliases"
+
+RELEASES: tuple[str, ...] = ("1.3", "1.4", "1.5", "1.6")
 NEWEST = RELEASES[-1]
+
+# What applying a checksum change in place does, per release (the frontend's reaction to two
+# ModelDeploymentCard checksums for one model in one Dynamo namespace).
+MDC_CONSEQUENCE: dict[str, str] = {
+    # facts/dynamo.md §3.1: lib/llm/src/discovery/watcher.rs before #12890.
+    "1.3": "the frontend skips the new workers ('Checksum for new worker does not match "
+           "existing WorkerSet's checksum'): they are ready but idle while old workers remain",
+    "1.4": "the frontend skips the new workers ('Checksum for new worker does not match "
+           "existing WorkerSet's checksum'): they are ready but idle while old workers remain",
+    # facts/dynamo.md §3.1: #12890 cohorts, reported as a regression in #14215.
+    "1.5": "the frontend sees two checksum cohorts and tears the model down (no serving) until "
+           "only one cohort remains",
+    # facts/dynamo-runtime.md "ModelDeploymentCard checksum conflicts"; runtime-verified by
+    # tests/check/test_runtime_truth.py.
+    "1.6": "the frontend rejects the new workers ('Rejected incompatible workers'): they pass "
+           "their own health check but get 0 requests, so the roll loses capacity step by step "
+           "and flips all traffic to the new configuration when the last old worker goes",
+}
+
+# A new served model name (display_name) is another model, in every release (a WorkerSet is per
+# model, facts/dynamo.md §3.1): nothing is rejected, the old name loses its workers. Observed on
+# 1.6.1 (facts/dynamo-runtime.md; tests/check/test_runtime_truth.py probe served-model-name).
+RENAME_CONSEQUENCE = (
+    "the new workers serve another model name: requests for the old name lose capacity step by "
+    "step and find no worker once the last old worker goes")
+RENAME_FIELDS = frozenset({"--served-model-name"})
+
+# What a KV-transfer / KV-layout change in place does (facts/dynamo.md §4; the same in every
+# release: old and new workers of one namespace hand KV blocks to each other).
+KV_CONSEQUENCE: dict[str, str] = dict.fromkeys(
+    RELEASES, "old decode workers take KV blocks from new prefill workers (and the reverse) "
+              "while both run: the transfer fails or reads a mismatched layout")
+
+
+def consequence(category: Category, release: str) -> str | None:
+    """The per-release consequence text of an in-place change of ``category``."""
+    if category is Category.MDC:
+        return MDC_CONSEQUENCE.get(release)
+    if category is Category.KV:
+        return KV_CONSEQUENCE.get(release)
+    return None
 
 
 class Category(str, enum.Enum):
@@ -60,6 +108,9 @@ class Input:
     cite: str
     since: str | None = None  # first release it applies to (None: every release covered)
     until: str | None = None  # first release it no longer applies to
+    # Counts only when this flag is set (base or head) on the worker, e.g. the worker router
+    # flags reach the card only with a worker-side --router-mode.
+    requires: str | None = None
 
     def applies(self, backend: Backend, release: str) -> bool:
         if backend not in self.backends:
@@ -67,9 +118,7 @@ class Input:
         r = release_key(release)
         if self.since is not None and r < release_key(self.since):
             return False
-        if self.until is not None and r >= release_key(self.until):
-            return False
-        return True
+        return self.until is None or r < release_key(self.until)
 
 
 @lru_cache(maxsize=64)
@@ -78,7 +127,7 @@ def release_key(release: str) -> tuple[int, ...]:
 
 
 def normalize_release(value: str | None) -> str:
-    """``1.5``, ``1.5.0``, ``v1.4.1`` → a release of :data:`RELEASES`; unknown → InputError."""
+    """``1.6``, ``1.6.1``, ``v1.4.1`` → a release of :data:`RELEASES`; unknown → InputError."""
     if value is None:
         return NEWEST
     text = value.strip().lstrip("vV")
@@ -99,8 +148,22 @@ def normalize_release(value: str | None) -> str:
 
 _CARD = "facts/dynamo.md §3.2"
 
+# The worker-side router flags (ai-dynamo 1.6.1 `add_worker_router_arguments`: RouterArgGroup +
+# KvRouterArgGroup; alias spellings are canonicalised by dgdgen.check.facts).
+_ROUTER_KEYS: tuple[str, ...] = (
+    "--router-*", "--router-mode", "--router-kv-events", "--active-decode-blocks-threshold",
+    "--active-prefill-tokens-threshold", "--active-prefill-tokens-threshold-frac",
+    "--load-aware", "--use-remote-indexer", "--enable-session-prefix-index",
+    "--shared-cache-multiplier", "--shared-cache-type",
+)
+
 MDC_INPUTS: tuple[Input, ...] = (
-    Input(("--served-model-name",), Category.MDC, "display_name / aliases", ALL, _CARD),
+    Input(("--served-model-name",), Category.MDC, "display_name", ALL, _CARD),
+    # The extra served names (vLLM nargs="+", or packed with commas / spaces; split by
+    # dynamo/common/configuration/utils.py split_served_model_names in ai-dynamo 1.6.1) are the
+    # card's `aliases`, hashed since Aug 2026 (facts/dynamo.md §3 item 11, §3.3).
+    Input((ALIASES_KEY,), Category.MDC, "aliases (extra served model names)", VLLM | SGLANG,
+          "facts/dynamo.md §3 item 11, §3.3", since="1.5"),
     # The model id names the files whose contents are hashed (config, tokenizer,
     # tokenizer_config, generation_config) and `source_path` (facts §3 items 2–3).
     Input(("--model",), Category.MDC, "source_path and model file checksums",
@@ -133,8 +196,16 @@ MDC_INPUTS: tuple[Input, ...] = (
           ALL, _CARD, since="1.4"),
     Input(("--route-to-encoder",), Category.MDC, "needs", VLLM, _CARD, since="1.4"),
     Input(("--encode-endpoint",), Category.MDC, "needs", TRTLLM, _CARD, since="1.4"),
-    Input(("--router-*", "--router-mode", "--router-kv-events"), Category.MDC,
-          "router_config", ALL, _CARD, since="1.4"),
+    Input(_ROUTER_KEYS, Category.MDC, "router_config", ALL, _CARD, since="1.4", until="1.6"),
+    # 1.6: the card carries router_config only when the worker sets --router-mode
+    # (dynamo/common/configuration/groups/router_args.py build_router_config: "None means no
+    # mode was requested, leaving router_config off the card"); runtime-verified for
+    # --router-mode kv (facts/dynamo-runtime.md; tests/check/test_runtime_truth.py).
+    Input(("--router-mode",), Category.MDC, "router_config", ALL,
+          "facts/dynamo-runtime.md; ai-dynamo 1.6.1 router_args.py", since="1.6"),
+    Input(_ROUTER_KEYS, Category.MDC, "router_config (with a worker --router-mode)", ALL,
+          "ai-dynamo 1.6.1 router_args.py build_router_config", since="1.6",
+          requires="--router-mode"),
 )
 
 # --------------------------------------------------------------------------- KV transfer
@@ -157,7 +228,11 @@ KV_INPUTS: tuple[Input, ...] = (
     # change is a KV-cache dtype change (vLLM CacheConfig / SGLang ServerArgs behaviour).
     Input(("--dtype",), Category.KV, "KV cache dtype (follows the model dtype)",
           VLLM | SGLANG, _KV),
-    Input(("--max-model-len",), Category.KV, "KV layout (max model length)", VLLM, _KV),
+    # Context / sequence length (vLLM --max-model-len, SGLang --context-length, TRT-LLM
+    # max_seq_len) is a card input (context_length, §3.2), not a KV-transfer change: the KV block
+    # layout a prefill worker hands over (block size, dtype, heads, sharding) does not depend on
+    # it, so it is not listed here although §4 names --max-model-len among layout flags
+    # (issue 13 item 3: a category only where it changes the KV layout or transfer).
     # SGLang
     Input(("--disaggregation-transfer-backend",), Category.KV, "KV transfer backend", SGLANG,
           _KV),
@@ -176,8 +251,7 @@ KV_INPUTS: tuple[Input, ...] = (
           "KV sharding (parallel sizes)", TRTLLM, _KV),
     Input(("engine:kv_cache_config", "engine:kv_cache_config.*"), Category.KV,
           "KV cache configuration", TRTLLM, _KV),
-    Input(("engine:max_num_tokens", "engine:max_seq_len"), Category.KV, "KV layout limits",
-          TRTLLM, _KV),
+    Input(("engine:max_num_tokens",), Category.KV, "KV layout limits", TRTLLM, _KV),
     Input(("--kv-block-size",), Category.KV, "KV block size", TRTLLM, _KV, until="1.4"),
     # The engine-arguments file itself: when its contents cannot be read (it ships in the image
     # or a ConfigMap outside the checked files), a new file may change any key above.

@@ -48,6 +48,4 @@ def applies(s: Suppression, matches_rule: bool, file: str, obj: str) -> bool:
         return False
     if s.object is not None and not fnmatch.fnmatchcase(obj, s.object):
         return False
-    if s.file is not None and not fnmatch.fnmatchcase(file, s.file):
-        return False
-    return True
+    return s.file is None or fnmatch.fnmatchcase(file, s.file)

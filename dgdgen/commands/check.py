@@ -42,8 +42,9 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ignore", action="append", default=[], metavar="RULE",
                         help="skip these rules: code, slug or prefix")
     parser.add_argument("--dynamo-version", metavar="X.Y", default=None,
-                        help="Dynamo release the flag tables describe (default: the newest "
-                             "covered, 1.5)")
+                        help="Dynamo release the flag tables describe (X.Y.Z selects X.Y; "
+                             "default: the newest known release; see `dgdgen rules explain "
+                             "DGD201`)")
     parser.add_argument("--config", metavar="FILE",
                         help="config file (default: .dgdgen.yaml in the current directory or "
                              "the repository root)")

@@ -44,14 +44,53 @@ _CARRIED: dict[Backend, dict[str, str]] = {
         "--dp-size": "--data-parallel-size",
         "--router-mode": "--router-mode",
     },
+    # TRT-LLM: the engine's effective arguments (CLI, then the --extra-engine-args YAML, then
+    # overrides; dgdgen.check.facts) are carried instead of the CLI flags, see _TRTLLM_ENGINE.
     Backend.TRTLLM: {
-        "--tokens-per-block": "--block-size",
-        "--kv-block-size": "--block-size",
-        "--max-seq-len": "--max-model-len",
-        "--max-batch-size": "--max-num-seqs",
         "--router-mode": "--router-mode",
     },
 }
+# TRT-LLM effective engine key → mocker flag. Since upstream #12023 the card takes the block size
+# the engine reports (kv_cache_config.tokens_per_block; TRT-LLM's default is 32) and
+# --kv-block-size is only an unused fallback (facts/dynamo.md §3.3).
+_TRTLLM_ENGINE = {
+    "engine:kv_cache_config.tokens_per_block": "--block-size",
+    "engine:max_seq_len": "--max-model-len",
+    "engine:max_batch_size": "--max-num-seqs",
+}
+_TRTLLM_DEFAULT_BLOCK_SIZE = "32"
+_TRTLLM_VIA_ENGINE = {
+    "--max-seq-len": "carried as the effective engine max_seq_len",
+    "--max-batch-size": "carried as the effective engine max_batch_size",
+    "--extra-engine-args": "carried key by key (the effective engine arguments)",
+    "--override-engine-args": "carried key by key (the effective engine arguments)",
+    "--kv-block-size": "since #12023 only an unused fallback: the engine's tokens_per_block is "
+                       "the card's block size (facts/dynamo.md §3.3)",
+}
+# The worker-side router flags: the mocker registers them with the same parser as the backends
+# (ai-dynamo 1.6.1 `add_worker_router_arguments`, dynamo/mocker/args.py), and they reach the
+# card's router_config only with a worker --router-mode. Boolean ones take --flag / --no-flag.
+_ROUTER_BOOL = frozenset({
+    "--load-aware", "--router-kv-events", "--router-replica-sync",
+    "--router-track-active-blocks", "--router-track-output-blocks", "--router-assume-kv-reuse",
+    "--router-track-prefill-tokens", "--router-conditional-disagg", "--use-remote-indexer",
+    "--enable-session-prefix-index",
+})
+_ROUTER_VALUE = frozenset({
+    "--router-session-affinity-ttl-secs", "--router-session-affinity-mode",
+    "--active-decode-blocks-threshold", "--active-prefill-tokens-threshold",
+    "--active-prefill-tokens-threshold-frac", "--router-kv-overlap-score-credit",
+    "--router-kv-overlap-score-credit-decay", "--router-kv-overlap-score-weight",
+    "--router-prefill-load-scale", "--router-decode-active-request-weight",
+    "--router-host-cache-hit-weight", "--router-disk-cache-hit-weight", "--router-temperature",
+    "--router-tracking-hash", "--router-prefill-load-model", "--router-ttl-secs",
+    "--router-approximate-cache-policy", "--router-queue-threshold", "--router-policy-config",
+    "--router-conditional-disagg-config", "--router-prefill-policy", "--router-decode-policy",
+    "--router-event-threads", "--router-queue-policy", "--shared-cache-multiplier",
+    "--shared-cache-type", "--router-predicted-ttl-secs",
+})
+_ROUTER = _ROUTER_BOOL | _ROUTER_VALUE
+_BOOL = _ROUTER_BOOL | {"--enable-prefix-caching"}
 _ENGINE_TYPE = {Backend.VLLM: "vllm", Backend.SGLANG: "sglang", Backend.TRTLLM: "trtllm"}
 # Flags the mocker does not take, and why (anything not listed here or carried is dropped as
 # "no mocker equivalent").
@@ -75,6 +114,10 @@ _WHY_DROPPED = {
     "--quantization": "no weights are loaded",
     "--dtype": "no weights are loaded",
     "--enforce-eager": "no GPU kernels run",
+    "--custom-jinja-template": "the chat template comes from the local model directory "
+                               "(make_model_dir(chat_template=...))",
+    # dgdgen.check.facts keeps the extra served names under this key (the card's aliases).
+    "--served-model-name:aliases": "the mocker registers one served model name (no aliases)",
 }
 
 
@@ -124,13 +167,21 @@ def mocker_invocation(
     out["--disaggregation-mode"] = mode
     if mode != "agg":
         carried.append(("--disaggregation-mode", "--disaggregation-mode", mode))
+    if backend is Backend.TRTLLM:
+        out["--block-size"] = _TRTLLM_DEFAULT_BLOCK_SIZE
+        for key, mocker_flag in _TRTLLM_ENGINE.items():
+            engine_setting = comp.engine.get(key)
+            if engine_setting is not None:
+                out[mocker_flag] = engine_setting.value
+                carried.append((key, mocker_flag, engine_setting.value))
     for flag in sorted(comp.flags):
         setting = comp.flags[flag]
         if flag in ("--served-model-name", "--disaggregation-mode", "--is-decode-worker"):
             continue
-        target = table.get(flag)
+        target = table.get(flag) or (flag if flag in _ROUTER else None)
         if target is None:
-            dropped.append((flag, _WHY_DROPPED.get(flag, "no mocker equivalent")))
+            why = _TRTLLM_VIA_ENGINE.get(flag) if backend is Backend.TRTLLM else None
+            dropped.append((flag, why or _WHY_DROPPED.get(flag, "no mocker equivalent")))
             continue
         out[target] = setting.value
         carried.append((flag, target, setting.value))
@@ -138,10 +189,10 @@ def mocker_invocation(
         out[flag] = value
     args: list[str] = []
     for flag, value in out.items():
-        if value == "true" and flag == "--enable-prefix-caching":
+        if value == "true" and flag in _BOOL:
             args.append(flag)
-        elif value == "false" and flag == "--enable-prefix-caching":
-            args.append("--no-enable-prefix-caching")
+        elif value == "false" and flag in _BOOL:
+            args.append("--no-" + flag[2:])
         else:
             args += [flag, value]
     return MockerInvocation(tuple(args), name, tuple(carried), tuple(dropped))
@@ -154,7 +205,16 @@ def flag_table_markdown() -> str:
     for backend, table in _CARRIED.items():
         for flag, target in table.items():
             lines.append(f"| {backend.value} | `{flag}` | `{target}` |")
+    for key, target in _TRTLLM_ENGINE.items():
+        lines.append(f"| trtllm | engine `{key.removeprefix('engine:')}` | `{target}` |")
+    lines.append(f"| trtllm | (no engine `kv_cache_config.tokens_per_block`) | `--block-size "
+                 f"{_TRTLLM_DEFAULT_BLOCK_SIZE}` |")
+    lines.append("| all | the other worker router flags: "
+                 + ", ".join(f"`{f}`" for f in sorted(_ROUTER - {"--router-mode"}))
+                 + " | the same flag |")
     lines += ["", "| dropped flag | why |", "| --- | --- |"]
     for flag, why in _WHY_DROPPED.items():
         lines.append(f"| `{flag}` | {why} |")
+    for flag, why in _TRTLLM_VIA_ENGINE.items():
+        lines.append(f"| `{flag}` (trtllm) | {why} |")
     return "\n".join(lines) + "\n"

@@ -20,6 +20,24 @@ def test_corpus_is_large_enough() -> None:
 
 
 @pytest.mark.parametrize("name", CASES)
+def test_case_says_where_its_expectation_comes_from(name: str) -> None:
+    """Every case names its source: a fact, the installed parsers, or a runtime probe that the
+    runtime-backed tests really run (tests/check/test_runtime_truth.py)."""
+    import re
+
+    with open(os.path.join(CORPUS, name, "expected.json"), encoding="utf-8") as fh:
+        source = json.load(fh).get("source", "")
+    assert source.strip(), f"{name}: no source"
+    probes = re.findall(r"runtime:([a-z0-9-]+)", source)
+    with open(os.path.join(os.path.dirname(__file__), "test_runtime_truth.py"),
+              encoding="utf-8") as fh:
+        truth = fh.read()
+    for probe in probes:
+        assert f'Probe("{probe}"' in truth, f"{name}: no runtime probe {probe!r}"
+    assert probes or re.search(r"facts/|DESIGN\.md|ai-dynamo|issue 13", source), source
+
+
+@pytest.mark.parametrize("name", CASES)
 def test_verdict(name: str) -> None:
     d = os.path.join(CORPUS, name)
     with open(os.path.join(d, "expected.json"), encoding="utf-8") as fh:
@@ -38,3 +56,21 @@ def test_verdict(name: str) -> None:
     # The categories of the findings agree with the verdict (the held-out corpus reads both).
     finding_cats = sorted({f["category"] for f in report["findings"] if f["category"]})
     assert finding_cats == expected["categories"]
+
+
+def test_checker_doc_cites_only_probes_that_exist() -> None:
+    """docs/checker.md's table says "runtime `probe`": each such probe is really run."""
+    import re
+
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    with open(os.path.join(repo, "docs", "checker.md"), encoding="utf-8") as fh:
+        doc = fh.read()
+    with open(os.path.join(os.path.dirname(__file__), "test_runtime_truth.py"),
+              encoding="utf-8") as fh:
+        truth = fh.read()
+    cited = set()
+    for cell in re.findall(r"\| runtime ((?:`[a-z0-9-]+`(?:, )?)+)", doc):
+        cited.update(re.findall(r"`([a-z0-9-]+)`", cell))
+    assert len(cited) >= 15
+    for probe in sorted(cited):
+        assert f'Probe("{probe}"' in truth, probe

@@ -23,13 +23,17 @@ def render(report: Report, *, color: bool = False) -> str:
     rules = []
     for code in codes:
         meta = RULES[code].RULE
+        effect = meta.consequence(report.release)
+        on = f"On Dynamo {report.release}, applied in place: {effect}. " if effect else ""
+        on_md = f"**On Dynamo {report.release}:** {effect}.\n\n" if effect else ""
         rules.append({
             "id": meta.code,
             "name": meta.slug,
             "shortDescription": {"text": meta.summary},
             "fullDescription": {"text": meta.rationale},
-            "help": {"text": meta.remediation,
-                     "markdown": f"**Fix:** {meta.remediation}\n\nSee `{DOCS.format(code=code)}`."},
+            "help": {"text": on + meta.remediation,
+                     "markdown": f"{on_md}**Fix:** {meta.remediation}\n\n"
+                                 f"See `{DOCS.format(code=code)}`."},
             "defaultConfiguration": {"level": LEVEL[meta.severity]},
             "properties": {"tags": [t for t in ("rollout", meta.category) if t]},
         })

@@ -27,6 +27,12 @@ class RuleMeta:
     needs_base: bool = False  # a diff rule: only fires when the file has a base revision
     category: str | None = None  # the diff category its findings carry
     aliases: tuple[str, ...] = ()
+    # (release, what the hazard does on it): shown in the docs and, for the targeted release, in
+    # the SARIF help text and the finding messages.
+    by_release: tuple[tuple[str, str], ...] = ()
+
+    def consequence(self, release: str) -> str | None:
+        return dict(self.by_release).get(release)
 
     def finding(self, *, file: str, line: int | None, column: int | None, message: str,
                 object: str, component: str | None = None, key: str = "") -> Finding:

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from dgdgen.check.context import Context
 from dgdgen.check.findings import Finding
-from dgdgen.check.flags import Category
+from dgdgen.check.flags import RENAME_CONSEQUENCE, RENAME_FIELDS, Category
 from dgdgen.check.rules import RuleMeta
 
 REMEDIATION = (
@@ -24,14 +24,18 @@ def in_place(ctx: Context, rule: RuleMeta, category: Category) -> Iterator[Findi
             continue
         renamed = (f" (renamed from {pair.verdict.renamed_from})"
                    if pair.verdict.renamed_from else "")
+        effect = rule.consequence(ctx.release)
         for change in pair.verdict.changes:
             if change.category is not category:
                 continue
+            this = (RENAME_CONSEQUENCE if category is Category.MDC
+                    and change.field in RENAME_FIELDS else effect)
+            tail = f"; on Dynamo {ctx.release} {this}" if this else ""
             line, col = ctx.location_of_change(pair, change)
             yield rule.finding(
                 file=pair.head.file, line=line, column=col,
                 message=f"{change.component}: {change.reason}; applied in place{renamed}, old and "
-                        f"new workers share one Dynamo namespace",
+                        f"new workers share one Dynamo namespace{tail}",
                 object=pair.head.object, component=change.component,
                 key=f"{change.field}\x1f{change.old}\x1f{change.new}",
             )

@@ -21,7 +21,10 @@ RULE = RuleMeta(
         "(lib/llm/src/namespace.rs NamespaceFilter::Prefix; facts/dynamo.md §2.1). The frontend "
         "of `qwen` therefore also routes to the workers of `qwen-canary` (or `qwen2`) in the "
         "same Kubernetes namespace: a canary gets production traffic, or the model is split "
-        "between two cards."
+        "between two cards. Observed on Dynamo 1.6.1: a frontend selecting `inference-foo` by "
+        "prefix split one model's requests 11/19 across `inference-foo` and `inference-foo-bar` "
+        "although their checksums differed (facts/dynamo-runtime.md; runtime-verified by "
+        "tests/check/test_runtime_truth.py)."
     ),
     remediation=(
         "Rename one DGD so neither name is a prefix of the other (e.g. `qwen-stable` and "
@@ -44,7 +47,7 @@ def check(ctx: Context) -> Iterator[Finding]:
             if is_dgd(doc.data):
                 try:
                     d = parse(doc.data, source=doc)
-                except Exception:  # a broken neighbour is not this check's business
+                except Exception:  # noqa: BLE001, S112 - a broken neighbour is not this check's business
                     continue
                 entries.setdefault((d.namespace, d.name), (doc.file, None, None,
                                                            f"DynamoGraphDeployment/{d.name}",

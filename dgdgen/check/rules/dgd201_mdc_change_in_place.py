@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from dgdgen.check.context import Context
 from dgdgen.check.findings import Finding, Severity
-from dgdgen.check.flags import Category
+from dgdgen.check.flags import MDC_CONSEQUENCE, RENAME_CONSEQUENCE, Category
 from dgdgen.check.rules import RuleMeta
 from dgdgen.check.rules._inplace import REMEDIATION, in_place
 
@@ -19,15 +19,18 @@ RULE = RuleMeta(
         "Workers publish a ModelDeploymentCard whose checksum covers the served model name, the "
         "model files, the chat template, the context length, the KV block size, the worker type "
         "and (since mid-2026) the worker router config (facts/dynamo.md §3, "
-        "lib/llm/src/model_card.rs). New workers with another checksum next to old ones are "
-        "skipped with 'Checksum for new worker does not match' up to 1.4, and from 1.5 (#12890) "
-        "split the model into cohorts so that the frontend removes the model until one cohort "
-        "remains (§3.1; PRs #14215, #14451, #14632). Which flags feed the card depends on the "
-        "backend and on the release (--dynamo-version)."
+        "lib/llm/src/model_card.rs). An in-place roll puts new workers with another checksum "
+        "next to old ones in one Dynamo namespace; what the frontend then does depends on the "
+        "release (facts/dynamo.md §3.1 up to 1.5; the 1.6.1 runtime, "
+        "facts/dynamo-runtime.md, verified by tests/check/test_runtime_truth.py): see the "
+        "table below. A new served model name is another model in every release: "
+        f"{RENAME_CONSEQUENCE}. Which flags feed the card depends on the backend and on the "
+        "release (--dynamo-version)."
     ),
     remediation=REMEDIATION,
     needs_base=True,
     category=Category.MDC.value,
+    by_release=tuple(sorted(MDC_CONSEQUENCE.items())),
 )
 
 

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from dgdgen.check.context import Context
 from dgdgen.check.findings import Finding, Severity
-from dgdgen.check.flags import Category
+from dgdgen.check.flags import KV_CONSEQUENCE, Category
 from dgdgen.check.rules import RuleMeta
 from dgdgen.check.rules._inplace import REMEDIATION, in_place
 
@@ -26,6 +26,7 @@ RULE = RuleMeta(
     remediation=REMEDIATION,
     needs_base=True,
     category=Category.KV.value,
+    by_release=tuple(sorted(KV_CONSEQUENCE.items())),
 )
 
 

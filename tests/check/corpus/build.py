@@ -2,8 +2,11 @@
 
 Each case is a directory with ``old.yaml`` (an upstream example, verbatim unless the case says
 otherwise), ``new.yaml`` (the same file after one realistic edit) and ``expected.json`` (the
-verdict: ``isolation_required``, ``categories``, ``risk``, optionally ``dynamo_version``).
-The expected verdicts are written here by hand, from facts/dynamo.md §3–4, not computed.
+verdict: ``isolation_required``, ``categories``, ``risk``, optionally ``dynamo_version``, and
+``source``: where the expectation comes from). The expected verdicts are written here by hand, not
+computed: from facts/dynamo.md §3–4, from the installed ai-dynamo 1.6.1 argument parsers, or from
+a runtime-verified probe of tests/check/test_runtime_truth.py (``runtime:<probe>``: the real
+frontend and mocker showed the same verdict; test_corpus.py checks that the probe exists).
 
     python tests/check/corpus/build.py [UPSTREAM_EXAMPLES_DIR]
 
@@ -44,6 +47,10 @@ def case(name: str, old: str, new: str, categories: list[str], risk: str = "conf
         "isolation_required": bool(categories), "categories": sorted(categories), "risk": risk,
         **({"dynamo_version": dynamo_version} if dynamo_version else {}),
         "note": note}})
+
+
+F32, F4, PARSER = "facts/dynamo.md §3.2", "facts/dynamo.md §4", "ai-dynamo 1.6.1 argument parsers"
+RTP = "runtime:{}"  # a probe of tests/check/test_runtime_truth.py (Dynamo 1.6.1)
 
 
 vllm_disagg = up("vllm-disagg.yaml")  # v1alpha1, list args
@@ -158,15 +165,64 @@ case("vllm-worker-env-jinja-template", vllm_disagg,
 case("trtllm-dgd-env-max-seq-len", trt_mn,
      sub(trt_mn, "    - name: HF_HOME\n      value: \"/models\"\n",
          "    - name: HF_HOME\n      value: \"/models\"\n    - name: DYN_TRTLLM_MAX_SEQ_LEN\n"
-         "      value: \"16384\"\n"), [MDC, KV],
-     note="DGD-wide spec.envs reach every worker")
+         "      value: \"16384\"\n"), [MDC],
+     note="DGD-wide spec.envs reach every worker; a sequence length is a card input, not a KV "
+          "layout change")
 case("trtllm-dgd-env-unrelated", trt_mn, sub(trt_mn, 'value: "/models"', 'value: "/cache"'), [])
 case("vllm-worker-router-mode-1.5", vllm_router,
      sub(vllm_router, "            - prefill\n", "            - prefill\n            - --router-mode\n"
-         "            - kv\n"), [MDC], note="worker router flags feed router_config since 1.4")
+         "            - kv\n"), [MDC], note="worker router flags feed router_config since 1.4",
+     dynamo_version="1.5")
+case("vllm-worker-router-mode-1.6", vllm_router,
+     sub(vllm_router, "            - prefill\n", "            - prefill\n            - --router-mode\n"
+         "            - kv\n"), [MDC], note="a worker --router-mode puts router_config on the card")
+case("vllm-worker-kv-events-alias-without-mode-1.6", vllm_router,
+     sub(vllm_router, "            - prefill\n", "            - prefill\n"
+         "            - --no-kv-events\n"), [],
+     note="--no-kv-events is --no-router-kv-events; without a worker --router-mode 1.6 leaves "
+          "router_config off the card")
+case("vllm-worker-kv-events-alias-with-mode-1.6",
+     sub(vllm_router, "            - prefill\n", "            - prefill\n            - --router-mode\n"
+         "            - kv\n"),
+     sub(vllm_router, "            - prefill\n", "            - prefill\n            - --router-mode\n"
+         "            - kv\n            - --no-kv-events\n"), [MDC],
+     note="with a worker --router-mode the alias spelling changes router_config")
+# --- multi-valued flags (nargs) and served-name aliases --------------------------------------
+vllm_named = sub(vllm_agg, "            - Qwen/Qwen3-0.6B\n",
+                 "            - Qwen/Qwen3-0.6B\n            - --served-model-name\n"
+                 "            - qwen\n")
+case("vllm-served-model-name-alias-added", vllm_named,
+     sub(vllm_named, "            - qwen\n", "            - qwen\n            - qwen-chat\n"), [MDC],
+     note="--served-model-name is nargs='+': the second value is an alias, hashed since 1.5")
+case("vllm-served-model-name-alias-added-1.4", vllm_named,
+     sub(vllm_named, "            - qwen\n", "            - qwen\n            - qwen-chat\n"), [],
+     note="aliases entered the checksum in Aug 2026 (1.5)", dynamo_version="1.4")
+case("vllm-served-model-name-alias-packed-with-comma", vllm_named,
+     sub(vllm_named, "            - qwen\n", "            - qwen,qwen-chat\n"), [MDC],
+     note="Dynamo splits served names on commas and spaces")
+case("sglang-served-model-name-same-name-respelled", sub(
+    sglang_b, "- --served-model-name\n          - Qwen/Qwen3-0.6B",
+    "- --served-model-name\n          - qwen,qwen-chat"), sub(
+    sglang_b, "- --served-model-name\n          - Qwen/Qwen3-0.6B",
+    "- --served-model-name\n          - qwen qwen-chat"), [],
+     note="the same names packed with a comma or a space")
+case("vllm-disagg-max-model-len", vllm_disagg,
+     sub(vllm_disagg, "            - Qwen/Qwen3-0.6B\n",
+         "            - Qwen/Qwen3-0.6B\n            - --max-model-len\n            - \"8192\"\n"),
+     [MDC], note="context length is a card input; it does not change the KV layout")
 case("vllm-worker-router-mode-1.3", vllm_router,
      sub(vllm_router, "            - prefill\n", "            - prefill\n            - --router-mode\n"
          "            - kv\n"), [], dynamo_version="1.3")
+# --- release spelling and prefix selection --------------------------------------------------
+case("vllm-block-size-disagg-1.6.1", vllm_disagg,
+     sub(vllm_disagg, "            - Qwen/Qwen3-0.6B\n",
+         "            - Qwen/Qwen3-0.6B\n            - --block-size\n            - \"32\"\n"),
+     [MDC, KV], note="a patch release selects its minor release's tables", dynamo_version="1.6.1")
+case("frontend-namespace-prefix-added", vllm_agg,
+     sub(vllm_agg, "    Frontend:\n      envFromSecret: hf-token-secret\n",
+         "    Frontend:\n      envFromSecret: hf-token-secret\n      envs:\n"
+         "        - name: DYN_NAMESPACE_PREFIX\n          value: default-vllm\n"), [],
+     note="no card or KV change (the frontend carries no card); DGD107 reports the prefix")
 # --- `sh -c` command strings and --flag=value ------------------------------------------------
 case("sh-c-max-model-len", shared,
      sub(shared, "python3 -m dynamo.vllm --model Qwen/Qwen3-0.6B",
@@ -203,7 +259,67 @@ case("sglang-disagg-v1alpha1-to-v1beta1", sglang, sglang_b, [],
      note="a pure CRD conversion: same facts")
 
 
+SOURCES: dict[str, str] = {
+    "vllm-block-size-disagg-v1alpha1": f"{RTP.format('block-size')}; {F4}",
+    "sglang-page-size-disagg-v1beta1": f"{RTP.format('sglang-page-size')}; {F4}",
+    "sglang-page-size-disagg-v1alpha1": f"{RTP.format('sglang-page-size')}; {F4}",
+    "sglang-served-model-name-v1alpha1": f"{RTP.format('served-model-name')}; {F32}",
+    "trtllm-served-model-name-v1beta1": f"{RTP.format('served-model-name')}; {F32}",
+    "vllm-model-same-family": f"{RTP.format('model-dir')}; {F32}",
+    "vllm-model-new-family": f"{RTP.format('model-dir')}; {F32}",
+    "vllm-model-fp8-weights": f"{RTP.format('model-dir')}; {F32}",
+    "vllm-kv-connector-v1beta1": F4,
+    "vllm-kv-transfer-config-whitespace-only": F4,
+    "sglang-transfer-backend-nixl-to-mooncake-v1beta1": F4,
+    "vllm-tp-size-disagg-multinode": F4,
+    "vllm-tp-size-aggregated": f"{F4} (aggregated: no KV hand-off)",
+    "trtllm-extra-engine-args-path-v1alpha1": "facts/dynamo.md §3.3, §4",
+    "trtllm-configmap-transceiver-backend": F4,
+    "trtllm-configmap-free-memory-only": "facts/dynamo.md §3 (total_kv_blocks not hashed)",
+    "trtllm-configmap-tokens-per-block": f"{RTP.format('trtllm-tokens-per-block')}; "
+                                         "facts/dynamo.md §3.3",
+    "trtllm-override-engine-args-tp": "facts/dynamo.md §3.3, §4",
+    "trtllm-kv-block-size-flag-1.5": "facts/dynamo.md §3.3 (#12023)",
+    "trtllm-kv-block-size-flag-1.3": "facts/dynamo.md §3.3 (#12023)",
+    "vllm-image-bump-v1alpha1": "DESIGN.md §1",
+    "sglang-image-bump-v1beta1-frontend-only": "DESIGN.md §1",
+    "shared-frontend-image-bump-multi-dgd": "DESIGN.md §1",
+    "vllm-replicas-only": "facts/dynamo.md §3 (replicas are no card input)",
+    "sglang-replicas-only-v1beta1": "facts/dynamo.md §3 (replicas are no card input)",
+    "vllm-gpu-memory-utilization": f"{RTP.format('num-gpu-blocks-override')}; facts/dynamo.md §3",
+    "vllm-is-prefill-worker-respelled": F32,
+    "frontend-router-mode-env": "DESIGN.md §1 (the frontend carries no card)",
+    "vllm-worker-env-jinja-template": f"{RTP.format('chat-template')}; facts/dynamo.md §3.3",
+    "trtllm-dgd-env-max-seq-len": f"{RTP.format('trtllm-max-seq-len')}; facts/dynamo.md §3.3",
+    "trtllm-dgd-env-unrelated": "facts/dynamo.md §3.3",
+    "vllm-worker-router-mode-1.5": F32,
+    "vllm-worker-router-mode-1.3": "facts/dynamo.md §3 history",
+    "vllm-worker-router-mode-1.6": RTP.format("router-mode-kv"),
+    "vllm-worker-kv-events-alias-without-mode-1.6": f"{RTP.format('kv-events-alias-without-mode')}; "
+                                                    f"{PARSER} (build_router_config)",
+    "vllm-worker-kv-events-alias-with-mode-1.6": f"{RTP.format('kv-events-alias-with-mode')}; "
+                                                 f"{PARSER} (kv_router_args aliases)",
+    "vllm-served-model-name-alias-added": f"{PARSER} (split_served_model_names); "
+                                          "facts/dynamo.md §3 item 11",
+    "vllm-served-model-name-alias-added-1.4": "facts/dynamo.md §3 history, §3.3",
+    "vllm-served-model-name-alias-packed-with-comma": f"{PARSER} (split_served_model_names)",
+    "sglang-served-model-name-same-name-respelled": f"{PARSER} (split_served_model_names)",
+    "vllm-disagg-max-model-len": f"{RTP.format('max-model-len')}; issue 13 item 3",
+    "vllm-block-size-disagg-1.6.1": f"{RTP.format('block-size')}; {F4}",
+    "frontend-namespace-prefix-added": "DESIGN.md §1; facts/dynamo-runtime.md (namespace "
+                                       "selection), see DGD107",
+    "sh-c-max-model-len": f"{RTP.format('max-model-len')}; facts/dynamo.md §3.3",
+    "bash-c-continuation-block-size": f"{RTP.format('block-size')}; facts/dynamo.md §3.3",
+    "bash-c-continuation-safe-flag": f"{RTP.format('num-gpu-blocks-override')}; facts/dynamo.md §3",
+    "flag-equals-served-model-name": f"{RTP.format('served-model-name')}; {F32}",
+    "vllm-disagg-v1alpha1-to-v1beta1": F4,
+    "sglang-disagg-v1alpha1-to-v1beta1": "a pure CRD conversion (facts/dynamo.md §1.3)",
+}
+
+
 def main() -> None:
+    for c in CASES:
+        c["expected"]["source"] = SOURCES[c["name"]]
     for entry in os.listdir(HERE):
         if os.path.isdir(os.path.join(HERE, entry)) and not entry.startswith("_"):
             shutil.rmtree(os.path.join(HERE, entry))

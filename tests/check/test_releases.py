@@ -1,0 +1,147 @@
+"""Issue 13 items 1 and 3: the 1.6 releases are known (and the default), DGD201/202 say what an
+in-place change does on the targeted release (message, SARIF help), and multi-valued flags and
+alias spellings are read as the ai-dynamo 1.6.1 parsers read them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from dgdgen.check.facts import dgd_facts
+from dgdgen.check.flags import ALIASES_KEY, MDC_CONSEQUENCE, NEWEST, RELEASES, normalize_release
+from dgdgen.dgd import parse
+from dgdgen.yamlio import load_documents_fast
+
+CORPUS = os.path.join(os.path.dirname(__file__), "corpus", "vllm-block-size-disagg-v1alpha1")
+
+
+def diff(*extra: str, fmt: str = "json") -> str:
+    proc = subprocess.run(
+        [sys.executable, "-m", "dgdgen", "diff", os.path.join(CORPUS, "old.yaml"),
+         os.path.join(CORPUS, "new.yaml"), "--format", fmt, "--fail-on", "never", *extra],
+        capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_the_newest_known_release_is_the_default() -> None:
+    assert NEWEST == max(RELEASES, key=lambda r: tuple(int(p) for p in r.split(".")))
+    assert "1.6" in RELEASES
+    assert json.loads(diff())["dynamo_version"] == NEWEST
+
+
+@pytest.mark.parametrize("spelling", ["1.6.1", "1.6.0", "v1.6.1", "1.6"])
+def test_1_6_patch_releases_are_known(spelling: str) -> None:
+    assert normalize_release(spelling) == "1.6"
+    assert json.loads(diff("--dynamo-version", spelling))["dynamo_version"] == "1.6"
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_dgd201_message_says_the_consequence_of_the_targeted_release(release: str) -> None:
+    report = json.loads(diff("--dynamo-version", release))
+    messages = [f["message"] for f in report["findings"] if f["code"] == "DGD201"]
+    assert messages
+    for m in messages:
+        assert MDC_CONSEQUENCE[release] in m
+        others = {t for r, t in MDC_CONSEQUENCE.items() if t != MDC_CONSEQUENCE[release]}
+        assert not any(t in m for t in others)
+
+
+@pytest.mark.parametrize("release", ["1.5", "1.6"])
+def test_sarif_help_says_the_consequence_of_the_targeted_release(release: str) -> None:
+    sarif = json.loads(diff("--dynamo-version", release, fmt="sarif"))
+    rules = {r["id"]: r for r in sarif["runs"][0]["tool"]["driver"]["rules"]}
+    assert MDC_CONSEQUENCE[release] in rules["DGD201"]["help"]["text"]
+    other = MDC_CONSEQUENCE["1.6" if release == "1.5" else "1.5"]
+    assert other not in rules["DGD201"]["help"]["text"]
+
+
+def worker(args: str, backend: str = "vllm") -> dict[str, str]:
+    text = f"""\
+apiVersion: nvidia.com/v1beta1
+kind: DynamoGraphDeployment
+metadata: {{name: q}}
+spec:
+  components:
+    - name: worker
+      type: worker
+      podTemplate:
+        spec:
+          containers:
+            - name: main
+              image: img:1
+              command: [/bin/sh, -c]
+              args: ["python3 -m dynamo.{backend} {args}"]
+"""
+    doc = load_documents_fast(text, "w.yaml")[0]
+    comp = dgd_facts(parse(doc.data, source=doc)).components["worker"]
+    return {k: s.value for k, s in comp.flags.items()}
+
+
+def test_served_model_name_takes_several_values_in_vllm() -> None:
+    flags = worker("--served-model-name qwen qwen-chat qwen-2 --block-size 16 --model Q")
+    assert flags["--served-model-name"] == "qwen"
+    assert flags[ALIASES_KEY] == "qwen-chat qwen-2"
+    assert flags["--block-size"] == "16"
+    assert flags["--model"] == "Q"
+
+
+def test_packed_served_names_split_on_commas_and_spaces() -> None:
+    assert worker("--served-model-name 'a,b c' --model Q", "sglang")[ALIASES_KEY] == "b c"
+    assert worker("--served-model-name=a,b --model Q")[ALIASES_KEY] == "b"
+
+
+def test_trtllm_served_model_name_is_one_value() -> None:
+    flags = worker("--served-model-name a,b --model Q", "trtllm")
+    assert flags["--served-model-name"] == "a,b"
+    assert ALIASES_KEY not in flags
+
+
+def test_zero_or_more_values_and_alias_spellings() -> None:
+    flags = worker("--connector --no-kv-events --track-active-blocks --model Q", "trtllm")
+    assert flags["--connector"] == ""
+    assert flags["--router-kv-events"] == "false"
+    assert flags["--router-track-active-blocks"] == "true"
+    assert worker("--connector kvbm nixl --model Q", "trtllm")["--connector"] == "kvbm nixl"
+
+
+def worker_env(name: str, value: str, backend: str) -> dict[str, str]:
+    text = f"""\
+apiVersion: nvidia.com/v1beta1
+kind: DynamoGraphDeployment
+metadata: {{name: q}}
+spec:
+  components:
+    - name: worker
+      type: worker
+      podTemplate:
+        spec:
+          containers:
+            - name: main
+              image: img:1
+              command: [python3, -m, dynamo.{backend}, --model, Q]
+              env: [{{name: {name}, value: "{value}"}}]
+"""
+    doc = load_documents_fast(text, "w.yaml")[0]
+    comp = dgd_facts(parse(doc.data, source=doc)).components["worker"]
+    return {k: s.value for k, s in comp.flags.items()}
+
+
+@pytest.mark.parametrize(("var", "flag"), [
+    ("DYN_ROUTER_USE_KV_EVENTS", "--router-kv-events"),
+    ("DYN_OVERLAP_SCORE_WEIGHT", "--router-kv-overlap-score-weight"),
+    ("DYN_ROUTER_LOAD_AWARE", "--load-aware"),
+    ("DYN_ROUTER_MODE", "--router-mode"),
+])
+def test_environment_variables_named_unlike_their_flag(var: str, flag: str) -> None:
+    assert worker_env(var, "x", "vllm")[flag] == "x"
+
+
+def test_sglang_reads_dyn_sgl_variables_and_vllm_does_not() -> None:
+    assert worker_env("DYN_SGL_ENABLE_MULTIMODAL", "true", "sglang")["--enable-multimodal"] == "true"
+    assert "--enable-multimodal" not in worker_env("DYN_SGL_ENABLE_MULTIMODAL", "true", "vllm")
+    assert "--sgl-enable-multimodal" not in worker_env("DYN_SGL_ENABLE_MULTIMODAL", "true", "vllm")

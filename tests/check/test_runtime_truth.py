@@ -1,0 +1,401 @@
+"""Ground truth for the checker from the real Dynamo 1.6.1 runtime (issue 13 item 2).
+
+Each probe is one edit of a worker (vLLM, SGLang or TRT-LLM) in a DGD. The test runs the base worker (incumbent) and
+the edited worker (candidate) as real ``dynamo.mocker`` processes in ONE Dynamo namespace behind
+the real ``dynamo.frontend``, sends requests for the incumbent's model, and compares what the
+runtime did with what ``dgdgen diff`` says about the same edit:
+
+* the frontend logs "Rejected incompatible workers" for the model, or the candidate gets none of
+  the model's requests  ⇔  DGD201 (an in-place checksum change);
+* the candidate shares the load  ⇔  no isolation finding.
+
+The rendered flags become mocker flags through the one mapping
+(:func:`dgdgen.runtime.mocker.mocker_invocation`). What the mocker cannot take from a flag — the
+files a model path or a chat template names — is reproduced by giving the candidate another local
+model directory (:func:`dgdgen.runtime.model.make_model_dir`), as a new model or template would.
+
+All probes share one frontend (it serves every namespace; each probe has its own namespace and
+model name) and one private network namespace, and run one after the other so that at most three
+Dynamo processes are up at a time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dgdgen import runtime
+from dgdgen.runtime.procs import count_ready_workers
+
+pytestmark = pytest.mark.runtime
+
+if not runtime.available():  # pragma: no cover - CI installs it (and turns the skip into a failure)
+    pytest.skip(f"needs the ai-dynamo {runtime.DYNAMO_VERSION} wheels: {runtime.missing()}",
+                allow_module_level=True)
+
+REQUESTS = 12
+
+
+@dataclass(frozen=True)
+class Probe:
+    name: str
+    base: tuple[str, ...]  # worker args after `--model M --served-model-name tiny-<name>`
+    head: tuple[str, ...]
+    backend: str = "vllm"
+    head_model: str = "Qwen/Qwen3-0.6B"
+    head_name: str | None = None  # another served model name for the candidate
+    head_dir: str = "a"  # which local model directory the candidate reads
+    note: str = ""
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+# Local model directories: "a" for every incumbent; "template" has another chat template (what a
+# --custom-jinja-template file changes); "config" another config.json (what another model path
+# changes: the card hashes the files' contents, facts/dynamo.md §3 item 3).
+DIRS = {
+    "a": {},
+    "template": {"chat_template": "{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}"
+                                  "{% endfor %}<assistant>"},
+    "config": {"context_length": 4096},
+}
+
+PROBES: tuple[Probe, ...] = (
+    Probe("block-size", ("--block-size", "16"), ("--block-size", "32")),
+    Probe("max-model-len", ("--max-model-len", "4096"), ("--max-model-len", "2048")),
+    Probe("chat-template", (), ("--custom-jinja-template", "/templates/chat.jinja"),
+          head_dir="template"),
+    Probe("model-dir", (), (), head_model="Qwen/Qwen3-0.6B-FP8", head_dir="config"),
+    Probe("served-model-name", (), (), head_name="other"),
+    Probe("router-mode-kv", (), ("--router-mode", "kv")),
+    Probe("max-num-seqs", ("--max-num-seqs", "64"), ("--max-num-seqs", "8")),
+    Probe("num-gpu-blocks-override", (), ("--num-gpu-blocks-override", "2048")),
+    Probe("kv-cache-dtype", (), ("--kv-cache-dtype", "fp8")),
+    Probe("data-parallel-size", (), ("--data-parallel-size", "2")),
+    Probe("prefix-caching", ("--enable-prefix-caching",), ("--no-enable-prefix-caching",)),
+    Probe("router-mode-round-robin", (), ("--router-mode", "round-robin")),
+    Probe("router-flag-without-mode", (), ("--router-temperature", "0.5")),
+    Probe("kv-events-alias-without-mode", (), ("--no-kv-events",)),
+    Probe("kv-events-alias-with-mode", ("--router-mode", "kv"),
+          ("--router-mode", "kv", "--no-kv-events")),
+    Probe("sglang-page-size", ("--page-size", "16"), ("--page-size", "32"), backend="sglang"),
+    Probe("sglang-context-length", ("--context-length", "4096"), ("--context-length", "2048"),
+          backend="sglang"),
+    Probe("sglang-max-running-requests", ("--max-running-requests", "64"),
+          ("--max-running-requests", "8"), backend="sglang"),
+    Probe("trtllm-max-seq-len", ("--max-seq-len", "4096"), ("--max-seq-len", "2048"),
+          backend="trtllm"),
+    Probe("trtllm-tokens-per-block", (),
+          ("--override-engine-args", '{"kv_cache_config": {"tokens_per_block": 64}}'),
+          backend="trtllm"),
+    Probe("trtllm-max-batch-size", ("--max-batch-size", "64"), ("--max-batch-size", "8"),
+          backend="trtllm"),
+)
+PROBE_NAMES = frozenset(p.name for p in PROBES)
+
+
+def dgd_text(model: str, served: str, extra: tuple[str, ...], backend: str = "vllm") -> str:
+    model_flag = "--model-path" if backend == "sglang" else "--model"
+    args = ", ".join(json.dumps(a) for a in (model_flag, model, "--served-model-name", served,
+                                            *extra))
+    return textwrap.dedent(f"""\
+        apiVersion: nvidia.com/v1beta1
+        kind: DynamoGraphDeployment
+        metadata:
+          name: tiny
+          namespace: inference
+        spec:
+          components:
+            - name: worker
+              type: worker
+              replicas: 2
+              podTemplate:
+                spec:
+                  containers:
+                    - name: main
+                      image: nvcr.io/nvidia/ai-dynamo/{backend}-runtime:1.6.1
+                      command: [python3, -m, dynamo.{backend}]
+                      args: [{args}]
+        """)
+
+
+def sides(p: Probe) -> tuple[str, str]:
+    name = f"tiny-{p.name}"
+    return (dgd_text("Qwen/Qwen3-0.6B", name, p.base, p.backend),
+            dgd_text(p.head_model, f"{name}-{p.head_name}" if p.head_name else name, p.head,
+                     p.backend))
+
+
+def mocker_args(text: str, model_dir: Path) -> tuple[tuple[str, ...], str]:
+    """The mocker command line of the DGD's worker, through the one mapping."""
+    from dgdgen.check.facts import dgd_facts
+    from dgdgen.dgd import parse
+    from dgdgen.runtime.mocker import mocker_invocation
+    from dgdgen.yamlio import load_documents_fast
+
+    doc = load_documents_fast(text, "probe.yaml")[0]
+    comp = dgd_facts(parse(doc.data, source=doc)).components["worker"]
+    inv = mocker_invocation(comp, model_dir=model_dir)
+    return inv.args, inv.served_model_name
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def rejected(log: str, model: str) -> bool:
+    """The frontend logged that it rejected workers of ``model`` (1.6.1's controller line)."""
+    pattern = re.compile(rf"model={re.escape(model)}(\s|$)")
+    return any("Rejected incompatible workers" in line and pattern.search(line)
+               for line in _ANSI.sub("", log).splitlines())
+
+
+def run_probes(workdir: str) -> dict[str, dict[str, Any]]:
+    """Runs in the private network namespace: every probe, one frontend."""
+    from dgdgen.runtime import client, metrics
+    from dgdgen.runtime.model import make_model_dir
+    from dgdgen.runtime.procs import LocalDynamo
+
+    work = Path(workdir)
+    dirs = {k: make_model_dir(work / "models" / k, **v) for k, v in DIRS.items()}  # type: ignore[arg-type]
+    out: dict[str, dict[str, Any]] = {}
+    with LocalDynamo(work / "dynamo") as dyn:
+        fe = dyn.frontend()
+        dyn.wait_frontend_up(fe)
+        for p in PROBES:
+            ns = f"inference-probe-{p.name}"
+            base_text, head_text = sides(p)
+            inc_args, model = mocker_args(base_text, dirs["a"])
+            cand_args, cand_model = mocker_args(head_text, dirs[p.head_dir])
+            inc = dyn.mocker(ns, inc_args, name=f"{p.name}-incumbent")
+            dyn.wait_worker_ready(inc)
+            dyn.wait_model_ready(fe, model, workers=1)
+            log_before = len(fe.log_text())
+            cand = dyn.mocker(ns, cand_args, name=f"{p.name}-candidate")
+            dyn.wait_worker_ready(cand)
+            # The frontend either admits the candidate (2 workers), rejects it (log line), or
+            # serves it as another model (another served name): wait for one of the three.
+            deadline = time.monotonic() + 20
+            verdict = "undecided"
+            while time.monotonic() < deadline:
+                ready = dyn.model_ready(fe, model)
+                if ready and count_ready_workers(ready) >= 2:
+                    verdict = "shared"
+                    break
+                if rejected(fe.log_text()[log_before:], model):
+                    verdict = "rejected"
+                    break
+                if cand_model != model and dyn.model_ready(fe, cand_model):
+                    verdict = "separate-model"
+                    break
+                time.sleep(0.1)
+            outcomes = [client.request(fe.port, model, stream=False, max_tokens=4)
+                        for _ in range(REQUESTS)]
+            out[p.name] = {
+                "verdict": verdict,
+                "rejected_logged": rejected(fe.log_text()[log_before:], model),
+                "ok": sum(1 for o in outcomes if o.ok),
+                "incumbent": metrics.worker_requests(inc),
+                "candidate": metrics.worker_requests(cand),
+                "incumbent_args": list(inc_args),
+                "candidate_args": list(cand_args),
+            }
+            if verdict in ("rejected", "separate-model"):
+                out[p.name]["after_last_old_worker"] = last_old_worker_goes(dyn, fe, inc, cand,
+                                                                            model)
+            dyn.stop(cand)
+            dyn.stop(inc)
+        dyn.stop(fe)
+        out["_prefix"] = prefix_split(dyn, dirs["a"])
+    return out
+
+
+def last_old_worker_goes(dyn: Any, fe: Any, inc: Any, cand: Any, model: str) -> dict[str, Any]:
+    """The end of an in-place roll: the last incumbent stops. 1.6 then admits the rejected
+    configuration, and all traffic flips to it (the block size the frontend reports changes)."""
+    from dgdgen.runtime import client, metrics
+
+    def block_size() -> float:
+        return metrics.total(metrics.scrape(fe.port), "dynamo_frontend_model_kv_cache_block_size",
+                             model=model)
+
+    before_size, before_requests = block_size(), metrics.worker_requests(cand)
+    dyn.stop(inc)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        ready = dyn.model_ready(fe, model)
+        if ready and count_ready_workers(ready) >= 1:
+            break
+        time.sleep(0.05)
+    else:
+        time.sleep(1.0)  # no worker for the model (another served name): let the frontend settle
+    outcomes = [client.request(fe.port, model, stream=False, max_tokens=4) for _ in range(6)]
+    return {"ok": sum(1 for o in outcomes if o.ok),
+            "candidate": metrics.worker_requests(cand) - before_requests,
+            "block_size_before": before_size, "block_size_after": block_size()}
+
+
+def prefix_split(dyn: Any, model_dir: Path) -> dict[str, Any]:
+    """A frontend selecting by prefix (DYN_NAMESPACE_PREFIX), and two namespaces that start with
+    it whose workers have different checksums (block size 16 and 32): how the frontend splits
+    the model's requests."""
+    from dgdgen.check.facts import dgd_facts
+    from dgdgen.dgd import parse
+    from dgdgen.runtime import client, metrics
+    from dgdgen.runtime.mocker import mocker_invocation
+    from dgdgen.yamlio import load_documents_fast
+
+    fe = dyn.frontend(prefix="inference-pfx")
+    dyn.wait_frontend_up(fe)
+    workers = []
+    for ns, block in (("inference-pfx", "16"), ("inference-pfx-canary", "32")):
+        doc = load_documents_fast(dgd_text("Qwen/Qwen3-0.6B", "tiny-prefix",
+                                           ("--block-size", block)), "p.yaml")[0]
+        comp = dgd_facts(parse(doc.data, source=doc)).components["worker"]
+        w = dyn.mocker(ns, mocker_invocation(comp, model_dir=model_dir).args, name=ns)
+        dyn.wait_worker_ready(w)
+        workers.append(w)
+    dyn.wait_model_ready(fe, "tiny-prefix", workers=2)
+    outcomes = [client.request(fe.port, "tiny-prefix", stream=False, max_tokens=4)
+                for _ in range(2 * REQUESTS)]
+    return {"ok": sum(1 for o in outcomes if o.ok),
+            "served": [metrics.worker_requests(w) for w in workers]}
+
+
+@pytest.fixture(scope="module")
+def truth(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    from dgdgen.runtime import RuntimeUnavailable
+    from dgdgen.runtime.netns import run_isolated
+
+    work = tmp_path_factory.mktemp("runtime-truth")
+    start = time.monotonic()
+    try:
+        result: dict[str, dict[str, Any]] = run_isolated(run_probes, str(work), timeout=300)
+    except RuntimeUnavailable as exc:  # pragma: no cover - CI runs as root
+        pytest.skip(f"ai-dynamo runtime cannot run here: {exc}")
+    result["_elapsed"] = {"seconds": time.monotonic() - start}
+    # What the runtime did, per probe, next to the logs (for reading a failure).
+    (work / "truth.json").write_text(json.dumps(result, indent=2, sort_keys=True),
+                                     encoding="utf-8")
+    return result
+
+
+def dgdgen_diff(tmp: Path, p: Probe) -> dict[str, Any]:
+    base, head = sides(p)
+    (tmp / "old.yaml").write_text(base, encoding="utf-8")
+    (tmp / "new.yaml").write_text(head, encoding="utf-8")
+    proc = subprocess.run(
+        [sys.executable, "-m", "dgdgen", "diff", str(tmp / "old.yaml"), str(tmp / "new.yaml"),
+         "--format", "json", "--fail-on", "never", "--dynamo-version", runtime.DYNAMO_VERSION],
+        capture_output=True, text=True, check=False, env={**os.environ, "NO_COLOR": "1"})
+    assert proc.returncode == 0, proc.stderr
+    report: dict[str, Any] = json.loads(proc.stdout)
+    return report
+
+
+@pytest.mark.parametrize("probe", PROBES, ids=[p.name for p in PROBES])
+def test_checker_verdict_matches_the_runtime(probe: Probe, truth: dict[str, dict[str, Any]],
+                                             tmp_path: Path) -> None:
+    seen = truth[probe.name]
+    # Every request for the incumbent's model succeeded: the probe measured something.
+    assert seen["ok"] == REQUESTS, seen
+    assert seen["incumbent"] + seen["candidate"] >= REQUESTS, seen
+    assert seen["verdict"] != "undecided", seen
+    runtime_isolates = seen["candidate"] == 0
+    # The log line and the verdict agree with the request counts.
+    assert (seen["verdict"] == "rejected") == seen["rejected_logged"], seen
+    assert runtime_isolates == (seen["verdict"] in ("rejected", "separate-model")), seen
+
+    report = dgdgen_diff(tmp_path, probe)
+    codes = sorted({f["code"] for f in report["findings"]})
+    assert ("DGD201" in codes) == runtime_isolates, (probe.name, codes, seen)
+    assert report["isolation_required"] == runtime_isolates, (probe.name, report, seen)
+
+
+def test_every_probe_changes_what_the_mocker_runs(truth: dict[str, dict[str, Any]]) -> None:
+    """A probe whose candidate runs the incumbent's exact command line would prove nothing about
+    the flag (a flag the mapping dropped would look safe)."""
+    for p in PROBES:
+        seen = truth[p.name]
+        assert seen["incumbent_args"] != seen["candidate_args"], p.name
+
+
+def test_prefix_selection_splits_across_checksums_and_dgd107_flags_it(
+        truth: dict[str, dict[str, Any]], tmp_path: Path) -> None:
+    """Item 4: the prefix frontend sends the model's requests to both namespaces although their
+    checksums differ, and DGD107 flags a frontend configured that way."""
+    seen = truth["_prefix"]
+    assert seen["ok"] == 2 * REQUESTS, seen
+    split = all(n > 0 for n in seen["served"])
+    case = tmp_path / "frontend.yaml"
+    case.write_text(textwrap.dedent("""\
+        apiVersion: nvidia.com/v1beta1
+        kind: DynamoGraphDeployment
+        metadata:
+          name: pfx
+          namespace: inference
+        spec:
+          components:
+            - name: frontend
+              type: frontend
+              podTemplate:
+                spec:
+                  containers:
+                    - name: main
+                      image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.6.1
+                      command: [python3, -m, dynamo.frontend]
+                      env:
+                        - name: DYN_NAMESPACE_PREFIX
+                          value: inference-pfx
+        """), encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-m", "dgdgen", "check", str(case), "--format", "json",
+                           "--fail-on", "never", "--select", "DGD107"],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    codes = [f["code"] for f in json.loads(proc.stdout)["findings"]]
+    assert ("DGD107" in codes) == split, (codes, seen)
+
+
+def test_1_6_consequence_the_rejected_configuration_takes_all_traffic_at_the_end(
+        truth: dict[str, dict[str, Any]]) -> None:
+    """DGD201's 1.6 text: rejected workers sit idle while old workers remain, then all traffic
+    flips to them when the last old worker goes (for the block size: the frontend's reported
+    block size changes to the candidate's)."""
+    from dgdgen.check.flags import MDC_CONSEQUENCE
+
+    assert "flips all traffic" in MDC_CONSEQUENCE["1.6"]
+    rejected_probes = [p for p in PROBES if truth[p.name]["verdict"] == "rejected"]
+    assert len(rejected_probes) >= 5
+    for p in rejected_probes:
+        seen = truth[p.name]
+        after = seen["after_last_old_worker"]
+        assert seen["candidate"] == 0, (p.name, seen)
+        assert after["ok"] == 6 and after["candidate"] == 6, (p.name, after)
+    size = truth["block-size"]["after_last_old_worker"]
+    base = dict(zip(PROBES[0].base[::2], PROBES[0].base[1::2], strict=True))["--block-size"]
+    head = dict(zip(PROBES[0].head[::2], PROBES[0].head[1::2], strict=True))["--block-size"]
+    assert (size["block_size_before"], size["block_size_after"]) == (float(base), float(head))
+
+
+def test_a_new_served_name_leaves_the_old_name_without_workers(
+        truth: dict[str, dict[str, Any]], tmp_path: Path) -> None:
+    """DGD201's text for a served-name change: the old name loses its workers, and requests for
+    it fail once the last old worker goes (nothing is rejected: it is another model)."""
+    from dgdgen.check.flags import RENAME_CONSEQUENCE
+
+    probe = next(p for p in PROBES if p.head_name)
+    seen = truth[probe.name]
+    after = seen["after_last_old_worker"]
+    assert seen["verdict"] == "separate-model" and not seen["rejected_logged"], seen
+    assert after["ok"] == 0 and after["candidate"] == 0, after
+    messages = [f["message"] for f in dgdgen_diff(tmp_path, probe)["findings"]
+                if f["code"] == "DGD201"]
+    assert messages and all(RENAME_CONSEQUENCE in m for m in messages), messages
