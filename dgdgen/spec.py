@@ -593,7 +593,7 @@ class Workflow(_Model):
     )
     argocd_server: str | None = Field(
         None, description="Argo CD API server the workflow asks (refresh, wait, terminate a "
-        "sync). Default: https://argocd-server.<argocdNamespace>.svc.<clusterDomain>."
+        "sync). Default: https://argocd-server.<argocdNamespace>.svc.<spec.clusterDomain>."
     )
     argocd_token_secret: str = Field(
         "dgdgen-argocd", description="Secret (in the rollout's namespace) with key `token`: an "
@@ -646,11 +646,6 @@ class GitOps(_Model):
         "repository and the rollout's namespace."
     )
     argocd_namespace: str = Field("argocd", description="Namespace Argo CD runs in.")
-    cluster_domain: str = Field(
-        "cluster.local", description="Cluster DNS domain of the in-cluster Service names the "
-        "GitOps objects use: the default Argo CD API server address of the workflow, and the "
-        "frontend Services the drain hooks poll."
-    )
     auto_sync: bool = Field(
         True, description="Automated sync with prune and self-heal: a promotion commit is the "
         "whole deployment action."
@@ -666,13 +661,6 @@ class GitOps(_Model):
     def _relative(cls, v: str | None) -> str | None:
         if v is not None and (v.startswith("/") or ".." in v.split("/") or v.strip("/") == ""):
             raise ValueError(f"a path inside the repository (relative, no '..'), got {v!r}")
-        return v
-
-    @field_validator("cluster_domain")
-    @classmethod
-    def _domain(cls, v: str) -> str:
-        if len(v) > 253 or not all(DNS1123_LABEL.match(part) for part in v.split(".")):
-            raise ValueError(f"a DNS domain such as cluster.local, got {v!r}")
         return v
 
     @field_validator("commit_author")
@@ -699,7 +687,8 @@ class RolloutBody(_Model):
     gitops: GitOps = Field(default_factory=GitOps)
     cluster_domain: str = Field(
         "cluster.local", description="Cluster DNS domain (the kubelet's clusterDomain) used in "
-        "the Service FQDNs dgdgen renders (HAProxy servers, the probe's URL)."
+        "every Service FQDN dgdgen renders: the HAProxy servers, the probe's URL, the frontend "
+        "Services the drain hooks poll, the workflow's default Argo CD API server."
     )
     require_image_digests: bool = Field(
         False, description="Refuse an image dgdgen runs itself (the probe Job, the HAProxy "

@@ -261,7 +261,8 @@ def argocd_server(prepared: Prepared) -> str:
     g = _gitops(prepared)
     if g.workflow.argocd_server:
         return str(g.workflow.argocd_server)
-    return f"https://argocd-server.{g.argocd_namespace}.svc.{g.cluster_domain}"
+    return (f"https://argocd-server.{g.argocd_namespace}.svc."
+            f"{prepared.loaded.spec.spec.cluster_domain}")
 
 
 def argocd_cm_patch(prepared: Prepared, *, workflow: bool = False) -> dict[str, Any]:

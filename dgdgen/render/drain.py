@@ -88,7 +88,7 @@ def job(prepared: Prepared, before: GenerationState, dgd_name: str) -> dict[str,
     frontends = sum(before.replicas.get(c.name, c.replicas)
                     for c in prepared.stable.dgd.frontends()) or 1
     timeout = _timeout(prepared)
-    host = f"{svc}.{ns}.svc.{g.cluster_domain}"
+    host = f"{svc}.{ns}.svc.{spec.spec.cluster_domain}"
     labels = {"app.kubernetes.io/managed-by": "dgdgen", LABEL_ROLLOUT: rollout,
               LABEL_GENERATION: before.revision}
     restricted = {

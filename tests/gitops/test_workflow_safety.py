@@ -217,14 +217,14 @@ def test_cluster_domain_is_a_setting(tmp_path: Path) -> None:
     pytest.importorskip("hera")
     from dgdgen.gitops.workflow import workflow_template
 
-    p = prepare(str(_spec(tmp_path, ANALYSIS, PLAIN + """    clusterDomain: corp.internal
+    p = prepare(str(_spec(tmp_path, ANALYSIS, PLAIN + """  clusterDomain: corp.internal
 """)))
     text = yamlio.dump(workflow_template(p))
     assert "cluster.local" not in text
     assert "https://argocd-server.argocd.svc.corp.internal" in text
-    r = cli("validate", str(_spec(tmp_path, ANALYSIS, PLAIN + """    clusterDomain: Not_A_Domain
+    r = cli("validate", str(_spec(tmp_path, ANALYSIS, PLAIN + """  clusterDomain: Not_A_Domain
 """)))
-    assert r.code == 2 and "spec.gitops.clusterDomain" in r.err
+    assert r.code == 2 and "spec.clusterDomain" in r.err
 
 
 def test_workflow_scripts_gate_and_rollback_for_real(ws: Workspace, tmp_path: Path) -> None:
