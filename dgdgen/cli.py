@@ -6,12 +6,15 @@ only the standard library at import time, so ``dgdgen --help`` stays fast; the w
 heavy libraries) is imported inside ``run``.
 
 Exit codes: 0 clean, 1 findings at or above the failing severity (or a failed gate), 2 bad input
-or usage. Commands may document further codes (``analyze`` uses 3 for Inconclusive).
+or usage. Commands may document further codes (``analyze`` uses 3 for Inconclusive). Anything
+else that goes wrong is a defect in dgdgen: it exits 70 (EX_SOFTWARE) with a "please report"
+line, never 1, which CI would read as findings.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import sys
 from collections.abc import Sequence
@@ -41,7 +44,7 @@ COMMANDS: dict[str, str] = {
 
 EPILOG = """\
 exit codes: 0 clean, 1 findings at or above --fail-on (or a failed gate), 2 bad input or usage,
-3 an inconclusive gate (`dgdgen analyze`).
+3 an inconclusive gate (`dgdgen analyze`), 70 an internal error (please report it).
 Run `dgdgen COMMAND --help` for the options of one command.
 """
 
@@ -75,6 +78,11 @@ def build_parser() -> argparse.ArgumentParser:
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         module.add_arguments(p)
+        p.add_argument(
+            "--max-input-size", metavar="SIZE", default=None,
+            help="largest YAML file read, e.g. 8M, 64M (default 8M): larger files are refused, "
+                 "not read",
+        )
         p.set_defaults(_module=module)
     return parser
 
@@ -88,6 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from dgdgen.errors import DgdgenError
 
     try:
+        _set_limits(getattr(args, "max_input_size", None), parser)
         return int(args._module.run(args))
     except DgdgenError as exc:
         sys.stderr.write(f"dgdgen {args.command}: error: {exc}\n")
@@ -97,3 +106,38 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: a defect, not "findings"
+        sys.stderr.write(
+            f"dgdgen {args.command}: internal error: {_where(exc)}\n"
+            "this is a defect in dgdgen, not in your input's findings; please report it with the "
+            "command line and the input files\n"
+        )
+        return EX_SOFTWARE
+
+
+EX_SOFTWARE = 70  # sysexits.h: internal software error
+
+
+def _where(exc: BaseException) -> str:
+    """``ValueError: message (dgdgen/x.py:12)``: one line for the report, no traceback."""
+    import traceback
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    ours = [f for f in frames if "dgdgen" in f.filename] or frames
+    text = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ")
+    if ours:
+        f = ours[-1]
+        text += f" (at {f.filename.rsplit('dgdgen', 1)[-1].lstrip('/')}:{f.lineno})"
+    return text
+
+
+def _set_limits(size: str | None, parser: argparse.ArgumentParser) -> None:
+    if size is None:
+        return
+    from dgdgen import yamlio
+
+    try:
+        limit = yamlio.parse_size(size)
+    except ValueError as exc:
+        parser.error(f"--max-input-size: {exc}")
+    yamlio.set_limits(dataclasses.replace(yamlio.get_limits(), max_bytes=limit))

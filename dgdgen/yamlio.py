@@ -10,6 +10,13 @@ stage can point at ``file:line:column`` for a field path. Two loaders share that
   walks the node graph itself; it exists for the checker, which must read thousands of files at
   close to the C parser's speed.
 
+Both loaders sit behind the same limits (:class:`Limits`, set once by the CLI): only regular
+files are read, and only up to a size cap; before either parser builds anything, one linear pass
+over the parser's events refuses nesting deeper than a bound, more aliases than a bound, aliases
+whose expansion would add more than a bound of nodes (alias bombs), recursive aliases, and tags
+other than the plain YAML types (``!!binary``, ``!!python/...``, custom ``!tags``). So every load
+takes time and memory linear in the file's size, whoever wrote the file (docs/robustness.md).
+
 Dumping always goes through ruamel.yaml with a fixed configuration: top-level keys in the
 Kubernetes order (apiVersion, kind, metadata, spec, ...), other keys in insertion order, no
 aliases, a fixed line width, multi-line strings as literal blocks.
@@ -18,7 +25,11 @@ aliases, a fixed line width, multi-line strings as literal blocks.
 from __future__ import annotations
 
 import datetime as _dt
+import errno
 import io
+import os
+import re
+import stat
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,6 +60,162 @@ class Document:
                 return Location(self.file, line, col)
             p = p[:-1]
         return Location(self.file, self.start_line, 1)
+
+
+# --------------------------------------------------------------------------- limits
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one YAML input may cost. The defaults are far above any real DGD or rollout spec
+    (the largest upstream DGD is a few kB, nested about 12 levels, with no aliases)."""
+
+    max_bytes: int = 8 * 1024 * 1024
+    max_depth: int = 64
+    max_aliases: int = 1000
+    max_alias_nodes: int = 100_000  # nodes alias expansion may add to one document
+
+
+_limits = Limits()
+
+
+def set_limits(limits: Limits) -> None:
+    """Set the limits for every later load (the CLI does this once, from --max-input-size)."""
+    global _limits
+    _limits = limits
+
+
+def get_limits() -> Limits:
+    return _limits
+
+
+def parse_size(text: str) -> int:
+    """``8M`` / ``512k`` / ``1G`` / ``1048576`` → bytes (binary multiples)."""
+    m = re.fullmatch(r"\s*(\d+)\s*([kKmMgG]?)(i?[bB])?\s*", text)
+    if not m:
+        raise ValueError(f"not a size: {text!r} (expected e.g. 8M, 512k, 1G)")
+    return int(m.group(1)) * {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}[m.group(2).lower()]
+
+
+def _size_error(size: int, file: str) -> InputError:
+    return InputError(
+        f"input is {size} bytes, over the limit of {_limits.max_bytes} bytes for one YAML file",
+        location=Location(file),
+        hint="raise it with --max-input-size if the file is meant to be this large",
+    )
+
+
+_PLAIN_TAGS = {
+    "tag:yaml.org,2002:" + t: t for t in ("str", "int", "float", "bool", "null", "timestamp")
+}
+_COLLECTION_TAGS = {"tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"}
+_BLOCK_PREFIX = re.compile(r"^[ \t?:-]*", re.MULTILINE)
+
+
+def _shown_tag(tag: str) -> str:
+    return "!!" + tag[len("tag:yaml.org,2002:"):] if tag.startswith("tag:yaml.org,2002:") else tag
+
+
+def _may_exceed(text: str) -> bool:
+    """False when ``text`` certainly has no anchor, no tag and no deep nesting, so the event pass
+    can be skipped (the bulk checker's common case). Nesting is bounded by the flow brackets
+    plus the block indentation: a nested block collection starts at a deeper column, or after
+    ``- ``, ``? `` or ``: `` on the same line."""
+    if "&" in text or "!" in text:
+        return True
+    flow = text.count("[") + text.count("{")
+    if flow + 2 > _limits.max_depth:
+        return True
+    prefix = max((len(p) for p in _BLOCK_PREFIX.findall(text)), default=0)
+    return flow + 2 * prefix + 2 > _limits.max_depth
+
+
+def check_limits(text: str, file: str, *, always: bool = True) -> None:
+    """Refuse ``text`` before any parser builds it when it is too large, too deep, an alias bomb,
+    holds a recursive alias or a tag outside the plain YAML types. One pass over libyaml's
+    events (iterative: no recursion, whatever the depth); time and memory linear in the size.
+    Syntax errors are left to the loader, which reports them with their position."""
+    if len(text) > _limits.max_bytes:
+        raise _size_error(len(text), file)
+    if not always and not _may_exceed(text):
+        return
+    import yaml
+    from yaml import events as ev
+
+    lim = _limits
+    resolver: Any = yaml.resolver.Resolver()
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
+
+    def fail(message: str, mark: Any, hint: str | None = None) -> InputError:
+        return InputError(
+            message, location=Location(file, mark.line + 1, mark.column + 1), hint=hint
+        )
+
+    try:
+        depth = aliases = added = 0
+        stack: list[list[Any]] = []  # [anchor, expanded size] of each open collection
+        sizes: dict[str, int] = {}
+        open_anchors: set[str] = set()
+        while loader.check_event():
+            e = loader.get_event()
+            if isinstance(e, ev.DocumentStartEvent):
+                depth = aliases = added = 0
+                sizes.clear()
+            elif isinstance(e, ev.CollectionStartEvent):
+                if e.tag not in (None, "!") and e.tag not in _COLLECTION_TAGS:
+                    raise fail(f"unsupported YAML tag {_shown_tag(e.tag)}", e.start_mark,
+                               "only plain YAML mappings, lists and scalars are read")
+                depth += 1
+                if depth > lim.max_depth:
+                    raise fail(f"nested more than {lim.max_depth} levels deep", e.start_mark)
+                stack.append([e.anchor, 1])
+                if e.anchor:
+                    open_anchors.add(e.anchor)
+            elif isinstance(e, ev.CollectionEndEvent):
+                anchor, size = stack.pop()
+                depth -= 1
+                if anchor:
+                    sizes[anchor] = size
+                    open_anchors.discard(anchor)
+                if stack:
+                    stack[-1][1] += size
+            elif isinstance(e, ev.ScalarEvent):
+                if e.tag not in (None, "!"):
+                    kind = _PLAIN_TAGS.get(e.tag)
+                    if kind is None:
+                        raise fail(f"unsupported YAML tag {_shown_tag(e.tag)}", e.start_mark,
+                                   "only plain YAML mappings, lists and scalars are read")
+                    got = resolver.resolve(yaml.ScalarNode, e.value, (True, False))
+                    if kind != "str" and got != e.tag and not (
+                        kind == "float" and got == "tag:yaml.org,2002:int"
+                    ):
+                        raise fail(f"{e.value!r} is not a valid {_shown_tag(e.tag)}",
+                                   e.start_mark)
+                if e.anchor:
+                    sizes[e.anchor] = 1
+                if stack:
+                    stack[-1][1] += 1
+            elif isinstance(e, ev.AliasEvent):
+                if e.anchor in open_anchors:
+                    raise fail(f"recursive alias *{e.anchor} (it refers to a node that "
+                               "contains it)", e.start_mark)
+                aliases += 1
+                if aliases > lim.max_aliases:
+                    raise fail(f"more than {lim.max_aliases} aliases in one document",
+                               e.start_mark)
+                size = sizes.get(e.anchor or "", 1)
+                added += size
+                if added > lim.max_alias_nodes:
+                    raise fail(
+                        f"aliases expand to more than {lim.max_alias_nodes} nodes "
+                        "(an alias bomb?)", e.start_mark,
+                    )
+                if stack:
+                    stack[-1][1] += size
+    except yaml.YAMLError:
+        return  # a syntax error: the loader itself reports it, with its position
+    finally:
+        loader.dispose()
 
 
 # --------------------------------------------------------------------------- ruamel loader
@@ -113,6 +280,14 @@ def _scalar(value: Any) -> Any:
         return str(value)
     if isinstance(value, (_dt.datetime, _dt.date)):
         return value.isoformat()
+    tag = getattr(getattr(value, "tag", None), "value", None)
+    if isinstance(tag, str) and tag in _PLAIN_TAGS:
+        # ruamel keeps an explicitly tagged scalar (`!!str 5`) as a TaggedScalar; the event pass
+        # has already checked that its text fits the tag, so PyYAML's constructor builds it.
+        import yaml
+
+        node = yaml.ScalarNode(tag, str(value.value))
+        return _scalar(yaml.SafeLoader("").construct_object(node))
     return value
 
 
@@ -132,6 +307,7 @@ def load_documents(text: str, file: str) -> list[Document]:
     """Parse every document of a YAML stream (safe: plain YAML types only), keeping positions."""
     from ruamel.yaml.error import YAMLError
 
+    check_limits(text, file)
     yaml = _ruamel_loader()
     docs: list[Document] = []
     try:
@@ -155,23 +331,54 @@ def load_documents(text: str, file: str) -> list[Document]:
 
 
 def read_text(path: str, *, display: str | None = None) -> str:
-    """Read a file as UTF-8 with a clear error when it is missing, a directory or unreadable."""
+    """Read a regular file as UTF-8, at most :attr:`Limits.max_bytes`, with one clear error when
+    it is missing, a directory, a FIFO or device (never read: ``/dev/zero`` would not end, a FIFO
+    would block), too large, a symlink loop, unreadable or not UTF-8."""
     shown = display or path
+    where = Location(shown)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
     try:
-        with open(path, encoding="utf-8") as fh:
-            return fh.read()
+        fd = os.open(path, flags)
     except FileNotFoundError:
-        raise InputError("file not found", location=Location(shown)) from None
+        raise InputError("file not found", location=where) from None
     except IsADirectoryError:
-        raise InputError("is a directory, expected a YAML file", location=Location(shown)) from None
+        raise InputError("is a directory, expected a YAML file", location=where) from None
     except PermissionError:
-        raise InputError("permission denied", location=Location(shown)) from None
-    except UnicodeDecodeError as exc:
-        raise InputError(
-            f"not UTF-8 text (byte {exc.start})", location=Location(shown)
-        ) from None
+        raise InputError("permission denied", location=where) from None
     except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", location=Location(shown)) from None
+        if exc.errno == errno.ELOOP:
+            raise InputError("symlink loop (too many levels of symbolic links)",
+                             location=where) from None
+        raise InputError(f"cannot read: {exc.strerror}", location=where) from None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise InputError("is a directory, expected a YAML file", location=where)
+        if not stat.S_ISREG(st.st_mode):
+            raise InputError("not a regular file (a FIFO, device or socket); only regular files "
+                             "are read", location=where)
+        limit = _limits.max_bytes
+        if st.st_size > limit:
+            raise _size_error(st.st_size, shown)
+        chunks = []
+        total = 0
+        while True:  # the file may grow while it is read: never read past the limit
+            chunk = os.read(fd, min(1 << 20, limit + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > limit:
+                raise _size_error(total, shown)
+        raw = b"".join(chunks)
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", location=where) from None
+    finally:
+        os.close(fd)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text (byte {exc.start})", location=where) from None
 
 
 def load_file(path: str, *, display: str | None = None) -> list[Document]:
@@ -186,6 +393,7 @@ def load_documents_fast(text: str, file: str) -> list[Document]:
     SafeLoader resolves them), for bulk checking."""
     import yaml
 
+    check_limits(text, file, always=False)
     loader_cls = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     docs: list[Document] = []
     try:

@@ -399,11 +399,13 @@ def _engine_settings(flags: Mapping[str, Setting], raw: list[tuple[str, Setting]
     if file_setting is not None and file_setting.value:
         text = resolve_engine_file(dgd, comp, file_setting.value, configmaps)
         if text is not None:
-            import yaml  # the C loader is already loaded by the fast path
+            from dgdgen.errors import InputError
+            from dgdgen.yamlio import load_documents_fast
 
-            try:
-                data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-            except yaml.YAMLError:
+            try:  # through the one loader with limits: a bomb in a ConfigMap is refused, fast
+                docs = load_documents_fast(text, file_setting.value)
+                data = docs[0].data if len(docs) == 1 else None
+            except InputError:
                 data = None
             if isinstance(data, dict):
                 resolved = True

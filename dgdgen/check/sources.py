@@ -238,10 +238,9 @@ def sibling_loader(checked: Iterable[str]) -> Callable[[str], list[Document]]:
                 path = os.path.join(directory, name)
                 if not _is_yaml(name) or path in checked_real or not os.path.isfile(path):
                     continue
-                try:
-                    with open(path, encoding="utf-8") as fh:
-                        docs += load_documents_fast(fh.read(), _display(path))
-                except (OSError, UnicodeDecodeError, InputError):
+                try:  # the same limits as every other input: a bomb here is skipped, fast
+                    docs += load_documents_fast(read_text(path), _display(path))
+                except InputError:
                     continue
             cache[directory] = docs
         return cache[directory]
