@@ -106,6 +106,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # the file system said no (read-only, full, /proc, a loop): exit 2
+        where = f"{exc.filename}: " if exc.filename else ""
+        sys.stderr.write(f"dgdgen {args.command}: error: {where}{exc.strerror or exc}\n")
+        return 2
     except Exception as exc:  # noqa: BLE001 - the last line of defence: a defect, not "findings"
         sys.stderr.write(
             f"dgdgen {args.command}: internal error: {_where(exc)}\n"

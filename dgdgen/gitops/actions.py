@@ -67,9 +67,10 @@ def default_into(prepared: Prepared) -> str:
 
 def open_target(spec: str, into: str | None) -> Target:
     from dgdgen.pipeline import prepare
+    from dgdgen.write import resolve_target
 
     prepared = prepare(spec)
-    path = os.path.abspath(into or default_into(prepared))
+    path = resolve_target(into or default_into(prepared), what="--into path")
     return Target(prepared, path, repo.toplevel(path))
 
 

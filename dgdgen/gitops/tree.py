@@ -143,7 +143,7 @@ def _safe_rel(rel: str) -> str:
     norm = os.path.normpath(rel)
     if os.path.isabs(norm) or norm in (INDEX, STAGING) or \
             norm.startswith(("..", STAGING + os.sep)):
-        raise AssertionError(f"rendered path escapes its directory: {rel!r}")
+        raise InputError(f"refusing to write {rel!r}: it would leave the --into directory")
     return norm
 
 
