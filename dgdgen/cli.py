@@ -83,6 +83,11 @@ def build_parser() -> argparse.ArgumentParser:
             help="largest YAML file read, e.g. 8M, 64M (default 8M): larger files are refused, "
                  "not read",
         )
+        p.add_argument(
+            "--allow-outside-paths", action="store_true",
+            help="let a spec's `dgd:` name a file outside the spec's Git repository (or, "
+                 "outside one, the spec's folder)",
+        )
         p.set_defaults(_module=module)
     return parser
 
@@ -97,6 +102,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         _set_limits(getattr(args, "max_input_size", None), parser)
+        if getattr(args, "allow_outside_paths", False):
+            from dgdgen.load import allow_outside_paths
+
+            allow_outside_paths(True)
         return int(args._module.run(args))
     except DgdgenError as exc:
         sys.stderr.write(f"dgdgen {args.command}: error: {exc}\n")
