@@ -100,6 +100,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     from dgdgen.errors import DgdgenError
 
+    import warnings
+
+    from dgdgen.errors import InputWarning
+
+    def show(message: Warning | str, category: type[Warning], *_a: object, **_k: object) -> None:
+        sys.stderr.write(f"dgdgen {args.command}: warning: {message}\n")
+
+    warnings.showwarning = show
+    warnings.simplefilter("default", InputWarning)
     try:
         _set_limits(getattr(args, "max_input_size", None), parser)
         if getattr(args, "allow_outside_paths", False):
