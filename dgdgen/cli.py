@@ -110,11 +110,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     warnings.showwarning = show
     warnings.simplefilter("default", InputWarning)
     try:
-        _set_limits(getattr(args, "max_input_size", None), parser)
-        if getattr(args, "allow_outside_paths", False):
-            from dgdgen.load import allow_outside_paths
+        from dgdgen.load import allow_outside_paths
 
-            allow_outside_paths(True)
+        _set_limits(getattr(args, "max_input_size", None), parser)  # every run starts from the
+        allow_outside_paths(bool(getattr(args, "allow_outside_paths", False)))  # defaults
         return int(args._module.run(args))
     except DgdgenError as exc:
         sys.stderr.write(f"dgdgen {args.command}: error: {exc}\n")
@@ -154,10 +153,11 @@ def _where(exc: BaseException) -> str:
 
 
 def _set_limits(size: str | None, parser: argparse.ArgumentParser) -> None:
-    if size is None:
-        return
     from dgdgen import yamlio
 
+    if size is None:
+        yamlio.set_limits(yamlio.Limits())
+        return
     try:
         limit = yamlio.parse_size(size)
     except ValueError as exc:

@@ -291,8 +291,55 @@ def _move(t: Target, idx: tree.Index, frm: PlanStep, to: PlanStep, subject: str,
     message = _subject(t, subject) + "\n\n" + "\n".join(body) + "\n" + _trailers(t, to)
     g = t.prepared.loaded.spec.spec.gitops
     sha = repo.commit(t.top, [t.into], message, g.commit_author)
-    pushed = repo.push(t.top, g.remote, g.branch) if push else None
+    pushed = _push(t, sha, subject) if push else None
     return Outcome(message, to, change, sha, pushed)
+
+
+# --------------------------------------------------------------------------- pushing
+
+
+def _push(t: Target, sha: str | None, subject: str) -> str:
+    """Push, or say exactly what was committed and how to push it: a failed push must never
+    leave a commit nobody knows about (a retry would promote past its gate)."""
+    assert t.top is not None
+    g = t.prepared.loaded.spec.spec.gitops
+    try:
+        return repo.push(t.top, g.remote, g.branch)
+    except (repo.GitError, InputError) as exc:
+        where = f"{g.remote} {('HEAD:refs/heads/' + g.branch) if g.branch else 'HEAD'}"
+        raise InputError(
+            f"committed {(sha or 'HEAD')[:12]} ({subject}) in {t.top}, but the push failed: "
+            f"{exc}",
+            hint=f"the commit is only local: push it with `git -C {t.top} push {where}`, or run "
+            "the same command with --push again: it pushes that commit and goes no further",
+        ) from None
+
+
+def _push_pending(t: Target, idx: tree.Index, state: PlanStep) -> Outcome | None:
+    """With --push, before moving forward: commits of this rollout that an earlier, failed
+    push left local are pushed, and nothing else is done — the step they hold has not been
+    synced, so its gate cannot have been judged."""
+    assert t.top is not None
+    g = t.prepared.loaded.spec.spec.gitops
+    try:
+        pending = repo.unpushed(t.top, g.remote, g.branch, t.into)
+    except repo.GitError as exc:
+        raise InputError(f"cannot compare with the remote {g.remote!r} before pushing: {exc}",
+                         hint="fix the remote, then run the command again") from None
+    if pending is None:
+        raise InputError(
+            f"{t.rel}: the remote {g.remote!r} has commits this branch does not; refusing to "
+            "move the rollout on top of a stale branch",
+            hint="pull (or rebase) first, then run the command again",
+        )
+    if not pending or state.index == 0:
+        return None  # the baseline is what runs today: it goes out with the next commit
+    pushed = _push(t, pending[-1], "the unpushed commits")
+    message = (f"pushed {len(pending)} earlier commit(s) that were only local "
+               f"({', '.join(c[:12] for c in pending)}); {_title(state)} is now on {pushed}. "
+               "Not moving further: wait for it to sync and for its gate, then run the command "
+               "again\n")
+    return Outcome(message, state, tree.Change((), (), ()), None, pushed)
 
 
 def _prepare_move(t: Target) -> tuple[tree.Index, PlanStep]:
@@ -319,6 +366,9 @@ def _terminal(t: Target, state: PlanStep, action: str) -> None:
 def promote(t: Target, to: int | None = None, *, push: bool = False) -> Outcome:
     idx, state = _prepare_move(t)
     _terminal(t, state, "promote")
+    pending = _push_pending(t, idx, state) if push else None
+    if pending is not None:
+        return pending
     last = len(t.prepared.plan.steps) - 1
     if to is None:
         if state.index >= last:
@@ -377,6 +427,9 @@ def cleanup(t: Target, *, push: bool = False) -> Outcome:
             f"cleanup removes the old generation only once the candidate carries 100% "
             f"(step {last})"
         )
+    pending = _push_pending(t, idx, state) if push else None
+    if pending is not None:
+        return pending
     gate = _require_gate(t, idx, state, "clean up")
     target = t.prepared.plan.cleanup
     subject = f"clean up: remove {target.stable.revision} ({target.candidate.revision} at 100%)"
@@ -412,7 +465,7 @@ def record_gate(t: Target, result: str, *, step: int | None = None, message: str
         + "\n" + _trailers(t, state)
     g = t.prepared.loaded.spec.spec.gitops
     sha = repo.commit(t.top, [t.into], text, g.commit_author)
-    pushed = repo.push(t.top, g.remote, g.branch) if push else None
+    pushed = _push(t, sha, subject) if push else None
     return Outcome(text, state, change, sha, pushed)
 
 
