@@ -13,6 +13,8 @@ Every action here:
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -170,6 +172,9 @@ def render_into(t: Target, selector: int | str | None, *, force: bool = False,
     if commit:
         assert t.top is not None
         tree.recover(t.into)
+        finished = _finish_pending(t)
+        if finished:
+            notes.append(finished)
         repo.require_clean(t.top)
     idx = recorded(t)
     same = idx is not None and _same_generations(t, idx)
@@ -187,13 +192,15 @@ def render_into(t: Target, selector: int | str | None, *, force: bool = False,
             previous = _state_of(t, idx.previous) if idx is not None else None
     assert state is not None
     files = state_files(t.prepared, state, previous, validate=validate)
-    change = tree.write(t.into, files, _index(t, state, previous, gates), force=force)
     message = _subject(t, f"render {_title(state)}") + "\n\n" + _describe(t, state) + \
         _trailers(t, state)
+    index = _index(t, state, previous, gates)
+    change = (_write_pending(t, message, files, index, force=force) if commit
+              else tree.write(t.into, files, index, force=force))
     sha = None
     if commit:
         assert t.top is not None
-        sha = repo.commit(t.top, [t.into], message, t.prepared.loaded.spec.spec.gitops.commit_author)
+        sha = _commit(t, message)
     return Outcome(message, state, change, sha, notes=tuple(notes))
 
 
@@ -286,13 +293,82 @@ def _move(t: Target, idx: tree.Index, frm: PlanStep, to: PlanStep, subject: str,
           extra: list[str], push: bool) -> Outcome:
     assert t.top is not None
     files = state_files(t.prepared, to, frm)
-    change = tree.write(t.into, files, _index(t, to, frm, dict(idx.gates)))
     body = [f"{_title(frm)} → {_title(to)}", _describe(t, to).rstrip("\n"), *extra]
     message = _subject(t, subject) + "\n\n" + "\n".join(body) + "\n" + _trailers(t, to)
-    g = t.prepared.loaded.spec.spec.gitops
-    sha = repo.commit(t.top, [t.into], message, g.commit_author)
+    change = _write_pending(t, message, files, _index(t, to, frm, dict(idx.gates)))
+    sha = _commit(t, message)
     pushed = _push(t, sha, subject) if push else None
     return Outcome(message, to, change, sha, pushed)
+
+
+# --------------------------------------------------------------------------- crash safety
+#
+# A committing command writes the tree (tree.write: staged, journalled, applied) and then commits
+# it. Killed after the journal's commit point, the next command finishes the apply
+# (tree.recover) — and, through the pending-commit record below, also the commit, with the
+# message the killed command meant. Without it the finished apply would be "uncommitted changes"
+# that every later command refuses.
+
+
+def _pending_file(t: Target) -> str:
+    assert t.top is not None
+    git_dir = repo.git(t.top, "rev-parse", "--absolute-git-dir").stdout.strip()
+    key = hashlib.sha256(os.path.realpath(t.into).encode()).hexdigest()[:16]
+    return os.path.join(git_dir, f"dgdgen-pending-{key}")
+
+
+def _begin_pending(t: Target, message: str) -> None:
+    path = _pending_file(t)
+    with open(path + ".tmp", "w", encoding="utf-8") as fh:
+        fh.write(message)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(path + ".tmp", path)
+
+
+def _end_pending(t: Target) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(_pending_file(t))
+
+
+def _write_pending(t: Target, message: str, files: dict[str, str], index: tree.Index, *,
+                   force: bool = False) -> tree.Change:
+    """tree.write with the pending-commit record around it (dropped again when the write
+    fails cleanly, so nothing is "finished" later that was never written)."""
+    _begin_pending(t, message)
+    try:
+        return tree.write(t.into, files, index, force=force)
+    except Exception:
+        _end_pending(t)
+        raise
+
+
+def _commit(t: Target, message: str) -> str | None:
+    assert t.top is not None
+    tree.maybe_kill("commit", 1)
+    g = t.prepared.loaded.spec.spec.gitops
+    sha = repo.commit(t.top, [t.into], message, g.commit_author)
+    _end_pending(t)
+    return sha
+
+
+def _finish_pending(t: Target) -> str | None:
+    """Commit what a killed committing command applied but did not commit — only when every
+    uncommitted change is inside its directory (anything else is left for require_clean)."""
+    assert t.top is not None
+    path = _pending_file(t)
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as fh:
+        message = fh.read()
+    rel = os.path.relpath(os.path.realpath(t.into), os.path.realpath(t.top))
+    dirty = repo.dirty(t.top).paths
+    if any(p != rel and not p.startswith(rel.rstrip("/") + "/") for p in dirty):
+        return None
+    sha = _commit(t, message) if dirty else None
+    _end_pending(t)
+    return (f"finished an interrupted command: committed {sha[:12]}" if sha else
+            "an interrupted command had already committed its work")
 
 
 # --------------------------------------------------------------------------- pushing
@@ -347,6 +423,7 @@ def _prepare_move(t: Target) -> tuple[tree.Index, PlanStep]:
         raise InputError(f"{t.into} is not inside a Git work tree", location=Location(t.into),
                          hint="promotions are commits; see `dgdgen render --into PATH --init`")
     recovered = tree.recover(t.into)
+    _finish_pending(t)
     repo.require_clean(t.top)
     idx, state, _prev = current(t)
     if recovered:  # the tree now differs from HEAD only if the interrupted write was ours
@@ -458,13 +535,12 @@ def record_gate(t: Target, result: str, *, step: int | None = None, message: str
     gates[state.label] = tree.GateResult(state.gate, result, message.strip())
     previous = _state_of(t, idx.previous)
     files = state_files(t.prepared, state, previous)
-    change = tree.write(t.into, files, _index(t, state, previous, gates))
     subject = f"gate {state.gate} of {_title(state)}: {result}"
     body = [message.strip()] if message.strip() else []
     text = _subject(t, subject) + "\n\n" + "\n".join(body + [f"traffic: {_weights(state)}"]) \
         + "\n" + _trailers(t, state)
-    g = t.prepared.loaded.spec.spec.gitops
-    sha = repo.commit(t.top, [t.into], text, g.commit_author)
+    change = _write_pending(t, text, files, _index(t, state, previous, gates))
+    sha = _commit(t, text)
     pushed = _push(t, sha, subject) if push else None
     return Outcome(text, state, change, sha, pushed)
 
