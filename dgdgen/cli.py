@@ -98,17 +98,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "command", None):
         parser.print_help()
         return 2
-    from dgdgen.errors import DgdgenError
-
     import warnings
 
     from dgdgen.errors import InputWarning
 
-    def show(message: Warning | str, category: type[Warning], *_a: object, **_k: object) -> None:
-        sys.stderr.write(f"dgdgen {args.command}: warning: {message}\n")
+    previous = warnings.showwarning
 
-    warnings.showwarning = show
-    warnings.simplefilter("default", InputWarning)
+    def show(message: Warning | str, category: type[Warning], *a: object, **k: object) -> None:
+        if issubclass(category, InputWarning):
+            sys.stderr.write(f"dgdgen {args.command}: warning: {message}\n")
+        else:
+            previous(message, category, *a, **k)  # type: ignore[arg-type]
+
+    with warnings.catch_warnings():  # filters and the handler are restored after the run
+        warnings.simplefilter("always", InputWarning)
+        warnings.showwarning = show
+        return _run(args, parser)
+
+
+def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from dgdgen.errors import DgdgenError
+
     try:
         from dgdgen.load import allow_outside_paths
 

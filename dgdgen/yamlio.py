@@ -291,7 +291,7 @@ def _scalar(value: Any) -> Any:
     return value
 
 
-def _yaml_error(exc: Exception, file: str) -> InputError:
+def _yaml_error(exc: Exception, file: str, text: str | None = None) -> InputError:
     mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
     problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
     context = getattr(exc, "context", None)
@@ -300,6 +300,11 @@ def _yaml_error(exc: Exception, file: str) -> InputError:
         message += f" ({context})"
     if mark is not None:
         return InputError(message, location=Location(file, mark.line + 1, mark.column + 1))
+    position = getattr(exc, "position", None)  # a reader error: a character offset, no mark
+    if isinstance(position, int) and text is not None:
+        line = text.count("\n", 0, position) + 1
+        column = position - (text.rfind("\n", 0, position) + 1) + 1
+        return InputError(message, location=Location(file, line, column))
     return InputError(message, location=Location(file))
 
 
@@ -322,10 +327,10 @@ def load_documents(text: str, file: str) -> list[Document]:
                 start = lc.line + 1
             docs.append(Document(data, file, i, positions, start))
     except YAMLError as exc:
-        raise _yaml_error(exc, file) from None
+        raise _yaml_error(exc, file, text) from None
     except Exception as exc:  # ruamel raises a few non-YAMLError types for odd input
         if exc.__class__.__module__.startswith("ruamel"):
-            raise _yaml_error(exc, file) from None
+            raise _yaml_error(exc, file, text) from None
         raise
     return docs
 
@@ -412,7 +417,7 @@ def load_documents_fast(text: str, file: str) -> list[Document]:
         finally:
             loader.dispose()
     except yaml.YAMLError as exc:
-        raise _yaml_error(exc, file) from None
+        raise _yaml_error(exc, file, text) from None
     return docs
 
 
