@@ -83,7 +83,22 @@ def safe_relative(rel: str, *, where: str) -> str:
             or "\0" in rel:
         raise InputError(f"refusing to write {rel!r}: it would leave the output directory",
                          location=Location(where))
+    if norm == "." or rel.endswith("/") or norm == MARKER:
+        raise InputError(f"refusing to write {rel!r}: not a file name", location=Location(where))
     return norm
+
+
+def _missing_parents(path: str) -> list[str]:
+    """The ancestors of ``path`` that do not exist yet, outermost first."""
+    out = []
+    p = path
+    while not os.path.lexists(p):
+        out.append(p)
+        parent = os.path.dirname(p)
+        if parent == p:
+            break
+        p = parent
+    return out[::-1]
 
 
 def _default_mode() -> int:
@@ -151,11 +166,13 @@ def write_tree(target: str, files: Mapping[str, str], *, force: bool = False) ->
                 location=Location(shown),
             )
     parent = os.path.dirname(target)
+    created = _missing_parents(parent)
     try:
         os.makedirs(parent, exist_ok=True)
         remove_stale(parent, os.path.basename(target))
         staging = tempfile.mkdtemp(prefix=f".{os.path.basename(target)}.new-", dir=parent)
     except OSError as exc:
+        _remove_empty(created)
         raise InputError(f"cannot write the output: {_reason(exc)}",
                          location=Location(shown)) from None
     try:
@@ -185,11 +202,22 @@ def write_tree(target: str, files: Mapping[str, str], *, force: bool = False) ->
         fsync_dir(parent)
     except OSError as exc:
         shutil.rmtree(staging, ignore_errors=True)
+        _remove_empty(created)
         raise InputError(f"cannot write the output: {_reason(exc)}",
                          location=Location(shown)) from None
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
+        _remove_empty(created)
         raise
+
+
+def _remove_empty(created: list[str]) -> None:
+    """Undo the parent folders a failed write made (innermost first; only if still empty)."""
+    for d in reversed(created):
+        try:
+            os.rmdir(d)
+        except OSError:
+            break
 
 
 def fsync_dir(path: str) -> None:

@@ -30,6 +30,7 @@ import io
 import os
 import re
 import stat
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -316,16 +317,19 @@ def load_documents(text: str, file: str) -> list[Document]:
     yaml = _ruamel_loader()
     docs: list[Document] = []
     try:
-        for i, raw in enumerate(yaml.load_all(text)):
-            if raw is None:
-                continue
-            positions: dict[FieldPath, tuple[int, int]] = {}
-            data = _plain(raw, (), positions)
-            start = 1
-            lc = getattr(raw, "lc", None)
-            if lc is not None and getattr(lc, "line", None) is not None:
-                start = lc.line + 1
-            docs.append(Document(data, file, i, positions, start))
+        with warnings.catch_warnings():
+            # a re-used anchor is legal YAML (the later one wins); ruamel would print a warning
+            warnings.simplefilter("ignore")
+            for i, raw in enumerate(yaml.load_all(text)):
+                if raw is None:
+                    continue
+                positions: dict[FieldPath, tuple[int, int]] = {}
+                data = _plain(raw, (), positions)
+                start = 1
+                lc = getattr(raw, "lc", None)
+                if lc is not None and getattr(lc, "line", None) is not None:
+                    start = lc.line + 1
+                docs.append(Document(data, file, i, positions, start))
     except YAMLError as exc:
         raise _yaml_error(exc, file, text) from None
     except Exception as exc:  # ruamel raises a few non-YAMLError types for odd input
