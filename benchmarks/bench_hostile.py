@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -37,9 +38,11 @@ def indented(text: str) -> str:
     return "".join("  " + ln + "\n" for ln in text.splitlines())
 
 
-def measured(args: list[str], cwd: Path, timeout: float = 600) -> tuple[float, float, int, str]:
-    """(seconds, peak RSS in MB, exit code, last stderr line) of one dgdgen process; the peak
-    RSS is the child's own, from ``wait4``."""
+def measured(args: list[str], cwd: Path, timeout: float = 600
+             ) -> tuple[float, float, float, int, str]:
+    """(wall seconds, CPU seconds, peak RSS in MB, exit code, last stderr line) of one dgdgen
+    process, from ``wait4``. The inputs are made in another process (:func:`main`), so this
+    one stays small: Linux carries a parent's peak RSS into a forked child's figure."""
     start = time.perf_counter()
     with tempfile.TemporaryFile("w+") as errf:
         proc = subprocess.Popen([sys.executable, "-m", "dgdgen", *args], cwd=cwd,
@@ -58,7 +61,8 @@ def measured(args: list[str], cwd: Path, timeout: float = 600) -> tuple[float, f
         elapsed = time.perf_counter() - start
         errf.seek(0)
         last = (errf.read().strip().splitlines() or [""])[-1]
-    return elapsed, usage.ru_maxrss / 1024, proc.returncode, last
+    cpu = usage.ru_utime + usage.ru_stime
+    return elapsed, cpu, usage.ru_maxrss / 1024, proc.returncode, last
 
 
 def cases(work: Path, large: bool) -> list[tuple[str, Callable[[], list[str]]]]:
@@ -160,18 +164,31 @@ def cases(work: Path, large: bool) -> list[tuple[str, Callable[[], list[str]]]]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--large", action="store_true", help="also read a 52 MB spec in full")
+    ap.add_argument("--make", nargs=2, metavar=("INDEX", "DIR"), help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.make:  # child: write one case's files, print its command line
+        label_make = cases(Path(args.make[1]), args.large)[int(args.make[0])]
+        print("\0".join(label_make[1]()))
+        return 0
     work = Path(tempfile.mkdtemp(prefix="bench-hostile-"))
     try:
         print(f"machine: {platform.machine()}, {os.cpu_count()} CPU(s), Python "
-              f"{platform.python_version()}, {platform.system()} {platform.release()}\n")
-        print("| input | exit | time (s) | peak RSS (MB) | message |")
-        print("| --- | --- | --- | --- | --- |")
-        for label, make in cases(work, args.large):
-            argv = make()
-            seconds, rss, code, last = measured(argv, work)
-            msg = last.split(": error: ")[-1][:90].replace("|", "\\|")
-            print(f"| {label} | {code} | {seconds:.2f} | {rss:.0f} | {msg} |", flush=True)
+              f"{platform.python_version()}, {platform.system()} {platform.release()}; load "
+              f"average at start {os.getloadavg()[0]:.1f}\n")
+        print("| input | exit | wall (s) | CPU (s) | peak RSS (MB) | message |")
+        print("| --- | --- | --- | --- | --- | --- |")
+        labels = [label for label, _ in cases(Path(tempfile.gettempdir()), args.large)]
+        for i, label in enumerate(labels):
+            made = subprocess.run(
+                [sys.executable, __file__, "--make", str(i), str(work),
+                 *(["--large"] if args.large else [])],
+                capture_output=True, text=True, check=True)
+            argv = made.stdout.rstrip("\n").split("\0")
+            wall, cpu, rss, code, last = measured(argv, work)
+            msg = last.split(": error: ")[-1]
+            msg = re.sub(r"^\S*?([\w-]+/[\w.-]+\.yaml)", r"\1", msg)[:80].replace("|", "\\|")
+            print(f"| {label} | {code} | {wall:.2f} | {cpu:.2f} | {rss:.0f} | {msg} |",
+                  flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0
