@@ -138,6 +138,8 @@ def _starts_a_node(text: str, indicator: str) -> bool:
 # (measured: 20,000 compose, 50,000 segfault). Below this bound it is safe to compose first and
 # check the depth while walking (:func:`_walk_node`).
 _C_SAFE_DEPTH = 2000
+_INDENT = re.compile(r"^[ \t]*", re.MULTILINE)
+_MARKERS = re.compile(r"^[ \t]*((?:[-?:][ \t]+)+)", re.MULTILINE)  # `- - ` / `? ` / `: ` runs
 
 
 def _may_exceed(text: str) -> bool:
@@ -148,9 +150,16 @@ def _may_exceed(text: str) -> bool:
         return True
     # every nesting level needs a line or a flow bracket of its own, or a `- `/`? `/`: ` on one
     # line: a count of them bounds the depth
-    bound = text.count("\n") + text.count("[") + text.count("{") + text.count("- ") \
-        + text.count("? ") + text.count(": ")
-    return bound + 2 > _C_SAFE_DEPTH
+    flow = text.count("[") + text.count("{")
+    bound = text.count("\n") + flow + text.count("- ") + text.count("? ") + text.count(": ")
+    if bound + 2 <= _C_SAFE_DEPTH:
+        return False
+    # A long file: a block collection nested in another starts deeper (a list may share its
+    # key's indentation, but not twice in a row) or after `- `/`? `/`: ` on the same line, so
+    # the distinct indentations and the longest run of indicators bound the depth too.
+    indents = len(set(map(len, _INDENT.findall(text))))
+    markers = max(map(len, _MARKERS.findall(text)), default=0)
+    return flow + 2 * indents + 2 * markers + 2 > _C_SAFE_DEPTH
 
 
 def check_limits(text: str, file: str, *, always: bool = True) -> None:
