@@ -115,18 +115,19 @@ class _Model(BaseModel):
             return value
         leaves = _leaf_types(cls.model_fields[info.field_name].annotation)
         numeric = leaves & {int, float}
+        number = "a number" if float in leaves else "an integer"
         if isinstance(value, bool):
             if numeric and bool not in leaves:
-                raise ValueError(f"expected a number, got {str(value).lower()}")
+                raise ValueError(f"expected {number}, got {str(value).lower()}")
         elif isinstance(value, str):
             if (numeric or bool in leaves) and str not in leaves and not leaves - {int, float, bool,
                                                                                   type(None)}:
-                raise ValueError(f"expected {'a number' if numeric else 'true or false'}, "
+                raise ValueError(f"expected {number if numeric else 'true or false'}, "
                                  f"got the string {value!r}")
         elif bool in leaves and not numeric and str not in leaves:
             raise ValueError(f"expected true or false, got {value!r}")
         elif isinstance(value, float) and int in leaves and float not in leaves:
-            raise ValueError(f"expected a whole number, got {value!r}")
+            raise ValueError(f"expected an integer, got {value!r}")
         return value
 
 

@@ -200,10 +200,11 @@ def test_stable_dgd_replicas_blamed_at_the_dgd_line(work: Path, value: str, mess
 
 
 @pytest.mark.parametrize(("old", "new", "message"), [
-    ("    - weight: 25", "    - weight: true", "spec.steps[0].weight: expected a number, got true"),
-    ("    - weight: 25", "    - weight: '25'", "expected a number, got the string '25'"),
-    ("    - weight: 25", "    - weight: 25.0", "expected a whole number, got 25.0"),
-    ("maxSurge: 1", "maxSurge: true", "spec.capacity.maxSurge: expected a number, got true"),
+    ("    - weight: 25", "    - weight: true",
+     "spec.steps[0].weight: expected an integer, got true"),
+    ("    - weight: 25", "    - weight: '25'", "expected an integer, got the string '25'"),
+    ("    - weight: 25", "    - weight: 25.0", "expected an integer, got 25.0"),
+    ("maxSurge: 1", "maxSurge: true", "spec.capacity.maxSurge: expected an integer, got true"),
     ("    enabled: true", "    enabled: 'yes'", "expected true or false, got the string 'yes'"),
 ])
 def test_spec_numbers_are_not_coerced(work: Path, old: str, new: str, message: str) -> None:
