@@ -14,7 +14,7 @@ from gen_support import REPO
 
 EXAMPLE = REPO / "examples" / "vllm-disagg-block-size"
 # `file:line` (`file:line:col`) at the start of a line or after "error: "
-LOCATED = re.compile(r"(^|error: )[^\s:]+\.ya?ml:\d+(:\d+)?:", re.M)
+LOCATED = re.compile(r"(^|error: )[^\s:]+\.ya?ml:\d+(:\d+)?:", re.MULTILINE)
 
 
 @dataclass

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hostile_support import EXAMPLE, cli, snapshot
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
-from hostile_support import EXAMPLE, cli, snapshot
 
 from dgdgen import yamlio
 from dgdgen.errors import InputError
@@ -103,15 +103,16 @@ def text_mutation(draw: st.DrawFn, text: str) -> str:
         elif op == "indent":
             lines[i] = "  " + line
         elif op == "dedent":
-            lines[i] = line[2:] if line.startswith("  ") else line
+            lines[i] = line.removeprefix("  ")
         elif op == "junk":
             at = draw(st.integers(0, len(line)))
             lines[i] = line[:at] + value + line[at:]
         elif op == "truncate":
             lines = lines[:i]
         else:  # a key renamed
-            lines[i] = re.sub(r"^(\s*(?:- )?)[A-Za-z]+", lambda m: m.group(1) + "x" + value[:5],
-                              line)
+            new_key = "x" + value[:5]
+            lines[i] = re.sub(r"^(\s*(?:- )?)[A-Za-z]+",
+                              lambda m, k=new_key: m.group(1) + k, line)
     return "\n".join(lines)
 
 
