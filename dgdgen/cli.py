@@ -6,12 +6,15 @@ only the standard library at import time, so ``dgdgen --help`` stays fast; the w
 heavy libraries) is imported inside ``run``.
 
 Exit codes: 0 clean, 1 findings at or above the failing severity (or a failed gate), 2 bad input
-or usage. Commands may document further codes (``analyze`` uses 3 for Inconclusive).
+or usage. Commands may document further codes (``analyze`` uses 3 for Inconclusive). Anything
+else that goes wrong is a defect in dgdgen: it exits 70 (EX_SOFTWARE) with a "please report"
+line, never 1, which CI would read as findings.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import sys
 from collections.abc import Sequence
@@ -43,7 +46,8 @@ COMMANDS: dict[str, str] = {
 
 EPILOG = """\
 exit codes: 0 clean, 1 findings at or above --fail-on (or a failed gate), 2 bad input or usage,
-3 an inconclusive gate (`dgdgen analyze`) or a rehearsal that could not run (`dgdgen rehearse`).
+3 an inconclusive gate (`dgdgen analyze`) or a rehearsal that could not run (`dgdgen rehearse`),
+70 an internal error (please report it).
 Run `dgdgen COMMAND --help` for the options of one command.
 """
 
@@ -77,6 +81,16 @@ def build_parser() -> argparse.ArgumentParser:
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         module.add_arguments(p)
+        p.add_argument(
+            "--max-input-size", metavar="SIZE", default=None,
+            help="largest YAML file read, e.g. 8M, 64M (default 8M): larger files are refused, "
+                 "not read",
+        )
+        p.add_argument(
+            "--allow-outside-paths", action="store_true",
+            help="let a spec's `dgd:` name a file outside the spec's Git repository (or, "
+                 "outside one, the spec's folder)",
+        )
         p.set_defaults(_module=module, _parser=p)
         for action in p._actions:  # `traffic show`, `rules list` ...: errors name the action too
             if isinstance(action, argparse._SubParsersAction):
@@ -93,10 +107,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "command", None):
         parser.print_help()
         return 2
+    import warnings
+
+    from dgdgen.errors import InputWarning
+
+    previous = warnings.showwarning
+
+    def show(message: Warning | str, category: type[Warning], *a: object, **k: object) -> None:
+        if issubclass(category, InputWarning):
+            sys.stderr.write(f"{args._parser.prog}: warning: {message}\n")
+        else:
+            previous(message, category, *a, **k)  # type: ignore[arg-type]
+
+    with warnings.catch_warnings():  # filters and the handler are restored after the run
+        warnings.simplefilter("always", InputWarning)
+        warnings.showwarning = show
+        return _run(args, parser)
+
+
+def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from dgdgen.commands._common import report_error
     from dgdgen.errors import DgdgenError
 
     try:
+        from dgdgen.load import allow_outside_paths
+
+        _set_limits(getattr(args, "max_input_size", None), parser)  # every run starts from the
+        allow_outside_paths(bool(getattr(args, "allow_outside_paths", False)))  # defaults
         return int(args._module.run(args))
     except DgdgenError as exc:
         report_error(args._parser.prog.removeprefix("dgdgen "), exc)
@@ -106,3 +143,44 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # the file system said no (read-only, full, /proc, a loop): exit 2
+        where = f"{exc.filename}: " if exc.filename else ""
+        report_error(args._parser.prog.removeprefix("dgdgen "),
+                     Exception(f"{where}{exc.strerror or exc}"))
+        return 2
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: a defect, not "findings"
+        sys.stderr.write(
+            f"{args._parser.prog}: internal error: {_where(exc)}\n"
+            "this is a defect in dgdgen, not in your input's findings; please report it with the "
+            "command line and the input files\n"
+        )
+        return EX_SOFTWARE
+
+
+EX_SOFTWARE = 70  # sysexits.h: internal software error
+
+
+def _where(exc: BaseException) -> str:
+    """``ValueError: message (dgdgen/x.py:12)``: one line for the report, no traceback."""
+    import traceback
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    ours = [f for f in frames if "dgdgen" in f.filename] or frames
+    text = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ")
+    if ours:
+        f = ours[-1]
+        text += f" (at {f.filename.rsplit('dgdgen', 1)[-1].lstrip('/')}:{f.lineno})"
+    return text
+
+
+def _set_limits(size: str | None, parser: argparse.ArgumentParser) -> None:
+    from dgdgen import yamlio
+
+    if size is None:
+        yamlio.set_limits(yamlio.Limits())
+        return
+    try:
+        limit = yamlio.parse_size(size)
+    except ValueError as exc:
+        parser.error(f"--max-input-size: {exc}")
+    yamlio.set_limits(dataclasses.replace(yamlio.get_limits(), max_bytes=limit))

@@ -270,6 +270,11 @@ def parse(doc: Any, *, source: Document | None = None) -> Dgd:
         raise InputError(
             "a DynamoGraphDeployment needs a spec mapping", location=where(), field=("spec",)
         )
+    t = _Shape(source)
+    t.text(meta, "namespace", ("metadata",))
+    t.mapping(meta, "labels", ("metadata",))
+    t.mapping(meta, "annotations", ("metadata",))
+    t.text(spec, "backendFramework", ("spec",))
     key = "services" if version == "v1alpha1" else "components"
     comps = spec.get(key)
     expected = "a mapping" if version == "v1alpha1" else "a list"
@@ -290,13 +295,13 @@ def _components(doc: dict[str, Any], version: str, source: Document | None) -> d
             path: FieldPath = ("spec", "services", name)
             if not isinstance(svc, dict):
                 raise _bad(source, path, "a service must be a mapping")
-            out[str(name)] = _component_v1alpha1(str(name), svc, path)
+            out[str(name)] = _component_v1alpha1(str(name), svc, path, _Shape(source))
     else:
         for i, comp in enumerate(spec["components"]):
             path = ("spec", "components", i)
             if not isinstance(comp, dict) or not isinstance(comp.get("name"), str):
                 raise _bad(source, path, "a component must be a mapping with a string name")
-            out[comp["name"]] = _component_v1beta1(comp["name"], comp, path)
+            out[comp["name"]] = _component_v1beta1(comp["name"], comp, path, _Shape(source))
     return out
 
 
@@ -305,20 +310,81 @@ def _bad(source: Document | None, path: FieldPath, message: str) -> InputError:
     return InputError(message, location=loc, field=path)
 
 
-def _int(value: Any, default: int) -> int:
-    if isinstance(value, bool):
-        return default
-    if isinstance(value, int):
+_INT32_MAX = 2**31 - 1  # replicas, nodeCount: int32 in the CRD (facts/dynamo.md §1.2)
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """Typed reads of the fields the model looks at: a field that is present with the wrong
+    shape is one :class:`InputError` at its file:line, never a crash or a silent default (the
+    typed boundary: code past :func:`parse` trusts what it gets)."""
+
+    source: Document | None
+
+    def _get(self, node: dict[str, Any], key: str, path: FieldPath, want: type | tuple[type, ...],
+             what: str) -> Any:
+        value = node.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, want) or (isinstance(value, bool) and bool not in _tuple(want)):
+            raise _bad(self.source, path + (key,), f"must be {what}, got {_type_name(value)}")
         return value
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
-    return default
+
+    def mapping(self, node: dict[str, Any], key: str, path: FieldPath) -> dict[str, Any]:
+        return self._get(node, key, path, dict, "a mapping") or {}
+
+    def items(self, node: dict[str, Any], key: str, path: FieldPath) -> list[Any]:
+        return self._get(node, key, path, list, "a list") or []
+
+    def text(self, node: dict[str, Any], key: str, path: FieldPath) -> str | None:
+        value: str | None = self._get(node, key, path, str, "a string")
+        return value
+
+    def flag(self, node: dict[str, Any], key: str, path: FieldPath) -> bool:
+        return bool(self._get(node, key, path, bool, "true or false"))
+
+    def count(self, node: dict[str, Any], key: str, path: FieldPath, default: int) -> int:
+        value = self._get(node, key, path, int, "a whole number")
+        if value is None:
+            return default
+        if not 0 <= value <= _INT32_MAX:
+            raise _bad(self.source, path + (key,), f"{value} is out of range (0 to {_INT32_MAX})")
+        return int(value)
+
+    def strs(self, node: dict[str, Any], key: str, path: FieldPath) -> tuple[str, ...]:
+        items = self.items(node, key, path)
+        for i, v in enumerate(items):
+            if isinstance(v, (dict, list)):
+                raise _bad(self.source, path + (key, i), f"must be a string, got {_type_name(v)}")
+        return tuple(_text(v) for v in items)
+
+    def gpus(self, node: dict[str, Any], key: str, path: FieldPath) -> int:
+        """A GPU quantity: an integer or an integer string (a Kubernetes quantity)."""
+        value = node.get(key)
+        if value is None:
+            return 0
+        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= _INT32_MAX:
+            return value
+        if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit() \
+                and int(value) <= _INT32_MAX:
+            return int(value.strip())
+        raise _bad(self.source, path + (key,),
+                   f"must be a whole number of GPUs, got {_type_name(value)} {value!r}")
 
 
-def _strs(value: Any) -> tuple[str, ...]:
-    if isinstance(value, list):
-        return tuple(str(v) for v in value)
-    return ()
+def _tuple(want: type | tuple[type, ...]) -> tuple[type, ...]:
+    return want if isinstance(want, tuple) else (want,)
+
+
+def _type_name(value: Any) -> str:
+    return {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean",
+            int: "an integer", float: "a number", type(None): "null"}.get(type(value), "a value")
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
 
 
 def _role(ctype: str, sub: str | None, args: tuple[str, ...]) -> Role:
@@ -362,66 +428,79 @@ def _backend(command: tuple[str, ...], args: tuple[str, ...]) -> Backend:
     return Backend.UNKNOWN
 
 
-def _gpu(value: Any) -> int:
-    return _int(value, 0) if value is not None else 0
-
-
-def _component_v1alpha1(name: str, svc: dict[str, Any], path: FieldPath) -> Component:
-    mc = (svc.get("extraPodSpec") or {}).get("mainContainer") or {}
-    command, args = _strs(mc.get("command")), _strs(mc.get("args"))
-    res = svc.get("resources") or {}
-    gpus = _gpu((res.get("limits") or {}).get("gpu")) or _gpu((res.get("requests") or {}).get("gpu"))
+def _component_v1alpha1(name: str, svc: dict[str, Any], path: FieldPath, t: _Shape) -> Component:
+    eps = t.mapping(svc, "extraPodSpec", path)
+    mc = t.mapping(eps, "mainContainer", path + ("extraPodSpec",))
+    mpath = path + ("extraPodSpec", "mainContainer")
+    command, args = t.strs(mc, "command", mpath), t.strs(mc, "args", mpath)
+    res = t.mapping(svc, "resources", path)
+    gpus = t.gpus(t.mapping(res, "limits", path + ("resources",)), "gpu",
+                  path + ("resources", "limits")) or \
+        t.gpus(t.mapping(res, "requests", path + ("resources",)), "gpu",
+               path + ("resources", "requests"))
     if not gpus:
-        limits = (mc.get("resources") or {}).get("limits") or {}
-        gpus = _gpu(limits.get("nvidia.com/gpu"))
-    nodes = _int((svc.get("multinode") or {}).get("nodeCount"), 2) if svc.get("multinode") else 1
-    ctype = str(svc.get("componentType") or "")
+        mres = t.mapping(mc, "resources", mpath)
+        gpus = t.gpus(t.mapping(mres, "limits", mpath + ("resources",)), "nvidia.com/gpu",
+                      mpath + ("resources", "limits"))
+    multinode = t.mapping(svc, "multinode", path)
+    nodes = t.count(multinode, "nodeCount", path + ("multinode",), 2) if multinode else 1
+    t.mapping(svc, "extraPodMetadata", path)
+    t.mapping(svc, "annotations", path)
+    ctype = t.text(svc, "componentType", path) or ""
     return Component(
         name=name,
-        role=_role(ctype, svc.get("subComponentType"), command + args),
+        role=_role(ctype, t.text(svc, "subComponentType", path), command + args),
         type=ctype,
-        replicas=_int(svc.get("replicas"), 1),
-        image=mc.get("image"),
+        replicas=t.count(svc, "replicas", path, 1),
+        image=t.text(mc, "image", mpath),
         command=command,
         args=args,
         gpus_per_replica=gpus * nodes,
         node_count=nodes,
         backend=_backend(command, args),
         path=path,
-        container_path=path + ("extraPodSpec", "mainContainer") if mc else None,
-        global_namespace=bool(svc.get("globalDynamoNamespace")),
+        container_path=mpath if mc else None,
+        global_namespace=t.flag(svc, "globalDynamoNamespace", path),
     )
 
 
-def _component_v1beta1(name: str, comp: dict[str, Any], path: FieldPath) -> Component:
-    containers = ((comp.get("podTemplate") or {}).get("spec") or {}).get("containers") or []
+def _component_v1beta1(name: str, comp: dict[str, Any], path: FieldPath, t: _Shape) -> Component:
+    pt = t.mapping(comp, "podTemplate", path)
+    t.mapping(pt, "metadata", path + ("podTemplate",))
+    pspec = t.mapping(pt, "spec", path + ("podTemplate",))
+    cpath = path + ("podTemplate", "spec")
+    containers = t.items(pspec, "containers", cpath)
     main: dict[str, Any] = {}
     index = None
     for i, c in enumerate(containers):
-        if isinstance(c, dict) and c.get("name") == "main":
+        if not isinstance(c, dict):
+            raise _bad(t.source, cpath + ("containers", i),
+                       f"a container must be a mapping, got {_type_name(c)}")
+        if c.get("name") == "main":
             main, index = c, i
             break
-    command, args = _strs(main.get("command")), _strs(main.get("args"))
-    limits = (main.get("resources") or {}).get("limits") or {}
-    gpus = _gpu(limits.get("nvidia.com/gpu"))
-    nodes = _int((comp.get("multinode") or {}).get("nodeCount"), 2) if comp.get("multinode") else 1
-    ctype = str(comp.get("type") or "")
+    mpath = cpath + ("containers", index if index is not None else 0)
+    command, args = t.strs(main, "command", mpath), t.strs(main, "args", mpath)
+    mres = t.mapping(main, "resources", mpath)
+    gpus = t.gpus(t.mapping(mres, "limits", mpath + ("resources",)), "nvidia.com/gpu",
+                  mpath + ("resources", "limits"))
+    multinode = t.mapping(comp, "multinode", path)
+    nodes = t.count(multinode, "nodeCount", path + ("multinode",), 2) if multinode else 1
+    ctype = t.text(comp, "type", path) or ""
     return Component(
         name=name,
         role=_role(ctype, None, command + args),
         type=ctype,
-        replicas=_int(comp.get("replicas"), 1),
-        image=main.get("image"),
+        replicas=t.count(comp, "replicas", path, 1),
+        image=t.text(main, "image", mpath),
         command=command,
         args=args,
         gpus_per_replica=gpus * nodes,
         node_count=nodes,
         backend=_backend(command, args),
         path=path,
-        container_path=path + ("podTemplate", "spec", "containers", index)
-        if index is not None
-        else None,
-        global_namespace=bool(comp.get("globalDynamoNamespace")),
+        container_path=mpath if index is not None else None,
+        global_namespace=t.flag(comp, "globalDynamoNamespace", path),
     )
 
 

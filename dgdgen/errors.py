@@ -90,6 +90,11 @@ class PlanError(InputError):
     """The spec is well-formed but describes a rollout that cannot be planned."""
 
 
+class InputWarning(UserWarning):
+    """Input that is accepted but probably not meant; raised with :func:`warnings.warn`, printed
+    by the CLI as ``dgdgen CMD: warning: ...`` (and an error under ``-W error``)."""
+
+
 class ValidationFailed(DgdgenError):
     """Rendered output does not validate against its schema (a defect or an impossible input)."""
 

@@ -141,6 +141,28 @@ def load_spec(path: str) -> LoadedSpec:
     return LoadedSpec(spec=spec, document=doc, stable=stable, path=path)
 
 
+_allow_outside = False
+
+
+def allow_outside_paths(allow: bool) -> None:
+    """Let a spec's ``dgd:`` name a file outside its repository (the CLI's --allow-outside-paths).
+    Off by default: a spec in a reviewed pull request must not make CI read ``/etc/passwd``."""
+    global _allow_outside
+    _allow_outside = allow
+
+
+def _confinement_root(folder: str) -> str:
+    """The Git work tree around ``folder`` (found by its `.git`), else ``folder`` itself."""
+    d = os.path.realpath(folder)
+    while True:
+        if os.path.exists(os.path.join(d, ".git")):
+            return d
+        parent = os.path.dirname(d)
+        if parent == d:
+            return os.path.realpath(folder)
+        d = parent
+
+
 def _load_stable(spec: Any, doc: yamlio.Document, spec_path: str) -> dgdmod.Dgd:
     st = spec.spec.stable
     if st.manifest is not None:
@@ -156,11 +178,22 @@ def _load_stable(spec: Any, doc: yamlio.Document, spec_path: str) -> dgdmod.Dgd:
     shown = os.path.relpath(target)
     if os.path.isabs(st.dgd) or shown.startswith(".."):
         shown = target
-    if not os.path.exists(target):
+    if not os.path.lexists(target):
         raise InputError(
             f"stable DGD file {st.dgd!r} not found (resolved to {shown})",
             location=doc.location(field),
             field=field,
+        )
+    root = _confinement_root(base)
+    real = os.path.realpath(target)
+    if not _allow_outside and os.path.commonpath([real, root]) != root:
+        raise InputError(
+            f"stable DGD file {st.dgd!r} is outside "
+            f"{'the repository' if os.path.isdir(os.path.join(root, '.git')) else 'the spec folder'}"
+            f" ({root}); refusing to read it",
+            location=doc.location(field),
+            field=field,
+            hint="pass --allow-outside-paths if that file is really meant",
         )
     try:
         docs = yamlio.load_file(target, display=shown)
@@ -195,4 +228,33 @@ def _load_stable(spec: Any, doc: yamlio.Document, spec_path: str) -> dgdmod.Dgd:
             location=doc.location(field),
             field=field,
         )
-    return dgdmod.parse(dgds[0].data, source=dgds[0])
+    _check_schema(dgds[0])
+    stable = dgdmod.parse(dgds[0].data, source=dgds[0])
+    idle = [c for c in stable.components.values()
+            if (c.is_worker or c.role is dgdmod.Role.FRONTEND) and c.replicas == 0]
+    if idle:  # else the plan would blame a step weight or the traffic provider for it
+        raise InputErrors([
+            InputError(f"{c.name} has 0 replicas: the stable generation must be serving to be "
+                       "rolled out from", location=stable.location(c.path + ("replicas",)),
+                       field=c.path + ("replicas",))
+            for c in idle
+        ])
+    return stable
+
+
+def _check_schema(doc: yamlio.Document) -> None:
+    """The stable DGD against the same CRD schema and CEL rules `dgdgen verify` uses, before
+    anything plans with it: `replicas: two`, `replicas: -2` or a 21-digit count are refused at
+    the DGD file's own line, not found later as a puzzling plan. The proposed-fields overlay is
+    allowed (a stable generation may come from a worker-group or partition rollout)."""
+    from dgdgen import crd
+
+    found = [v for v in crd.validate(doc.data, overlays=("dgd-proposed-rollout-fields",))
+             if v.rule != crd.UNKNOWN_KIND]
+    real = [v for v in found if v.path] or found  # drop "CEL was skipped" when a field is named
+    if real:
+        raise InputErrors([
+            InputError(f"{v.message} (the DynamoGraphDeployment CRD schema)",
+                       location=doc.location(v.path), field=v.path)
+            for v in sorted(real)
+        ])

@@ -98,6 +98,7 @@ def prepare(path: str) -> Prepared:
             )
         if not steps:
             steps = auto_steps
+    _warn_ungated(loaded, steps)
     try:
         plan = planmod.make_plan(_plan_input(loaded, stable, cand, mode, steps))
     except PlanError as exc:
@@ -109,6 +110,24 @@ def prepare(path: str) -> Prepared:
         plan = _with_notes(plan, notes)
     base, cand_name = _names(loaded, stable, cand, mode)
     return Prepared(loaded, stable, cand, mode, plan, base, cand_name)
+
+
+def _warn_ungated(loaded: LoadedSpec, steps: tuple[planmod.StepInput, ...]) -> None:
+    """`steps: []` with analysis enabled falls back to a default schedule whose steps name no
+    gate: the rollout would run ungated although the spec asks for analysis."""
+    import warnings
+
+    from dgdgen.errors import InputWarning
+
+    body = loaded.spec.spec
+    if body.steps or not body.analysis.enabled or any(s.gate for s in steps):
+        return
+    field = ("spec", "steps") if "steps" in loaded.document.data.get("spec", {}) else ("spec",)
+    warnings.warn(InputWarning(
+        f"{loaded.location(field)}: spec.steps: no steps given, so the default schedule is used "
+        "and its steps name no gate: analysis is enabled but gates nothing; list the steps, "
+        "each with `gate: slo` (or another gate)"
+    ), stacklevel=2)
 
 
 def _names(loaded: LoadedSpec, stable: Generation, cand: Generation, mode: str) -> tuple[str, str]:

@@ -11,6 +11,7 @@ when it is stale) and printed by ``dgdgen schema``.
 from __future__ import annotations
 
 import re
+import types
 from enum import Enum
 from typing import Annotated, Any, Literal
 
@@ -19,6 +20,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -76,6 +78,26 @@ PercentOrCount = Annotated[int | str, AfterValidator(_percent_or_count)]
 Revision = Annotated[str, AfterValidator(_revision)]
 
 
+def _leaf_types(annotation: Any) -> set[Any]:
+    """The plain types an annotation admits (Optional, unions and Annotated unwrapped)."""
+    import typing
+
+    out: set[Any] = set()
+    stack = [annotation]
+    while stack:
+        t = stack.pop()
+        origin = typing.get_origin(t)
+        if origin is Annotated:
+            stack.append(typing.get_args(t)[0])
+        elif origin in (typing.Union, types.UnionType):
+            stack.extend(typing.get_args(t))
+        elif origin is not None:
+            out.add(origin)
+        else:
+            out.add(t)
+    return out
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
@@ -84,6 +106,30 @@ class _Model(BaseModel):
         populate_by_name=True,
         use_enum_values=False,
     )
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_coercion(cls, value: Any, info: ValidationInfo) -> Any:
+        """Numbers and booleans exactly as written: pydantic's lax mode would read `weight: true`
+        as 1 and `replicas: "2"` as 2; a spec says what it means or is refused."""
+        if info.field_name is None or not isinstance(value, (bool, str, int, float)):
+            return value
+        leaves = _leaf_types(cls.model_fields[info.field_name].annotation)
+        numeric = leaves & {int, float}
+        number = "a number" if float in leaves else "an integer"
+        if isinstance(value, bool):
+            if numeric and bool not in leaves:
+                raise ValueError(f"expected {number}, got {str(value).lower()}")
+        elif isinstance(value, str):
+            if (numeric or bool in leaves) and str not in leaves and not leaves - {int, float, bool,
+                                                                                  type(None)}:
+                raise ValueError(f"expected {number if numeric else 'true or false'}, "
+                                 f"got the string {value!r}")
+        elif bool in leaves and not numeric and str not in leaves:
+            raise ValueError(f"expected true or false, got {value!r}")
+        elif isinstance(value, float) and int in leaves and float not in leaves:
+            raise ValueError(f"expected an integer, got {value!r}")
+        return value
 
 
 class Isolation(str, Enum):

@@ -3,16 +3,26 @@ with one rename, so a failed or interrupted render leaves the previous tree inta
 
 On Linux the swap is ``renameat2(RENAME_EXCHANGE)`` (both trees exist at every instant); elsewhere
 the old tree is moved aside and the new one renamed into place.
+
+Whatever goes wrong on the way — a parent that is a file, a read-only folder, ``/proc``, a symlink
+loop, a full disk — is one :class:`InputError` naming the path and the reason; nothing outside the
+staging folder is touched before the swap. A symlink to an earlier output is written *through*
+(the link stays, the folder it names is replaced). Staging folders a killed run left behind
+(``.NAME.new-*`` / ``.NAME.old-*``) are removed by the next run; a live run holds a lock on its
+own, so two runs never remove each other's.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
+import errno
+import fcntl
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 from dgdgen.errors import InputError, Location
 
@@ -33,44 +43,181 @@ def _exchange(a: str, b: str) -> bool:
     return bool(rc == 0)
 
 
+def _reason(exc: OSError) -> str:
+    if exc.errno == errno.ELOOP:
+        return "symlink loop (too many levels of symbolic links)"
+    if exc.errno in (errno.EEXIST, errno.ENOTDIR):
+        return "a part of the path is a file, not a directory"
+    return exc.strerror or str(exc)
+
+
+def resolve_target(target: str, *, what: str = "output path") -> str:
+    """The directory ``target`` names, symlinks followed (a symlink to a directory is written
+    through, never replaced); an :class:`InputError` when it cannot be a directory."""
+    path = os.path.abspath(target)
+    if os.path.islink(path):
+        try:
+            os.stat(path)
+        except OSError as exc:
+            reason = _reason(exc) if exc.errno == errno.ELOOP else "dangling symlink"
+            raise InputError(f"{what} is a symlink that leads nowhere: {reason}",
+                             location=Location(target)) from None
+        path = os.path.realpath(path)
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise InputError(f"cannot use the {what}: {_reason(exc)}",
+                         location=Location(target)) from None
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise InputError(f"{what} exists and is not a directory", location=Location(target))
+    return path
+
+
+def safe_relative(rel: str, *, where: str) -> str:
+    """``rel`` normalised, or an :class:`InputError` when it would leave its folder (absolute,
+    ``..``); a guard behind file names that are safe by construction."""
+    norm = os.path.normpath(rel)
+    if not rel or os.path.isabs(norm) or norm == ".." or norm.startswith(".." + os.sep) \
+            or "\0" in rel:
+        raise InputError(f"refusing to write {rel!r}: it would leave the output directory",
+                         location=Location(where))
+    if norm == "." or rel.endswith("/") or norm == MARKER:
+        raise InputError(f"refusing to write {rel!r}: not a file name", location=Location(where))
+    return norm
+
+
+def _missing_parents(path: str) -> list[str]:
+    """The ancestors of ``path`` that do not exist yet, outermost first."""
+    out = []
+    p = path
+    while not os.path.lexists(p):
+        out.append(p)
+        parent = os.path.dirname(p)
+        if parent == p:
+            break
+        p = parent
+    return out[::-1]
+
+
+def _default_mode() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o777 & ~mask
+
+
+@contextlib.contextmanager
+def _locked(path: str) -> Iterator[None]:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def remove_stale(parent: str, name: str) -> list[str]:
+    """Remove the staging folders of runs that were killed (``.NAME.new-*`` / ``.NAME.old-*``
+    that no live run holds locked). Returns what was removed."""
+    removed: list[str] = []
+    try:
+        entries = sorted(os.listdir(parent))
+    except OSError:
+        return removed
+    for entry in entries:
+        if not entry.startswith((f".{name}.new-", f".{name}.old-")):
+            continue
+        path = os.path.join(parent, entry)
+        if os.path.islink(path) or not os.path.isdir(path):
+            continue
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            continue  # a live run's
+        try:
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+        finally:
+            os.close(fd)
+    return removed
+
+
 def write_tree(target: str, files: Mapping[str, str], *, force: bool = False) -> None:
     """Replace directory ``target`` with exactly ``files`` (relative path → text)."""
-    target = os.path.abspath(target)
+    shown = target
+    target = resolve_target(target)
+    rels = {safe_relative(rel, where=shown): text for rel, text in files.items()}
     if os.path.exists(target):
-        if not os.path.isdir(target):
-            raise InputError("output path exists and is not a directory", location=Location(target))
-        if os.listdir(target) and not os.path.exists(os.path.join(target, MARKER)) and not force:
+        try:
+            entries = os.listdir(target)
+        except OSError as exc:
+            raise InputError(f"cannot read the output directory: {_reason(exc)}",
+                             location=Location(shown)) from None
+        if entries and not os.path.exists(os.path.join(target, MARKER)) and not force:
             raise InputError(
                 "output directory is not empty and was not written by dgdgen render; refusing to "
                 "replace it (pass --force to replace it anyway)",
-                location=Location(target),
+                location=Location(shown),
             )
     parent = os.path.dirname(target)
-    os.makedirs(parent, exist_ok=True)
-    staging = tempfile.mkdtemp(prefix=f".{os.path.basename(target)}.new-", dir=parent)
+    created = _missing_parents(parent)
     try:
-        for rel, text in sorted(files.items()):
-            path = os.path.join(staging, rel)
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            with open(path, "w", encoding="utf-8", newline="\n") as fh:
-                fh.write(text)
-        with open(os.path.join(staging, MARKER), "w", encoding="utf-8") as fh:
-            fh.write("This directory is written by `dgdgen render`; it is replaced on every run.\n")
-        fsync_dir(staging)
-        if os.path.isdir(target) and _exchange(staging, target):
-            shutil.rmtree(staging)  # now holds the previous tree
-        elif os.path.isdir(target):
-            aside = tempfile.mkdtemp(prefix=f".{os.path.basename(target)}.old-", dir=parent)
-            os.rmdir(aside)
-            os.rename(target, aside)
-            os.rename(staging, target)
-            shutil.rmtree(aside)
-        else:
-            os.rename(staging, target)
+        os.makedirs(parent, exist_ok=True)
+        remove_stale(parent, os.path.basename(target))
+        staging = tempfile.mkdtemp(prefix=f".{os.path.basename(target)}.new-", dir=parent)
+    except OSError as exc:
+        _remove_empty(created)
+        raise InputError(f"cannot write the output: {_reason(exc)}",
+                         location=Location(shown)) from None
+    try:
+        with _locked(staging):
+            mode = os.stat(target).st_mode & 0o7777 if os.path.isdir(target) else _default_mode()
+            for rel, text in sorted(rels.items()):
+                path = os.path.join(staging, rel)
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                with open(path, "w", encoding="utf-8", newline="\n") as fh:
+                    fh.write(text)
+            with open(os.path.join(staging, MARKER), "w", encoding="utf-8") as fh:
+                fh.write(
+                    "This directory is written by `dgdgen render`; it is replaced on every run.\n"
+                )
+            os.chmod(staging, mode)  # mkdtemp makes 0700; the output gets a folder's usual mode
+            fsync_dir(staging)
+            if os.path.isdir(target) and _exchange(staging, target):
+                shutil.rmtree(staging)  # now holds the previous tree
+            elif os.path.isdir(target):
+                aside = tempfile.mkdtemp(prefix=f".{os.path.basename(target)}.old-", dir=parent)
+                os.rmdir(aside)
+                os.rename(target, aside)
+                os.rename(staging, target)
+                shutil.rmtree(aside)
+            else:
+                os.rename(staging, target)
         fsync_dir(parent)
+    except OSError as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        _remove_empty(created)
+        raise InputError(f"cannot write the output: {_reason(exc)}",
+                         location=Location(shown)) from None
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
+        _remove_empty(created)
         raise
+
+
+def _remove_empty(created: list[str]) -> None:
+    """Undo the parent folders a failed write made (innermost first; only if still empty)."""
+    for d in reversed(created):
+        try:
+            os.rmdir(d)
+        except OSError:
+            break
 
 
 def fsync_dir(path: str) -> None:

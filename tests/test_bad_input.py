@@ -126,7 +126,8 @@ def test_dgd_wrong_shape(work: Path) -> None:
     )
     result, _ = _render(work, spec_text())
     assert result.returncode == 2
-    assert "spec.components must be a list in nvidia.com/v1beta1" in result.stderr
+    # held to the CRD schema before planning, at the DGD file's own line
+    assert "dgd.yaml:6:3: spec.components: must be of type array" in result.stderr
 
 
 def test_several_field_errors_reported_together(work: Path) -> None:

@@ -451,6 +451,21 @@ def resolve_engine_file(dgd: Dgd, comp: Component, path: str,
     return None
 
 
+def engine_file_data(text: str, name: str) -> dict[str, Any] | None:
+    """An engine-args YAML file (from a ConfigMap) as a mapping, or None when it is not one.
+    Read by the one loader with limits: a bomb, a recursive alias or a custom tag in a ConfigMap
+    leaves the file unresolved instead of stalling or crashing the checker."""
+    from dgdgen.errors import InputError
+    from dgdgen.yamlio import load_documents_fast
+
+    try:
+        docs = load_documents_fast(text, name)
+    except InputError:
+        return None
+    data = docs[0].data if len(docs) == 1 else None
+    return data if isinstance(data, dict) else None
+
+
 def _engine_settings(flags: Mapping[str, Setting], raw: list[tuple[str, Setting]], dgd: Dgd,
                      comp: Component, configmaps: Mapping[str, Mapping[str, str]]
                      ) -> tuple[dict[str, Setting], bool]:
@@ -464,13 +479,8 @@ def _engine_settings(flags: Mapping[str, Setting], raw: list[tuple[str, Setting]
     if file_setting is not None and file_setting.value:
         text = resolve_engine_file(dgd, comp, file_setting.value, configmaps)
         if text is not None:
-            import yaml  # the C loader is already loaded by the fast path
-
-            try:
-                data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-            except yaml.YAMLError:
-                data = None
-            if isinstance(data, dict):
+            data = engine_file_data(text, file_setting.value)
+            if data is not None:
                 resolved = True
                 for key, value in flatten(data):
                     engine["engine:" + key] = Setting(_scalar_text(value), file_setting.path,

@@ -126,11 +126,45 @@ def _expand(paths: Iterable[str]) -> list[str]:
 
 def _parse(text: str, display: str) -> list[Document]:
     try:
-        return load_documents_fast(text, display)
+        docs = load_documents_fast(text, display)
     except InputError as exc:
         if exc.location is not None and not exc.location.file:
             exc.location = Location(display, exc.location.line, exc.location.column)
         raise
+    for doc in docs:
+        check_object_shape(doc)
+    return docs
+
+
+# Fields of every Kubernetes object that rules read, with the shape the API server demands.
+_OBJECT_SHAPE: tuple[tuple[tuple[str, ...], type, str], ...] = (
+    (("metadata",), dict, "a mapping"),
+    (("metadata", "name"), str, "a string"),
+    (("metadata", "namespace"), str, "a string"),
+    (("metadata", "labels"), dict, "a mapping"),
+    (("metadata", "annotations"), dict, "a mapping"),
+    (("spec",), dict, "a mapping"),
+    (("data",), dict, "a mapping"),
+)
+
+
+def check_object_shape(doc: Document) -> None:
+    """The typed boundary of the checker: a Kubernetes object (a mapping with a string
+    apiVersion and kind) whose metadata, spec or data has the wrong shape is one error at its
+    file:line here, so no rule ever walks a list where the API demands a mapping. DGDs get the
+    full model check in :func:`dgdgen.dgd.parse`."""
+    data = doc.data
+    if not (isinstance(data, dict) and isinstance(data.get("apiVersion"), str)
+            and isinstance(data.get("kind"), str)):
+        return
+    for path, want, what in _OBJECT_SHAPE:
+        node: object = data
+        for part in path[:-1]:
+            node = node.get(part) if isinstance(node, dict) else None
+        value = node.get(path[-1]) if isinstance(node, dict) else None
+        if value is not None and not isinstance(value, want):
+            raise InputError(f"must be {what}, got {type(value).__name__}",
+                             location=doc.location(path), field=path)
 
 
 def collect(paths: list[str], base: str | None, *, use_git: bool = True) -> list[FileInput]:
@@ -238,10 +272,9 @@ def sibling_loader(checked: Iterable[str]) -> Callable[[str], list[Document]]:
                 path = os.path.join(directory, name)
                 if not _is_yaml(name) or path in checked_real or not os.path.isfile(path):
                     continue
-                try:
-                    with open(path, encoding="utf-8") as fh:
-                        docs += load_documents_fast(fh.read(), _display(path))
-                except (OSError, UnicodeDecodeError, InputError):
+                try:  # the same limits as every other input: a bomb here is skipped, fast
+                    docs += _parse(read_text(path), _display(path))
+                except InputError:
                     continue
             cache[directory] = docs
         return cache[directory]

@@ -90,6 +90,7 @@ def run(args: argparse.Namespace) -> int:
     from dgdgen.errors import InputError
     from dgdgen.output import all_files, state_files
     from dgdgen.pipeline import prepare
+    from dgdgen.render import file_component
     from dgdgen.write import write_tree
 
     specs = list(args.specs)
@@ -110,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("two specs share a rollout name; each needs its own output directory")
     files: dict[str, str] = {}
     for prepared in progress(plans, "rendering", ""):
-        prefix = f"{prepared.plan.rollout}/" if len(plans) > 1 else ""
+        prefix = f"{file_component(prepared.plan.rollout)}/" if len(plans) > 1 else ""
         if args.step is None:
             rendered = all_files(prepared, validate=not args.no_validate)
         else:

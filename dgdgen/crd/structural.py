@@ -323,6 +323,14 @@ class Walker:
     # ----------------------------------------------------------------------- types
 
     def _type_ok(self, value: Any, schema: Schema, path: FieldPath) -> bool:
+        if isinstance(value, int) and not isinstance(value, bool) and not (
+            _INT_RANGES["int64"][0] <= value <= _INT_RANGES["int64"][1]
+        ):
+            # The API server decodes every JSON integer as int64 and rejects larger ones; CEL
+            # could not even convert it (a type error: CEL is skipped).
+            self._type_errors += 1
+            self.add(path, f"{value} does not fit in a 64-bit integer", "type")
+            return False
         if schema.get("x-kubernetes-int-or-string"):
             if _is_type(value, "integer") or isinstance(value, str):
                 return True

@@ -13,7 +13,9 @@ Every action here:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import hashlib
 import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -68,9 +70,10 @@ def default_into(prepared: Prepared) -> str:
 
 def open_target(spec: str, into: str | None) -> Target:
     from dgdgen.pipeline import prepare
+    from dgdgen.write import resolve_target
 
     prepared = prepare(spec)
-    path = os.path.abspath(into or default_into(prepared))
+    path = resolve_target(into or default_into(prepared), what="--into path")
     return Target(prepared, path, repo.toplevel(path))
 
 
@@ -170,6 +173,9 @@ def render_into(t: Target, selector: int | str | None, *, force: bool = False,
     if commit:
         assert t.top is not None
         tree.recover(t.into)
+        finished = _finish_pending(t)
+        if finished:
+            notes.append(finished)
         repo.require_clean(t.top)
     idx = recorded(t)
     same = idx is not None and _same_generations(t, idx)
@@ -187,13 +193,15 @@ def render_into(t: Target, selector: int | str | None, *, force: bool = False,
             previous = _state_of(t, idx.previous) if idx is not None else None
     assert state is not None
     files = state_files(t.prepared, state, previous, validate=validate)
-    change = tree.write(t.into, files, _index(t, state, previous, gates), force=force)
     message = _subject(t, f"render {_title(state)}") + "\n\n" + _describe(t, state) + \
         _trailers(t, state)
+    index = _index(t, state, previous, gates)
+    change = (_write_pending(t, message, files, index, force=force) if commit
+              else tree.write(t.into, files, index, force=force))
     sha = None
     if commit:
         assert t.top is not None
-        sha = repo.commit(t.top, [t.into], message, t.prepared.loaded.spec.spec.gitops.commit_author)
+        sha = _commit(t, message)
     return Outcome(message, state, change, sha, notes=tuple(notes))
 
 
@@ -318,14 +326,130 @@ def _move(t: Target, idx: tree.Index, frm: PlanStep, to: PlanStep, subject: str,
           extra: list[str], push: bool, trailers: list[str] | None = None) -> Outcome:
     assert t.top is not None
     files = state_files(t.prepared, to, frm)
-    change = tree.write(t.into, files, _index(t, to, frm, dict(idx.gates)))
     body = [f"{_title(frm)} → {_title(to)}", _describe(t, to).rstrip("\n"), *extra]
     message = _subject(t, subject) + "\n\n" + "\n".join(body) + "\n" + _trailers(t, to) \
         + "".join(f"{x}\n" for x in trailers or [])
+    change = _write_pending(t, message, files, _index(t, to, frm, dict(idx.gates)))
+    sha = _commit(t, message)
+    pushed = _push(t, sha, subject) if push else None
+    return Outcome(message, to, change, sha, pushed)
+
+
+# --------------------------------------------------------------------------- crash safety
+#
+# A committing command writes the tree (tree.write: staged, journalled, applied) and then commits
+# it. Killed after the journal's commit point, the next command finishes the apply
+# (tree.recover) — and, through the pending-commit record below, also the commit, with the
+# message the killed command meant. Without it the finished apply would be "uncommitted changes"
+# that every later command refuses.
+
+
+def _pending_file(t: Target) -> str:
+    assert t.top is not None
+    git_dir = repo.git(t.top, "rev-parse", "--absolute-git-dir").stdout.strip()
+    key = hashlib.sha256(os.path.realpath(t.into).encode()).hexdigest()[:16]
+    return os.path.join(git_dir, f"dgdgen-pending-{key}")
+
+
+def _begin_pending(t: Target, message: str) -> None:
+    path = _pending_file(t)
+    with open(path + ".tmp", "w", encoding="utf-8") as fh:
+        fh.write(message)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(path + ".tmp", path)
+
+
+def _end_pending(t: Target) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(_pending_file(t))
+
+
+def _write_pending(t: Target, message: str, files: dict[str, str], index: tree.Index, *,
+                   force: bool = False) -> tree.Change:
+    """tree.write with the pending-commit record around it (dropped again when the write
+    fails cleanly, so nothing is "finished" later that was never written)."""
+    _begin_pending(t, message)
+    try:
+        return tree.write(t.into, files, index, force=force)
+    except Exception:
+        _end_pending(t)
+        raise
+
+
+def _commit(t: Target, message: str) -> str | None:
+    assert t.top is not None
+    tree.maybe_kill("commit", 1)
     g = t.prepared.loaded.spec.spec.gitops
     sha = repo.commit(t.top, [t.into], message, g.commit_author)
-    pushed = repo.push(t.top, g.remote, g.branch) if push else None
-    return Outcome(message, to, change, sha, pushed)
+    _end_pending(t)
+    return sha
+
+
+def _finish_pending(t: Target) -> str | None:
+    """Commit what a killed committing command applied but did not commit — only when every
+    uncommitted change is inside its directory (anything else is left for require_clean)."""
+    assert t.top is not None
+    path = _pending_file(t)
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as fh:
+        message = fh.read()
+    rel = os.path.relpath(os.path.realpath(t.into), os.path.realpath(t.top))
+    dirty = repo.dirty(t.top).paths
+    if any(p != rel and not p.startswith(rel.rstrip("/") + "/") for p in dirty):
+        return None
+    sha = _commit(t, message) if dirty else None
+    _end_pending(t)
+    return (f"finished an interrupted command: committed {sha[:12]}" if sha else
+            "an interrupted command had already committed its work")
+
+
+# --------------------------------------------------------------------------- pushing
+
+
+def _push(t: Target, sha: str | None, subject: str) -> str:
+    """Push, or say exactly what was committed and how to push it: a failed push must never
+    leave a commit nobody knows about (a retry would promote past its gate)."""
+    assert t.top is not None
+    g = t.prepared.loaded.spec.spec.gitops
+    try:
+        return repo.push(t.top, g.remote, g.branch)
+    except (repo.GitError, InputError) as exc:
+        where = f"{g.remote} {('HEAD:refs/heads/' + g.branch) if g.branch else 'HEAD'}"
+        raise InputError(
+            f"committed {(sha or 'HEAD')[:12]} ({subject}) in {t.top}, but the push failed: "
+            f"{exc}",
+            hint=f"the commit is only local: push it with `git -C {t.top} push {where}`, or run "
+            "the same command with --push again: it pushes that commit and goes no further",
+        ) from None
+
+
+def _push_pending(t: Target, idx: tree.Index, state: PlanStep) -> Outcome | None:
+    """With --push, before moving forward: commits of this rollout that an earlier, failed
+    push left local are pushed, and nothing else is done — the step they hold has not been
+    synced, so its gate cannot have been judged."""
+    assert t.top is not None
+    g = t.prepared.loaded.spec.spec.gitops
+    try:
+        pending = repo.unpushed(t.top, g.remote, g.branch, t.into)
+    except repo.GitError as exc:
+        raise InputError(f"cannot compare with the remote {g.remote!r} before pushing: {exc}",
+                         hint="fix the remote, then run the command again") from None
+    if pending is None:
+        raise InputError(
+            f"{t.rel}: the remote {g.remote!r} has commits this branch does not; refusing to "
+            "move the rollout on top of a stale branch",
+            hint="pull (or rebase) first, then run the command again",
+        )
+    if not pending or state.index == 0:
+        return None  # the baseline is what runs today: it goes out with the next commit
+    pushed = _push(t, pending[-1], "the unpushed commits")
+    message = (f"pushed {len(pending)} earlier commit(s) that were only local "
+               f"({', '.join(c[:12] for c in pending)}); {_title(state)} is now on {pushed}. "
+               "Not moving further: wait for it to sync and for its gate, then run the command "
+               "again\n")
+    return Outcome(message, state, tree.Change((), (), ()), None, pushed)
 
 
 def _prepare_move(t: Target) -> tuple[tree.Index, PlanStep]:
@@ -333,6 +457,7 @@ def _prepare_move(t: Target) -> tuple[tree.Index, PlanStep]:
         raise InputError(f"{t.into} is not inside a Git work tree", location=Location(t.into),
                          hint="promotions are commits; see `dgdgen render --into PATH --init`")
     recovered = tree.recover(t.into)
+    _finish_pending(t)
     repo.require_clean(t.top)
     idx, state, _prev = current(t)
     if recovered:  # the tree now differs from HEAD only if the interrupted write was ours
@@ -362,6 +487,9 @@ def promote(t: Target, to: int | None = None, *, push: bool = False,
     skip = _skip_reason(skip_gate)
     idx, state = _prepare_move(t)
     _terminal(t, state, "promote")
+    pending = _push_pending(t, idx, state) if push else None
+    if pending is not None:
+        return pending
     last = len(t.prepared.plan.steps) - 1
     if to is None:
         if state.index >= last:
@@ -452,6 +580,9 @@ def cleanup(t: Target, *, push: bool = False, skip_gate: str | None = None) -> O
             f"cleanup removes the old generation only once the candidate carries 100% "
             f"(step {last})"
         )
+    pending = _push_pending(t, idx, state) if push else None
+    if pending is not None:
+        return pending
     gate = _require_gate(t, idx, state, "clean up", skip)
     target = t.prepared.plan.cleanup
     subject = f"clean up: remove {target.stable.revision} ({target.candidate.revision} at 100%)"
@@ -481,14 +612,13 @@ def record_gate(t: Target, result: str, *, step: int | None = None, message: str
     gates[state.label] = tree.GateResult(state.gate, result, message.strip())
     previous = _state_of(t, idx.previous)
     files = state_files(t.prepared, state, previous)
-    change = tree.write(t.into, files, _index(t, state, previous, gates))
     subject = f"gate {state.gate} of {_title(state)}: {result}"
     body = [message.strip()] if message.strip() else []
     text = _subject(t, subject) + "\n\n" + "\n".join(body + [f"traffic: {_weights(state)}"]) \
         + "\n" + _trailers(t, state)
-    g = t.prepared.loaded.spec.spec.gitops
-    sha = repo.commit(t.top, [t.into], text, g.commit_author)
-    pushed = repo.push(t.top, g.remote, g.branch) if push else None
+    change = _write_pending(t, text, files, _index(t, state, previous, gates))
+    sha = _commit(t, text)
+    pushed = _push(t, sha, subject) if push else None
     return Outcome(text, state, change, sha, pushed)
 
 

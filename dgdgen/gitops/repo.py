@@ -140,3 +140,21 @@ def push(top: str, remote: str, branch: str | None) -> str:
         )
     git(top, "push", "-q", remote, f"HEAD:refs/heads/{target}")
     return f"{remote}/{target}"
+
+
+def unpushed(top: str, remote: str, branch: str | None, path: str) -> list[str] | None:
+    """Commits on HEAD that touch ``path`` and are not on ``remote``'s ``branch`` (oldest
+    first): what a failed ``--push`` left behind. None when the remote's branch holds a commit
+    HEAD does not have (the local branch is behind or has diverged)."""
+    target = branch or current_branch(top)
+    if not target:
+        return []
+    r = git(top, "ls-remote", "--heads", remote, f"refs/heads/{target}")
+    remote_sha = r.stdout.split()[0] if r.stdout.strip() else None
+    if remote_sha is not None:
+        known = git(top, "merge-base", "--is-ancestor", remote_sha, "HEAD", check=False)
+        if known.returncode != 0:
+            return None
+    rng = f"{remote_sha}..HEAD" if remote_sha else "HEAD"
+    out = git(top, "rev-list", "--reverse", rng, "--", os.path.relpath(path, top))
+    return out.stdout.split()

@@ -125,6 +125,11 @@ def _read(path: str) -> str | None:
         return "<binary file>\n"
 
 
+def maybe_kill(phase: str, count: int) -> None:
+    """The kill points of the crash tests (``DGDGEN_TEST_KILL_AT=phase:count``)."""
+    _maybe_kill(phase, count)
+
+
 def _maybe_kill(phase: str, count: int) -> None:
     spec = os.environ.get(_KILL_ENV)
     if spec and spec == f"{phase}:{count}":
@@ -143,7 +148,7 @@ def _safe_rel(rel: str) -> str:
     norm = os.path.normpath(rel)
     if os.path.isabs(norm) or norm in (INDEX, STAGING) or \
             norm.startswith(("..", STAGING + os.sep)):
-        raise AssertionError(f"rendered path escapes its directory: {rel!r}")
+        raise InputError(f"refusing to write {rel!r}: it would leave the --into directory")
     return norm
 
 

@@ -86,7 +86,7 @@ def prometheus(prepared, tmp_path_factory) -> Iterator[str]:  # type: ignore[no-
 def _spec_for(case: str, tmp: Path) -> Path:
     """The example spec under another rollout name (the series of one scenario)."""
     text = EXAMPLE.read_text().replace("name: qwen-vllm", f"name: r-{case}", 1)
-    text = text.replace("dgd: dgd.yaml", f"dgd: {EXAMPLE.parent / 'dgd.yaml'}")
+    shutil.copy(EXAMPLE.parent / "dgd.yaml", tmp / "dgd.yaml")  # dgd: stays inside the folder
     path = tmp / f"{case}.yaml"
     path.write_text(text)
     return path

@@ -4,6 +4,7 @@ parser, gate names checked with file:line and a did-you-mean, --print-run."""
 from __future__ import annotations
 
 import copy
+import shutil
 from pathlib import Path
 
 import pytest
@@ -92,7 +93,8 @@ def test_runs_inline_metrics_and_fill_args() -> None:
 
 
 def _spec(tmp: Path, extra: str, steps: str | None = None) -> Path:
-    text = EXAMPLE.read_text().replace("dgd: dgd.yaml", f"dgd: {EXAMPLE.parent / 'dgd.yaml'}")
+    text = EXAMPLE.read_text()
+    shutil.copy(EXAMPLE.parent / "dgd.yaml", tmp / "dgd.yaml")  # dgd: stays inside the folder
     if steps:
         text = text.replace("gate: slo", steps, 1)
     path = tmp / "rollout.yaml"
@@ -140,7 +142,8 @@ def test_plan_shows_minimum_samples_and_bake_time() -> None:
 def test_plan_notes_gates_named_while_analysis_is_off(tmp_path: Path) -> None:
     spec = yaml.safe_load(EXAMPLE.read_text())
     spec["spec"]["analysis"]["enabled"] = False
-    spec["spec"]["stable"]["dgd"] = str(EXAMPLE.parent / spec["spec"]["stable"]["dgd"])
+    shutil.copy(EXAMPLE.parent / spec["spec"]["stable"]["dgd"], tmp_path / "dgd.yaml")
+    spec["spec"]["stable"]["dgd"] = "dgd.yaml"
     path = tmp_path / "rollout.yaml"
     path.write_text(yaml.safe_dump(spec))
     r = run_cli("plan", str(path))

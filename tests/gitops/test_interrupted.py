@@ -9,7 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import Workspace, cli
+import pytest
+from conftest import Workspace, cli, git
 
 STAGING = ".dgdgen-staging"
 
@@ -65,3 +66,47 @@ def test_a_failed_render_writes_nothing(ws: Workspace) -> None:
     r = cli("render", str(ws.spec), "--into", str(ws.into), "--step", "7")
     assert r.code == 2 and "no step 7" in r.err
     assert _snapshot(ws.into) == before
+
+
+def _killed(ws: Workspace, kill_at: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, DGDGEN_TEST_KILL_AT=kill_at)
+    return subprocess.run([sys.executable, "-m", "dgdgen", *args], capture_output=True, text=True,
+                          env=env, timeout=120, check=False)
+
+
+@pytest.mark.parametrize("kill_at", ["apply:1", "commit:1"])
+def test_render_commit_killed_after_the_commit_point_is_finished_with_its_commit(
+    ws: Workspace, tmp_path: Path, kill_at: str
+) -> None:
+    """Killed after the journal's commit point (while applying, or between applying and the
+    git commit): the same command run again finishes the apply AND the commit, with the
+    message the killed run meant, instead of refusing on "uncommitted changes"."""
+    spec, into = str(ws.spec), str(ws.into)
+    assert cli("render", spec, "--into", into, "--commit").code == 0
+    base = ws.head()
+    expected = tmp_path / "expected"
+    assert cli("render", spec, "--into", str(expected)).code == 0
+    assert cli("render", spec, "--into", str(expected), "--step", "2").code == 0
+    r = _killed(ws, kill_at, "render", spec, "--into", into, "--step", "2", "--commit")
+    assert r.returncode == -signal.SIGKILL
+    assert ws.head() == base  # killed before its commit
+    r2 = cli("render", spec, "--into", into, "--step", "2", "--commit")
+    assert r2.code == 0, r2.err
+    assert "finished an interrupted command: committed" in r2.err
+    assert ws.log()[0].endswith("render step 2")
+    assert git(ws.work, "status", "--porcelain") == ""
+    assert _snapshot(ws.into) == _snapshot(expected)
+
+
+def test_promote_killed_before_its_commit_is_finished_by_the_next_command(ws: Workspace) -> None:
+    spec, into = str(ws.spec), str(ws.into)
+    assert cli("render", spec, "--into", into, "--commit").code == 0
+    r = _killed(ws, "commit:1", "promote", spec, "--into", into)
+    assert r.returncode == -signal.SIGKILL
+    st = cli("status", spec, "--into", into)  # reading is fine before and after
+    assert st.code == 0, st.err
+    r2 = cli("gate", spec, "--into", into, "--result", "passed")  # finishes step 1's commit
+    assert r2.code == 0, r2.err
+    assert [s.split(": ", 1)[1] for s in ws.log()[:2]] == [
+        "gate slo of step 1: passed", "promote to step 1 (bs32 at 25%)"]
+    assert git(ws.work, "status", "--porcelain") == ""

@@ -39,7 +39,8 @@ def conditions(ctx: Context) -> Iterator[Condition]:
         for i, m in enumerate(metrics if isinstance(metrics, list) else []):
             if not isinstance(m, dict):
                 continue
-            prom = (m.get("provider") or {}).get("prometheus")
+            provider = m.get("provider")
+            prom = provider.get("prometheus") if isinstance(provider, dict) else None
             if not isinstance(prom, dict):
                 continue
             for key in CONDITIONS:

@@ -1,0 +1,175 @@
+"""Output paths that cannot be written: exit 2 with the reason, nothing damaged, nothing left
+behind. And paths that must stay inside the output folder whatever the names say."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from hostile_support import EXAMPLE, cli, snapshot
+
+from dgdgen.errors import InputError
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    for name in ("rollout.yaml", "dgd.yaml"):
+        (tmp_path / name).write_text((EXAMPLE / name).read_text())
+    (tmp_path / "afile").write_text("x\n")
+    os.symlink("loop2", tmp_path / "loop1")
+    os.symlink("loop1", tmp_path / "loop2")
+    return tmp_path
+
+
+def _unchanged(work: Path, before: dict[str, tuple[int, str]]) -> None:
+    after = snapshot(work)
+    assert after == before, sorted(set(after) ^ set(before))
+
+
+@pytest.mark.parametrize(("command", "target", "reason"), [
+    ("render", "afile/out", "a part of the path is a file, not a directory"),
+    ("render", "afile", "output path exists and is not a directory"),
+    ("render", "loop1", "symlink loop"),
+    ("render", "loop1/out", "symlink loop"),
+    ("argo", "loop1", "symlink loop"),
+    ("argo", "afile/out", "a part of the path is a file, not a directory"),
+    ("render-into", "afile", "--into path exists and is not a directory"),
+    ("render-into", "loop1", "symlink loop"),
+    ("render-into", "afile/x", "a part of the path is a file, not a directory"),
+])
+def test_unwritable_output_is_exit_2_and_nothing_changes(work: Path, command: str, target: str,
+                                                         reason: str) -> None:
+    before = snapshot(work)
+    spec = str(work / "rollout.yaml")
+    out = str(work / target)
+    if command == "render":
+        r = cli("render", spec, "-o", out)
+    elif command == "argo":
+        r = cli("argo", spec, "-o", out)
+    else:
+        r = cli("render", spec, "--into", out, "--init")
+    assert r.code == 2, r.err
+    assert reason in r.err and target in r.err
+    assert "Traceback" not in r.err and "internal error" not in r.err
+    _unchanged(work, before)
+
+
+def test_render_under_proc_is_exit_2(work: Path) -> None:
+    r = cli("render", str(work / "rollout.yaml"), "-o", "/proc/dgdgen-out")
+    assert r.code == 2 and "/proc/dgdgen-out: cannot write the output" in r.err, r.err
+
+
+def test_render_into_a_folder_it_may_not_write(work: Path) -> None:
+    """A read-only folder; as root (who writes anywhere) sysfs, which refuses everyone."""
+    ro = work / "ro"
+    ro.mkdir()
+    ro.chmod(0o555)
+    target = "/sys/dgdgen-out" if os.geteuid() == 0 else str(ro / "out")
+    try:
+        r = cli("render", str(work / "rollout.yaml"), "-o", target)
+        assert r.code == 2, r.err
+        assert f"{target}: cannot write the output: " in r.err
+        assert ("Permission denied" in r.err) or ("Operation not permitted" in r.err)
+        assert os.listdir(ro) == []
+    finally:
+        ro.chmod(0o755)
+
+
+def test_symlink_to_an_earlier_output_is_written_through(work: Path) -> None:
+    spec = str(work / "rollout.yaml")
+    assert cli("render", spec, "-o", str(work / "first")).code == 0
+    (work / "first" / "plan.json").write_text("stale\n")
+    os.symlink("first", work / "link")
+    r = cli("render", spec, "-o", str(work / "link"))
+    assert r.code == 0, r.err
+    assert os.path.islink(work / "link") and os.readlink(work / "link") == "first"
+    assert (work / "first" / "plan.json").read_text() != "stale\n"  # replaced through the link
+    assert [n for n in os.listdir(work) if ".new-" in n or ".old-" in n] == []
+
+
+def test_output_folder_has_a_folders_usual_mode(work: Path) -> None:
+    old = os.umask(0o022)
+    try:
+        assert cli("render", str(work / "rollout.yaml"), "-o", str(work / "out")).code == 0
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((work / "out").stat().st_mode) == 0o755
+    (work / "out").chmod(0o750)  # a mode the user chose is kept on the next render
+    assert cli("render", str(work / "rollout.yaml"), "-o", str(work / "out")).code == 0
+    assert stat.S_IMODE((work / "out").stat().st_mode) == 0o750
+
+
+def test_stale_staging_folders_are_removed_live_ones_kept(work: Path) -> None:
+    import fcntl
+
+    stale = work / ".out.new-killed1"
+    stale.mkdir()
+    (stale / "half.yaml").write_text("x")
+    (work / ".out.old-killed2").mkdir()
+    live = work / ".out.new-live"
+    live.mkdir()
+    fd = os.open(live, os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # as a render that is still running holds its own
+    try:
+        assert cli("render", str(work / "rollout.yaml"), "-o", str(work / "out")).code == 0
+        assert not stale.exists() and not (work / ".out.old-killed2").exists()
+        assert live.exists()
+    finally:
+        os.close(fd)
+
+
+def test_diff_report_into_a_folder_leaves_nothing(work: Path) -> None:
+    (work / "reports").mkdir()
+    before = snapshot(work)
+    r = cli("diff", str(work / "dgd.yaml"), str(work / "dgd.yaml"), "--format", "json",
+            "-o", str(work / "reports"))
+    assert r.code == 2 and "is a directory" in r.err, r.err
+    _unchanged(work, before)
+    r = cli("diff", str(work / "dgd.yaml"), str(work / "dgd.yaml"), "--format", "json",
+            "-o", str(work / "afile" / "r.json"))
+    assert r.code == 2 and "cannot write the report" in r.err, r.err
+    _unchanged(work, before)
+
+
+# --------------------------------------------------------------------------- confinement
+
+
+@pytest.mark.parametrize("name", ["../../../../../ESCAPED", "/etc/x", "..", ".hidden", "a/b\\c"])
+def test_file_names_are_one_component_by_construction(name: str) -> None:
+    from dgdgen.render import Manifest
+
+    m = Manifest({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name}})
+    assert "/" not in m.filename and "\\" not in m.filename
+    assert not m.filename.startswith(".") and m.filename not in ("..", ".")
+
+
+@pytest.mark.parametrize("rel", ["../x.yaml", "/abs.yaml", "a/../../x.yaml", ""])
+def test_write_tree_refuses_escaping_paths(tmp_path: Path, rel: str) -> None:
+    from dgdgen.write import write_tree
+
+    with pytest.raises(InputError, match="would leave the output directory"):
+        write_tree(str(tmp_path / "out"), {rel: "x"})
+    assert os.listdir(tmp_path) == []
+
+
+def test_into_guard_is_a_clean_error(tmp_path: Path) -> None:
+    from dgdgen.gitops import tree
+
+    with pytest.raises(InputError, match="would leave the --into directory"):
+        tree._safe_rel("../../etc/x")
+
+
+def test_dgd_outside_the_spec_folder_is_refused(work: Path) -> None:
+    spec = work / "rollout.yaml"
+    spec.write_text(spec.read_text().replace("dgd: dgd.yaml", "dgd: ../../../../../etc/passwd"))
+    r = cli("validate", str(spec))
+    assert r.code == 2
+    assert "spec.stable.dgd: stable DGD file '../../../../../etc/passwd' is outside" in r.err
+    assert "--allow-outside-paths" in r.err
+    r = cli("validate", str(spec), "--allow-outside-paths")
+    assert r.code == 2 and "holds no DynamoGraphDeployment" in r.err  # read, and not a DGD
+    spec.write_text(spec.read_text().replace("dgd: ../../../../../etc/passwd", "dgd: loop1"))
+    r = cli("validate", str(spec))
+    assert r.code == 2 and "loop1: symlink loop" in r.err and "not found" not in r.err
