@@ -496,8 +496,10 @@ def test_frontend_services_select_the_labels_the_operator_sets() -> None:
 
 
 def test_rollback_states_apply_in_the_backward_order() -> None:
-    """A backward transition's waves: the stable regrows first (0), the weights move (1), the
-    candidate shrinks last (2)."""
+    """A backward transition's waves: the stable regrows first (grow), the weights move (shift),
+    the candidate shrinks last (shrink, after the drain wave)."""
+    from dgdgen.render import waves
+
     prepared = prepare(str(REPO / "examples/vllm-disagg-block-size/rollout.yaml"))
     wave = "argocd.argoproj.io/sync-wave"
     checked = 0
@@ -511,10 +513,10 @@ def test_rollback_states_apply_in_the_backward_order() -> None:
                     for k in state.stable.replicas)
         shrinks = any(state.candidate.replicas[k] < above.candidate.replicas[k]
                       for k in state.candidate.replicas)
-        assert route["metadata"]["annotations"][wave] == "1"
+        assert route["metadata"]["annotations"][wave] == waves.SHIFT
         if grows:
-            assert stable["metadata"]["annotations"][wave] == "0", state.label
+            assert stable["metadata"]["annotations"][wave] == waves.GROW, state.label
         if shrinks:
-            assert cand["metadata"]["annotations"][wave] == "2", state.label
+            assert cand["metadata"]["annotations"][wave] == waves.SHRINK, state.label
         checked += grows + shrinks
     assert checked >= 2

@@ -42,10 +42,13 @@ def run(args: argparse.Namespace) -> int:
             failed += 1
             report_error("validate", exc)
             continue
-        from dgdgen.render.analysis import warnings
+        import warnings
 
-        for w in warnings(prepared):
-            sys.stderr.write(f"warning: {w}\n")
+        from dgdgen.errors import InputWarning
+        from dgdgen.render.analysis import warnings as analysis_warnings
+
+        for w in analysis_warnings(prepared):  # printed by the CLI as `dgdgen validate: warning:`
+            warnings.warn(w, InputWarning, stacklevel=1)
         if not args.quiet:
             p = prepared.plan
             sys.stdout.write(
