@@ -18,8 +18,9 @@ aliases, a fixed line width, multi-line strings as literal blocks.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import io
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -260,7 +261,10 @@ def _ordered(obj: Mapping[str, Any]) -> dict[str, Any]:
     return {**head, **tail}
 
 
+@functools.lru_cache(maxsize=1)
 def _dumper() -> Any:
+    # One configured instance per process: ruamel.yaml sets up a fresh serializer and emitter
+    # for every dump() call, so the instance (and its representer class) can be reused.
     from ruamel.yaml import YAML
     from ruamel.yaml.representer import RoundTripRepresenter
 
@@ -284,12 +288,61 @@ def _dumper() -> Any:
     return yaml
 
 
+class _NoKey(Exception):
+    pass
+
+
+def _content(value: Any) -> Hashable:
+    t = type(value)
+    if t is str or t is int or t is bool or value is None:
+        return (t, value)
+    if t is float:
+        return (t, repr(value))  # 0.0 == -0.0 and nan != nan, but they dump differently
+    if t is dict:
+        return (t, tuple((k if type(k) is str else _no_key(), _content(v))
+                         for k, v in value.items()))
+    if t is list:
+        return (t, tuple(_content(v) for v in value))
+    raise _NoKey
+
+
+def _no_key() -> Any:
+    raise _NoKey
+
+
+def content_key(value: Any) -> Hashable | None:
+    """A hashable value equal for two plain data trees exactly when they are the same tree:
+    the same types (``1``, ``1.0``, ``True`` and ``"1"`` differ), the same key order, the same
+    float spelling. None for trees holding anything else (those are never memoised)."""
+    try:
+        return _content(value)
+    except (_NoKey, RecursionError):
+        return None
+
+
+# A render writes every state in its own directory, and most objects are the same in several
+# states (the baseline, rollback and most steps share all but a few): each distinct object is
+# dumped once and its text reused (docs/performance.md). Bounded, so a long-lived process
+# cannot grow it without limit.
+_DUMPED: dict[Hashable, str] = {}
+_DUMPED_MAX = 4096
+
+
 def dump(obj: Any) -> str:
     """One YAML document, deterministically: the same object always gives the same bytes."""
-    yaml = _dumper()
+    key = content_key(obj)
+    if key is not None:
+        text = _DUMPED.get(key)
+        if text is not None:
+            return text
     buf = io.StringIO()
-    yaml.dump(_ordered(obj) if isinstance(obj, Mapping) else obj, buf)
-    return buf.getvalue()
+    _dumper().dump(_ordered(obj) if isinstance(obj, Mapping) else obj, buf)
+    text = buf.getvalue()
+    if key is not None:
+        if len(_DUMPED) >= _DUMPED_MAX:
+            _DUMPED.clear()
+        _DUMPED[key] = text
+    return text
 
 
 def dump_all(objs: Sequence[Any]) -> str:

@@ -58,7 +58,7 @@ class Git:
             nl = buf.index(b"\n", pos)
             header = buf[pos:nl].decode("utf-8", "replace")
             pos = nl + 1
-            if header.endswith(" missing") or header.endswith(" ambiguous"):
+            if header.endswith((" missing", " ambiguous")):
                 out.append(None)
                 continue
             size = int(header.rsplit(" ", 1)[1])
