@@ -17,10 +17,10 @@ from __future__ import annotations
 import gc
 import os
 import subprocess
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from dgdgen.check.context import FileInput
+from dgdgen.check.context import FileInput, SiblingLoader
 from dgdgen.errors import InputError, Location
 from dgdgen.yamlio import Document, load_documents_fast, read_text
 
@@ -208,16 +208,31 @@ def load_pair(old: str, new: str) -> FileInput:
     return FileInput(new_shown, head, base)
 
 
-def sibling_loader(checked: Iterable[str]) -> Callable[[str], list[Document]]:
-    """Documents of YAML files in the directory of a checked file that are not checked
-    themselves; each directory is read once, unreadable or broken files are skipped."""
-    checked_real = {os.path.realpath(f) for f in checked}
-    cache: dict[str, list[Document]] = {}
+def could_contain(text: str, group: Sequence[str]) -> bool:
+    """Whether a YAML text can spell one of the strings of ``group`` in a scalar. A plain or
+    quoted scalar holds its characters literally (line folding only inserts spaces); only a
+    double-quoted escape (``\\x41``, ``\\u0041``, an escaped line break) can spell one
+    otherwise, so a text with a backslash always qualifies. Case is ignored."""
+    if "\\" in text:
+        return True
+    lowered = text.lower()
+    return any(s.lower() in lowered for s in group)
 
-    def load(file: str) -> list[Document]:
+
+def sibling_loader(checked: Iterable[str]) -> SiblingLoader:
+    """Documents of YAML files in the directory of a checked file that are not checked
+    themselves; each directory is listed and each file read once, and a file is parsed only when
+    its text passes the caller's pre-filter (``require``: for every group, one of its strings,
+    :func:`could_contain`), so a pre-commit run does not grow with the folder. Unreadable or
+    broken files are skipped."""
+    checked_real = {os.path.realpath(f) for f in checked}
+    texts: dict[str, list[tuple[str, str]]] = {}
+    parsed: dict[str, list[Document]] = {}
+
+    def load(file: str, require: Sequence[Sequence[str]] = ()) -> list[Document]:
         directory = os.path.dirname(os.path.realpath(file))
-        if directory not in cache:
-            docs: list[Document] = []
+        if directory not in texts:
+            found: list[tuple[str, str]] = []
             try:
                 names = sorted(os.listdir(directory))
             except OSError:
@@ -228,10 +243,20 @@ def sibling_loader(checked: Iterable[str]) -> Callable[[str], list[Document]]:
                     continue
                 try:
                     with open(path, encoding="utf-8") as fh:
-                        docs += load_documents_fast(fh.read(), _display(path))
-                except (OSError, UnicodeDecodeError, InputError):
+                        found.append((path, fh.read()))
+                except (OSError, UnicodeDecodeError):
                     continue
-            cache[directory] = docs
-        return cache[directory]
+            texts[directory] = found
+        docs: list[Document] = []
+        for path, text in texts[directory]:
+            if not all(could_contain(text, group) for group in require):
+                continue
+            if path not in parsed:
+                try:
+                    parsed[path] = load_documents_fast(text, _display(path))
+                except InputError:
+                    parsed[path] = []
+            docs += parsed[path]
+        return docs
 
     return load
