@@ -187,7 +187,7 @@ def load_documents_fast(text: str, file: str) -> list[Document]:
     SafeLoader resolves them), for bulk checking."""
     import yaml
 
-    loader_cls = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    loader_cls = _fast_loader()
     docs: list[Document] = []
     try:
         loader = loader_cls(text)
@@ -207,6 +207,48 @@ def load_documents_fast(text: str, file: str) -> list[Document]:
     except yaml.YAMLError as exc:
         raise _yaml_error(exc, file) from None
     return docs
+
+
+@functools.lru_cache(maxsize=1)
+def _fast_loader() -> Any:
+    """libyaml's SafeLoader (PyYAML's pure-Python one where libyaml is missing), with the
+    implicit-tag resolution of scalars memoised.
+
+    libyaml parses in C but calls back into Python to resolve the tag of every scalar (a scan
+    of the implicit resolvers' regular expressions) and to push and pop the path resolvers at
+    every node: about a third of a DGD file's parse time. SafeLoader has no path resolvers, and
+    a scalar's tag depends only on its text and its implicit flags, so the result is kept per
+    (text, flags) and the path bookkeeping is skipped, with the same tags as before."""
+    import yaml
+    from yaml.nodes import ScalarNode
+
+    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    if base.yaml_path_resolvers:  # never for SafeLoader; if so, PyYAML's own resolution
+        return base
+    cache: dict[tuple[str, tuple[bool, bool]], str] = {}
+    resolve = base.resolve
+
+    class Loader(base):  # type: ignore[misc, valid-type]
+        def descend_resolver(self, current_node: Any, current_index: Any) -> None:
+            pass
+
+        def ascend_resolver(self) -> None:
+            pass
+
+        def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+            if kind is not ScalarNode:
+                return resolve(self, kind, value, implicit)
+            key = (value, implicit)
+            tag = cache.get(key)
+            if tag is None:
+                tag = resolve(self, kind, value, implicit)
+                if len(value) <= 256:  # short scalars repeat (keys, enums); long ones rarely
+                    if len(cache) >= 65536:
+                        cache.clear()
+                    cache[key] = tag
+            return tag
+
+    return Loader
 
 
 def _walk_node(

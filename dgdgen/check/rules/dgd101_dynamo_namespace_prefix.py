@@ -52,9 +52,11 @@ def check(ctx: Context) -> Iterator[Finding]:
     namespaces = {pair.head.namespace for pair in ctx.dgds}
     if all(ns is not None and _LITERAL_NAMESPACE.match(ns) for ns in namespaces):
         require.append(sorted(ns for ns in namespaces if ns is not None))
+    seen: set[int] = set()  # checked files in one folder share their siblings: parse each once
     for pair in ctx.dgds:
         for doc in ctx.siblings(pair.head.file, require):
-            if is_dgd(doc.data):
+            if id(doc) not in seen and is_dgd(doc.data):
+                seen.add(id(doc))
                 try:
                     d = parse(doc.data, source=doc)
                 except Exception:  # a broken neighbour is not this check's business
