@@ -27,14 +27,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from dgdgen.commands._common import progress
     from dgdgen.errors import DgdgenError, InputErrors
-    from dgdgen.output import all_files
+    from dgdgen.output import validate_all
     from dgdgen.pipeline import prepare
 
     failed = 0
     for path in progress(list(args.specs), "validating"):
         try:
             prepared = prepare(path)
-            all_files(prepared)
+            validate_all(prepared)
         except InputErrors as exc:
             failed += 1
             for e in exc.errors:
