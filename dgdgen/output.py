@@ -62,7 +62,7 @@ def validate_manifests(manifests: list[Manifest], *, where: str) -> None:
 
     problems = []
     for m in manifests:
-        for v in crd.validate(m.obj, overlays=m.overlays):
+        for v in crd.validate(m.obj, overlays=m.overlays, reuse=True):
             if v.rule == crd.UNKNOWN_KIND and m.obj.get("apiVersion") == "v1":
                 # Core kinds are checked only where the optional kubernetes-validate package is
                 # installed (the `test` extra); custom resources are always checked.

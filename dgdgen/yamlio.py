@@ -252,10 +252,11 @@ def _yaml12_resolver() -> Any:
 
 
 def _scalar12(node: Any) -> Any:
-    if node.tag == _QUOTED_TAG:
+    tag = node.tag
+    if tag == _QUOTED_TAG:
         return node.value
-    if node.tag == _PLAIN_TAG:
-        known, value = _plain12(node.value)
+    if tag == _PLAIN_TAG:
+        known, value = _PLAIN12.get(node.value) or _plain12(node.value)
         if known:
             return value
     raise _GiveUp
@@ -263,36 +264,33 @@ def _scalar12(node: Any) -> Any:
 
 def _walk12(node: Any, path: FieldPath, positions: dict[FieldPath, tuple[int, int]],
             seen: set[int]) -> Any:
-    import yaml
-
     if id(node) in seen:
         raise _GiveUp  # an alias
     seen.add(id(node))
-    if isinstance(node, yaml.MappingNode):
-        if node.tag != _MAP_TAG:
-            raise _GiveUp
+    tag = node.tag
+    if tag == _MAP_TAG:
         out: dict[str, Any] = {}
         for key_node, value_node in node.value:
-            if not isinstance(key_node, yaml.ScalarNode) or id(key_node) in seen:
-                raise _GiveUp
+            if key_node.tag != _PLAIN_TAG and key_node.tag != _QUOTED_TAG or id(key_node) in seen:
+                raise _GiveUp  # a key that is not a scalar string, or an alias
             seen.add(id(key_node))
             key = _scalar12(key_node)
             if type(key) is not str or key in out:
                 raise _GiveUp
             child = path + (key,)
-            positions[child] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+            mark = key_node.start_mark
+            positions[child] = (mark.line + 1, mark.column + 1)
             out[key] = _walk12(value_node, child, positions, seen)
         return out
-    if isinstance(node, yaml.SequenceNode):
-        if node.tag != _SEQ_TAG:
-            raise _GiveUp
+    if tag == _SEQ_TAG:
         items = []
         for i, item in enumerate(node.value):
             child = path + (i,)
-            positions[child] = (item.start_mark.line + 1, item.start_mark.column + 1)
+            mark = item.start_mark
+            positions[child] = (mark.line + 1, mark.column + 1)
             items.append(_walk12(item, child, positions, seen))
         return items
-    return _scalar12(node)
+    return _scalar12(node)  # gives up on any other tag
 
 
 def _load_yaml12_fast(text: str, file: str) -> list[Document] | None:

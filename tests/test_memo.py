@@ -88,12 +88,12 @@ def _httproute(weight: Any) -> dict[str, Any]:
 
 def test_validation_outcome_follows_the_content() -> None:
     assert catalog.load("gateway.networking.k8s.io/v1", "HTTPRoute") is not None
-    assert crd.validate(_httproute(1)) == []
-    bad = crd.validate(_httproute("1"))  # a string where an integer belongs
+    assert crd.validate(_httproute(1), reuse=True) == []
+    bad = crd.validate(_httproute("1"), reuse=True)  # a string where an integer belongs
     assert "type" in [v.rule for v in bad]
-    assert crd.validate(_httproute(1)) == []  # not the string's outcome
-    again = crd.validate(_httproute("1"))
+    assert crd.validate(_httproute(1), reuse=True) == []  # not the string's outcome
+    again = crd.validate(_httproute("1"), reuse=True)
     assert again == bad
     again.clear()  # the caller's list is its own
-    assert crd.validate(_httproute("1")) == bad
-    assert [v.rule for v in crd.validate(_httproute(-1))] == ["minimum"]
+    assert crd.validate(_httproute("1"), reuse=True) == bad
+    assert [v.rule for v in crd.validate(_httproute(-1), reuse=True)] == ["minimum"]

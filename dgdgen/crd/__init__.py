@@ -65,13 +65,16 @@ def validate(
     *,
     overlays: Sequence[str] = (),
     old: dict[str, Any] | None = None,
+    reuse: bool = False,
 ) -> list[Violation]:
     """Every reason the API server would reject (or silently change) ``obj``; [] when valid.
 
     ``overlays`` names schema overlays to merge (e.g. ``"dgd-proposed-rollout-fields"``).
     ``old`` is the object being replaced: CEL transition rules (those using ``oldSelf``) are
     evaluated only when it is given, as on an update. An object whose kind has no schema gives
-    one violation with ``rule == UNKNOWN_KIND``. ``obj`` is not modified.
+    one violation with ``rule == UNKNOWN_KIND``. ``obj`` is not modified. With ``reuse``, the
+    outcome for an identical object validated before (with ``reuse``) is returned again: for
+    callers that validate many equal objects, such as a render's states.
     """
     if not isinstance(obj, dict):
         return [Violation((), f"a Kubernetes object must be a mapping, got {type(obj).__name__}",
@@ -94,7 +97,7 @@ def validate(
         if found is not None:
             return found
         return [Violation((), _unknown_message(api_version, kind), UNKNOWN_KIND)]
-    key = content_key(obj) if old is None else None
+    key = content_key(obj) if reuse and old is None else None
     if key is not None:
         known_outcome = _VALIDATED.get((key, names))
         if known_outcome is not None:
@@ -115,8 +118,7 @@ def validate(
     return violations
 
 
-# The same object is validated many times over: a render validates every state, and most
-# objects are identical in several states. Validation is a function of the object's content
+# A render validates every state, and most objects are identical in several states. Validation is a function of the object's content
 # and the overlays only (on create, without ``old``), so the outcome is kept by content
 # (:func:`dgdgen.yamlio.content_key`: equal exactly when the plain data trees are identical).
 _VALIDATED: dict[tuple[Hashable, tuple[str, ...]], tuple[Violation, ...]] = {}
