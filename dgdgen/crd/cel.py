@@ -478,7 +478,7 @@ def _build_parser() -> None:
     the file only when they match, and otherwise rebuilds and rewrites it (a cache that cannot
     be read or written only costs the rebuild). cel-python's own construction is kept, options
     and all: only the ``cache`` argument is added."""
-    import celpy.celparser as celparser
+    from celpy import celparser
 
     if celparser.CELParser.CEL_PARSER is not None:
         return
