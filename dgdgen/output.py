@@ -49,13 +49,20 @@ def all_files(prepared: Prepared, *, validate: bool = True) -> dict[str, str]:
     return files
 
 
+def validate_all(prepared: Prepared) -> None:
+    """Validate every state's objects as :func:`all_files` would, without writing YAML text
+    (``dgdgen validate``: dumping is most of a render's cost and checks nothing)."""
+    for state in prepared.plan.all_states():
+        validate_manifests(deployed(render_state(prepared, state, PLAN_ORDER)), where=state.label)
+
+
 def validate_manifests(manifests: list[Manifest], *, where: str) -> None:
     """Every rendered object against its upstream schema (strict) and CEL rules."""
     from dgdgen import crd
 
     problems = []
     for m in manifests:
-        for v in crd.validate(m.obj, overlays=m.overlays):
+        for v in crd.validate(m.obj, overlays=m.overlays, reuse=True):
             problems.append(f"{where}/{m.filename}: {v}")
     if problems:
         raise ValidationFailed(problems)

@@ -26,12 +26,13 @@ from __future__ import annotations
 
 import datetime as _dt
 import errno
+import functools
 import io
 import os
 import re
 import stat
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -162,15 +163,17 @@ def _may_exceed(text: str) -> bool:
     return flow + 2 * indents + 2 * markers + 2 > _C_SAFE_DEPTH
 
 
-def check_limits(text: str, file: str, *, always: bool = True) -> None:
+def check_limits(text: str, file: str, *, always: bool = True) -> bool:
     """Refuse ``text`` before any parser builds it when it is too large, too deep, an alias bomb,
     holds a recursive alias or a tag outside the plain YAML types. One pass over libyaml's
     events (iterative: no recursion, whatever the depth); time and memory linear in the size.
-    Syntax errors are left to the loader, which reports them with their position."""
+    Syntax errors are left to the loader, which reports them with their position. Returns
+    whether the event pass ran (with ``always=False`` it is skipped where it cannot find
+    anything)."""
     if len(text) > _limits.max_bytes:
         raise _size_error(len(text), file)
     if not always and not _may_exceed(text):
-        return
+        return False
     import yaml
     from yaml import events as ev
 
@@ -245,9 +248,10 @@ def check_limits(text: str, file: str, *, always: bool = True) -> None:
                 if stack:
                     stack[-1][1] += size
     except yaml.YAMLError:
-        return  # a syntax error: the loader itself reports it, with its position
+        return True  # a syntax error: the loader itself reports it, with its position
     finally:
         loader.dispose()
+    return True
 
 
 # --------------------------------------------------------------------------- ruamel loader
@@ -347,10 +351,21 @@ def _yaml_error(exc: Exception, file: str, text: str | None = None) -> InputErro
 
 
 def load_documents(text: str, file: str) -> list[Document]:
-    """Parse every document of a YAML stream (safe: plain YAML types only), keeping positions."""
+    """Parse every document of a YAML stream (safe: plain YAML types only), keeping positions.
+
+    ruamel.yaml (YAML 1.2) decides what a stream means. Most streams are read by libyaml
+    instead (:func:`_load_yaml12_fast`, about 20 times faster), which gives up, leaving the
+    stream to ruamel.yaml, wherever the two could differ."""
+    # The limits first: libyaml's composer must never see an alias bomb or a nesting deep enough
+    # to crash it; the event pass runs where a cheap scan cannot rule those out.
+    full = check_limits(text, file, always=False)
+    fast = _load_yaml12_fast(text, file)
+    if fast is not None:
+        return fast
     from ruamel.yaml.error import YAMLError
 
-    check_limits(text, file)
+    if not full:  # ruamel.yaml recurses: every limit is checked before it builds anything
+        check_limits(text, file)
     yaml = _ruamel_loader()
     docs: list[Document] = []
     try:
@@ -373,6 +388,169 @@ def load_documents(text: str, file: str) -> list[Document]:
         if exc.__class__.__module__.startswith("ruamel"):
             raise _yaml_error(exc, file, text) from None
         raise
+    return docs
+
+
+# ----------------------------------------------------------- YAML 1.2 streams read by libyaml
+
+# The composed node graph of libyaml (the C parser, the same YAML syntax) is converted to the
+# plain data that ruamel.yaml's round-trip loader + _plain give, for the streams where that is
+# certain; anything else raises _GiveUp and ruamel.yaml reads the stream:
+# * plain scalars are typed by ruamel.yaml's own YAML 1.2 resolver; accepted are strings,
+#   true/false, null and the spellings of numbers that read the same everywhere (decimal
+#   integers without leading zeros, d.d floats); octal, hex, exponents, .inf, timestamps,
+#   merge keys and the rest give up;
+# * quoted and block scalars are strings; any explicit tag gives up;
+# * keys must be strings, each at most once; an alias (a node met twice) gives up;
+# * only ASCII text (columns are then the same in both), no directives (%YAML 1.1 changes the
+#   typing), and any error gives up (ruamel.yaml then reports it in its words).
+_PLAIN_TAG = "dgdgen:plain"
+_QUOTED_TAG = "dgdgen:quoted"  # quoted and block scalars without a tag: strings
+_ODD_TAG = "dgdgen:odd"
+_MAP_TAG = "tag:yaml.org,2002:map"
+_SEQ_TAG = "tag:yaml.org,2002:seq"
+_DECIMAL = re.compile(r"[-+]?(?:0|[1-9][0-9]*)")
+_SIMPLE_FLOAT = re.compile(r"[-+]?[0-9]+\.[0-9]+")
+
+
+class _GiveUp(Exception):
+    pass
+
+
+@functools.lru_cache(maxsize=1)
+def _yaml12_loader() -> Any:
+    import yaml
+    from yaml.nodes import ScalarNode
+
+    base = getattr(yaml, "CSafeLoader", None)
+    if base is None:  # no libyaml: ruamel.yaml reads everything
+        return None
+
+    class Loader(base):  # type: ignore[misc, valid-type]
+        def descend_resolver(self, current_node: Any, current_index: Any) -> None:
+            pass
+
+        def ascend_resolver(self) -> None:
+            pass
+
+        def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+            if kind is ScalarNode:
+                if implicit[0]:
+                    return _PLAIN_TAG
+                return _QUOTED_TAG if implicit[1] else _ODD_TAG
+            return _MAP_TAG if kind is not yaml.SequenceNode else _SEQ_TAG
+
+    return Loader
+
+
+_PLAIN12: dict[str, tuple[bool, Any]] = {}
+
+
+def _plain12(value: str) -> tuple[bool, Any]:
+    """(known, value) of a plain scalar as ruamel.yaml's YAML 1.2 round-trip loader reads it."""
+    found = _PLAIN12.get(value)
+    if found is not None:
+        return found
+    from ruamel.yaml.nodes import ScalarNode
+
+    tag = _yaml12_resolver().resolve(ScalarNode, value, (True, False))
+    result: tuple[bool, Any] = (False, None)
+    if tag == _STR_TAG:
+        result = (True, value)
+    elif tag == "tag:yaml.org,2002:bool":
+        result = (True, value.lower() == "true")
+    elif tag == "tag:yaml.org,2002:null":
+        result = (True, None)
+    elif tag == "tag:yaml.org,2002:int" and _DECIMAL.fullmatch(value):
+        result = (True, int(value))
+    elif tag == "tag:yaml.org,2002:float" and _SIMPLE_FLOAT.fullmatch(value):
+        result = (True, float(value))
+    if len(value) <= 256:
+        if len(_PLAIN12) >= 65536:
+            _PLAIN12.clear()
+        _PLAIN12[value] = result
+    return result
+
+
+@functools.lru_cache(maxsize=1)
+def _yaml12_resolver() -> Any:
+    from ruamel.yaml.resolver import VersionedResolver
+
+    return VersionedResolver()  # the resolver of YAML(typ="rt"), YAML 1.2
+
+
+def _scalar12(node: Any) -> Any:
+    tag = node.tag
+    if tag == _QUOTED_TAG:
+        return node.value
+    if tag == _PLAIN_TAG:
+        known, value = _PLAIN12.get(node.value) or _plain12(node.value)
+        if known:
+            return value
+    raise _GiveUp
+
+
+def _walk12(node: Any, path: FieldPath, positions: dict[FieldPath, tuple[int, int]],
+            seen: set[int]) -> Any:
+    if id(node) in seen:
+        raise _GiveUp  # an alias
+    seen.add(id(node))
+    tag = node.tag
+    if len(path) >= _limits.max_depth and tag in (_MAP_TAG, _SEQ_TAG):
+        raise _GiveUp  # too deep: the ruamel.yaml path checks the limit and says where
+    if tag == _MAP_TAG:
+        out: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            if key_node.tag != _PLAIN_TAG and key_node.tag != _QUOTED_TAG or id(key_node) in seen:
+                raise _GiveUp  # a key that is not a scalar string, or an alias
+            seen.add(id(key_node))
+            key = _scalar12(key_node)
+            if type(key) is not str or key in out:
+                raise _GiveUp
+            child = path + (key,)
+            mark = key_node.start_mark
+            positions[child] = (mark.line + 1, mark.column + 1)
+            out[key] = _walk12(value_node, child, positions, seen)
+        return out
+    if tag == _SEQ_TAG:
+        items = []
+        for i, item in enumerate(node.value):
+            child = path + (i,)
+            mark = item.start_mark
+            positions[child] = (mark.line + 1, mark.column + 1)
+            items.append(_walk12(item, child, positions, seen))
+        return items
+    return _scalar12(node)  # gives up on any other tag
+
+
+def _load_yaml12_fast(text: str, file: str) -> list[Document] | None:
+    """:func:`load_documents`' result read with libyaml, or None where it might differ."""
+    if not text.isascii() or text.startswith("%") or "\n%" in text or "\r%" in text:
+        return None  # a %YAML 1.1 directive changes how ruamel.yaml types scalars
+    loader_cls = _yaml12_loader()
+    if loader_cls is None:
+        return None
+    import yaml
+
+    docs: list[Document] = []
+    try:
+        loader = loader_cls(text)
+        try:
+            i = 0
+            while loader.check_node():
+                node = loader.get_node()
+                if isinstance(node, yaml.ScalarNode):
+                    if _scalar12(node) is not None:
+                        raise _GiveUp  # a document that is a single scalar
+                else:
+                    positions: dict[FieldPath, tuple[int, int]] = {}
+                    data = _walk12(node, (), positions, set())
+                    docs.append(Document(data, file, i, positions, node.start_mark.line + 1))
+                i += 1
+        finally:
+            loader.dispose()
+    except Exception:  # noqa: BLE001 - every doubt (syntax errors too) goes to ruamel.yaml
+        return None
     return docs
 
 
@@ -440,7 +618,7 @@ def load_documents_fast(text: str, file: str) -> list[Document]:
     import yaml
 
     check_limits(text, file, always=False)
-    loader_cls = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    loader_cls = _fast_loader()
     docs: list[Document] = []
     try:
         loader = loader_cls(text)
@@ -464,6 +642,48 @@ def load_documents_fast(text: str, file: str) -> list[Document]:
             exc.location = Location(file, exc.location.line, exc.location.column)
         raise
     return docs
+
+
+@functools.lru_cache(maxsize=1)
+def _fast_loader() -> Any:
+    """libyaml's SafeLoader (PyYAML's pure-Python one where libyaml is missing), with the
+    implicit-tag resolution of scalars memoised.
+
+    libyaml parses in C but calls back into Python to resolve the tag of every scalar (a scan
+    of the implicit resolvers' regular expressions) and to push and pop the path resolvers at
+    every node: about a third of a DGD file's parse time. SafeLoader has no path resolvers, and
+    a scalar's tag depends only on its text and its implicit flags, so the result is kept per
+    (text, flags) and the path bookkeeping is skipped, with the same tags as before."""
+    import yaml
+    from yaml.nodes import ScalarNode
+
+    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    if base.yaml_path_resolvers:  # never for SafeLoader; if so, PyYAML's own resolution
+        return base
+    cache: dict[tuple[str, tuple[bool, bool]], str] = {}
+    resolve = base.resolve
+
+    class Loader(base):  # type: ignore[misc, valid-type]
+        def descend_resolver(self, current_node: Any, current_index: Any) -> None:
+            pass
+
+        def ascend_resolver(self) -> None:
+            pass
+
+        def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+            if kind is not ScalarNode:
+                return resolve(self, kind, value, implicit)
+            key = (value, implicit)
+            tag = cache.get(key)
+            if tag is None:
+                tag = resolve(self, kind, value, implicit)
+                if len(value) <= 256:  # short scalars repeat (keys, enums); long ones rarely
+                    if len(cache) >= 65536:
+                        cache.clear()
+                    cache[key] = tag
+            return tag
+
+    return Loader
 
 
 def _walk_node(
@@ -522,7 +742,10 @@ def _ordered(obj: Mapping[str, Any]) -> dict[str, Any]:
     return {**head, **tail}
 
 
+@functools.lru_cache(maxsize=1)
 def _dumper() -> Any:
+    # One configured instance per process: ruamel.yaml sets up a fresh serializer and emitter
+    # for every dump() call, so the instance (and its representer class) can be reused.
     from ruamel.yaml import YAML
     from ruamel.yaml.representer import RoundTripRepresenter
 
@@ -546,12 +769,61 @@ def _dumper() -> Any:
     return yaml
 
 
+class _NoKey(Exception):
+    pass
+
+
+def _content(value: Any) -> Hashable:
+    t = type(value)
+    if t is str or t is int or t is bool or value is None:
+        return (t, value)
+    if t is float:
+        return (t, repr(value))  # 0.0 == -0.0 and nan != nan, but they dump differently
+    if t is dict:
+        return (t, tuple((k if type(k) is str else _no_key(), _content(v))
+                         for k, v in value.items()))
+    if t is list:
+        return (t, tuple(_content(v) for v in value))
+    raise _NoKey
+
+
+def _no_key() -> Any:
+    raise _NoKey
+
+
+def content_key(value: Any) -> Hashable | None:
+    """A hashable value equal for two plain data trees exactly when they are the same tree:
+    the same types (``1``, ``1.0``, ``True`` and ``"1"`` differ), the same key order, the same
+    float spelling. None for trees holding anything else (those are never memoised)."""
+    try:
+        return _content(value)
+    except (_NoKey, RecursionError):
+        return None
+
+
+# A render writes every state in its own directory, and most objects are the same in several
+# states (the baseline, rollback and most steps share all but a few): each distinct object is
+# dumped once and its text reused (docs/performance.md). Bounded, so a long-lived process
+# cannot grow it without limit.
+_DUMPED: dict[Hashable, str] = {}
+_DUMPED_MAX = 4096
+
+
 def dump(obj: Any) -> str:
     """One YAML document, deterministically: the same object always gives the same bytes."""
-    yaml = _dumper()
+    key = content_key(obj)
+    if key is not None:
+        text = _DUMPED.get(key)
+        if text is not None:
+            return text
     buf = io.StringIO()
-    yaml.dump(_ordered(obj) if isinstance(obj, Mapping) else obj, buf)
-    return buf.getvalue()
+    _dumper().dump(_ordered(obj) if isinstance(obj, Mapping) else obj, buf)
+    text = buf.getvalue()
+    if key is not None:
+        if len(_DUMPED) >= _DUMPED_MAX:
+            _DUMPED.clear()
+        _DUMPED[key] = text
+    return text
 
 
 def dump_all(objs: Sequence[Any]) -> str:

@@ -3,14 +3,22 @@ base), the DGDs in them with their facts, and each DGD's base → head verdict."
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from dgdgen.check.classify import Change, Verdict, classify, pair_dgds
 from dgdgen.check.facts import DgdFacts, configmaps_of, dgd_facts, line_of
 from dgdgen.dgd import Dgd, is_dgd, parse
 from dgdgen.yamlio import Document, FieldPath
+
+
+class SiblingLoader(Protocol):
+    """Documents of the files next to ``file`` that are not checked themselves; with
+    ``require``, only of the files whose text can hold, for every group, one of its strings
+    (:func:`dgdgen.check.sources.sibling_loader`)."""
+
+    def __call__(self, file: str, require: Sequence[Sequence[str]] = ()) -> list[Document]: ...
 
 
 @dataclass(frozen=True)
@@ -38,7 +46,7 @@ class Context:
     dgds: list[DgdPair] = field(default_factory=list)
     # Loads the documents of files next to a checked file (for references to objects that are
     # rendered but not among the checked files, e.g. a route's backend Service).
-    sibling_loader: Callable[[str], list[Document]] | None = None
+    sibling_loader: SiblingLoader | None = None
 
     def documents(self, *kinds: str) -> Iterator[Document]:
         for f in self.files:
@@ -46,12 +54,14 @@ class Context:
                 if isinstance(d.data, dict) and (not kinds or d.data.get("kind") in kinds):
                     yield d
 
-    def siblings(self, file: str) -> list[Document]:
+    def siblings(self, file: str, require: Sequence[Sequence[str]] = ()) -> list[Document]:
         """Documents of the files next to ``file`` that are not checked themselves (the loader
-        reads each directory once)."""
+        reads each directory once). ``require`` is a textual pre-filter that never drops a
+        document the caller looks for: only files whose text contains, for every group, one of
+        its strings (ignoring case) are parsed, e.g. ``[["DynamoGraphDeployment"]]``."""
         if self.sibling_loader is None:
             return []
-        return self.sibling_loader(file)
+        return self.sibling_loader(file, require)
 
     def location_of_change(self, pair: DgdPair, change: Change) -> tuple[int, int]:
         head = pair.head
@@ -70,7 +80,7 @@ class Context:
 
 
 def build(files: list[FileInput], release: str,
-          sibling_loader: Callable[[str], list[Document]] | None = None) -> Context:
+          sibling_loader: SiblingLoader | None = None) -> Context:
     ctx = Context(release=release, files=files, sibling_loader=sibling_loader)
     for f in files:
         head_cms = configmaps_of(d.data for d in f.head)

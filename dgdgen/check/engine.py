@@ -3,18 +3,25 @@ sorted) → a :class:`Report`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
 
 from dgdgen.check.classify import RiskGrade
-from dgdgen.check.context import Context, DgdPair, FileInput, annotations_of, build, object_id
+from dgdgen.check.context import (
+    Context,
+    DgdPair,
+    FileInput,
+    SiblingLoader,
+    annotations_of,
+    build,
+    object_id,
+)
 from dgdgen.check.findings import Finding, Severity
 from dgdgen.check.flags import NEWEST
 from dgdgen.check.rules.registry import RULES
 from dgdgen.check.suppress import Suppression, applies, parse_annotations
 from dgdgen.errors import InputError
-from dgdgen.yamlio import Document
 
 
 @dataclass(frozen=True)
@@ -107,7 +114,7 @@ def selected(options: Options) -> list[ModuleType]:
 
 
 def run(files: list[FileInput], options: Options,
-        sibling_loader: Callable[[str], list[Document]] | None = None) -> Report:
+        sibling_loader: SiblingLoader | None = None) -> Report:
     ctx: Context = build(files, options.release, sibling_loader)
     rules = selected(options)
     findings: list[Finding] = []

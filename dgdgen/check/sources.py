@@ -14,12 +14,13 @@ Outside a Git work tree only the single-file rules run. Blobs are read with one
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from dgdgen.check.context import FileInput
+from dgdgen.check.context import FileInput, SiblingLoader
 from dgdgen.errors import InputError, Location
 from dgdgen.yamlio import Document, load_documents_fast, read_text
 
@@ -214,36 +215,23 @@ def collect(paths: list[str], base: str | None, *, use_git: bool = True) -> list
             for name, head, text in zip(shown, parsed, base_texts)]
 
 
-# Below this many files one process is faster than starting workers.
-PARALLEL_MIN_FILES = 256
-
-
-def _read_and_parse(item: tuple[str, str]) -> list[Document] | None:
-    try:
-        return _parse(read_text(item[0], display=item[1]), item[1])
-    except InputError:
-        return None  # re-raised with its location by the serial pass in the parent
-
-
 def _parse_files(items: list[tuple[str, str]]) -> list[list[Document]]:
-    """Read and parse files; many files are parsed by one worker per CPU (YAML parsing is the
-    floor of a bulk check, docs/performance.md). Any problem falls back to the serial path,
-    which raises the error with its file and line."""
-    workers = os.cpu_count() or 1
-    if len(items) >= PARALLEL_MIN_FILES and workers > 1:
-        try:
-            import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor
+    """Read and parse files, in this process, with the cyclic garbage collector paused.
 
-            ctx = multiprocessing.get_context("fork")
-            with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-                chunk = max(1, len(items) // (workers * 4))
-                results = list(pool.map(_read_and_parse, items, chunksize=chunk))
-            if all(r is not None for r in results):
-                return [r for r in results if r is not None]
-        except (OSError, ValueError, ImportError):
-            pass
-    return [_parse(read_text(path, display=shown), shown) for path, shown in items]
+    Parsed documents are acyclic and live until the run ends, yet every collection triggered by
+    their allocation scans all of them again: with the collector running, 2,000 files cost
+    about 1.6 s of CPU instead of 1.0 s, and the cost grows faster than the number of files.
+    Afterwards they are frozen (``gc.freeze``) so later collections skip them too; reference
+    counting still frees them. A process pool does not pay on this (2-CPU) machine: sending the
+    parsed documents back costs more than parsing saves (docs/performance.md)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return [_parse(read_text(path, display=shown), shown) for path, shown in items]
+    finally:
+        gc.freeze()
+        if enabled:
+            gc.enable()
 
 
 def load_pair(old: str, new: str) -> FileInput:
@@ -254,16 +242,31 @@ def load_pair(old: str, new: str) -> FileInput:
     return FileInput(new_shown, head, base)
 
 
-def sibling_loader(checked: Iterable[str]) -> Callable[[str], list[Document]]:
-    """Documents of YAML files in the directory of a checked file that are not checked
-    themselves; each directory is read once, unreadable or broken files are skipped."""
-    checked_real = {os.path.realpath(f) for f in checked}
-    cache: dict[str, list[Document]] = {}
+def could_contain(text: str, group: Sequence[str]) -> bool:
+    """Whether a YAML text can spell one of the strings of ``group`` in a scalar. A plain or
+    quoted scalar holds its characters literally (line folding only inserts spaces); only a
+    double-quoted escape (``\\x41``, ``\\u0041``, an escaped line break) can spell one
+    otherwise, so a text with a backslash always qualifies. Case is ignored."""
+    if "\\" in text:
+        return True
+    lowered = text.lower()
+    return any(s.lower() in lowered for s in group)
 
-    def load(file: str) -> list[Document]:
+
+def sibling_loader(checked: Iterable[str]) -> SiblingLoader:
+    """Documents of YAML files in the directory of a checked file that are not checked
+    themselves; each directory is listed and each file read once, and a file is parsed only when
+    its text passes the caller's pre-filter (``require``: for every group, one of its strings,
+    :func:`could_contain`), so a pre-commit run does not grow with the folder. Unreadable or
+    broken files are skipped."""
+    checked_real = {os.path.realpath(f) for f in checked}
+    texts: dict[str, list[tuple[str, str]]] = {}
+    parsed: dict[str, list[Document]] = {}
+
+    def load(file: str, require: Sequence[Sequence[str]] = ()) -> list[Document]:
         directory = os.path.dirname(os.path.realpath(file))
-        if directory not in cache:
-            docs: list[Document] = []
+        if directory not in texts:
+            found: list[tuple[str, str]] = []
             try:
                 names = sorted(os.listdir(directory))
             except OSError:
@@ -272,11 +275,21 @@ def sibling_loader(checked: Iterable[str]) -> Callable[[str], list[Document]]:
                 path = os.path.join(directory, name)
                 if not _is_yaml(name) or path in checked_real or not os.path.isfile(path):
                     continue
-                try:  # the same limits as every other input: a bomb here is skipped, fast
-                    docs += _parse(read_text(path), _display(path))
+                try:  # the same limits as every other input (regular files, size): skipped
+                    found.append((path, read_text(path)))
                 except InputError:
                     continue
-            cache[directory] = docs
-        return cache[directory]
+            texts[directory] = found
+        docs: list[Document] = []
+        for path, text in texts[directory]:
+            if not all(could_contain(text, group) for group in require):
+                continue
+            if path not in parsed:
+                try:
+                    parsed[path] = load_documents_fast(text, _display(path))
+                except InputError:
+                    parsed[path] = []
+            docs += parsed[path]
+        return docs
 
     return load

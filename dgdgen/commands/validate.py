@@ -30,14 +30,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from dgdgen.commands._common import progress, report_error
     from dgdgen.errors import DgdgenError
-    from dgdgen.output import all_files
+    from dgdgen.output import validate_all
     from dgdgen.pipeline import prepare
 
     failed = 0
     for path in progress(list(args.specs), "validating"):
         try:
             prepared = prepare(path)
-            all_files(prepared)
+            validate_all(prepared)
         except DgdgenError as exc:  # every problem of this spec; then the next spec
             failed += 1
             report_error("validate", exc)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 
@@ -89,8 +90,17 @@ def run(args: argparse.Namespace) -> int:
     for name in args.overlay:
         overlays.load(name)  # unknown names fail now, as usage errors (exit 2)
     files = _files(args.paths)
-    # Read everything first: bad input stops the run before anything is reported.
-    documents = [doc for path in files for doc in yamlio.load_file(path)]
+    # Read everything first: bad input stops the run before anything is reported. The documents
+    # are acyclic and live to the end: the cyclic collector is paused while they are built and
+    # they are frozen afterwards (docs/performance.md; reference counting still frees them).
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        documents = [doc for path in files for doc in yamlio.load_file(path)]
+    finally:
+        gc.freeze()
+        if enabled:
+            gc.enable()
     found: list[tuple[yamlio.Document, crd.Violation]] = crd.validate_documents(
         documents, overlays=args.overlay, skip_unknown_kinds=args.skip_unknown_kinds
     )

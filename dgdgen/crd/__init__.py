@@ -16,14 +16,14 @@ Everything is compiled once per process and cached.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from typing import Any
 
 from dgdgen.crd import catalog, core
 from dgdgen.crd import overlays as overlay_schemas
 from dgdgen.crd.structural import MISSING, Walker, apply_defaults, copy_plain
 from dgdgen.crd.violation import Violation
-from dgdgen.yamlio import Document
+from dgdgen.yamlio import Document, content_key
 
 __all__ = [
     "UNKNOWN_KIND",
@@ -65,13 +65,16 @@ def validate(
     *,
     overlays: Sequence[str] = (),
     old: dict[str, Any] | None = None,
+    reuse: bool = False,
 ) -> list[Violation]:
     """Every reason the API server would reject (or silently change) ``obj``; [] when valid.
 
     ``overlays`` names schema overlays to merge (e.g. ``"dgd-proposed-rollout-fields"``).
     ``old`` is the object being replaced: CEL transition rules (those using ``oldSelf``) are
     evaluated only when it is given, as on an update. An object whose kind has no schema gives
-    one violation with ``rule == UNKNOWN_KIND``. ``obj`` is not modified.
+    one violation with ``rule == UNKNOWN_KIND``. ``obj`` is not modified. With ``reuse``, the
+    outcome for an identical object validated before (with ``reuse``) is returned again: for
+    callers that validate many equal objects, such as a render's states.
     """
     if not isinstance(obj, dict):
         return [Violation((), f"a Kubernetes object must be a mapping, got {type(obj).__name__}",
@@ -94,6 +97,11 @@ def validate(
         if found is not None:
             return found
         return [Violation((), _unknown_message(api_version, kind), UNKNOWN_KIND)]
+    key = content_key(obj) if reuse and old is None else None
+    if key is not None:
+        known_outcome = _VALIDATED.get((key, names))
+        if known_outcome is not None:
+            return list(known_outcome)
     new = copy_plain(obj)
     apply_defaults(new, schema)
     previous: Any = MISSING
@@ -102,7 +110,19 @@ def validate(
         apply_defaults(previous, schema)
     walker = Walker()
     walker.root(new, schema, previous)
-    return _dedupe(walker.violations)
+    violations = _dedupe(walker.violations)
+    if key is not None:
+        if len(_VALIDATED) >= _VALIDATED_MAX:
+            _VALIDATED.clear()
+        _VALIDATED[(key, names)] = tuple(violations)
+    return violations
+
+
+# A render validates every state, and most objects are identical in several states. Validation is a function of the object's content
+# and the overlays only (on create, without ``old``), so the outcome is kept by content
+# (:func:`dgdgen.yamlio.content_key`: equal exactly when the plain data trees are identical).
+_VALIDATED: dict[tuple[Hashable, tuple[str, ...]], tuple[Violation, ...]] = {}
+_VALIDATED_MAX = 4096
 
 
 def _unknown_message(api_version: str, kind: str) -> str:

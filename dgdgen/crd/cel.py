@@ -11,6 +11,7 @@ rules it cannot evaluate instead of letting them pass.
 from __future__ import annotations
 
 import functools
+import os
 import re
 import urllib.parse
 from collections.abc import Callable, Mapping
@@ -451,8 +452,49 @@ def _idents(tree: lark.Tree[Any]) -> set[str]:
     }
 
 
+def parser_cache_path() -> str | None:
+    """Where the analysed CEL grammar is kept between runs: ``$DGDGEN_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/dgdgen`` or ``~/.cache/dgdgen``; None when ``DGDGEN_CACHE_DIR`` is empty
+    (no cache)."""
+    root = os.environ.get("DGDGEN_CACHE_DIR")
+    if root == "":
+        return None
+    if root is None:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        root = os.path.join(base, "dgdgen")
+    try:
+        os.makedirs(root, exist_ok=True)
+    except OSError:
+        return None
+    return os.path.join(root, "cel-grammar.lark-cache")
+
+
+def _build_parser() -> None:
+    """Build cel-python's CEL parser once per process, with lark's grammar cache.
+
+    Building the LALR tables of the CEL grammar costs about 1 s of CPU, more than everything
+    else `dgdgen validate` does (docs/performance.md). lark can keep the analysed grammar in a
+    file: it stores the SHA-256 of the grammar, the options and its own version with it, loads
+    the file only when they match, and otherwise rebuilds and rewrites it (a cache that cannot
+    be read or written only costs the rebuild). cel-python's own construction is kept, options
+    and all: only the ``cache`` argument is added."""
+    from celpy import celparser
+
+    if celparser.CELParser.CEL_PARSER is not None:
+        return
+    path = parser_cache_path()
+    real = celparser.__dict__["Lark"]
+    if path is not None:
+        setattr(celparser, "Lark", functools.partial(real, cache=path))  # noqa: B010
+    try:
+        celparser.CELParser()
+    finally:
+        setattr(celparser, "Lark", real)  # noqa: B010
+
+
 @functools.lru_cache(maxsize=1)
 def _environment() -> celpy.Environment:
+    _build_parser()
     env = celpy.Environment()
     # cel-python seeds every activation with protobuf wrapper-type annotations; Kubernetes rules
     # never name protobuf types, and loading them on each evaluation halves the speed.

@@ -499,8 +499,23 @@ class Walker:
     # ----------------------------------------------------------------------- CEL
 
     def _cel(self, value: Any, schema: Schema, path: FieldPath, old: Any) -> None:
-        self_value: Any = MISSING
         memo_key = _memo_key(value, old)
+        converted: dict[str, Any] = {}  # self / oldSelf as CEL values, converted on first need
+
+        def activation(program: cel.Program, optional: bool) -> dict[str, Any]:
+            if "self" not in converted:
+                converted["self"] = cel.to_cel(value, schema)
+            out: dict[str, Any] = {"self": converted["self"]}
+            if program.uses_old_self:
+                if "old" not in converted and old is not MISSING:
+                    converted["old"] = cel.to_cel(old, schema)
+                if optional:
+                    out["oldSelf"] = (cel.Optional() if old is MISSING
+                                      else cel.Optional(converted["old"], True))
+                else:
+                    out["oldSelf"] = converted["old"]
+            return out
+
         for rule in schema["x-kubernetes-validations"]:
             source = rule.get("rule", "")
             try:
@@ -508,23 +523,16 @@ class Walker:
             except cel.Unsupported as exc:
                 self.add(path, f"CEL rule not evaluated ({exc}): {source}", source, "Unsupported")
                 continue
-            if self_value is MISSING:
-                self_value = cel.to_cel(value, schema)
-            activation: dict[str, Any] = {"self": self_value}
-            if program.uses_old_self:
-                if rule.get("optionalOldSelf"):
-                    activation["oldSelf"] = (
-                        cel.Optional() if old is MISSING else cel.Optional(cel.to_cel(old, schema), True)
-                    )
-                elif old is MISSING:
-                    continue  # a transition rule: only checked on update, against the old value
-                else:
-                    activation["oldSelf"] = cel.to_cel(old, schema)
-            key = (source, bool(rule.get("optionalOldSelf")), memo_key)
+            optional = bool(rule.get("optionalOldSelf"))
+            if program.uses_old_self and not optional and old is MISSING:
+                continue  # a transition rule: only checked on update, against the old value
+            # The outcome is looked up before self is converted: converting a large object to
+            # CEL values costs more than evaluating most rules (docs/performance.md).
+            key = (source, optional, memo_key)
             outcome = _RESULTS.get(key)
             if outcome is None:
                 try:
-                    result = cel.evaluate(program, activation)
+                    result = cel.evaluate(program, activation(program, optional))
                     outcome = "" if cel.is_true(result) else "F"
                     if not cel.is_bool(result):
                         outcome = f"E the rule returned {type(result).__name__}, not a bool"
@@ -539,7 +547,8 @@ class Walker:
                 self.add(path, f"CEL rule failed to evaluate ({outcome[1:]}): {source}", source)
                 continue
             where = path + parse_field_path(rule.get("fieldPath"))
-            self.add(where, self._message(rule, activation), source, rule.get("reason"))
+            self.add(where, self._message(rule, activation(program, optional)), source,
+                     rule.get("reason"))
 
     @staticmethod
     def _message(rule: Mapping[str, Any], activation: dict[str, Any]) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 from dgdgen.check.context import Context
@@ -34,6 +35,12 @@ RULE = RuleMeta(
 )
 
 
+# A namespace that only a scalar containing its text can be read as: a DNS label with a letter.
+# (A sibling's `namespace: 0x1f`, `yes` or `-.inf` is read as 31, True or -inf, none of them in
+# its text; with a namespace like that, every DGD sibling is parsed.)
+_LITERAL_NAMESPACE = re.compile(r"^(?=.*[a-z])[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
 def check(ctx: Context) -> Iterator[Finding]:
     # DGDs of the checked files, plus those rendered next to them (a pre-commit run sees only
     # the changed files; the other half of a conflicting pair usually sits in the same folder).
@@ -42,9 +49,17 @@ def check(ctx: Context) -> Iterator[Finding]:
         h = pair.head
         loc = h.dgd.location(("metadata", "name"))
         entries.setdefault((h.namespace, h.name), (h.file, loc.line, loc.column, h.object, True))
+    # Only siblings that can be a DGD in the namespace of a checked one can conflict: the
+    # others are not parsed (a textual pre-filter, sources.could_contain).
+    require = [["DynamoGraphDeployment"]]
+    namespaces = {pair.head.namespace for pair in ctx.dgds}
+    if all(ns is not None and _LITERAL_NAMESPACE.match(ns) for ns in namespaces):
+        require.append(sorted(ns for ns in namespaces if ns is not None))
+    seen: set[int] = set()  # checked files in one folder share their siblings: parse each once
     for pair in ctx.dgds:
-        for doc in ctx.siblings(pair.head.file):
-            if is_dgd(doc.data):
+        for doc in ctx.siblings(pair.head.file, require):
+            if id(doc) not in seen and is_dgd(doc.data):
+                seen.add(id(doc))
                 try:
                     d = parse(doc.data, source=doc)
                 except Exception:  # noqa: BLE001, S112 - a broken neighbour is not this check's business

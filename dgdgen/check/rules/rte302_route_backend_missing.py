@@ -37,7 +37,9 @@ def _known(ctx: Context, file: str) -> set[tuple[str, str]]:
     frontend component is served by the operator's Service `{dgd}-{component}` (lower case,
     the DynamoComponentDeployment name, facts/dynamo.md §2.3 `GetDCDResourceName`)."""
     out: set[tuple[str, str]] = set()
-    docs = list(ctx.documents()) + list(ctx.siblings(file))
+    # Only siblings that can hold a Service, an InferencePool or a DGD are parsed.
+    siblings = ctx.siblings(file, [["Service", "InferencePool", "DynamoGraphDeployment"]])
+    docs = list(ctx.documents()) + list(siblings)
     for d in docs:
         data = d.data
         if not isinstance(data, dict):

@@ -1,0 +1,108 @@
+"""load_documents reads most streams with libyaml: wherever it does, the result must be exactly
+what ruamel.yaml's round-trip loader gives (data, types, positions, document index and start),
+and wherever the two could differ it must leave the stream to ruamel.yaml."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dgdgen import yamlio
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _ruamel(text: str) -> list[yamlio.Document]:
+    """What load_documents returned before the libyaml path: ruamel.yaml only."""
+    from ruamel.yaml.error import YAMLError
+
+    docs = []
+    try:
+        for i, raw in enumerate(yamlio._ruamel_loader().load_all(text)):
+            if raw is None:
+                continue
+            positions: dict[Any, tuple[int, int]] = {}
+            data = yamlio._plain(raw, (), positions)
+            lc = getattr(raw, "lc", None)
+            start = lc.line + 1 if lc is not None and getattr(lc, "line", None) is not None else 1
+            docs.append(yamlio.Document(data, "f.yaml", i, positions, start))
+    except YAMLError:
+        return []
+    return docs
+
+
+def _typed(value: Any) -> Any:
+    """The value with the type of every scalar spelt out (1 == 1.0 == True in Python)."""
+    if isinstance(value, dict):
+        return {k: _typed(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_typed(v) for v in value]
+    return (type(value).__name__, repr(value))
+
+
+def _same(fast: list[yamlio.Document], slow: list[yamlio.Document]) -> None:
+    assert [(_typed(d.data), d.positions, d.index, d.start_line) for d in fast] == [
+        (_typed(d.data), d.positions, d.index, d.start_line) for d in slow]
+
+
+def _repository_yaml() -> list[Path]:
+    files = [p for pattern in ("examples/**/*.yaml", "tests/**/*.yaml", "templates/**/*.yaml",
+                               "argo/**/*.yaml", "policies/**/*.yaml", "*.yaml")
+             for p in REPO.glob(pattern)]
+    return sorted(p for p in set(files) if p.stat().st_size < 200_000)
+
+
+def test_libyaml_reads_repository_yaml_exactly_as_ruamel() -> None:
+    files = _repository_yaml()
+    fast_count = 0
+    for f in files:
+        text = f.read_text(encoding="utf-8")
+        fast = yamlio._load_yaml12_fast(text, "f.yaml")
+        if fast is None:
+            continue
+        fast_count += 1
+        _same(fast, _ruamel(text))
+    # The fast path must actually serve the manifests dgdgen reads (else it buys nothing).
+    assert len(files) > 300 and fast_count > 0.9 * len(files), (fast_count, len(files))
+
+
+DIFFERENT_IN_YAML_1_1 = ["yes", "No", "on", "OFF", "012", "0o17", "0x1f", "1_000", "1e3",
+                         ".inf", "-.Inf", ".nan", "2024-01-02", "3:25:45", "0b101", "=", "+.5"]
+
+
+@pytest.mark.parametrize("scalar", DIFFERENT_IN_YAML_1_1)
+def test_scalars_read_differently_elsewhere_are_ruamels(scalar: str) -> None:
+    text = f"a: {scalar}\nb: [{scalar}]\n"
+    docs = yamlio.load_documents(text, "f.yaml")
+    _same(docs, _ruamel(text))
+
+
+@pytest.mark.parametrize("text", [
+    "a: &x {b: 1}\nc: *x\n",  # alias
+    "<<: {b: 1}\na: 2\n",  # merge key
+    "a: !!str 5\n",  # explicit tag
+    "a: !custom x\n",
+    "a: 1\na: 2\n",  # duplicate key
+    "1: a\n",  # non-string key
+    "? [a]\n: b\n",  # complex key
+    "just a scalar\n",
+    "a: caf\u00e9\n",  # not ASCII
+    "%YAML 1.1\n---\na: yes\n",  # directive
+    "a: [1, 2\n",  # malformed
+])
+def test_streams_it_gives_up_on(text: str) -> None:
+    assert yamlio._load_yaml12_fast(text, "f.yaml") is None
+
+
+@pytest.mark.parametrize("text", [
+    "a: true\nb: null\nc: ~\nd: -3\ne: 1.50\nf: '012'\ng: \"yes\"\nh: |\n  x\n  y\ni:\n",
+    "---\n---\n- a\n- {b: c, d: [1, 2.0]}\n---\nx: y\n",
+    "a:\r\n  b: 1\r\n",
+    "# comment\n\nkind: X\nmetadata:\n  name: n  # trailing\n",
+])
+def test_streams_it_reads(text: str) -> None:
+    fast = yamlio._load_yaml12_fast(text, "f.yaml")
+    assert fast is not None
+    _same(fast, _ruamel(text))
