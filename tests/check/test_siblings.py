@@ -87,10 +87,11 @@ def test_dgd101_without_a_namespace_reads_every_dgd_sibling(tmp_path: Path,
 
 def test_dgd101_namespace_read_from_another_spelling(tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    # `namespace: 0x1f` is the integer 31, read as namespace "31": the same namespace as the
-    # checked DGD's quoted "31", though the text "31" is nowhere in the sibling.
+    # `namespace: "\x331"` is the string "31" spelled with an escape: the same namespace as the
+    # checked DGD's "31", though the text "31" is nowhere in the sibling. (An integer namespace
+    # such as `0x1f` is no longer read as one: the typed boundary refuses it.)
     keys, parsed = _run(tmp_path, {
-        "hex.yaml": dgd_text("qwen-canary", "0x1f"),
+        "hex.yaml": dgd_text("qwen-canary", '"\\x331"'),
         "cm.yaml": CONFIGMAP,
     }, monkeypatch, namespace='"31"')
     assert keys == ["qwen-canary"]
