@@ -190,7 +190,7 @@ def raw_flags(prev: str) -> str:
              f"{nxt}.matches({lit(_NUMBER)})) ? {nxt} : \"true\"))")
     name = ("x[0].startsWith(\"--\") && x[0].contains(\"=\") ? "
             "x[0].substring(0, x[0].indexOf(\"=\")) : x[0]")
-    cli = f"c.at.map(x, [{name}, {value}])"
+    cli = f"c.at.map(x, [{name}, {value}, \"cli\"])"
     prefixes = env_prefixes()
     named = env_flags()
     own = f"({b} in {lit(prefixes)} ? {lit(prefixes)}[{b}] : [])"
@@ -204,7 +204,7 @@ def raw_flags(prev: str) -> str:
                 f".lowerAscii().replace(\"_\", \"-\")")
     env_value = (f"has(e.value) ? string(e.value) : "
                  f"(has(e.valueFrom) ? {_value_from('e.valueFrom')} : \"\")")
-    env = f"c.env.filter(e, {env_ok}).map(e, [{env_name}, {env_value}])"
+    env = f"c.env.filter(e, {env_ok}).map(e, [{env_name}, {env_value}, \"env\"])"
     return (f"{prev}.map(c, {{\"name\": c.name, \"type\": c.type, \"sub\": c.sub, "
             f"\"rvo\": c.rvo, \"image\": c.image, \"backend\": c.backend, "
             f"\"pairs\": {env} + {cli}}})")
@@ -222,42 +222,50 @@ def spelled(prev: str) -> str:
     n0 = "x[0]"
     dashed = (f"({n0}.startsWith(\"--trtllm.\") || !{n0}.startsWith(\"--\") ? {n0} : "
               f"\"--\" + {n0}.substring(2).replace(\"_\", \"-\"))")
-    named = f"c.pairs.map(x, [{dashed}, x[1].trim()])"
+    named = f"c.pairs.map(x, [{dashed}, x[1].trim(), x[2]])"
     return f"{prev}.map(c, {{{_keep(chr(34) + 'named' + chr(34) + ': ' + named)}}})"
 
 
-def normalised(prev: str) -> str:
+def normalised(prev: str, aliases_var: str) -> str:
     """Stage 7: values as the checker compares them (classify.py ``_norm``): JSON without
-    blanks, booleans in lower case, decimal numbers by value."""
+    blanks, booleans in lower case, decimal numbers by value; flag names canonical (the
+    aliases every process accepts and the backend's own, as
+    :func:`dgdgen.check.facts.canonical_flag`). Each entry keeps its source (env / cli)."""
     neg = "x[0].startsWith(\"--no-\") && !x[0].startsWith(\"--no-trtllm\")"
     v = "x[1]"
     value = (f"{v}.startsWith(\"{{\") || {v}.startsWith(\"[\") ? "
              f"{v}.replace(\" \", \"\").replace(\"\\n\", \"\") : "
              f"({v}.lowerAscii() in [\"true\", \"false\"] ? {v}.lowerAscii() : "
              f"({v}.matches({lit(_DECIMAL)}) ? string(double({v})) : {v}))")
-    pairs = (f"c.named.map(x, {neg} ? [\"--\" + x[0].substring(5), \"false\"] : "
-             f"[x[0], {value}])")
+    al = aliases_var
+    canon = f"(c.backend in {al} && x[0] in {al}[c.backend] ? {al}[c.backend][x[0]] : x[0])"
+    pairs = (f"c.named.map(x, {neg} ? [\"--\" + x[0].substring(5), \"false\", x[2]] : "
+             f"[x[0], {value}, x[2]]).map(x, [{canon}, x[1], x[2]])")
     return f"{prev}.map(c, {{{_keep(chr(34) + 'norm' + chr(34) + ': ' + pairs)}}})"
 
 
-def flags(prev: str, aliases_var: str) -> str:
-    """Stage 8: canonical ``--flag=value`` strings (backend aliases, as
-    :func:`dgdgen.check.facts.canonical_flag`; ``--is-prefill-worker`` is
+def flags(prev: str) -> str:
+    """Stage 8: ``--flag=value`` strings of the effective flags (a variable that a command-line
+    flag overrides is dropped; a vLLM / SGLang ``--served-model-name`` is split into the served
+    name and its aliases; ``--is-prefill-worker`` is
     ``--disaggregation-mode prefill``, #6483) and the component's role (dgd.py ``_role``)."""
-    al = aliases_var
-    canon = (f"(c.backend in {al} && x[0] in {al}[c.backend] ? {al}[c.backend][x[0]] : x[0])")
+    canon = "x[0]"
     entry = (f"{canon} == \"--is-prefill-worker\" ? (x[1] == \"false\" ? "
              f"\"--is-prefill-worker=false\" : \"--disaggregation-mode=prefill\") : "
              f"{canon} + \"=\" + x[1]")
+    # the command line wins over an environment variable of the same flag (facts.py
+    # ``component_facts``: environment first, command line after)
+    effective = ("c.norm.filter(x, x[2] == \"cli\" || "
+                 "!c.norm.exists(y, y[2] == \"cli\" && y[0] == x[0]))")
     # facts.py ``component_facts``: the served names of a vLLM / SGLang worker split on blanks
     # and commas; the first is the served name, the others the card's aliases (ALIASES_KEY).
     names = (f"c.backend in {lit(split_names())} && {canon} == \"--served-model-name\"")
     parts = ("x[1].replace(\",\", \" \").replace(\"\\t\", \" \").replace(\"\\n\", \" \")"
              ".split(\" \").filter(w, w != \"\")")
     served = f"{names} && size({parts}) > 0 ? \"--served-model-name=\" + {parts}[0] : "
-    extra = (f"c.norm.filter(x, {names} && size({parts}) > 1).map(x, "
+    extra = (f"{effective}.filter(x, {names} && size({parts}) > 1).map(x, "
              f"{lit(ALIASES_KEY + '=')} + {parts}.join(\" \").substring(size({parts}[0]) + 1))")
-    fl = f"c.norm.map(x, {served}{entry}) + {extra}"
+    fl = f"{effective}.map(x, {served}{entry}) + {extra}"
     mode = ("c.norm.exists(x, (x[0] == \"--disaggregation-mode\" && x[1].lowerAscii() == "
             "\"{m}\") || ({m2}))")
     prefill = mode.format(m="prefill", m2="x[0] == \"--is-prefill-worker\" && x[1] != \"false\"")
