@@ -149,20 +149,19 @@ def _value_from(v: str) -> str:
 
 
 def positions(prev: str, backend_var: str) -> str:
-    """Stage 4: the effective backend (a worker without its own takes the DGD's), each flag
-    word of the command line with the position of the word after its last occurrence (the
-    backends' parsers keep the last value of a repeated flag), and the command line cut into
-    segments that each start with a flag word (``segs``: the flag and the words up to the next
-    flag, for multi-valued flags)."""
+    """Stage 4: the effective backend (a worker without its own takes the DGD's), the flag
+    words of the command line (``fw``), and the command line cut into segments that each start
+    with a flag word (``segs``: the words before the first flag, then per flag word the flag
+    and the words up to the next flag, for multi-valued flags)."""
     t = "c.tokens"
     is_flag = f"w.startsWith(\"-\") && size(w) > 1 && !w.matches({lit(_NUMBER)})"
-    at = f"{t}.filter(w, {is_flag}).map(w, [w, {t}.lastIndexOf(w) + 1])"
+    fw = f"{t}.filter(w, {is_flag})"
     segs = (f"{t}.map(w, ({is_flag} ? {lit(_FLAG_SEP)} : \"\") + w + {lit(_WORD_SEP)})"
             f".join(\"\").split({lit(_FLAG_SEP)})")
     b = "c.backend != \"\" ? c.backend : " + backend_var
     return (f"{prev}.map(c, {{\"name\": c.name, \"type\": c.type, \"sub\": c.sub, "
             f"\"rvo\": c.rvo, \"image\": c.image, \"env\": c.env, \"tokens\": {t}, "
-            f"\"backend\": {b}, \"at\": {at}, \"segs\": {segs}}})")
+            f"\"backend\": {b}, \"fw\": {fw}, \"segs\": {segs}}})")
 
 
 def raw_flags(prev: str) -> str:
@@ -179,8 +178,9 @@ def raw_flags(prev: str) -> str:
     dashed = ("(x[0].startsWith(\"--\") ? \"--\" + x[0].substring(2).replace(\"_\", \"-\") : "
               "x[0])")
     is_multi = f"{b} in {multi} && {dashed} in {multi}[{b}]"
-    own_seg = f"c.segs.filter(s, s.startsWith(x[0] + {lit(_WORD_SEP)}))"
-    last_seg = f"{own_seg}[size({own_seg}) - 1]"
+    # x: [flag word, position of the word after its last occurrence (the backends' parsers
+    # keep the last value of a repeated flag), its segment (segs[0] precedes the first flag)]
+    last_seg = "c.segs[x[2]]"
     multi_value = (f"{last_seg}.substring(size(x[0]) + 1).replace({lit(_WORD_SEP)}, \" \")"
                    f".trim()")
     value = (f"x[0].startsWith(\"--\") && x[0].contains(\"=\") ? "
@@ -190,7 +190,8 @@ def raw_flags(prev: str) -> str:
              f"{nxt}.matches({lit(_NUMBER)})) ? {nxt} : \"true\"))")
     name = ("x[0].startsWith(\"--\") && x[0].contains(\"=\") ? "
             "x[0].substring(0, x[0].indexOf(\"=\")) : x[0]")
-    cli = f"c.at.map(x, [{name}, {value}, \"cli\"])"
+    at = "c.fw.map(w, [w, c.tokens.lastIndexOf(w) + 1, c.fw.lastIndexOf(w) + 1])"
+    cli = f"{at}.map(x, [{name}, {value}, \"cli\"])"
     prefixes = env_prefixes()
     named = env_flags()
     own = f"({b} in {lit(prefixes)} ? {lit(prefixes)}[{b}] : [])"
@@ -244,28 +245,32 @@ def normalised(prev: str, aliases_var: str) -> str:
     return f"{prev}.map(c, {{{_keep(chr(34) + 'norm' + chr(34) + ': ' + pairs)}}})"
 
 
+def effective(prev: str) -> str:
+    """Stage 8: the effective entries: a variable that a command-line flag of the same name
+    overrides is dropped (facts.py ``component_facts``: environment first, command line after);
+    each entry gets the words of a vLLM / SGLang ``--served-model-name`` (split on blanks and
+    commas: the first is the served name, the others the card's aliases), else ``[]``."""
+    names = f"c.backend in {lit(split_names())} && x[0] == \"--served-model-name\""
+    parts = ("x[1].replace(\",\", \" \").replace(\"\\t\", \" \").replace(\"\\n\", \" \")"
+             ".split(\" \").filter(w, w != \"\")")
+    eff = ("c.norm.filter(x, x[2] == \"cli\" || "
+           "!c.norm.exists(y, y[2] == \"cli\" && y[0] == x[0]))"
+           f".map(x, [x[0], x[1], x[2], {names} ? {parts} : []])")
+    return f"{prev}.map(c, {{{_keep(chr(34) + 'norm' + chr(34) + ': c.norm, ' + chr(34) + 'eff' + chr(34) + ': ' + eff)}}})"
+
+
 def flags(prev: str) -> str:
-    """Stage 8: ``--flag=value`` strings of the effective flags (a variable that a command-line
-    flag overrides is dropped; a vLLM / SGLang ``--served-model-name`` is split into the served
-    name and its aliases; ``--is-prefill-worker`` is
+    """Stage 9: ``--flag=value`` strings of the effective flags (a vLLM / SGLang
+    ``--served-model-name`` as the served name and its aliases; ``--is-prefill-worker`` is
     ``--disaggregation-mode prefill``, #6483) and the component's role (dgd.py ``_role``)."""
     canon = "x[0]"
     entry = (f"{canon} == \"--is-prefill-worker\" ? (x[1] == \"false\" ? "
              f"\"--is-prefill-worker=false\" : \"--disaggregation-mode=prefill\") : "
              f"{canon} + \"=\" + x[1]")
-    # the command line wins over an environment variable of the same flag (facts.py
-    # ``component_facts``: environment first, command line after)
-    effective = ("c.norm.filter(x, x[2] == \"cli\" || "
-                 "!c.norm.exists(y, y[2] == \"cli\" && y[0] == x[0]))")
-    # facts.py ``component_facts``: the served names of a vLLM / SGLang worker split on blanks
-    # and commas; the first is the served name, the others the card's aliases (ALIASES_KEY).
-    names = (f"c.backend in {lit(split_names())} && {canon} == \"--served-model-name\"")
-    parts = ("x[1].replace(\",\", \" \").replace(\"\\t\", \" \").replace(\"\\n\", \" \")"
-             ".split(\" \").filter(w, w != \"\")")
-    served = f"{names} && size({parts}) > 0 ? \"--served-model-name=\" + {parts}[0] : "
-    extra = (f"{effective}.filter(x, {names} && size({parts}) > 1).map(x, "
-             f"{lit(ALIASES_KEY + '=')} + {parts}.join(\" \").substring(size({parts}[0]) + 1))")
-    fl = f"{effective}.map(x, {served}{entry}) + {extra}"
+    served = "size(x[3]) > 0 ? \"--served-model-name=\" + x[3][0] : "
+    extra = (f"c.eff.filter(x, size(x[3]) > 1).map(x, "
+             f"{lit(ALIASES_KEY + '=')} + x[3].join(\" \").substring(size(x[3][0]) + 1))")
+    fl = f"c.eff.map(x, {served}{entry}) + {extra}"
     mode = ("c.norm.exists(x, (x[0] == \"--disaggregation-mode\" && x[1].lowerAscii() == "
             "\"{m}\") || ({m2}))")
     prefill = mode.format(m="prefill", m2="x[0] == \"--is-prefill-worker\" && x[1] != \"false\"")
