@@ -71,9 +71,11 @@ def variables(rel: str) -> list[dict[str, str]]:
             {"name": f"{side}Pairs", "expression": cel.raw_flags(f"variables.{side}Positions")},
             {"name": f"{side}Spelled", "expression": cel.spelled(f"variables.{side}Pairs")},
             {"name": f"{side}Normalised",
-             "expression": cel.normalised(f"variables.{side}Spelled")},
+             "expression": cel.normalised(f"variables.{side}Spelled", "variables.aliases")},
+            {"name": f"{side}Effective",
+             "expression": cel.effective(f"variables.{side}Normalised")},
             {"name": f"{side}Components",
-             "expression": cel.flags(f"variables.{side}Normalised", "variables.aliases")},
+             "expression": cel.flags(f"variables.{side}Effective")},
         ]
     new, old = "variables.newComponents", "variables.oldComponents"
     out.append({"name": "newOnly", "expression": cel.unmatched(new, old)})

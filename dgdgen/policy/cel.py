@@ -15,13 +15,26 @@ import json
 from collections.abc import Sequence
 
 from dgdgen.generation import ANN_BASE_NAME, ANN_REVISION
-from dgdgen.policy.tables import Key, aliases, env_prefixes, shells
+from dgdgen.policy.tables import (
+    ALIASES_KEY,
+    Key,
+    aliases,
+    env_flags,
+    env_prefixes,
+    multi_valued,
+    shells,
+    split_names,
+)
 
 ESCAPE_ANNOTATION = "dgdgen.dev/allow-in-place-change"
 WORKER_ROLES = ("aggregated", "prefill", "decode")
 SERVING_ROLES = (*WORKER_ROLES, "frontend")
 _NUMBER = r"^-[0-9][0-9.eE+-]*$"
 EMPTY = '""'
+# Separators of the command line joined into one string (stage 4 ``segs``): before a flag word,
+# after every word. Control characters no argument of a DGD carries.
+_FLAG_SEP = "\u001e"
+_WORD_SEP = "\u001f"
 # Numbers compare by value, as classify.py ``_norm`` compares them (`0.90` is `0.9`).
 _DECIMAL = r"^-?[0-9]+([.][0-9]*)?$"
 
@@ -136,42 +149,63 @@ def _value_from(v: str) -> str:
 
 
 def positions(prev: str, backend_var: str) -> str:
-    """Stage 4: the effective backend (a worker without its own takes the DGD's), and each
-    flag word of the command line with the position of the word after its last occurrence
-    (the backends' parsers keep the last value of a repeated flag)."""
+    """Stage 4: the effective backend (a worker without its own takes the DGD's), the flag
+    words of the command line (``fw``), and the command line cut into segments that each start
+    with a flag word (``segs``: the words before the first flag, then per flag word the flag
+    and the words up to the next flag, for multi-valued flags)."""
     t = "c.tokens"
     is_flag = f"w.startsWith(\"-\") && size(w) > 1 && !w.matches({lit(_NUMBER)})"
-    at = f"{t}.filter(w, {is_flag}).map(w, [w, {t}.lastIndexOf(w) + 1])"
+    fw = f"{t}.filter(w, {is_flag})"
+    segs = (f"{t}.map(w, ({is_flag} ? {lit(_FLAG_SEP)} : \"\") + w + {lit(_WORD_SEP)})"
+            f".join(\"\").split({lit(_FLAG_SEP)})")
     b = "c.backend != \"\" ? c.backend : " + backend_var
     return (f"{prev}.map(c, {{\"name\": c.name, \"type\": c.type, \"sub\": c.sub, "
             f"\"rvo\": c.rvo, \"image\": c.image, \"env\": c.env, \"tokens\": {t}, "
-            f"\"backend\": {b}, \"at\": {at}}})")
+            f"\"backend\": {b}, \"fw\": {fw}, \"segs\": {segs}}})")
 
 
 def raw_flags(prev: str) -> str:
     """Stage 5: every flag as a pair [name as written, value]: ``--flag=value``,
-    ``--flag value``, a bare boolean flag (``true``), and DYN_* environment variables (first:
-    the command line wins)."""
+    ``--flag value``, ``--flag v1 v2`` (a multi-valued flag: the words up to the next flag,
+    joined by one space, of its last occurrence), a bare boolean flag (``true``), and DYN_*
+    environment variables (first: the command line wins; facts.py ``env_flag``: the backend's
+    own prefixes stripped, another backend's variables ignored, variables named unlike their
+    flag mapped to it)."""
     t = "c.tokens"
     nxt = f"{t}[x[1]]"
+    b = "c.backend"
+    multi = lit(multi_valued())
+    dashed = ("(x[0].startsWith(\"--\") ? \"--\" + x[0].substring(2).replace(\"_\", \"-\") : "
+              "x[0])")
+    is_multi = f"{b} in {multi} && {dashed} in {multi}[{b}]"
+    # x: [flag word, position of the word after its last occurrence (the backends' parsers
+    # keep the last value of a repeated flag), its segment (segs[0] precedes the first flag)]
+    last_seg = "c.segs[x[2]]"
+    multi_value = (f"{last_seg}.substring(size(x[0]) + 1).replace({lit(_WORD_SEP)}, \" \")"
+                   f".trim()")
     value = (f"x[0].startsWith(\"--\") && x[0].contains(\"=\") ? "
              f"x[0].substring(x[0].indexOf(\"=\") + 1) : "
+             f"({is_multi} ? {multi_value} : "
              f"(x[1] < size({t}) && (!{nxt}.startsWith(\"-\") || "
-             f"{nxt}.matches({lit(_NUMBER)})) ? {nxt} : \"true\")")
+             f"{nxt}.matches({lit(_NUMBER)})) ? {nxt} : \"true\"))")
     name = ("x[0].startsWith(\"--\") && x[0].contains(\"=\") ? "
             "x[0].substring(0, x[0].indexOf(\"=\")) : x[0]")
-    cli = f"c.at.map(x, [{name}, {value}])"
-    b = "c.backend"
+    at = "c.fw.map(w, [w, c.tokens.lastIndexOf(w) + 1, c.fw.lastIndexOf(w) + 1])"
+    cli = f"{at}.map(x, [{name}, {value}, \"cli\"])"
     prefixes = env_prefixes()
-    own = f"({b} in {lit(prefixes)} ? {lit(prefixes)}[{b}] : \"-\")"
+    named = env_flags()
+    own = f"({b} in {lit(prefixes)} ? {lit(prefixes)}[{b}] : [])"
     rest = "e.name.substring(4)"
-    others = lit(sorted(prefixes.values()))
-    env_ok = (f"has(e.name) && e.name.startsWith(\"DYN_\") && "
-              f"!{others}.exists(p, p != {own} && {rest}.startsWith(p))")
-    env_name = (f"\"--\" + ({rest}.startsWith({own}) ? {rest}.substring(size({own})) : {rest})"
+    every = lit(sorted({p for ps in prefixes.values() for p in ps}))
+    mine = f"{own}.filter(p, {rest}.startsWith(p))"
+    env_ok = (f"has(e.name) && e.name.startsWith(\"DYN_\") && (e.name in {lit(named)} || "
+              f"size({mine}) > 0 || !{every}.exists(p, {rest}.startsWith(p)))")
+    env_name = (f"e.name in {lit(named)} ? {lit(named)}[e.name] : "
+                f"\"--\" + (size({mine}) > 0 ? {rest}.substring(size({mine}[0])) : {rest})"
                 f".lowerAscii().replace(\"_\", \"-\")")
-    env_value = f"has(e.value) ? string(e.value) : (has(e.valueFrom) ? {_value_from('e.valueFrom')} : \"\")"
-    env = f"c.env.filter(e, {env_ok}).map(e, [{env_name}, {env_value}])"
+    env_value = (f"has(e.value) ? string(e.value) : "
+                 f"(has(e.valueFrom) ? {_value_from('e.valueFrom')} : \"\")")
+    env = f"c.env.filter(e, {env_ok}).map(e, [{env_name}, {env_value}, \"env\"])"
     return (f"{prev}.map(c, {{\"name\": c.name, \"type\": c.type, \"sub\": c.sub, "
             f"\"rvo\": c.rvo, \"image\": c.image, \"backend\": c.backend, "
             f"\"pairs\": {env} + {cli}}})")
@@ -189,34 +223,54 @@ def spelled(prev: str) -> str:
     n0 = "x[0]"
     dashed = (f"({n0}.startsWith(\"--trtllm.\") || !{n0}.startsWith(\"--\") ? {n0} : "
               f"\"--\" + {n0}.substring(2).replace(\"_\", \"-\"))")
-    named = f"c.pairs.map(x, [{dashed}, x[1].trim()])"
+    named = f"c.pairs.map(x, [{dashed}, x[1].trim(), x[2]])"
     return f"{prev}.map(c, {{{_keep(chr(34) + 'named' + chr(34) + ': ' + named)}}})"
 
 
-def normalised(prev: str) -> str:
+def normalised(prev: str, aliases_var: str) -> str:
     """Stage 7: values as the checker compares them (classify.py ``_norm``): JSON without
-    blanks, booleans in lower case, decimal numbers by value."""
+    blanks, booleans in lower case, decimal numbers by value; flag names canonical (the
+    aliases every process accepts and the backend's own, as
+    :func:`dgdgen.check.facts.canonical_flag`). Each entry keeps its source (env / cli)."""
     neg = "x[0].startsWith(\"--no-\") && !x[0].startsWith(\"--no-trtllm\")"
     v = "x[1]"
     value = (f"{v}.startsWith(\"{{\") || {v}.startsWith(\"[\") ? "
              f"{v}.replace(\" \", \"\").replace(\"\\n\", \"\") : "
              f"({v}.lowerAscii() in [\"true\", \"false\"] ? {v}.lowerAscii() : "
              f"({v}.matches({lit(_DECIMAL)}) ? string(double({v})) : {v}))")
-    pairs = (f"c.named.map(x, {neg} ? [\"--\" + x[0].substring(5), \"false\"] : "
-             f"[x[0], {value}])")
+    al = aliases_var
+    canon = f"(c.backend in {al} && x[0] in {al}[c.backend] ? {al}[c.backend][x[0]] : x[0])"
+    pairs = (f"c.named.map(x, {neg} ? [\"--\" + x[0].substring(5), \"false\", x[2]] : "
+             f"[x[0], {value}, x[2]]).map(x, [{canon}, x[1], x[2]])")
     return f"{prev}.map(c, {{{_keep(chr(34) + 'norm' + chr(34) + ': ' + pairs)}}})"
 
 
-def flags(prev: str, aliases_var: str) -> str:
-    """Stage 8: canonical ``--flag=value`` strings (backend aliases, as
-    :func:`dgdgen.check.facts.canonical_flag`; ``--is-prefill-worker`` is
+def effective(prev: str) -> str:
+    """Stage 8: the effective entries: a variable that a command-line flag of the same name
+    overrides is dropped (facts.py ``component_facts``: environment first, command line after);
+    each entry gets the words of a vLLM / SGLang ``--served-model-name`` (split on blanks and
+    commas: the first is the served name, the others the card's aliases), else ``[]``."""
+    names = f"c.backend in {lit(split_names())} && x[0] == \"--served-model-name\""
+    parts = ("x[1].replace(\",\", \" \").replace(\"\\t\", \" \").replace(\"\\n\", \" \")"
+             ".split(\" \").filter(w, w != \"\")")
+    eff = ("c.norm.filter(x, x[2] == \"cli\" || "
+           "!c.norm.exists(y, y[2] == \"cli\" && y[0] == x[0]))"
+           f".map(x, [x[0], x[1], x[2], {names} ? {parts} : []])")
+    return f"{prev}.map(c, {{{_keep(chr(34) + 'norm' + chr(34) + ': c.norm, ' + chr(34) + 'eff' + chr(34) + ': ' + eff)}}})"
+
+
+def flags(prev: str) -> str:
+    """Stage 9: ``--flag=value`` strings of the effective flags (a vLLM / SGLang
+    ``--served-model-name`` as the served name and its aliases; ``--is-prefill-worker`` is
     ``--disaggregation-mode prefill``, #6483) and the component's role (dgd.py ``_role``)."""
-    al = aliases_var
-    canon = (f"(c.backend in {al} && x[0] in {al}[c.backend] ? {al}[c.backend][x[0]] : x[0])")
+    canon = "x[0]"
     entry = (f"{canon} == \"--is-prefill-worker\" ? (x[1] == \"false\" ? "
              f"\"--is-prefill-worker=false\" : \"--disaggregation-mode=prefill\") : "
              f"{canon} + \"=\" + x[1]")
-    fl = f"c.norm.map(x, {entry})"
+    served = "size(x[3]) > 0 ? \"--served-model-name=\" + x[3][0] : "
+    extra = (f"c.eff.filter(x, size(x[3]) > 1).map(x, "
+             f"{lit(ALIASES_KEY + '=')} + x[3].join(\" \").substring(size(x[3][0]) + 1))")
+    fl = f"c.eff.map(x, {served}{entry}) + {extra}"
     mode = ("c.norm.exists(x, (x[0] == \"--disaggregation-mode\" && x[1].lowerAscii() == "
             "\"{m}\") || ({m2}))")
     prefill = mode.format(m="prefill", m2="x[0] == \"--is-prefill-worker\" && x[1] != \"false\"")
@@ -279,6 +333,11 @@ def key_list(key: Key, changed_var: str) -> str:
                      f"x.contains({lit(m.mention)}))")
         parts.append(f"({cond})")
     backends = f"p.backend in {lit(list(key.backends))}"
+    if key.requires is not None:
+        # classify.py ``_either``: the flag is set (not to false) on the old or the new side
+        req = key.requires + "="
+        backends += (f" && p.every.exists(x, x.startsWith({lit(req)}) && "
+                     f"x != {lit(req + 'false')})")
     msg = f"{key.label} changes {key.what}"
     return (f"{changed_var}.filter(p, {backends} && ({' || '.join(parts)}))"
             f".map(p, p.name + {lit(': ' + msg)})")

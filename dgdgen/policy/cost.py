@@ -42,7 +42,8 @@ _STRING_FUNCS = frozenset({"startsWith", "endsWith", "contains", "replace", "spl
 _LIST_SCANS = frozenset({"indexOf", "lastIndexOf"})
 # What a list holds, by the name it is read through (dgdgen/policy/cel.py's records).
 _ARG_LISTS = frozenset({"argv", "tokens", "at", "pairs", "named", "norm", "flags", "diff",
-                        "every", "command", "args", "script"})
+                        "every", "command", "args", "script", "segs", "fw",
+                        "eff"})
 _ENV_LISTS = frozenset({"env", "envs"})
 _COMPONENT_LISTS = frozenset({"components", "services", "pairs_var", "changed", "main",
                               "containers"})

@@ -43,6 +43,9 @@ class Key:
     what: str  # what it feeds, from the table
     backends: tuple[str, ...]  # policy backend names it applies to
     matches: tuple[Match, ...]
+    # counts only when this flag is set (not to false) on either side (Input.requires: the
+    # worker router flags of 1.6 reach the card only with a worker --router-mode)
+    requires: str | None = None
 
 
 def release(value: str | None) -> str:
@@ -50,15 +53,51 @@ def release(value: str | None) -> str:
     return check_flags.normalize_release(value)
 
 
-def env_prefixes() -> dict[str, str]:
-    """Backend → the prefix of its own ``DYN_<BACKEND>_*`` variables (facts.env_flag)."""
-    return {BACKEND_NAMES[b]: p for b, p in sorted(check_facts._BACKEND_ENV_PREFIX.items())}
+def env_prefixes() -> dict[str, list[str]]:
+    """Backend → the prefixes of its own ``DYN_<BACKEND>_*`` variables, in the order
+    :func:`dgdgen.check.facts.env_flag` tries them (SGLang: ``SGLANG_``, ``SGL_``)."""
+    return {BACKEND_NAMES[b]: list(p) for b, p in sorted(check_facts._BACKEND_ENV_PREFIX.items())}
+
+
+def env_flags() -> dict[str, str]:
+    """Variables whose name is not ``DYN_`` + the flag (facts ``_ENV_FLAGS``)."""
+    return dict(sorted(check_facts._ENV_FLAGS.items()))
 
 
 def aliases() -> dict[str, dict[str, str]]:
-    """Backend → alias → canonical flag, as :func:`dgdgen.check.facts.canonical_flag` uses."""
-    return {BACKEND_NAMES[b]: dict(sorted(m.items()))
-            for b, m in check_facts._ALIASES.items() if m}
+    """Backend → spelling → canonical flag, exactly as :func:`dgdgen.check.facts.canonical_flag`
+    maps a ``--``-dashed spelling: the aliases every process accepts, then the backend's own."""
+    out: dict[str, dict[str, str]] = {}
+    common = check_facts._COMMON_ALIASES
+    for backend, name in BACKEND_NAMES.items():
+        own = check_facts._ALIASES.get(backend, {})
+        mapping = {k: check_facts.canonical_flag(k, backend) for k in sorted({*common, *own})}
+        mapping = {k: v for k, v in mapping.items() if k != v}
+        if mapping:
+            out[name] = mapping
+    return out
+
+
+def multi_valued() -> dict[str, list[str]]:
+    """Backend → the spellings (after ``_`` → ``-``) of its multi-valued flags (facts ``_MULTI``:
+    the words after them up to the next flag are their values, joined by one space)."""
+    al = aliases()
+    out: dict[str, list[str]] = {}
+    for backend, name in BACKEND_NAMES.items():
+        flags = check_facts._MULTI.get(backend, frozenset())
+        spellings = set(flags) | {k for k, v in al.get(name, {}).items() if v in flags}
+        if spellings:
+            out[name] = sorted(spellings)
+    return out
+
+
+def split_names() -> list[str]:
+    """Backends whose ``--served-model-name`` splits into the served name and aliases (facts
+    ``_SPLIT_NAMES``); the aliases are the table key :data:`dgdgen.check.flags.ALIASES_KEY`."""
+    return sorted(BACKEND_NAMES[b] for b in check_facts._SPLIT_NAMES)
+
+
+ALIASES_KEY = check_flags.ALIASES_KEY
 
 
 def shells() -> tuple[str, ...]:
@@ -97,7 +136,8 @@ def _resolve(entries: Iterable[Input], rel: str) -> list[Key]:
         if not backends:
             continue
         for key in entry.keys:
-            out.append(Key(entry.category, key, entry.what, backends, _matches(key)))
+            out.append(Key(entry.category, key, entry.what, backends, _matches(key),
+                           entry.requires))
     return out
 
 

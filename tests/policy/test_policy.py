@@ -264,3 +264,86 @@ def test_a_renamed_component_is_paired_by_its_role() -> None:
     out = evaluate(_policy(), old, renamed(new))
     assert out.codes == ("DGD202",)
     assert "decode-workers: --kv-transfer-config" in out.denied[0][1]
+
+
+# --------------------------------------------------------------------------- 1.6 flag forms
+
+_CODES = {"mdc-checksum": "DGD201", "kv-transfer": "DGD202", "runtime-version": "DGD203"}
+
+
+def _checker_codes(old: dict[str, Any], new: dict[str, Any], release: str) -> tuple[str, ...]:
+    from dgdgen.check.classify import verdict
+    from dgdgen.dgd import parse
+
+    v = verdict(parse(old), parse(new), dynamo_version=release)
+    return tuple(sorted(_CODES[c] for c in v.categories))
+
+
+def _with_worker_env(doc: dict[str, Any], service: str, env: dict[str, str]) -> dict[str, Any]:
+    out = copy.deepcopy(doc)
+    out["spec"]["services"][service]["envs"] = [{"name": k, "value": v} for k, v in env.items()]
+    return out
+
+
+def _with_worker_args(doc: dict[str, Any], service: str, extra: list[str]) -> dict[str, Any]:
+    out = copy.deepcopy(doc)
+    main = out["spec"]["services"][service]["extraPodSpec"]["mainContainer"]
+    main["args"] = list(main["args"]) + extra
+    return out
+
+
+@pytest.mark.parametrize("release", ["1.5", "1.6"])
+def test_env_variables_named_unlike_their_flags_and_backend_prefixes(release: str) -> None:
+    """facts.py ``env_flag``: DYN_ROUTER_USE_KV_EVENTS is --router-kv-events (a router_config
+    input with a worker --router-mode), an SGLang worker reads DYN_SGL_* and DYN_SGLANG_*, and
+    a vLLM worker ignores them. The policy decides each variant as the checker does."""
+    old, _ = _pair("vllm-worker-kv-events-alias-with-mode-1.6")  # prefill has --router-mode kv
+    sg_old, _ = _pair("sglang-page-size-disagg-v1alpha1")
+    sg_worker = next(n for n, s in sg_old["spec"]["services"].items()
+                     if s.get("subComponentType") == "decode"
+                     or "decode" in " ".join(s.get("extraPodSpec", {}).get("mainContainer", {})
+                                             .get("args", [])))
+    variants = [
+        (old, "VllmPrefillWorker", "DYN_ROUTER_USE_KV_EVENTS", "true", "false"),
+        (old, "VllmDecodeWorker", "DYN_ROUTER_USE_KV_EVENTS", "true", "false"),  # no mode
+        (old, "VllmPrefillWorker", "DYN_SGL_PAGE_SIZE", "16", "32"),  # another backend's
+        (old, "VllmPrefillWorker", "DYN_VLLM_BLOCK_SIZE", "16", "32"),
+        (sg_old, sg_worker, "DYN_SGL_PAGE_SIZE", "16", "32"),  # the command line sets it
+        (sg_old, sg_worker, "DYN_SGL_KV_CACHE_DTYPE", "auto", "fp8_e5m2"),
+        (sg_old, sg_worker, "DYN_SGLANG_KV_CACHE_DTYPE", "auto", "fp8_e5m2"),
+        (sg_old, sg_worker, "DYN_VLLM_KV_CACHE_DTYPE", "auto", "fp8_e5m2"),  # another backend's
+    ]
+    seen = set()
+    for doc, service, var, a, b in variants:
+        before = _with_worker_env(doc, service, {var: a})
+        after = _with_worker_env(doc, service, {var: b})
+        want = _checker_codes(before, after, release)
+        assert evaluate(_policy(dynamo_version=release), before, after).codes == want, (
+            release, service, var)
+        seen.add((var, service, want))
+    assert {w for *_, w in seen} >= {(), ("DGD201",), ("DGD202",)}  # not vacuous
+
+
+def test_multi_valued_served_names_and_their_aliases() -> None:
+    """vLLM's --served-model-name takes several words (the extras are the card's aliases, an
+    input since 1.5); the words after them are not positional to another flag."""
+    old, _ = _pair("vllm-worker-router-mode-1.6")
+    base = _with_worker_args(old, "VllmDecodeWorker", ["--served-model-name", "qwen", "q1"])
+    variants = {
+        "alias changes": ["--served-model-name", "qwen", "q2"],
+        "alias dropped": ["--served-model-name", "qwen"],
+        "packed": ["--served-model-name", "qwen,q1"],
+        "same, respelled": ["--served_model_name", "qwen", "q1"],
+        "display name": ["--served-model-name", "other", "q1"],
+    }
+    outcomes: dict[tuple[str, str], tuple[str, ...]] = {}
+    for release in ("1.4", "1.6"):
+        for label, args in variants.items():
+            new = _with_worker_args(old, "VllmDecodeWorker", args)
+            want = _checker_codes(base, new, release)
+            got = evaluate(_policy(dynamo_version=release), base, new)
+            assert got.codes == want, (release, label)
+            outcomes[release, label] = want
+    # the alias is an input only from 1.5 (not vacuous: the releases differ)
+    assert outcomes["1.6", "alias changes"] != outcomes["1.4", "alias changes"]
+    assert outcomes["1.6", "same, respelled"] == () == outcomes["1.6", "packed"]
