@@ -90,7 +90,7 @@ def candidate_generation(
             )
 
     if candidate.image:
-        for comp_name, comp in cand.components.items():
+        for comp_name in cand.components:
             mc = cand.main_container(comp_name)
             if mc is not None and "image" in mc:
                 mc["image"] = candidate.image

@@ -63,10 +63,7 @@ def _pydantic_errors(exc: Any, doc: yamlio.Document, root_model: Any) -> InputEr
         clean: list[str | int] = []
         data: Any = doc.data
         for part in loc:
-            if isinstance(data, dict) and isinstance(part, str) and part in data:
-                clean.append(part)
-                data = data[part]
-            elif isinstance(data, list) and isinstance(part, int) and part < len(data):
+            if isinstance(data, dict) and isinstance(part, str) and part in data or isinstance(data, list) and isinstance(part, int) and part < len(data):
                 clean.append(part)
                 data = data[part]
             elif err["type"] in ("missing", "extra_forbidden") and part == loc[-1]:
@@ -89,8 +86,7 @@ def _pydantic_errors(exc: Any, doc: yamlio.Document, root_model: Any) -> InputEr
             message = "required field is missing"
         else:
             msg = err["msg"]
-            if msg.startswith("Value error, "):
-                msg = msg[len("Value error, ") :]
+            msg = msg.removeprefix("Value error, ")
             message = msg[:1].lower() + msg[1:]
             if etype in ("literal_error", "enum") and "expected" in err.get("ctx", {}):
                 message = f"expected {err['ctx']['expected']}, got {err.get('input')!r}"

@@ -193,11 +193,11 @@ def _model_name_notes(stable: Generation, cand: Generation) -> tuple[str, ...]:
     old, new = names(stable), names(cand)
     if not old or not new or old & new:
         return ()
-    return (
+    return ((
         f"the candidate serves {', '.join(sorted(new))} and the stable {', '.join(sorted(old))}: "
         "clients that name the stable's model get 404 from the candidate once traffic reaches "
         "it; move the clients to the new name with the switch, or keep the old name as a "
-        "served alias",
+        "served alias"),
     )
 
 

@@ -53,7 +53,8 @@ def _duration(v: str) -> str:
 
 def _percent_or_count(v: int | str) -> int | str:
     if isinstance(v, bool):
-        raise ValueError("expected a replica count or a percentage such as 25%")
+        # pydantic turns only ValueError into a validation error with a location
+        raise ValueError("expected a replica count or a percentage such as 25%")  # noqa: TRY004
     if isinstance(v, int):
         if v < 0:
             raise ValueError("must not be negative")
