@@ -63,7 +63,9 @@ def _pydantic_errors(exc: Any, doc: yamlio.Document, root_model: Any) -> InputEr
         clean: list[str | int] = []
         data: Any = doc.data
         for part in loc:
-            if isinstance(data, dict) and isinstance(part, str) and part in data or isinstance(data, list) and isinstance(part, int) and part < len(data):
+            present = (isinstance(data, dict) and isinstance(part, str) and part in data) or (
+                isinstance(data, list) and isinstance(part, int) and part < len(data))
+            if present:
                 clean.append(part)
                 data = data[part]
             elif err["type"] in ("missing", "extra_forbidden") and part == loc[-1]:
