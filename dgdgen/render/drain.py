@@ -55,8 +55,11 @@ def leaving(prepared: Prepared, state: PlanStep, previous: PlanStep | None
         goes = not now.present
         shrinks = now.present and any(now.replicas.get(k, 0) < v
                                       for k, v in before.replicas.items())
-        if goes or (shrinks and waves.dgd_wave(prepared, state, previous, dgd_name)
-                    == waves.SHRINK):
+        # Only a generation that gets no new requests can drain at its frontend (in-flight at 0);
+        # one still serving part of the traffic would hold the sync for the whole timeout. Its
+        # workers finish their requests on SIGTERM (shown by `dgdgen rehearse` under load).
+        if goes or (shrinks and now.weight == 0
+                    and waves.dgd_wave(prepared, state, previous, dgd_name) == waves.SHRINK):
             out.append((now, before, dgd_name))
     return out
 
