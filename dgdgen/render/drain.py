@@ -43,7 +43,10 @@ def leaving(prepared: Prepared, state: PlanStep, previous: PlanStep | None
     that drains first in this transition (also what a plan display shows as the drain)."""
     from dgdgen.render import waves
 
-    if previous is None or prepared.mode not in PER_MODE or state.kind == "rollback":
+    # Rollback too: the candidate it removes may still have streams in flight (found by
+    # `dgdgen rehearse`: pruned at once, a stream on it failed). The drain Job is dgdgen's own
+    # hook, not a manifest of the stable, which stays byte-identical to the baseline.
+    if previous is None or prepared.mode not in PER_MODE:
         return []
     out = []
     for now, before, dgd_name in (

@@ -92,7 +92,11 @@ def test_drain_wave_sits_between_shift_and_shrink() -> None:
     cleanup = _docs(state_files(p, p.plan.cleanup, p.plan.steps[-1]))
     assert [d["kind"] for d in cleanup].count("Job") == 1  # the stable goes: it drains first
     rollback = _docs(state_files(p, p.plan.rollback, None))
-    assert "Job" not in [d["kind"] for d in rollback]  # byte-identical to the baseline
+    assert "Job" not in [d["kind"] for d in rollback]  # the `-o` render: no transition
+    # a rollback from a step drains the candidate it removes before the prune
+    back = _docs(state_files(p, p.plan.rollback, p.plan.steps[1]))
+    (job,) = [d for d in back if d["kind"] == "Job"]
+    assert job["metadata"]["labels"]["dgdgen.dev/generation"] == p.plan.candidate_revision
 
 
 def test_no_drain_with_a_shared_frontend() -> None:

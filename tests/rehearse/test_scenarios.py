@@ -17,6 +17,7 @@ from rehearse_support import rehearse
 pytestmark = [pytest.mark.slow, pytest.mark.rehearse]
 
 FAST = ("--time-scale", "0.02", "--rate", "20")
+HEALTHY = ("--time-scale", "0.05", "--rate", "25", "--min-requests", "150")
 
 
 def _moving_states(data: dict) -> list[dict]:
@@ -24,8 +25,10 @@ def _moving_states(data: dict) -> list[dict]:
 
 
 def test_healthy_candidate_reaches_cleanup(tmp_path: Path) -> None:
+    # Enough samples that a p99 compared with the stable's is not a coin toss on a busy machine
+    # (with 30 requests per window it is little more than the slowest one).
     code, data, log = rehearse(tmp_path, "examples/vllm-disagg-block-size/rollout.yaml",
-                               *FAST, "--min-requests", "30")
+                               *HEALTHY)
     assert code == 0, log
     assert data["result"] == "completed"
     assert data["states"][-1]["state"] == "cleanup"
@@ -40,9 +43,9 @@ def test_healthy_candidate_reaches_cleanup(tmp_path: Path) -> None:
         for gen, w in s["planned"].items():
             assert (s["observed"][gen] > 0) == (w > 0), s
     # the rendered drain hooks ran against the real frontends: the step that empties the stable
-    # and the cleanup drain it, each well before its (scaled) request timeout of 36 s
+    # and the cleanup drain it, each well before its (scaled) request timeout of 90 s
     assert len(data["drains"]) >= 2, data["drains"]
-    assert all(d["exitCode"] == 0 and d["seconds"] < 30 for d in data["drains"]), data["drains"]
+    assert all(d["exitCode"] == 0 and d["seconds"] < 60 for d in data["drains"]), data["drains"]
     svg = ET.parse(tmp_path / "report" / "chart.svg").getroot()
     ns = "{http://www.w3.org/2000/svg}"
     assert svg.findall(f".//{ns}path[@class='observed']")
