@@ -20,8 +20,10 @@ Model (docs/planning.md explains it with examples):
 * A generation that carries traffic keeps at least one replica of every worker component in
   every phase: the make-room phase may shrink the stable below its share by `headroom`, never to
   zero workers while it still has weight.
-* Between *shift* and *scale down* the leaving generation **drains**: its frontend's in-flight
-  requests finish (bounded by the request timeout, ``drain_seconds``) before its workers go.
+* Between *shift* and *scale down* a generation whose weight dropped to 0 **drains**: its
+  frontend's in-flight requests finish (bounded by the request timeout, ``drain_seconds``) before
+  its workers go. A generation that still serves part of the traffic cannot drain at its
+  frontend (new requests keep arriving); the workers it loses finish their requests on SIGTERM.
 * Rollback walks the steps backwards, one transition per step (``rollback_steps``, then the
   ``rollback`` state, which restores the stable exactly as before the rollout and removes the
   candidate). Each backward transition shifts first where the stable's running replicas can carry
@@ -412,7 +414,11 @@ def _transition(
         peak_replicas=peak, peak_gpus=peak_gpus,
         extra_gpus_peak=max(0, peak_gpus - baseline_gpus), min_capacity=min_cap,
         min_serving_workers=_min_workers(serving, comps),
-        drain_seconds=inp.drain_seconds if shrinks and s_t.weight < prev_s.weight else None,
+        # A frontend's in-flight count reaches 0 only once it gets no new requests: a leaving
+        # generation drains when its weight drops to 0 (a generation still serving part of the
+        # traffic never would); workers it loses while serving finish their requests on SIGTERM
+        # (docs/planning.md, shown by `dgdgen rehearse`).
+        drain_seconds=inp.drain_seconds if shrinks and s_t.weight == 0 < prev_s.weight else None,
     )
 
 
@@ -482,7 +488,7 @@ def _backward(
         peak_replicas=peak, peak_gpus=peak_gpus,
         extra_gpus_peak=max(0, peak_gpus - _full_gpus(comps)), min_capacity=min_cap,
         min_serving_workers=_min_workers([r for r in serving if r], comps),
-        drain_seconds=inp.drain_seconds if shrinks and to_c.weight < c0.weight else None,
+        drain_seconds=inp.drain_seconds if shrinks and to_c.weight == 0 < c0.weight else None,
         shift_first=shift_first,
     )
 

@@ -58,6 +58,9 @@ def _order(state: PlanStep) -> str:
     if state.drain_seconds is not None:
         bound = "until idle" if state.drain_seconds == 0 else f"≤{_duration(state.drain_seconds)}"
         drain = [f"drain {bound}", "shrink"]
+    elif any(n > state.stable.replicas.get(k, 0) + state.candidate.replicas.get(k, 0)
+             for k, n in state.peak_replicas.items()):
+        drain = ["shrink"]  # a generation still serving loses workers: no drain to wait for
     if state.shift_first:
         return "→".join(["shift", *drain, "grow"])
     return "→".join(["grow", "shift", *drain])

@@ -95,8 +95,9 @@ def _check(inp: PlanInput) -> None:
             # no phase of any transition routes traffic to a generation without workers
             assert state.min_serving_workers >= 1, (state.label, state.min_serving_workers)
         if state.kind in ("step", "rollback-step"):
-            # the leaving generation drains between shift and shrink: whatever it still runs
-            # when the weights move (the peak less the other generation) and loses afterwards
+            # a generation whose weight drops to 0 drains between shift and shrink: whatever it
+            # still runs when the weights move (the peak less the other generation) and loses
+            # afterwards; one that keeps serving never drains at its frontend, so no drain waits
             if state.kind == "step":
                 before, leaving, other = plan.steps[state.index - 1].stable, s, c
             else:
@@ -104,9 +105,11 @@ def _check(inp: PlanInput) -> None:
             at_shift = {k: (before.replicas[k] if state.shift_first
                             else state.peak_replicas[k] - other.replicas[k])
                         for k in leaving.replicas}
-            if leaving.weight < before.weight and any(
+            if leaving.weight == 0 < before.weight and any(
                     leaving.replicas[k] < at_shift[k] for k in leaving.replicas):
                 assert state.drain_seconds == inp.drain_seconds, state.label
+            elif leaving.weight > 0:
+                assert state.drain_seconds is None, state.label
         if state.kind == "step":
             # total serving capacity never drops below 1 - maxUnavailable
             assert state.min_capacity >= 1 - unavail - 1e-9, (state.label, state.min_capacity)

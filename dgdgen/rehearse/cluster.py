@@ -23,7 +23,6 @@ from typing import Any
 from dgdgen import dgd as dgdmod
 from dgdgen.check.facts import dgd_facts
 from dgdgen.dgd import Role
-from dgdgen.runtime.metrics import frontend_inflight
 from dgdgen.runtime.mocker import mocker_invocation
 from dgdgen.runtime.procs import LocalDynamo, Proc
 
@@ -92,7 +91,7 @@ class LocalCluster:
         k8s_namespace: str,
         revisions: Mapping[str, str] | None = None,
         extra_args: Callable[[str], Mapping[str, str]] | None = None,
-        drain_timeout: float = 60.0,
+        stop_grace: float = 60.0,
         event: Event | None = None,
     ) -> None:
         self.rt = rt
@@ -101,11 +100,10 @@ class LocalCluster:
         self.revisions = dict(revisions or {})  # DGD name → generation, for DGDs without
         # the revision annotation (the stable DGD as it runs today)
         self.extra_args = extra_args or (lambda revision: {})
-        self.drain_timeout = drain_timeout
+        self.stop_grace = stop_grace
         self.event = event or (lambda text: None)
         self.objects: dict[Key, dict[str, Any]] = {}
         self.dgds: dict[str, DgdRun] = {}
-        self.drains: list[tuple[str, float, int]] = []  # (generation, seconds, in-flight left)
 
     # ------------------------------------------------------------------ queries
 
@@ -154,7 +152,6 @@ class LocalCluster:
         objects: list[dict[str, Any]],
         *,
         on_wave: Callable[[int, list[dict[str, Any]]], None],
-        before_shrink: Callable[[DgdRun], None] | None = None,
     ) -> None:
         """Apply a state's objects wave by wave, then prune what left the tree."""
         new = {key_of(o): o for o in objects}
@@ -165,7 +162,7 @@ class LocalCluster:
                 self.objects[key_of(obj)] = obj
             for obj in batch:
                 if obj.get("kind") == "DynamoGraphDeployment":
-                    self._apply_dgd(obj, before_shrink)
+                    self._apply_dgd(obj)
             on_wave(wave, batch)
         gone = [k for k in self.objects if k not in new]
         for k in gone:
@@ -173,15 +170,13 @@ class LocalCluster:
             if k[0] == "DynamoGraphDeployment":
                 run = self.dgds.pop(k[1], None)
                 if run is not None:
-                    self._drain(run)
                     self.event(f"prune DGD {k[1]}: stop {len(list(_all(run)))} processes")
                     for p in _all(run):
                         self.rt.stop(p)
         if gone:
             on_wave(max(waves, default=0) + 1, [])
 
-    def _apply_dgd(self, obj: dict[str, Any], before_shrink: Callable[[DgdRun], None] | None
-                   ) -> None:
+    def _apply_dgd(self, obj: dict[str, Any]) -> None:
         dgd = dgdmod.parse(obj)
         facts = dgd_facts(dgd)
         name = dgd.name
@@ -234,14 +229,12 @@ class LocalCluster:
         for gone in [c for c in run.components if c not in wanted]:
             shrink.append((run.components[gone], 0, ()))
         self._wait_healthy(run, started)
-        if shrink and before_shrink is not None:
-            before_shrink(run)
         for comp, keep, _ in shrink:
             # stop the oldest processes first (they carry the old arguments when args changed)
             while len(comp.procs) > keep:
                 p = comp.procs.pop(0)
                 self.event(f"stop {p.name}")
-                self.rt.stop(p, grace=self.drain_timeout)
+                self.rt.stop(p, grace=self.stop_grace)
             if keep == 0 and comp.name not in wanted:
                 run.components.pop(comp.name, None)
         if shrink:
@@ -290,18 +283,6 @@ class LocalCluster:
                     f"{workers} workers for {run.model!r} after {timeout:.0f} s"
                 )
             time.sleep(0.1)
-
-    def _drain(self, run: DgdRun) -> None:
-        """Wait until the leaving generation's frontends have no request in flight (bounded)."""
-        start = time.monotonic()
-        left = 0
-        for fe in run.frontends():
-            while True:
-                left = frontend_inflight(fe)
-                if left == 0 or time.monotonic() - start > self.drain_timeout:
-                    break
-                time.sleep(0.1)
-        self.drains.append((run.revision, time.monotonic() - start, left))
 
 
 def _all(run: DgdRun) -> list[Proc]:

@@ -110,7 +110,7 @@ def to_json(out: Outcome, rows: list[StateRow]) -> dict[str, Any]:
         "processesPeak": out.processes_peak,
         "rssPeakMB": round(out.rss_peak_mb, 1),
         "proxyReloads": out.reloads,
-        "drains": [{"generation": g, "seconds": round(s, 2), "inflightLeft": n}
+        "drains": [{"generation": g, "seconds": round(s, 2), "exitCode": n}
                    for g, s, n in out.drains],
         "states": [{
             "state": r.label, "planned": r.planned,

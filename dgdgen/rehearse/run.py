@@ -17,7 +17,7 @@ from dgdgen import yamlio
 from dgdgen.generation import LABEL_ROLE
 from dgdgen.pipeline import Prepared, prepare
 from dgdgen.plan import PlanStep
-from dgdgen.rehearse.cluster import LocalCluster
+from dgdgen.rehearse.cluster import LocalCluster, key_of
 from dgdgen.rehearse.load import Load, Record
 from dgdgen.rehearse.prometheus import Prometheus
 from dgdgen.rehearse.proxy import Proxy, route_backends
@@ -27,6 +27,11 @@ from dgdgen.runtime.procs import LocalDynamo, Proc
 from dgdgen.spec import TrafficProvider
 
 VERDICTS = {0: "Successful", 1: "Failed", 3: "Inconclusive"}
+
+
+def key_name(obj: Mapping[str, Any]) -> str:
+    kind, name = key_of(obj)
+    return f"{kind}/{name}"
 
 
 @dataclass(frozen=True)
@@ -39,7 +44,7 @@ class Options:
     traffic_path: str = "reload"  # reload | runtime-api
     workdir: Path | None = None
     settle: float = 2.0  # seconds after a weight move before the split is counted
-    drain_timeout: float = 60.0
+    stop_grace: float = 60.0  # SIGTERM → SIGKILL for a stopped process (a pod's grace period)
 
 
 @dataclass
@@ -127,6 +132,7 @@ def _git(cwd: Path, *args: str) -> str:
 
 class Rehearsal:
     def __init__(self, opts: Options, progress: Callable[[str], None]) -> None:
+        self.drains: list[tuple[str, float, int]] = []  # (generation, seconds, exit code)
         self.opts = opts
         self.say = progress
         self.events: list[tuple[float, str]] = []
@@ -192,7 +198,7 @@ class Rehearsal:
                                    k8s_namespace=prepared.loaded.spec.metadata.namespace,
                                    revisions={prepared.base_name: self.plan.stable_revision,
                                               prepared.candidate_name: candidate_rev},
-                                   extra_args=extra, drain_timeout=opts.drain_timeout,
+                                   extra_args=extra, stop_grace=opts.stop_grace,
                                    event=self.event)
             self.cluster, self.proxy, self.prom = cluster, proxy, prom
             sampler = _Sampler(rt, lambda: [p.pid for p in (proxy.popen, prom.popen)
@@ -236,7 +242,7 @@ class Rehearsal:
                     load.stop(timeout=5)
                 sampler.stopped.set()
                 proxy.stop()
-                drains = list(cluster.drains)
+                drains = list(self.drains)
         records = load.snapshot() if load else []
         if result == "completed" and any(not r.outcome.ok for r in records):
             # the rollout went through, but clients saw it: not a success
@@ -269,10 +275,39 @@ class Rehearsal:
             for doc in yamlio.load_file(str(path)):
                 if isinstance(doc.data, dict):
                     ann = (doc.data.get("metadata") or {}).get("annotations") or {}
-                    if "argocd.argoproj.io/hook" in ann:
-                        continue  # hooks run outside the sync waves; `analyze` plays them
+                    if ann.get("argocd.argoproj.io/hook") not in (None, "Sync"):
+                        continue  # PostSync analysis hooks: `dgdgen analyze` plays them
                     out.append(doc.data)
         return out
+
+    def _run_hook(self, job: dict[str, Any], state: PlanStep) -> None:
+        """A Sync hook Job of the tree, run as Argo CD runs it: inside its wave, which ends when
+        the Job does. The drain Job's own command runs against the local frontend its URL names
+        (the Service mapped to the frontend's port), with the timeout on the rehearsal's
+        clock."""
+        containers = (((job.get("spec") or {}).get("template") or {}).get("spec") or {}).get(
+            "containers") or []
+        cmd = list((containers[0] if containers else {}).get("command") or [])
+        if cmd[:3] != ["python3", "-m", "dgdgen.gitops.drain"]:
+            raise RuntimeError(f"the rehearsal cannot run the hook Job {key_name(job)}: {cmd}")
+        argv = [sys.executable, *cmd[1:]]
+        url = argv[argv.index("--url") + 1]
+        host = url.split("//", 1)[1].split("/", 1)[0]
+        port = self._service_port(host.split(".")[0])
+        argv[argv.index("--url") + 1] = url.replace(host, f"127.0.0.1:{port or 9}")
+        timeout = float(argv[argv.index("--timeout") + 1])
+        argv[argv.index("--timeout") + 1] = f"{max(1.0, timeout * self.opts.time_scale):g}"
+        argv += ["--interval", "0.25"]
+        gen = str(((job.get("metadata") or {}).get("labels") or {}).get(
+            "dgdgen.dev/generation", "?"))
+        t = time.monotonic()
+        r = subprocess.run(argv, capture_output=True, text=True, check=False)
+        took = time.monotonic() - t
+        last = (r.stdout.strip().splitlines() or [""])[-1]
+        self.drains.append((gen, took, r.returncode))
+        self.event(f"{state.label}: drain hook {key_name(job)} ({gen}): exit {r.returncode}, "
+                   f"{took:.1f} s: {last}")
+        self.say(f"[{state.label}] drain {gen}: {took:.1f} s ({last})")
 
     def _apply_state(self, state: PlanStep, states: list[StateObservation]) -> StateObservation:
         planned = {state.stable.revision: state.stable.weight,
@@ -291,16 +326,15 @@ class Rehearsal:
         self.say(f"[{state.label}] apply ({weights})")
 
         def on_wave(wave: int, batch: list[dict[str, Any]]) -> None:
-            if self._sync_traffic():
+            for obj in batch:
+                if obj.get("kind") == "Job":
+                    self._run_hook(obj, state)
+            if self._sync_traffic(state):
                 obs.traffic_moved = self.now()
                 self.event(f"{state.label}: traffic moved (wave {wave})")
             self._sync_prometheus()
 
-        def before_shrink(run: Any) -> None:
-            if planned.get(run.revision, 0) == 0:
-                self.cluster._drain(run)
-
-        self.cluster.apply(self._tree(), on_wave=on_wave, before_shrink=before_shrink)
+        self.cluster.apply(self._tree(), on_wave=on_wave)
         if not obs.traffic_moved:
             obs.traffic_moved = self.now()
         obs.replicas_observed = self.cluster.replicas()
@@ -329,7 +363,7 @@ class Rehearsal:
         procs = self.cluster.service_frontends(service)
         return procs[0].port if procs else None
 
-    def _sync_traffic(self) -> bool:
+    def _sync_traffic(self, state: PlanStep) -> bool:
         objects = self.cluster.objects
         cms = [o for (kind, _), o in sorted(objects.items())
                if kind == "ConfigMap" and "haproxy.cfg" in (o.get("data") or {})]
@@ -337,7 +371,7 @@ class Rehearsal:
             self.proxy.kind = "rendered"
             config = self.proxy.adapt(str(cms[0]["data"]["haproxy.cfg"]), self._service_port)
             if self.opts.traffic_path == "runtime-api" and self.proxy.popen is not None:
-                self._runtime_api()
+                self._runtime_api(state)
             return self.proxy.apply(config)
         backends = route_backends(objects, self.cluster.service_frontends, self._matching)
         if backends is None:
@@ -365,14 +399,17 @@ class Rehearsal:
         procs = self.cluster.service_frontends(switches[0])
         return [(p.name, 1, p.port) for p in procs] or [(switches[0], 1, None)]
 
-    def _runtime_api(self) -> None:
-        status = _git(self.repo, "show", "HEAD:deploy/.dgdgen-index")
-        import json
-
-        step = json.loads(status).get("step")
-        r = _dgdgen(self.repo, "traffic", "set-weights", self.spec_rel, "--step", str(step),
+    def _runtime_api(self, state: PlanStep) -> None:
+        """The fast path: `dgdgen traffic set-weights` on the running proxy's runtime API,
+        before the new config rolls it (a rollback-step state has no selector: reload only)."""
+        selector = {"step": str(state.index), "baseline": "0", "rollback": "rollback",
+                    "cleanup": "cleanup"}.get(state.kind)
+        if selector is None:
+            return
+        r = _dgdgen(self.repo, "traffic", "set-weights", self.spec_rel, "--step", selector,
                     "--socket", self.proxy.admin_socket)
-        self.event(f"traffic set-weights --step {step}: exit {r.returncode}")
+        self.event(f"traffic set-weights --step {selector}: exit {r.returncode}"
+                   + (f" ({r.stderr.strip()})" if r.returncode else ""))
 
     def _matching(self, labels: Mapping[str, str]) -> list[Proc]:
         return [p for _, comp, p in self.cluster.processes()

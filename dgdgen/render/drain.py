@@ -43,7 +43,10 @@ def leaving(prepared: Prepared, state: PlanStep, previous: PlanStep | None
     that drains first in this transition (also what a plan display shows as the drain)."""
     from dgdgen.render import waves
 
-    if previous is None or prepared.mode not in PER_MODE or state.kind == "rollback":
+    # Rollback too: the candidate it removes may still have streams in flight (found by
+    # `dgdgen rehearse`: pruned at once, a stream on it failed). The drain Job is dgdgen's own
+    # hook, not a manifest of the stable, which stays byte-identical to the baseline.
+    if previous is None or prepared.mode not in PER_MODE:
         return []
     out = []
     for now, before, dgd_name in (
@@ -55,8 +58,11 @@ def leaving(prepared: Prepared, state: PlanStep, previous: PlanStep | None
         goes = not now.present
         shrinks = now.present and any(now.replicas.get(k, 0) < v
                                       for k, v in before.replicas.items())
-        if goes or (shrinks and waves.dgd_wave(prepared, state, previous, dgd_name)
-                    == waves.SHRINK):
+        # Only a generation that gets no new requests can drain at its frontend (in-flight at 0);
+        # one still serving part of the traffic would hold the sync for the whole timeout. Its
+        # workers finish their requests on SIGTERM (shown by `dgdgen rehearse` under load).
+        if goes or (shrinks and now.weight == 0
+                    and waves.dgd_wave(prepared, state, previous, dgd_name) == waves.SHRINK):
             out.append((now, before, dgd_name))
     return out
 

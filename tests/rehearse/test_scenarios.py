@@ -17,6 +17,7 @@ from rehearse_support import rehearse
 pytestmark = [pytest.mark.slow, pytest.mark.rehearse]
 
 FAST = ("--time-scale", "0.02", "--rate", "20")
+HEALTHY = ("--time-scale", "0.05", "--rate", "25", "--min-requests", "150")
 
 
 def _moving_states(data: dict) -> list[dict]:
@@ -24,8 +25,10 @@ def _moving_states(data: dict) -> list[dict]:
 
 
 def test_healthy_candidate_reaches_cleanup(tmp_path: Path) -> None:
+    # Enough samples that a p99 compared with the stable's is not a coin toss on a busy machine
+    # (with 30 requests per window it is little more than the slowest one).
     code, data, log = rehearse(tmp_path, "examples/vllm-disagg-block-size/rollout.yaml",
-                               *FAST, "--min-requests", "30")
+                               *HEALTHY)
     assert code == 0, log
     assert data["result"] == "completed"
     assert data["states"][-1]["state"] == "cleanup"
@@ -39,6 +42,10 @@ def test_healthy_candidate_reaches_cleanup(tmp_path: Path) -> None:
     for s in _moving_states(data):
         for gen, w in s["planned"].items():
             assert (s["observed"][gen] > 0) == (w > 0), s
+    # the rendered drain hooks ran against the real frontends: the step that empties the stable
+    # and the cleanup drain it, each well before its (scaled) request timeout of 90 s
+    assert len(data["drains"]) >= 2, data["drains"]
+    assert all(d["exitCode"] == 0 and d["seconds"] < 60 for d in data["drains"]), data["drains"]
     svg = ET.parse(tmp_path / "report" / "chart.svg").getroot()
     ns = "{http://www.w3.org/2000/svg}"
     assert svg.findall(f".//{ns}path[@class='observed']")
@@ -63,13 +70,17 @@ def test_slow_candidate_is_rolled_back(tmp_path: Path) -> None:
 def test_gate_that_cannot_collect_its_sample_is_inconclusive(tmp_path: Path) -> None:
     # 5 % of 20 requests/s for a scaled 12 s bake cannot reach the spec's derived minimum sample
     # (the plan's "min requests"): the gate must say Inconclusive, and Inconclusive never passes.
+    # (the rendered haproxy.cfg, its weights moved through the runtime API first)
     code, data, log = rehearse(tmp_path, "examples/sglang-disagg-transfer-backend/rollout.yaml",
-                               *FAST)
+                               *FAST, "--traffic-path", "runtime-api")
     assert code == 1, log
     first_gate = next(s for s in data["states"] if s["gate"])
     assert first_gate["verdict"] == "Inconclusive", first_gate
     assert data["result"] == "rolled-back"
     assert data["failed"] == 0 and data["truncated"] == 0, log
+    moves = [e["event"] for e in data["events"] if "traffic set-weights" in e["event"]]
+    assert moves and all(m.endswith("exit 0") for m in moves), moves
+    assert data["proxy"] == "rendered haproxy.cfg"
 
 
 def test_blue_green_switch_service_moves_all_traffic(tmp_path: Path) -> None:
