@@ -83,10 +83,17 @@ def run(args: argparse.Namespace) -> int:
                 f"`{name}` is not installed; the rehearsal runs the real one "
                 "(Debian: apt-get install haproxy prometheus git)"
             )
+    import signal
+
     from dgdgen.rehearse.report import summary_lines, write_report
     from dgdgen.rehearse.run import Options, Rehearsal
     from dgdgen.runtime.netns import enter_private_netns
 
+    def _terminated(signum: int, _frame: object) -> None:
+        # a stopped rehearsal still stops its processes (the finally blocks below)
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, _terminated)
     enter_private_netns()
     os.environ["HF_HUB_OFFLINE"] = "1"
     keep = args.workdir is not None

@@ -444,6 +444,12 @@ def _push_pending(t: Target, idx: tree.Index, state: PlanStep) -> Outcome | None
         )
     if not pending or state.index == 0:
         return None  # the baseline is what runs today: it goes out with the next commit
+    remote_index = repo.remote_file(t.top, g.remote, g.branch, os.path.join(t.into, tree.INDEX))
+    where = f"{g.remote}:{t.rel}/{tree.INDEX}"
+    if remote_index is not None and tree.Index.parse(remote_index, where).step == idx.step:
+        # the remote already runs this step: what is local records its gate, and goes out
+        # with the move
+        return None
     pushed = _push(t, pending[-1], "the unpushed commits")
     message = (f"pushed {len(pending)} earlier commit(s) that were only local "
                f"({', '.join(c[:12] for c in pending)}); {_title(state)} is now on {pushed}. "

@@ -158,3 +158,17 @@ def unpushed(top: str, remote: str, branch: str | None, path: str) -> list[str] 
     rng = f"{remote_sha}..HEAD" if remote_sha else "HEAD"
     out = git(top, "rev-list", "--reverse", rng, "--", os.path.relpath(path, top))
     return out.stdout.split()
+
+
+def remote_file(top: str, remote: str, branch: str | None, path: str) -> str | None:
+    """``path`` as the remote's ``branch`` holds it (after :func:`unpushed` looked, the commit is
+    known locally), or None when the remote has no such branch or file."""
+    target = branch or current_branch(top)
+    if not target:
+        return None
+    r = git(top, "ls-remote", "--heads", remote, f"refs/heads/{target}")
+    if not r.stdout.strip():
+        return None
+    sha = r.stdout.split()[0]
+    shown = git(top, "show", f"{sha}:{os.path.relpath(path, top)}", check=False)
+    return shown.stdout if shown.returncode == 0 else None

@@ -186,3 +186,4 @@ class Prometheus:
                 self.popen.wait(15)
             except subprocess.TimeoutExpired:
                 os.killpg(self.popen.pid, signal.SIGKILL)
+                self.popen.wait(5)

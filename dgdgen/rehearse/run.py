@@ -237,6 +237,11 @@ class Rehearsal:
                 load.stop()
                 obs.ended = self.now()
                 self.say(f"load stopped: {len(load.records)} requests")
+            except BaseException:
+                # Prometheus outlives a finished rehearsal (the report queries it), never a
+                # failed one: left behind, it would scrape a deleted folder for ever.
+                prom.stop()
+                raise
             finally:
                 if load is not None:
                     load.stop(timeout=5)
