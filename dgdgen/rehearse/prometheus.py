@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from dgdgen import yamlio
-from dgdgen.runtime.procs import Proc, free_port
+from dgdgen.runtime.procs import Proc, free_port, log_tail
 from dgdgen.spec import parse_duration
 
 _RELABEL_FIELDS = {
@@ -163,10 +163,7 @@ class Prometheus:
         raise RuntimeError("prometheus did not start: " + self.log_tail())
 
     def log_tail(self) -> str:
-        try:
-            return "\n".join((self.dir / "prometheus.log").read_text().splitlines()[-10:])
-        except OSError:
-            return ""
+        return log_tail(self.dir / "prometheus.log")
 
     def query_range(self, expr: str, start: float, end: float, step: float) -> list[dict[str, Any]]:
         qs = urllib.parse.urlencode({"query": expr, "start": f"{start:.3f}", "end": f"{end:.3f}",

@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from dgdgen.runtime.procs import Proc, free_port
+from dgdgen.runtime.procs import Proc, free_port, log_tail
 from dgdgen.traffic.runtime import MasterCli
 
 GENERATION_HEADER = "X-Dgdgen-Generation"
@@ -179,10 +179,7 @@ class Proxy:
         raise RuntimeError("haproxy does not listen: " + self.log_tail())
 
     def log_tail(self) -> str:
-        try:
-            return "\n".join((self.dir / "haproxy.log").read_text().splitlines()[-10:])
-        except OSError:
-            return ""
+        return log_tail(self.dir / "haproxy.log")
 
     def stop(self) -> None:
         if self.popen is not None and self.popen.poll() is None:

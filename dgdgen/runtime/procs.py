@@ -57,6 +57,25 @@ def http_get(port: int, path: str, timeout: float = 2.0) -> tuple[int, str]:
         conn.close()
 
 
+def http_json(port: int, path: str) -> dict[str, Any] | None:
+    """A JSON object answered with 200, else None."""
+    status, body = http_get(port, path)
+    if status != 200:
+        return None
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def log_tail(path: Path, lines: int = 10) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
 @dataclass
 class Proc:
     """One local process: a frontend (``port``) or a worker (``system_port``)."""
@@ -84,7 +103,7 @@ class Proc:
             return ""
 
     def log_tail(self, lines: int = 15) -> str:
-        return "\n".join(self.log_text().splitlines()[-lines:])
+        return log_tail(self.log_path, lines)
 
 
 class StartFailed(RuntimeError):
@@ -229,28 +248,15 @@ class LocalDynamo:
 
     def wait_worker_ready(self, proc: Proc, timeout: float = 30.0) -> dict[str, Any]:
         def ready() -> dict[str, Any] | None:
-            status, body = http_get(proc.system_port, "/health")
-            if status != 200:
-                return None
-            try:
-                data = json.loads(body)
-            except ValueError:
-                return None
-            return data if isinstance(data, dict) and data.get("status") == "ready" else None
+            data = http_json(proc.system_port, "/health")
+            return data if data is not None and data.get("status") == "ready" else None
 
         result: dict[str, Any] = self._wait(proc, "ready /health", timeout, ready)
         return result
 
     def model_ready(self, proc: Proc, model: str) -> dict[str, Any] | None:
         """The frontend's ``/v1/models/{model}/ready`` answer when 200, else None."""
-        status, body = http_get(proc.port, f"/v1/models/{model}/ready")
-        if status != 200:
-            return None
-        try:
-            data = json.loads(body)
-        except ValueError:
-            return None
-        return data if isinstance(data, dict) else None
+        return http_json(proc.port, f"/v1/models/{model}/ready")
 
     def wait_model_ready(
         self, proc: Proc, model: str, *, timeout: float = 30.0, workers: int | None = None
