@@ -6,31 +6,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dgdgen.check.facts import dgd_facts
-from dgdgen.dgd import parse
+from worker_support import shell_worker
+
 from dgdgen.runtime.mocker import mocker_invocation
-from dgdgen.yamlio import load_documents_fast
 
 
 def invocation(backend: str, args: str) -> tuple[list[str], dict[str, str]]:
-    text = f"""\
-apiVersion: nvidia.com/v1beta1
-kind: DynamoGraphDeployment
-metadata: {{name: q}}
-spec:
-  components:
-    - name: worker
-      type: worker
-      podTemplate:
-        spec:
-          containers:
-            - name: main
-              image: img:1
-              command: [/bin/sh, -c]
-              args: ["python3 -m dynamo.{backend} --model Q {args}"]
-"""
-    doc = load_documents_fast(text, "w.yaml")[0]
-    comp = dgd_facts(parse(doc.data, source=doc)).components["worker"]
+    comp = shell_worker(f"python3 -m dynamo.{backend} --model Q {args}")
     inv = mocker_invocation(comp, model_dir=Path("/models/tiny"))
     return list(inv.args), dict(inv.dropped)
 

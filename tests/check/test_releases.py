@@ -10,11 +10,9 @@ import subprocess
 import sys
 
 import pytest
+from worker_support import shell_worker, worker_component
 
-from dgdgen.check.facts import dgd_facts
 from dgdgen.check.flags import ALIASES_KEY, MDC_CONSEQUENCE, NEWEST, RELEASES, normalize_release
-from dgdgen.dgd import parse
-from dgdgen.yamlio import load_documents_fast
 
 CORPUS = os.path.join(os.path.dirname(__file__), "corpus", "vllm-block-size-disagg-v1alpha1")
 
@@ -61,24 +59,7 @@ def test_sarif_help_says_the_consequence_of_the_targeted_release(release: str) -
 
 
 def worker(args: str, backend: str = "vllm") -> dict[str, str]:
-    text = f"""\
-apiVersion: nvidia.com/v1beta1
-kind: DynamoGraphDeployment
-metadata: {{name: q}}
-spec:
-  components:
-    - name: worker
-      type: worker
-      podTemplate:
-        spec:
-          containers:
-            - name: main
-              image: img:1
-              command: [/bin/sh, -c]
-              args: ["python3 -m dynamo.{backend} {args}"]
-"""
-    doc = load_documents_fast(text, "w.yaml")[0]
-    comp = dgd_facts(parse(doc.data, source=doc)).components["worker"]
+    comp = shell_worker(f"python3 -m dynamo.{backend} {args}")
     return {k: s.value for k, s in comp.flags.items()}
 
 
@@ -110,24 +91,8 @@ def test_zero_or_more_values_and_alias_spellings() -> None:
 
 
 def worker_env(name: str, value: str, backend: str) -> dict[str, str]:
-    text = f"""\
-apiVersion: nvidia.com/v1beta1
-kind: DynamoGraphDeployment
-metadata: {{name: q}}
-spec:
-  components:
-    - name: worker
-      type: worker
-      podTemplate:
-        spec:
-          containers:
-            - name: main
-              image: img:1
-              command: [python3, -m, dynamo.{backend}, --model, Q]
-              env: [{{name: {name}, value: "{value}"}}]
-"""
-    doc = load_documents_fast(text, "w.yaml")[0]
-    comp = dgd_facts(parse(doc.data, source=doc)).components["worker"]
+    comp = worker_component(f"command: [python3, -m, dynamo.{backend}, --model, Q]",
+                            f'env: [{{name: {name}, value: "{value}"}}]')
     return {k: s.value for k, s in comp.flags.items()}
 
 
