@@ -24,30 +24,8 @@ import celpy.celtypes as ct
 import lark
 from celpy.evaluation import CELEvalError
 
-# --------------------------------------------------------------------------- property names
-
-# k8s.io/apiserver/pkg/cel/escaping.go: reserved words become __word__, and __ . - / are spelt
-# out, so `namespace` is read as `self.__namespace__` in rules (as Gateway API's parentRefs do).
-_RESERVED = frozenset(
-    ["true", "false", "null", "in", "as", "break", "const", "continue", "else", "for", "function", "if", "import", "let", "loop", "package", "namespace", "return", "var", "void", "while"]
-)
-_ESCAPABLE = re.compile(r"^[a-zA-Z_.\-/][a-zA-Z0-9_.\-/]*$")
-
-
-@functools.lru_cache(maxsize=4096)
-def escape(name: str) -> str | None:
-    """The CEL spelling of a schema property name, or None when CEL cannot address it."""
-    if name in _RESERVED:
-        return f"__{name}__"
-    if not _ESCAPABLE.match(name):
-        return None
-    return (
-        name.replace("__", "__underscores__")
-        .replace(".", "__dot__")
-        .replace("-", "__dash__")
-        .replace("/", "__slash__")
-    )
-
+# Property names are escaped as the API server does (one definition, shared with the fast path).
+from dgdgen.crd.celcpp import escape
 
 # --------------------------------------------------------------------------- values
 

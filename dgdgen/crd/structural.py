@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from dgdgen.crd import cel
+from dgdgen.crd import celcpp
 from dgdgen.crd.violation import FieldPath, Violation
 from dgdgen.errors import did_you_mean
 
@@ -502,7 +502,9 @@ class Walker:
         memo_key = _memo_key(value, old)
         converted: dict[str, Any] = {}  # self / oldSelf as CEL values, converted on first need
 
-        def activation(program: cel.Program, optional: bool) -> dict[str, Any]:
+        def activation(program: Any, optional: bool) -> dict[str, Any]:
+            from dgdgen.crd import cel
+
             if "self" not in converted:
                 converted["self"] = cel.to_cel(value, schema)
             out: dict[str, Any] = {"self": converted["self"]}
@@ -518,26 +520,45 @@ class Walker:
 
         for rule in schema["x-kubernetes-validations"]:
             source = rule.get("rule", "")
-            try:
-                program = cel.compile_rule(source)
-            except cel.Unsupported as exc:
-                self.add(path, f"CEL rule not evaluated ({exc}): {source}", source, "Unsupported")
-                continue
             optional = bool(rule.get("optionalOldSelf"))
+            # cel-cpp first: a rule it finds to hold is done; cel-python (imported only then)
+            # decides everything else, so each violation is reported as before (celcpp.py).
+            fast = celcpp.program(source, optional)
+            program: Any = fast
+            if fast is None:
+                from dgdgen.crd import cel
+
+                try:
+                    program = cel.compile_rule(source)
+                except cel.Unsupported as exc:
+                    self.add(path, f"CEL rule not evaluated ({exc}): {source}", source,
+                             "Unsupported")
+                    continue
             if program.uses_old_self and not optional and old is MISSING:
                 continue  # a transition rule: only checked on update, against the old value
             # The outcome is looked up before self is converted: converting a large object to
             # CEL values costs more than evaluating most rules (docs/performance.md).
             key = (source, optional, memo_key)
             outcome = _RESULTS.get(key)
+            if outcome is None and fast is not None and celcpp.holds(fast, value, schema, old,
+                                                                    old is not MISSING):
+                outcome = ""
             if outcome is None:
+                from dgdgen.crd import cel
+
                 try:
+                    program = cel.compile_rule(source)
                     result = cel.evaluate(program, activation(program, optional))
                     outcome = "" if cel.is_true(result) else "F"
                     if not cel.is_bool(result):
                         outcome = f"E the rule returned {type(result).__name__}, not a bool"
                 except cel.EvalError as exc:
                     outcome = f"E{exc}"
+                except cel.Unsupported as exc:
+                    self.add(path, f"CEL rule not evaluated ({exc}): {source}", source,
+                             "Unsupported")
+                    continue
+            if key not in _RESULTS:
                 if len(_RESULTS) >= _RESULTS_MAX:
                     _RESULTS.clear()
                 _RESULTS[key] = outcome
@@ -552,6 +573,8 @@ class Walker:
 
     @staticmethod
     def _message(rule: Mapping[str, Any], activation: dict[str, Any]) -> str:
+        from dgdgen.crd import cel
+
         expr = rule.get("messageExpression")
         if expr:
             try:
