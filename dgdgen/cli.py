@@ -107,7 +107,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "command", None):
         parser.print_help()
         return 2
+    import os
     import warnings
+
+    # dgdgen's models use no pydantic plugin, and looking for plugins reads the entry points of
+    # every installed distribution (10-20 ms of each run; docs/performance.md). An explicit
+    # setting is kept.
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 
     from dgdgen.errors import InputWarning
 

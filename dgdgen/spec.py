@@ -106,6 +106,7 @@ class _Model(BaseModel):
         alias_generator=to_camel,
         populate_by_name=True,
         use_enum_values=False,
+        defer_build=True,
     )
 
     @field_validator("*", mode="before")
