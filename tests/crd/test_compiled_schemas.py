@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from dgdgen.crd import catalog
-from dgdgen.crd.__main__ import REPO_CRDS, stale_files
+from dgdgen.crd import catalog, core
+from dgdgen.crd.__main__ import REPO_CRDS, REPO_KUBERNETES, stale_core_files, stale_files
 
 def test_compiled_schemas_are_fresh() -> None:
     stale = stale_files(REPO_CRDS)
@@ -62,3 +62,23 @@ def test_vendored_copies_are_verbatim() -> None:
         assert any(blob.startswith(r) for r in recorded), f"{source.path}: blob {blob} unrecorded"
         checked += 1
     assert checked == len(catalog.SOURCES) - len(FROM_UPSTREAM_REPOSITORY)
+
+
+def test_core_bundles_are_fresh() -> None:
+    stale = stale_core_files(REPO_KUBERNETES)
+    assert stale == [], f"run `python -m dgdgen.crd --regenerate`; stale: {stale}"
+
+
+def test_core_bundle_staleness_is_detected(tmp_path: Path) -> None:
+    root = tmp_path / "kubernetes"
+    shutil.copytree(REPO_KUBERNETES, root)
+    assert stale_core_files(root) == []
+    definitions = root / core.SCHEMA_SET / "_definitions.json"
+    # A definition the Service bundle reaches changes: its bundle and the index are stale.
+    text = definitions.read_text()
+    assert text.count('"io.k8s.api.core.v1.ServicePort": {') == 1
+    definitions.write_text(text.replace('"io.k8s.api.core.v1.ServicePort": {',
+                                        '"io.k8s.api.core.v1.ServicePort": {"minProperties": 1,'))
+    stale = stale_core_files(root)
+    assert "service-v1.json" in stale and "index.json" in stale
+    assert "configmap-v1.json" not in stale
