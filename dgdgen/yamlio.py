@@ -402,7 +402,7 @@ def load_documents(text: str, file: str) -> list[Document]:
 #   merge keys and the rest give up;
 # * quoted and block scalars are strings; any explicit tag gives up;
 # * keys must be strings, each at most once; an alias (a node met twice) gives up;
-# * only ASCII text (columns are then the same in both), no directives (%YAML 1.1 changes the
+# * no character the two read differently (_NOT_PLAIN_TEXT), no directives (%YAML 1.1 changes the
 #   typing), and any error gives up (ruamel.yaml then reports it in its words).
 _PLAIN_TAG = "dgdgen:plain"
 _QUOTED_TAG = "dgdgen:quoted"  # quoted and block scalars without a tag: strings
@@ -523,9 +523,20 @@ def _walk12(node: Any, path: FieldPath, positions: dict[FieldPath, tuple[int, in
     return _scalar12(node)  # gives up on any other tag
 
 
+# Characters YAML 1.1 (libyaml) and 1.2 (ruamel.yaml) read differently, or that only one of them
+# accepts: NEL, LINE and PARAGRAPH SEPARATOR are line breaks in 1.1 only; a byte-order mark
+# inside the text; and everything outside the printable set both share (C1 controls,
+# surrogates, U+FFFE/FFFF). Any other non-ASCII character (é, →, emoji) is text to both, and
+# both count columns in characters.
+_NOT_PLAIN_TEXT = re.compile("[^\x00-\x7f\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd"
+                             "\U00010000-\U0010ffff]")
+
+
 def _load_yaml12_fast(text: str, file: str) -> list[Document] | None:
     """:func:`load_documents`' result read with libyaml, or None where it might differ."""
-    if not text.isascii() or text.startswith("%") or "\n%" in text or "\r%" in text:
+    if not text.isascii() and _NOT_PLAIN_TEXT.search(text):
+        return None
+    if text.startswith("%") or "\n%" in text or "\r%" in text:
         return None  # a %YAML 1.1 directive changes how ruamel.yaml types scalars
     loader_cls = _yaml12_loader()
     if loader_cls is None:

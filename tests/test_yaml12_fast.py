@@ -88,7 +88,11 @@ def test_scalars_read_differently_elsewhere_are_ruamels(scalar: str) -> None:
     "1: a\n",  # non-string key
     "? [a]\n: b\n",  # complex key
     "just a scalar\n",
-    "a: caf\u00e9\n",  # not ASCII
+    "a: x\u2028y\n",  # LINE SEPARATOR: a line break in YAML 1.1 only
+    "a: x\x85y\n",  # NEL, the same
+    "a: x\u2029\n",  # PARAGRAPH SEPARATOR, the same
+    "a: \ufeffx\n",  # a byte-order mark inside the text
+    "a: \x9f\n",  # a C1 control character
     "%YAML 1.1\n---\na: yes\n",  # directive
     "a: [1, 2\n",  # malformed
 ])
@@ -101,6 +105,13 @@ def test_streams_it_gives_up_on(text: str) -> None:
     "---\n---\n- a\n- {b: c, d: [1, 2.0]}\n---\nx: y\n",
     "a:\r\n  b: 1\r\n",
     "# comment\n\nkind: X\nmetadata:\n  name: n  # trailing\n",
+    # Text that is not ASCII: both count columns in characters, astral ones included.
+    "a: caf\u00e9\n# bs16 \u2192 bs32\nb: 1\n",
+    "{\u00e4: 1, b\u00e9: [x, \u00ff, 3]}\n",
+    "a: \U0001f600 x\nb: {c: \U0001f600\U0001f600, d: 1}  # \U0001f600\n",
+    "- \u65e5\u672c\u8a9e\n- {\u65e5: \u672c, x: 2}\n",
+    "a: |\n  \u2192x\n  y\nb: x\u00a0y\n",
+    "x:\n  - \u00e4: 1\n    \u00f6: 2\n",
 ])
 def test_streams_it_reads(text: str) -> None:
     fast = yamlio._load_yaml12_fast(text, "f.yaml")
