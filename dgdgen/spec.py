@@ -212,7 +212,10 @@ class ComponentChange(_Model):
     image: str | None = Field(None, description="New image of the component's main container.")
     args: ArgChanges | None = None
     env: EnvChanges | None = None
-    replicas: int | None = Field(None, ge=0, description="Replicas of the candidate at 100%.")
+    # int32 in the DGD CRD (facts/dynamo.md §1.2): refused here, at this line, not later at the
+    # stable DGD's replicas line the candidate copies it into.
+    replicas: int | None = Field(None, ge=0, le=2**31 - 1,
+                                 description="Replicas of the candidate at 100%.")
 
 
 class Candidate(_Model):

@@ -64,6 +64,13 @@ CASES = {
         ["rollout.yaml:18:7:", "spec.candidate.components.VllmDecodeWorkr",
          "has no component", "did you mean 'VllmDecodeWorker'?"],
     ),
+    "candidate-replicas-over-int32": (
+        lambda: spec_text(**{"            --block-size: 32\n      VllmPrefillWorker:":
+                             "            --block-size: 32\n        replicas: 3000000000\n"
+                             "      VllmPrefillWorker:"}),
+        ["rollout.yaml:22:9:", "spec.candidate.components.VllmDecodeWorker.replicas",
+         "less than or equal to 2147483647"],
+    ),
     "weights-backwards": (
         lambda: spec_text(**{"    - weight: 50": "    - weight: 20"}),
         ["rollout.yaml:33:7:", "spec.steps[1].weight", "backwards"],
