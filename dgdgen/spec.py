@@ -74,7 +74,29 @@ def _revision(v: str) -> str:
     return v
 
 
+def _image(v: str) -> str:
+    # The API server requires a container image and refuses one with leading or trailing
+    # whitespace (k8s.io/kubernetes pkg/apis/core/validation validateContainerCommon); the DGD
+    # CRD does not, so a bad image would be accepted here and fail only when the operator
+    # creates the pods.
+    if not v or v != v.strip():
+        raise ValueError(f"expected a container image reference, got {v!r}")
+    return v
+
+
+def _env_names(v: dict[str, str]) -> dict[str, str]:
+    # The API server's rule for environment variable names (IsEnvVarName, relaxed form since
+    # Kubernetes 1.30): printable ASCII except '='. Unchecked, the DGD is accepted and its pods
+    # are refused.
+    for name in v:
+        if not name or "=" in name or not all(" " <= c <= "~" for c in name):
+            raise ValueError(f"an environment variable name is printable ASCII without '=', "
+                             f"got {name!r}")
+    return v
+
+
 Duration = Annotated[str, AfterValidator(_duration)]
+Image = Annotated[str, AfterValidator(_image)]
 PercentOrCount = Annotated[int | str, AfterValidator(_percent_or_count)]
 Revision = Annotated[str, AfterValidator(_revision)]
 
@@ -204,12 +226,13 @@ class ArgChanges(_Model):
 
 
 class EnvChanges(_Model):
-    set: dict[str, str] = Field(default_factory=dict, description="Variables to set.")
+    set: Annotated[dict[str, str], AfterValidator(_env_names)] = Field(
+        default_factory=dict, description="Variables to set.")
     remove: list[str] = Field(default_factory=list, description="Variables to remove.")
 
 
 class ComponentChange(_Model):
-    image: str | None = Field(None, description="New image of the component's main container.")
+    image: Image | None = Field(None, description="New image of the component's main container.")
     args: ArgChanges | None = None
     env: EnvChanges | None = None
     # int32 in the DGD CRD (facts/dynamo.md §1.2): refused here, at this line, not later at the
@@ -228,7 +251,7 @@ class Candidate(_Model):
         None, description="DGD name of the candidate (separate-dgd; default derived from the "
         "stable name and the revision so no Dynamo namespace is a prefix of another)."
     )
-    image: str | None = Field(
+    image: Image | None = Field(
         None, description="New image for every component that has a main container image."
     )
     components: dict[str, ComponentChange] = Field(

@@ -71,6 +71,20 @@ CASES = {
         ["rollout.yaml:22:9:", "spec.candidate.components.VllmDecodeWorker.replicas",
          "less than or equal to 2147483647"],
     ),
+    "candidate-empty-image": (
+        lambda: spec_text(**{"            --block-size: 32\n      VllmPrefillWorker:":
+                             "            --block-size: 32\n        image: ''\n"
+                             "      VllmPrefillWorker:"}),
+        ["rollout.yaml:22:9:", "spec.candidate.components.VllmDecodeWorker.image",
+         "expected a container image reference"],
+    ),
+    "candidate-env-name-with-equals": (
+        lambda: spec_text(**{"            --block-size: 32\n      VllmPrefillWorker:":
+                             "            --block-size: 32\n        env: {set: {A=B: x}}\n"
+                             "      VllmPrefillWorker:"}),
+        ["rollout.yaml:22:15:", "spec.candidate.components.VllmDecodeWorker.env.set",
+         "printable ASCII without '='", "'A=B'"],
+    ),
     "weights-backwards": (
         lambda: spec_text(**{"    - weight: 50": "    - weight: 20"}),
         ["rollout.yaml:33:7:", "spec.steps[1].weight", "backwards"],
