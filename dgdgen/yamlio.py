@@ -402,7 +402,7 @@ def load_documents(text: str, file: str) -> list[Document]:
 #   merge keys and the rest give up;
 # * quoted and block scalars are strings; any explicit tag gives up;
 # * keys must be strings, each at most once; an alias (a node met twice) gives up;
-# * no character the two read differently (_NOT_PLAIN_TEXT), no directives (%YAML 1.1 changes the
+# * no character the two read differently (_same_text_in_both), no directives (%YAML 1.1 changes the
 #   typing), and any error gives up (ruamel.yaml then reports it in its words).
 _PLAIN_TAG = "dgdgen:plain"
 _QUOTED_TAG = "dgdgen:quoted"  # quoted and block scalars without a tag: strings
@@ -523,18 +523,25 @@ def _walk12(node: Any, path: FieldPath, positions: dict[FieldPath, tuple[int, in
     return _scalar12(node)  # gives up on any other tag
 
 
-# Characters YAML 1.1 (libyaml) and 1.2 (ruamel.yaml) read differently, or that only one of them
-# accepts: NEL, LINE and PARAGRAPH SEPARATOR are line breaks in 1.1 only; a byte-order mark
-# inside the text; and everything outside the printable set both share (C1 controls,
-# surrogates, U+FFFE/FFFF). Any other non-ASCII character (é, →, emoji) is text to both, and
-# both count columns in characters.
-_NOT_PLAIN_TEXT = re.compile("[^\x00-\x7f\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd"
-                             "\U00010000-\U0010ffff]")
+def _same_text_in_both(text: str) -> bool:
+    """Whether YAML 1.1 (libyaml) and 1.2 (ruamel.yaml) read every character of ``text`` alike.
+    NEL, LINE and PARAGRAPH SEPARATOR are line breaks in 1.1 only; a byte-order mark inside the
+    text, and anything outside the printable set both share (C1 controls, surrogates,
+    U+FFFE/FFFF), may be taken by one and refused by the other. Any other character (é, →,
+    emoji) is text to both, and both count columns in characters."""
+    if text.isascii():
+        return True
+    for c in set(text):
+        o = ord(c)
+        if o > 0x7F and not (0xA0 <= o <= 0xD7FF and o not in (0x2028, 0x2029)
+                             or 0xE000 <= o <= 0xFFFD and o != 0xFEFF or o >= 0x10000):
+            return False
+    return True
 
 
 def _load_yaml12_fast(text: str, file: str) -> list[Document] | None:
     """:func:`load_documents`' result read with libyaml, or None where it might differ."""
-    if not text.isascii() and _NOT_PLAIN_TEXT.search(text):
+    if not _same_text_in_both(text):
         return None
     if text.startswith("%") or "\n%" in text or "\r%" in text:
         return None  # a %YAML 1.1 directive changes how ruamel.yaml types scalars
