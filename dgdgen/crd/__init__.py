@@ -4,9 +4,11 @@
   Argo CD, Argo Workflows ``WorkflowTemplate``) are checked against the vendored upstream CRDs
   (``schemas/crds/``): defaults applied, every OpenAPI value validation, fields the API server
   would prune reported as errors, and the ``x-kubernetes-validations`` CEL rules evaluated with
-  cel-python (:mod:`dgdgen.crd.cel`).
+  cel-python (:mod:`dgdgen.crd.cel`); a rule that cel-cpp finds to hold is not evaluated again
+  (:mod:`dgdgen.crd.celcpp`).
 * Core kinds (Service, Deployment, ConfigMap, RBAC, Job ...) are checked against the strict
-  Kubernetes JSON Schemas vendored under ``schemas/kubernetes/`` (:mod:`dgdgen.crd.core`).
+  Kubernetes JSON Schemas vendored under ``schemas/kubernetes/`` (:mod:`dgdgen.crd.core`;
+  jsonschema-rs says "valid", the ``jsonschema`` package words the errors).
 * Fields proposed upstream but in no released CRD are rejected unless an overlay that declares
   them is asked for (:mod:`dgdgen.crd.overlays`).
 
