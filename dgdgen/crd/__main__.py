@@ -28,16 +28,6 @@ def _stale(fresh: dict[str, str], out_dir: Path) -> list[str]:
     return stale
 
 
-def _write(fresh: dict[str, str], out_dir: Path) -> list[str]:
-    out_dir.mkdir(exist_ok=True)
-    for old in out_dir.glob("*.json"):
-        if old.name not in fresh:
-            old.unlink()
-    for name, text in sorted(fresh.items()):
-        (out_dir / name).write_text(text, encoding="utf-8")
-    return sorted(fresh)
-
-
 def stale_files(crd_root: Path) -> list[str]:
     """Derived CRD files that differ from (or are missing next to) a fresh compile."""
     return _stale(catalog.compile_sources(crd_root), crd_root / catalog.COMPILED_DIR)
@@ -67,7 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1 if stale else 0
     for name in catalog.regenerate(args.crds):
         print(crd_out / name)
-    for name in _write(core.compile_sources(args.kubernetes), core_out):
+    for name in catalog.write_compiled(core.compile_sources(args.kubernetes), core_out):
         print(core_out / name)
     return 0
 

@@ -159,9 +159,12 @@ def compile_sources(crd_root: Path) -> dict[str, str]:
 
 def regenerate(crd_root: Path) -> list[str]:
     """Rewrite ``compiled/`` from the vendored CRDs; returns the files written."""
-    out_dir = crd_root / COMPILED_DIR
+    return write_compiled(compile_sources(crd_root), crd_root / COMPILED_DIR)
+
+
+def write_compiled(files: dict[str, str], out_dir: Path) -> list[str]:
+    """Make ``out_dir`` hold exactly ``files`` (``*.json`` not among them are removed)."""
     out_dir.mkdir(exist_ok=True)
-    files = compile_sources(crd_root)
     for stale in out_dir.glob("*.json"):
         if stale.name not in files:
             stale.unlink()
