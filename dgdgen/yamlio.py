@@ -491,19 +491,25 @@ def _scalar12(node: Any) -> Any:
 
 
 def _walk12(node: Any, path: FieldPath, positions: dict[FieldPath, tuple[int, int]],
-            seen: set[int]) -> Any:
-    if id(node) in seen:
-        raise _GiveUp  # an alias
-    seen.add(id(node))
+            seen: set[int] | None) -> Any:
+    """``seen``: the ids of the nodes met so far, to give up on aliases (libyaml returns the
+    anchored node again); None when the text has no ``&``, so no node can be met twice."""
+    if seen is not None:
+        if id(node) in seen:
+            raise _GiveUp  # an alias
+        seen.add(id(node))
     tag = node.tag
     if len(path) >= _limits.max_depth and tag in (_MAP_TAG, _SEQ_TAG):
         raise _GiveUp  # too deep: the ruamel.yaml path checks the limit and says where
     if tag == _MAP_TAG:
         out: dict[str, Any] = {}
         for key_node, value_node in node.value:
-            if key_node.tag != _PLAIN_TAG and key_node.tag != _QUOTED_TAG or id(key_node) in seen:
-                raise _GiveUp  # a key that is not a scalar string, or an alias
-            seen.add(id(key_node))
+            if key_node.tag != _PLAIN_TAG and key_node.tag != _QUOTED_TAG:
+                raise _GiveUp  # a key that is not a scalar string
+            if seen is not None:
+                if id(key_node) in seen:
+                    raise _GiveUp  # an alias
+                seen.add(id(key_node))
             key = _scalar12(key_node)
             if type(key) is not str or key in out:
                 raise _GiveUp
@@ -562,7 +568,7 @@ def _load_yaml12_fast(text: str, file: str) -> list[Document] | None:
                         raise _GiveUp  # a document that is a single scalar
                 else:
                     positions: dict[FieldPath, tuple[int, int]] = {}
-                    data = _walk12(node, (), positions, set())
+                    data = _walk12(node, (), positions, set() if "&" in text else None)
                     docs.append(Document(data, file, i, positions, node.start_mark.line + 1))
                 i += 1
         finally:
