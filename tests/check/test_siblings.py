@@ -45,6 +45,7 @@ def _run(tmp_path: Path, siblings: dict[str, str], monkeypatch: pytest.MonkeyPat
     checked.write_text(dgd_text("qwen", namespace))
     for name, text in siblings.items():
         (tmp_path / name).write_text(text)
+    monkeypatch.setenv("DGDGEN_CACHE_DIR", "")  # what this run parses, not an earlier one
     parsed: list[str] = []
 
     def counting(text: str, file: str) -> list[Document]:
