@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import gc
 import os
-import stat
 import subprocess
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -24,7 +23,7 @@ from dataclasses import dataclass
 from dgdgen.check import siblings
 from dgdgen.check.context import FileInput, SiblingLoader
 from dgdgen.errors import InputError, Location
-from dgdgen.yamlio import Document, get_limits, load_documents_fast, read_text
+from dgdgen.yamlio import Document, load_documents_fast, read_bytes, read_text
 
 YAML_SUFFIXES = (".yaml", ".yml")
 
@@ -285,35 +284,8 @@ class _Sibling:
         return self._digest
 
 
-def _read_sibling(path: str) -> bytes | None:
-    """The bytes of a sibling file within the limits of every other input (a regular file, at
-    most :attr:`~dgdgen.yamlio.Limits.max_bytes`; see :func:`dgdgen.yamlio.read_text`), else
-    None. One ``read`` of the size ``fstat`` gave: hundreds of siblings are read per run."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
-    except OSError:
-        return None
-    try:
-        st = os.fstat(fd)
-        limit = get_limits().max_bytes
-        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
-            return None
-        raw = os.read(fd, st.st_size + 1)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    if len(raw) > st.st_size:  # it grew since fstat: read it as every other input is read
-        try:
-            return read_text(path).encode("utf-8")
-        except InputError:
-            return None
-    return raw
-
-
 def _list_siblings(directory: str, checked_real: set[str]) -> list[_Sibling]:
-    """The YAML files of ``directory`` that are not checked, in name order, read once; a file
-    that cannot be read within the limits is skipped."""
+    """The YAML files of ``directory`` that are not checked, in name order, each read once."""
     found: list[_Sibling] = []
     try:
         with os.scandir(directory) as it:
@@ -324,9 +296,10 @@ def _list_siblings(directory: str, checked_real: set[str]) -> list[_Sibling]:
         path = os.path.join(directory, name)
         if path in checked_real:
             continue
-        raw = _read_sibling(path)
-        if raw is not None:
-            found.append(_Sibling(path, raw))
+        try:  # the limits of every other input (regular files, size): else skipped
+            found.append(_Sibling(path, read_bytes(path)))
+        except InputError:
+            continue
     return found
 
 
