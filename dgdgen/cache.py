@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 
 
 def cache_dir() -> str | None:
@@ -34,10 +33,14 @@ def replace_file(path: str, data: bytes) -> bool:
     renamed over ``path`` (``os.replace`` is atomic, so a concurrent reader sees the old file or
     the new one, and of two concurrent writers the last one wins). False when it failed; the
     temporary file never stays behind."""
+    # Not tempfile.mkstemp: importing tempfile (random, shutil) costs a pre-commit run more
+    # than writing the file. A random name opened with O_EXCL is as safe.
     tmp = None
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.",
-                                   dir=os.path.dirname(path) or ".")
+        name = f".{os.path.basename(path)}.{os.urandom(8).hex()}.tmp"
+        candidate = os.path.join(os.path.dirname(path), name)
+        fd = os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        tmp = candidate
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
         os.replace(tmp, path)
