@@ -7,8 +7,8 @@ component. Nothing else of a sibling is ever read, so that is all a :class:`Sibl
 holds: per document, its kind, name and namespace, and a DGD's frontend component names.
 
 Reading those facts means parsing the sibling (libyaml plus :func:`dgdgen.dgd.parse` for a DGD:
-about 0.6 ms per DGD file), which a pre-commit run in a folder of a hundred rendered DGDs would
-pay on every commit. The facts depend on nothing but the file's bytes, so they are kept in one
+about half a millisecond per DGD file), which a pre-commit run in a folder of a hundred rendered
+DGDs would pay on every commit. The facts depend on nothing but the file's bytes, so they are kept in one
 small JSON file between runs (:class:`FactsCache`), keyed by the SHA-256 of the bytes: a sibling
 that changed has another key and is parsed again; an unchanged one is read and hashed but not
 parsed (docs/checker.md, docs/performance.md).
