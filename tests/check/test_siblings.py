@@ -4,7 +4,6 @@ siblings that can hold what they look for, and still find everything they found 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
