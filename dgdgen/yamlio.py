@@ -582,6 +582,17 @@ def read_text(path: str, *, display: str | None = None) -> str:
     """Read a regular file as UTF-8, at most :attr:`Limits.max_bytes`, with one clear error when
     it is missing, a directory, a FIFO or device (never read: ``/dev/zero`` would not end, a FIFO
     would block), too large, a symlink loop, unreadable or not UTF-8."""
+    raw = read_bytes(path, display=display)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text (byte {exc.start})",
+                         location=Location(display or path)) from None
+
+
+def read_bytes(path: str, *, display: str | None = None) -> bytes:
+    """The bytes of a regular file, with the checks and errors of :func:`read_text` but the
+    UTF-8 one (the checker's sibling files are hashed as bytes, and decoded only when parsed)."""
     shown = display or path
     where = Location(shown)
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
@@ -623,10 +634,7 @@ def read_text(path: str, *, display: str | None = None) -> str:
         raise InputError(f"cannot read: {exc.strerror}", location=where) from None
     finally:
         os.close(fd)
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text (byte {exc.start})", location=where) from None
+    return raw
 
 
 def load_file(path: str, *, display: str | None = None) -> list[Document]:

@@ -9,16 +9,19 @@ from typing import Any, Protocol
 
 from dgdgen.check.classify import Change, Verdict, classify, pair_dgds
 from dgdgen.check.facts import DgdFacts, configmaps_of, dgd_facts, line_of
+from dgdgen.check.siblings import SiblingObject
 from dgdgen.dgd import Dgd, is_dgd, parse
 from dgdgen.yamlio import Document, FieldPath
 
 
 class SiblingLoader(Protocol):
-    """Documents of the files next to ``file`` that are not checked themselves; with
-    ``require``, only of the files whose text can hold, for every group, one of its strings
+    """The objects the cross-file rules read (:class:`SiblingObject`) in the files next to
+    ``file`` that are not checked themselves; ``require`` may leave out the files whose text
+    cannot hold, for every group, one of its strings
     (:func:`dgdgen.check.sources.sibling_loader`)."""
 
-    def __call__(self, file: str, require: Sequence[Sequence[str]] = ()) -> list[Document]: ...
+    def __call__(self, file: str,
+                 require: Sequence[Sequence[str]] = ()) -> list[SiblingObject]: ...
 
 
 @dataclass(frozen=True)
@@ -54,11 +57,14 @@ class Context:
                 if isinstance(d.data, dict) and (not kinds or d.data.get("kind") in kinds):
                     yield d
 
-    def siblings(self, file: str, require: Sequence[Sequence[str]] = ()) -> list[Document]:
-        """Documents of the files next to ``file`` that are not checked themselves (the loader
-        reads each directory once). ``require`` is a textual pre-filter that never drops a
-        document the caller looks for: only files whose text contains, for every group, one of
-        its strings (ignoring case) are parsed, e.g. ``[["DynamoGraphDeployment"]]``."""
+    def siblings(self, file: str,
+                 require: Sequence[Sequence[str]] = ()) -> list[SiblingObject]:
+        """The Services, InferencePools and DGDs (:class:`SiblingObject`) of the files next to
+        ``file`` that are not checked themselves (the loader reads each directory once).
+        ``require`` is a textual pre-filter that never drops an object the caller looks for:
+        a file not known from an earlier run is parsed only when its text contains, for every
+        group, one of its strings (ignoring case), e.g. ``[["DynamoGraphDeployment"]]``;
+        objects of other files may come back too."""
         if self.sibling_loader is None:
             return []
         return self.sibling_loader(file, require)

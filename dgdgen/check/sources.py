@@ -20,9 +20,10 @@ import subprocess
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from dgdgen.check import siblings
 from dgdgen.check.context import FileInput, SiblingLoader
 from dgdgen.errors import InputError, Location
-from dgdgen.yamlio import Document, load_documents_fast, read_text
+from dgdgen.yamlio import Document, load_documents_fast, read_bytes, read_text
 
 YAML_SUFFIXES = (".yaml", ".yml")
 
@@ -253,43 +254,120 @@ def could_contain(text: str, group: Sequence[str]) -> bool:
     return any(s.lower() in lowered for s in group)
 
 
-def sibling_loader(checked: Iterable[str]) -> SiblingLoader:
-    """Documents of YAML files in the directory of a checked file that are not checked
-    themselves; each directory is listed and each file read once, and a file is parsed only when
-    its text passes the caller's pre-filter (``require``: for every group, one of its strings,
-    :func:`could_contain`), so a pre-commit run does not grow with the folder. Unreadable or
-    broken files are skipped."""
-    checked_real = {os.path.realpath(f) for f in checked}
-    texts: dict[str, list[tuple[str, str]]] = {}
-    parsed: dict[str, list[Document]] = {}
+class _Sibling:
+    """One sibling file's bytes, with its ASCII-lowercased copy and its digest made once, when
+    first needed (the same file answers the pre-filters of every rule)."""
 
-    def load(file: str, require: Sequence[Sequence[str]] = ()) -> list[Document]:
+    __slots__ = ("_digest", "_lowered", "path", "raw")
+
+    def __init__(self, path: str, raw: bytes) -> None:
+        self.path = path
+        self.raw = raw
+        self._lowered: bytes | None = None
+        self._digest: str | None = None
+
+    def could_contain(self, group: Sequence[str]) -> bool:
+        """:func:`could_contain` on the bytes. ASCII lowercasing keeps every literal
+        occurrence of a string (what the pre-filter's soundness rests on) and needs no
+        decoding."""
+        if b"\\" in self.raw:
+            return True
+        if self._lowered is None:
+            self._lowered = self.raw.lower()
+        low = self._lowered
+        return any(s.lower().encode("utf-8") in low for s in group)
+
+    @property
+    def digest(self) -> str:
+        if self._digest is None:
+            self._digest = siblings.digest(self.raw)
+        return self._digest
+
+
+def _list_siblings(directory: str, checked_real: set[str]) -> list[_Sibling]:
+    """The YAML files of ``directory`` that are not checked, in name order, each read once."""
+    found: list[_Sibling] = []
+    try:
+        with os.scandir(directory) as it:
+            names = sorted(e.name for e in it if _is_yaml(e.name))
+    except OSError:
+        return found
+    for name in names:
+        path = os.path.join(directory, name)
+        if path in checked_real:
+            continue
+        try:  # the limits of every other input (regular files, size): else skipped
+            found.append(_Sibling(path, read_bytes(path)))
+        except InputError:
+            continue
+    return found
+
+
+def sibling_loader(checked: Iterable[str],
+                   cache: siblings.FactsCache | None = None) -> SiblingLoader:
+    """The sibling objects (:class:`dgdgen.check.siblings.SiblingObject`) of YAML files in the
+    directory of a checked file that are not checked themselves.
+
+    Each directory is listed and each file read once per run. A file's objects come from the
+    facts cache when its bytes were seen before (``cache``, by default
+    :meth:`FactsCache.default`). Otherwise a file whose text cannot spell a kind the
+    cross-file rules read (:data:`~dgdgen.check.siblings.SIBLING_KINDS`) holds none, and any
+    other file is parsed only when its text passes the caller's pre-filter (``require``: for
+    every group, one of its strings, :func:`could_contain`), so a pre-commit run does not grow
+    with the folder. A file that is not UTF-8 or does not parse holds none. What was learnt is
+    saved to the cache after the call that learnt it."""
+    checked_real = {os.path.realpath(f) for f in checked}
+    listed: dict[str, list[_Sibling]] = {}
+    resolved: dict[str, list[siblings.SiblingObject]] = {}
+    answers: dict[tuple[str, tuple[tuple[str, ...], ...]], list[siblings.SiblingObject]] = {}
+    store: list[siblings.FactsCache] = [cache] if cache is not None else []
+
+    def facts_cache() -> siblings.FactsCache:
+        if not store:
+            store.append(siblings.FactsCache.default())
+        return store[0]
+
+    def load(file: str, require: Sequence[Sequence[str]] = ()) -> list[siblings.SiblingObject]:
         directory = os.path.dirname(os.path.realpath(file))
-        if directory not in texts:
-            found: list[tuple[str, str]] = []
-            try:
-                names = sorted(os.listdir(directory))
-            except OSError:
-                names = []
-            for name in names:
-                path = os.path.join(directory, name)
-                if not _is_yaml(name) or path in checked_real or not os.path.isfile(path):
-                    continue
-                try:  # the same limits as every other input (regular files, size): skipped
-                    found.append((path, read_text(path)))
-                except InputError:
-                    continue
-            texts[directory] = found
-        docs: list[Document] = []
-        for path, text in texts[directory]:
-            if not all(could_contain(text, group) for group in require):
-                continue
-            if path not in parsed:
-                try:
-                    parsed[path] = load_documents_fast(text, _display(path))
-                except InputError:
-                    parsed[path] = []
-            docs += parsed[path]
-        return docs
+        key = (directory, tuple(tuple(group) for group in require))
+        if key in answers:  # checked files in one folder share their siblings
+            return answers[key]
+        if directory not in listed:
+            listed[directory] = _list_siblings(directory, checked_real)
+        out: list[siblings.SiblingObject] = []
+        added = False
+        for sib in listed[directory]:
+            objs = resolved.get(sib.path)
+            if objs is None:
+                fc = facts_cache()
+                facts = fc.get(sib.digest)
+                if facts is None:
+                    if not sib.could_contain(siblings.SIBLING_KINDS):
+                        facts = []
+                    elif not all(sib.could_contain(group) for group in require):
+                        continue  # this caller cannot find anything here: not parsed
+                    else:
+                        facts = _sibling_facts(sib)
+                    fc.put(sib.digest, facts)
+                    added = True
+                objs = [siblings.SiblingObject(sib.path, *fact) for fact in facts]
+                resolved[sib.path] = objs
+            out += objs
+        if added:
+            facts_cache().save()
+        answers[key] = out
+        return out
 
     return load
+
+
+def _sibling_facts(sib: _Sibling) -> list[siblings.Fact]:
+    try:
+        text = sib.raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return []
+    try:
+        docs = load_documents_fast(text, _display(sib.path))
+    except InputError:
+        return []
+    return siblings.facts_of(docs)

@@ -4,7 +4,6 @@ siblings that can hold what they look for, and still find everything they found 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -45,6 +44,7 @@ def _run(tmp_path: Path, siblings: dict[str, str], monkeypatch: pytest.MonkeyPat
     checked.write_text(dgd_text("qwen", namespace))
     for name, text in siblings.items():
         (tmp_path / name).write_text(text)
+    monkeypatch.setenv("DGDGEN_CACHE_DIR", "")  # what this run parses, not an earlier one
     parsed: list[str] = []
 
     def counting(text: str, file: str) -> list[Document]:
@@ -96,3 +96,27 @@ def test_dgd101_namespace_read_from_another_spelling(tmp_path: Path,
     }, monkeypatch, namespace='"31"')
     assert keys == ["qwen-canary"]
     assert parsed == ["hex.yaml"]
+
+
+def test_rte302_skips_a_sibling_service_whose_metadata_is_not_a_mapping(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The odd sibling is left out (it used to crash RTE302 with an AttributeError): the route's
+    findings are those of the folder without it."""
+    monkeypatch.setenv("DGDGEN_CACHE_DIR", "")
+    checked = tmp_path / "route.yaml"
+    checked.write_text(
+        "apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata:\n  name: r\n"
+        "spec:\n  rules:\n  - backendRefs:\n    - {kind: Service, name: odd, weight: 1}\n"
+        "    - {kind: Service, name: ok, weight: 1}\n")
+    (tmp_path / "ok.yaml").write_text("apiVersion: v1\nkind: Service\nmetadata: {name: ok}\n")
+
+    def keys() -> list[str]:
+        head = load_documents_fast(checked.read_text(), str(checked))
+        report = engine.run([FileInput(str(checked), head)],
+                            engine.Options(select=("RTE302",)),
+                            sources.sibling_loader([str(checked)]))
+        return sorted(f.key for f in report.findings)
+
+    without = keys()
+    (tmp_path / "odd.yaml").write_text("apiVersion: v1\nkind: Service\nmetadata: [odd]\n")
+    assert keys() == without == ["Service/odd"]

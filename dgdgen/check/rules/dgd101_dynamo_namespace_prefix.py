@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from dgdgen.check.context import Context
 from dgdgen.check.findings import Finding, Severity
 from dgdgen.check.rules import RuleMeta
-from dgdgen.dgd import dynamo_namespace, is_dgd, parse
+from dgdgen.dgd import KIND, dynamo_namespace
 
 RULE = RuleMeta(
     code="DGD101",
@@ -55,18 +55,13 @@ def check(ctx: Context) -> Iterator[Finding]:
     namespaces = {pair.head.namespace for pair in ctx.dgds}
     if all(ns is not None and _LITERAL_NAMESPACE.match(ns) for ns in namespaces):
         require.append(sorted(ns for ns in namespaces if ns is not None))
-    seen: set[int] = set()  # checked files in one folder share their siblings: parse each once
+    # Sibling DGDs come as facts (name, namespace), those that do not parse left out: a broken
+    # neighbour is not this check's business.
     for pair in ctx.dgds:
-        for doc in ctx.siblings(pair.head.file, require):
-            if id(doc) not in seen and is_dgd(doc.data):
-                seen.add(id(doc))
-                try:
-                    d = parse(doc.data, source=doc)
-                except Exception:  # noqa: BLE001, S112 - a broken neighbour is not this check's business
-                    continue
-                entries.setdefault((d.namespace, d.name), (doc.file, None, None,
-                                                           f"DynamoGraphDeployment/{d.name}",
-                                                           False))
+        for sib in ctx.siblings(pair.head.file, require):
+            if sib.kind == KIND:
+                entries.setdefault((sib.namespace, sib.name),
+                                   (sib.file, None, None, f"{KIND}/{sib.name}", False))
     by_ns: dict[str | None, list[str]] = {}
     for ns, name in entries:
         by_ns.setdefault(ns, []).append(name)

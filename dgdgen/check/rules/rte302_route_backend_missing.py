@@ -37,10 +37,12 @@ def _known(ctx: Context, file: str) -> set[tuple[str, str]]:
     frontend component is served by the operator's Service `{dgd}-{component}` (lower case,
     the DynamoComponentDeployment name, facts/dynamo.md §2.3 `GetDCDResourceName`)."""
     out: set[tuple[str, str]] = set()
-    # Only siblings that can hold a Service, an InferencePool or a DGD are parsed.
-    siblings = ctx.siblings(file, [["Service", "InferencePool", "DynamoGraphDeployment"]])
-    docs = list(ctx.documents()) + list(siblings)
-    for d in docs:
+    # The siblings' Services, InferencePools and DGDs, as facts (DGDs that do not parse left out).
+    for sib in ctx.siblings(file):
+        out.add((sib.kind, sib.name))
+        for component in sib.frontends:
+            out.add(("Service", f"{sib.name}-{component.lower()}"))
+    for d in ctx.documents():
         data = d.data
         if not isinstance(data, dict):
             continue
