@@ -431,20 +431,12 @@ def _idents(tree: lark.Tree[Any]) -> set[str]:
 
 
 def parser_cache_path() -> str | None:
-    """Where the analysed CEL grammar is kept between runs: ``$DGDGEN_CACHE_DIR``, else
-    ``$XDG_CACHE_HOME/dgdgen`` or ``~/.cache/dgdgen``; None when ``DGDGEN_CACHE_DIR`` is empty
-    (no cache)."""
-    root = os.environ.get("DGDGEN_CACHE_DIR")
-    if root == "":
-        return None
-    if root is None:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        root = os.path.join(base, "dgdgen")
-    try:
-        os.makedirs(root, exist_ok=True)
-    except OSError:
-        return None
-    return os.path.join(root, "cel-grammar.lark-cache")
+    """Where the analysed CEL grammar is kept between runs, in dgdgen's cache directory
+    (:func:`dgdgen.cache.cache_dir`); None when caching is disabled."""
+    from dgdgen.cache import cache_dir
+
+    root = cache_dir()
+    return None if root is None else os.path.join(root, "cel-grammar.lark-cache")
 
 
 def _build_parser() -> None:
