@@ -9,12 +9,13 @@ route's whole-request timeout. So the grace period must cover the request timeou
 stopping Dynamo process needs around it.
 
 What a Dynamo 1.6.1 process does on SIGTERM (``tests/rehearse/test_sigterm.py`` shows the
-observed parts against the real runtime):
+observed parts against the real runtime with a 6 s stream; a 68 s stream behaved the same in a
+one-off run):
 
-* frontend (observed): answers new requests with 503 at once, finishes every in-flight stream
-  (a 68 s stream was finished), then exits ≈0.4 s after the last one;
-* mocker worker (observed): unregisters ``generate`` at once, finishes the in-flight stream (68 s
-  shown), exits ≈0.3 s after it;
+* frontend (observed): answers new requests with 503 at once, finishes every in-flight stream,
+  then exits ≈0.4 s after the last one;
+* mocker worker (observed): unregisters ``generate`` at once, finishes the in-flight stream,
+  exits ≈0.3 s after it;
 * vLLM / SGLang / TRT-LLM workers (read in the 1.6.1 wheel,
   ``dynamo/common/utils/graceful_shutdown.py``; no engine runs here): unregister from discovery,
   then keep serving for ``DYN_GRACEFUL_SHUTDOWN_GRACE_PERIOD_SECS`` (default 5 s) so requests a
