@@ -83,6 +83,9 @@ class Component:
     path: FieldPath  # path of the component in the document
     container_path: FieldPath | None  # path of the main container, if present
     global_namespace: bool = False
+    # The pod's terminationGracePeriodSeconds (v1alpha1 ``extraPodSpec``, v1beta1
+    # ``podTemplate.spec``); None: unset, Kubernetes' default of 30 s applies.
+    grace_seconds: int | None = None
 
     @property
     def is_worker(self) -> bool:
@@ -207,6 +210,19 @@ class Dgd:
             ann = ann.setdefault("annotations", {})
         assert isinstance(ann, dict)
         return ann
+
+    def pod_spec(self, name: str) -> dict[str, Any]:
+        """The mutable pod spec of a component: v1alpha1 ``extraPodSpec``, v1beta1
+        ``podTemplate.spec`` (created when absent, with the ``main`` container the schema
+        requires of a v1beta1 pod spec)."""
+        node = self.component_doc(name)
+        if self.version == "v1alpha1":
+            spec = node.setdefault("extraPodSpec", {})
+        else:
+            self.main_container(name, create=True)
+            spec = node["podTemplate"]["spec"]
+        assert isinstance(spec, dict)
+        return spec
 
     def copy(self) -> Dgd:
         return parse(copy.deepcopy(self.doc), source=self.source)
@@ -351,6 +367,13 @@ class _Shape:
             raise _bad(self.source, path + (key,), f"{value} is out of range (0 to {_INT32_MAX})")
         return int(value)
 
+    def seconds(self, node: dict[str, Any], key: str, path: FieldPath) -> int | None:
+        """A non-negative whole number of seconds (int64 in the pod spec), or None when unset."""
+        value = self._get(node, key, path, int, "a whole number of seconds")
+        if value is not None and not 0 <= value < 2**63:
+            raise _bad(self.source, path + (key,), f"{value} is out of range (0 to 2^63-1)")
+        return None if value is None else int(value)
+
     def strs(self, node: dict[str, Any], key: str, path: FieldPath) -> tuple[str, ...]:
         items = self.items(node, key, path)
         for i, v in enumerate(items):
@@ -461,6 +484,7 @@ def _component_v1alpha1(name: str, svc: dict[str, Any], path: FieldPath, t: _Sha
         path=path,
         container_path=mpath if mc else None,
         global_namespace=t.flag(svc, "globalDynamoNamespace", path),
+        grace_seconds=t.seconds(eps, "terminationGracePeriodSeconds", path + ("extraPodSpec",)),
     )
 
 
@@ -501,6 +525,7 @@ def _component_v1beta1(name: str, comp: dict[str, Any], path: FieldPath, t: _Sha
         path=path,
         container_path=mpath if index is not None else None,
         global_namespace=t.flag(comp, "globalDynamoNamespace", path),
+        grace_seconds=t.seconds(pspec, "terminationGracePeriodSeconds", cpath),
     )
 
 

@@ -106,6 +106,7 @@ def prepare(path: str) -> Prepared:
             exc.message, location=loaded.location(exc.field), field=exc.field, hint=exc.hint
         ) from None
     notes = reasons + _migration_notes(cand, mode) + _model_name_notes(stable, cand)
+    notes += _grace_notes(loaded, stable, cand, plan)
     if notes:
         plan = _with_notes(plan, notes)
     base, cand_name = _names(loaded, stable, cand, mode)
@@ -198,6 +199,37 @@ def _model_name_notes(stable: Generation, cand: Generation) -> tuple[str, ...]:
         "clients that name the stable's model get 404 from the candidate once traffic reaches "
         "it; move the clients to the new name with the switch, or keep the old name as a "
         "served alias"),
+    )
+
+
+def _grace_notes(loaded: LoadedSpec, stable: Generation, cand: Generation,
+                 plan: planmod.Plan) -> tuple[str, ...]:
+    """The stable's pods that stop while it still serves finish their requests on SIGTERM within
+    their own termination grace period. dgdgen gives the candidate's frontends and workers one
+    that covers the request timeout (dgdgen.grace) but never edits the running stable (that would
+    restart it, and the pods it replaced would still stop on their old period): a stable whose
+    period is shorter is said here, with the value to set before the rollout."""
+    from dgdgen import grace
+
+    steps, comps = grace.stable_stops_while_serving(
+        plan, grace.rolled_components(stable.dgd, cand.dgd))
+    need = grace.required_seconds(loaded.spec.spec)
+    short = grace.shortfalls(stable.dgd, need, comps)
+    if not steps or not short:
+        return ()
+    where = ("extraPodSpec.terminationGracePeriodSeconds" if stable.dgd.version == "v1alpha1"
+             else "podTemplate.spec.terminationGracePeriodSeconds")
+    listed = ", ".join(f"{s.component} {s.seconds} s" + ("" if s.explicit else " (unset)")
+                       for s in short)
+    how = ("the operator replaces them under traffic" if plan.mode in ("in-place", "partition")
+           else f"step(s) {', '.join(map(str, steps))}")
+    return ((
+        f"stable pods that stop while the stable still serves ({how}) get their own "
+        f"termination grace period to finish their requests: {listed}, shorter than the "
+        f"{need} s a request may need (traffic.requestTimeout + {grace.MARGIN_SECONDS} s): "
+        "longer streams on them are cut. dgdgen does not edit the running stable (that would "
+        f"restart it); set {where}: {need} on them and roll that out first. "
+        "The candidate's pods get it already"),
     )
 
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from dgdgen.analysis.gates import StepGate
     from dgdgen.pipeline import Prepared
-    from dgdgen.plan import GenerationState, PlanStep
+    from dgdgen.plan import GenerationState, Plan, PlanStep
 
 ROLE_ABBR = {"frontend": "fe", "aggregated": "agg", "prefill": "pre", "decode": "dec", "other": "oth"}
 
@@ -50,20 +50,63 @@ def _title(state: PlanStep) -> str:
     )
 
 
-def _order(state: PlanStep) -> str:
-    """How the transition into ``state`` moves: grow, shift, drain, shrink (docs/planning.md)."""
-    if state.kind in ("baseline", "cleanup"):
+def _predecessor(plan: Plan, state: PlanStep) -> PlanStep | None:
+    """The state a transition into ``state`` starts from: the previous step going forward; going
+    back, the step after the one ``rollback-NN`` restores (``rollback`` starts from step 1, the
+    last state of every rollback path, :meth:`Plan.rollback_from`); cleanup follows the last
+    step."""
+    if state.kind == "step":
+        return plan.steps[state.index - 1]
+    if state.kind == "rollback-step":
+        return plan.steps[state.index + 1]
+    if state.kind == "rollback":
+        return plan.steps[1]
+    if state.kind == "cleanup":
+        return plan.steps[-1]
+    return None
+
+
+def _went(before: dict[str, int], after: dict[str, int], up: bool) -> bool:
+    names = before.keys() | after.keys()
+    return any((after.get(k, 0) > before.get(k, 0)) if up else (after.get(k, 0) < before.get(k, 0))
+               for k in names)
+
+
+def _order(plan: Plan, state: PlanStep) -> str:
+    """The moves of the transition into ``state``, in the order they happen (docs/planning.md):
+    ``make room`` when the leaving generation loses replicas before the other grows, ``grow``
+    only when a component of either generation gains replicas, ``shift`` only when the weights
+    change, ``drain`` when a generation whose weight drops to 0 loses replicas, ``shrink`` when
+    a component loses replicas after the shift (at cleanup: the generation that has had no
+    traffic since the last step goes). ``-`` for the baseline, or when nothing moves."""
+    prev = _predecessor(plan, state)
+    if prev is None:
         return "-"
-    drain = []
+    # Going forward (and at cleanup) the stable leaves; going back, the candidate.
+    forward = state.kind in ("step", "cleanup")
+    gain_b, gain_a = ((prev.candidate, state.candidate) if forward else (prev.stable, state.stable))
+    leave_b, leave_a = ((prev.stable, state.stable) if forward else (prev.candidate, state.candidate))
+    # The leaving generation's replicas at the peak (after making room, before the other grows)
+    # are the peak less the gaining generation's new size. In place the operator replaces pods
+    # itself, a shift-first rollback moves the weights before any replica, and cleanup only
+    # removes: none of them makes room.
+    phased = plan.mode != "in-place" and not state.shift_first and state.kind != "cleanup"
+    at_peak = ({k: n - gain_a.replicas.get(k, 0) for k, n in state.peak_replicas.items()}
+               if phased else leave_b.replicas)
+    room = ["make room"] if _went(leave_b.replicas, at_peak, up=False) else []
+    grow = ["grow"] if (_went(gain_b.replicas, gain_a.replicas, up=True)
+                        or _went(leave_b.replicas, leave_a.replicas, up=True)) else []
+    shift = ["shift"] if prev.weights != state.weights else []
+    leave = []
     if state.drain_seconds is not None:
         bound = "until idle" if state.drain_seconds == 0 else f"≤{_duration(state.drain_seconds)}"
-        drain = [f"drain {bound}", "shrink"]
-    elif any(n > state.stable.replicas.get(k, 0) + state.candidate.replicas.get(k, 0)
-             for k, n in state.peak_replicas.items()):
-        drain = ["shrink"]  # a generation still serving loses workers: no drain to wait for
+        leave = [f"drain {bound}", "shrink"]
+    elif (_went(at_peak, leave_a.replicas, up=False)
+          or _went(gain_b.replicas, gain_a.replicas, up=False)):
+        leave = ["shrink"]  # a generation still serving loses workers: no drain to wait for
     if state.shift_first:
-        return "→".join(["shift", *drain, "grow"])
-    return "→".join(["grow", "shift", *drain])
+        return "→".join([*shift, *leave, *grow]) or "-"
+    return "→".join([*room, *grow, *shift, *leave]) or "-"
 
 
 def _gates(prepared: Prepared) -> dict[int, StepGate]:
@@ -104,7 +147,7 @@ def _rows(prepared: Prepared) -> list[list[str]]:
             _reps(prepared, st.stable),
             _reps(prepared, st.candidate),
             f"{st.peak_gpus} (+{st.extra_gpus_peak})",
-            _order(st),
+            _order(prepared.plan, st),
             f"{st.stable.capacity:.0%}/{st.candidate.capacity:.0%}",
             _duration(st.pause_seconds),
             st.gate or "-",

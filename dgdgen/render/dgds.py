@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from dgdgen import dgd as dgdmod
+from dgdgen import grace
 from dgdgen.generation import ANN_BASE_NAME, ANN_REVISION
 from dgdgen.render import Manifest
 
@@ -66,8 +67,23 @@ def stable_dgd(prepared: Prepared, gen: GenerationState) -> dgdmod.Dgd:
     return d
 
 
-def candidate_dgd(prepared: Prepared, gen: GenerationState, name: str) -> dgdmod.Dgd:
+def _candidate_template(prepared: Prepared) -> dgdmod.Dgd:
+    """The candidate's DGD with the termination grace period its frontends and workers need:
+    pods it loses while serving (a rollback step, the operator's roll) finish their streams on
+    SIGTERM, for up to the request timeout (:mod:`dgdgen.grace`). Where one DGD carries both
+    generations (in place, partitioned) only the components the candidate replaces anyway get
+    it: a changed template rolls the pods. The stable's template is never changed: that would
+    restart its serving pods, and the pods replaced would still stop within their old grace
+    period (the plan notes a stable whose grace period is short)."""
     d = prepared.candidate.dgd.copy()
+    only = (grace.rolled_components(prepared.stable.dgd, prepared.candidate.dgd)
+            if prepared.mode in ("in-place", "partition") else None)
+    grace.apply(d, grace.required_seconds(prepared.loaded.spec.spec), only)
+    return d
+
+
+def candidate_dgd(prepared: Prepared, gen: GenerationState, name: str) -> dgdmod.Dgd:
+    d = _candidate_template(prepared)
     d.doc["metadata"]["name"] = name
     _annotate(d, {ANN_REVISION: prepared.candidate.revision, ANN_BASE_NAME: prepared.base_name})
     _set_replicas(d, gen.replicas)
@@ -101,7 +117,7 @@ def _worker_group(prepared: Prepared, state: PlanStep) -> list[Manifest]:
     entries: list[tuple[str, dict[str, Any]]] = []
     for gen, source, suffix in (
         (state.stable, prepared.stable.dgd, False),
-        (state.candidate, prepared.candidate.dgd, True),
+        (state.candidate, _candidate_template(prepared), True),
     ):
         if not gen.present:
             continue
@@ -128,7 +144,7 @@ def _worker_group(prepared: Prepared, state: PlanStep) -> list[Manifest]:
 def _candidate_under_stable_name(prepared: Prepared) -> dgdmod.Dgd:
     """The candidate's template in the stable DGD (single-DGD modes): one frontend Service
     selects the shared frontend, so its pods carry no generation label."""
-    d = prepared.candidate.dgd.copy()
+    d = _candidate_template(prepared)
     d.doc["metadata"]["name"] = prepared.stable.dgd.name
     _namespaced(d, prepared.loaded.spec.metadata.namespace)
     return d

@@ -76,12 +76,10 @@ def _name(rollout: str, revision: str) -> str:
 
 
 def _timeout(prepared: Prepared) -> int:
-    from dgdgen.spec import parse_duration
+    from dgdgen.grace import stream_bound_seconds
 
-    body = prepared.loaded.spec.spec
-    seconds = parse_duration(body.traffic.request_timeout)
     # "0s" disables the route's timeout: the workflow's wait timeout bounds the drain instead
-    return seconds or parse_duration(body.gitops.workflow.wait_timeout)
+    return stream_bound_seconds(prepared.loaded.spec.spec)
 
 
 def job(prepared: Prepared, before: GenerationState, dgd_name: str) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from analysis.conftest import EXAMPLE
+from analysis_support import EXAMPLE
 from analysis.synth import MINUTES, scenario
 from gen_support import run_cli
 

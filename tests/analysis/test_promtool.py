@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 import yaml
-from analysis.conftest import gate_metrics
+from analysis_support import gate_metrics
 from analysis.synth import (
     MINUTES,
     STABLE_TTFT_MEDIAN,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from analysis.conftest import EXAMPLE
+from analysis_support import EXAMPLE
 from gen_support import REPO, run_cli
 
 EXAMPLES = sorted(p for p in (REPO / "examples").glob("*/rollout.yaml"))

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import EXAMPLE, Workspace, cli, git
+from gitops_support import EXAMPLE, Workspace, cli, git
 
 from dgdgen import crd, resources, yamlio
 from dgdgen.gitops import argo_files, argocd

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from argocd_server import TOKEN, Fake, app_doc, serve
-from conftest import EXAMPLE
+from gitops_support import EXAMPLE
 
 from dgdgen.gitops import argocd
 from dgdgen.gitops.argocd_api import verdict

@@ -15,7 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from conftest import EXAMPLE
+from gitops_support import EXAMPLE
 
 from dgdgen import crd, yamlio
 from dgdgen.gitops.drain import inflight

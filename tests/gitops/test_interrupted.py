@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import Workspace, cli, git
+from gitops_support import Workspace, cli, git
 
 STAGING = ".dgdgen-staging"
 

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import Workspace, cli, git
+from gitops_support import Workspace, cli, git
 
 INDEX = ".dgdgen-index"
 
@@ -22,7 +22,7 @@ def _manifests(files: dict[str, str]) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def all_states(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, str]]:
     """`dgdgen render -o` of every state: what each promotion commit must hold."""
-    from conftest import EXAMPLE
+    from gitops_support import EXAMPLE
 
     out = tmp_path_factory.mktemp("all")
     assert cli("render", str(EXAMPLE / "rollout.yaml"), "-o", str(out)).code == 0
@@ -236,7 +236,7 @@ def test_files_it_does_not_own_are_left_alone(ws: Workspace) -> None:
 
 
 def test_init_creates_a_repository(tmp_path: Path) -> None:
-    from conftest import EXAMPLE
+    from gitops_support import EXAMPLE
 
     into = tmp_path / "deploy"
     r = cli("render", str(EXAMPLE / "rollout.yaml"), "--into", str(into), "--init")

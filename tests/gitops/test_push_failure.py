@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import Workspace, cli, git
+from gitops_support import Workspace, cli, git
 
 
 def _refuse_pushes(ws: Workspace, refuse: bool) -> None:

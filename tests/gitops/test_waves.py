@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import EXAMPLE
+from gitops_support import EXAMPLE
 from gen_support import EXAMPLES
 
 from dgdgen import yamlio

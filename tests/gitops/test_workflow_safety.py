@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from argocd_server import TOKEN, Fake, serve
-from conftest import EXAMPLE, Workspace, cli, git
+from gitops_support import EXAMPLE, Workspace, cli, git
 
 from dgdgen import crd, yamlio
 from dgdgen.gitops import argo_files, argocd, rbac
