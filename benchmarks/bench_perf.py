@@ -295,8 +295,16 @@ def main() -> int:
                              lambda: cpu([*dgdgen, "plan", spec]), args.runs * 3)
             row("`dgdgen validate` one spec (CPU s) / `dgdgen plan` same spec", a, b, r,
                 "validate ≤ 0.3 s")
-    print(f"Machine: {machine()}; CPU time, paired runs: {args.runs} (hook rows: "
-          f"{args.runs * 3})\n")
+            # The floor of any command that reads a spec: the interpreter and pydantic.
+            floor = [py, "-c", "from pydantic import BaseModel"]
+            a, b, r = paired(lambda: cpu([*dgdgen, "validate", spec]), lambda: cpu(floor),
+                             args.runs * 3)
+            row("`dgdgen validate` one spec / `python -c 'from pydantic import BaseModel'`",
+                a, b, r, "-")
+    startup = [cpu([py, "-c", "pass"]) for _ in range(9)]
+    print(f"Machine: {machine()}; CPU time, paired runs: {args.runs} (hook and validate rows: "
+          f"{args.runs * 3}); `python -c pass`: {1000 * statistics.median(startup):.0f} ms "
+          "(median of 9; a measure of how fast the machine ran)\n")
     print("| ratio | CPU time (median, each side) | ratio median (min–max) | target |")
     print("| --- | ---: | ---: | --- |")
     for what, times, ratio, target in rows:
