@@ -23,7 +23,7 @@ from typing import Any
 
 from dgdgen.crd import catalog, core
 from dgdgen.crd import overlays as overlay_schemas
-from dgdgen.crd.structural import MISSING, Walker, apply_defaults, copy_plain
+from dgdgen.crd.structural import MISSING, Walker, defaulted
 from dgdgen.crd.violation import Violation
 from dgdgen.yamlio import Document, content_key
 
@@ -104,12 +104,10 @@ def validate(
         known_outcome = _VALIDATED.get((key, names))
         if known_outcome is not None:
             return list(known_outcome)
-    new = copy_plain(obj)
-    apply_defaults(new, schema)
+    new = defaulted(obj, schema)
     previous: Any = MISSING
     if old is not None:
-        previous = copy_plain(old)
-        apply_defaults(previous, schema)
+        previous = defaulted(old, schema)
     walker = Walker()
     walker.root(new, schema, previous)
     violations = _dedupe(walker.violations)

@@ -219,6 +219,80 @@ def apply_defaults(value: Any, schema: Schema) -> None:
                 apply_defaults(v, items)
 
 
+def defaulted(value: Any, schema: Schema) -> Any:
+    """``value`` with the defaults :func:`apply_defaults` would set, as a new object that shares
+    every part no default changes (``value`` is not modified). Only the schema nodes with a
+    default at or below them are visited (:func:`_defaults_plan`): copying and defaulting every
+    DGD whole was 14 % of ``dgdgen verify``."""
+    plan = _defaults_plan(schema)
+    if plan is None:
+        return value
+    direct, children, extra, props, items = plan
+    if isinstance(value, dict):
+        out: dict[str, Any] | None = None
+        for name, default in direct:
+            if name not in value:
+                if out is None:
+                    out = dict(value)
+                out[name] = copy_plain(default)
+        for name, sub in children:
+            current = value if out is None else out
+            if name in current:
+                child = current[name]
+                new = defaulted(child, sub)
+                if new is not child:
+                    if out is None:
+                        out = dict(value)
+                    out[name] = new
+        if extra is not None:
+            for k, v in list((value if out is None else out).items()):
+                if k not in props:
+                    new = defaulted(v, extra)
+                    if new is not v:
+                        if out is None:
+                            out = dict(value)
+                        out[k] = new
+        return value if out is None else out
+    if isinstance(value, list) and items is not None:
+        changed = [defaulted(v, items) for v in value]
+        if any(a is not b for a, b in zip(changed, value)):
+            return changed
+    return value
+
+
+# What defaulting does at one schema node: (properties with a default, properties with a
+# default somewhere below them, additionalProperties and items when they have one, the declared
+# property names), or None when no default is set at or below the node.
+_Plan = tuple[tuple[tuple[str, Any], ...], tuple[tuple[str, Schema], ...], "Schema | None",
+              frozenset[str], "Schema | None"]
+# id(schema node) -> (the node, its plan). The node is kept so that its id cannot be reused
+# while the entry lives.
+_PLANS: dict[int, tuple[Schema, _Plan | None]] = {}
+
+
+def _defaults_plan(schema: Schema) -> _Plan | None:
+    hit = _PLANS.get(id(schema))
+    if hit is not None and hit[0] is schema:
+        return hit[1]
+    props = schema.get("properties")
+    props = props if isinstance(props, Mapping) else {}
+    direct = tuple((name, sub["default"]) for name, sub in props.items()
+                   if isinstance(sub, Mapping) and "default" in sub)
+    children = tuple((name, sub) for name, sub in props.items()
+                     if isinstance(sub, Mapping) and _defaults_plan(sub) is not None)
+    extra = schema.get("additionalProperties")
+    extra = extra if isinstance(extra, Mapping) and _defaults_plan(extra) is not None else None
+    items = schema.get("items")
+    items = items if isinstance(items, Mapping) and _defaults_plan(items) is not None else None
+    plan: _Plan | None = None
+    if direct or children or extra is not None or items is not None:
+        plan = (direct, children, extra, frozenset(props), items)
+    if len(_PLANS) >= 100_000:
+        _PLANS.clear()
+    _PLANS[id(schema)] = (schema, plan)
+    return plan
+
+
 # --------------------------------------------------------------------------- formats
 
 

@@ -182,3 +182,51 @@ def test_core_kind_against_the_vendored_kubernetes_schema() -> None:
     found = rules(crd.validate(service))
     assert (("spec", "ports", 0, "prot"), "unknown-field") in found
     assert any(path == ("spec", "type") for path, _ in found)
+
+
+def test_defaulted_equals_copy_then_apply_defaults_and_leaves_the_input_alone() -> None:
+    """crd.validate defaults a shared-structure copy (structural.defaulted): the same values as
+    copying everything and defaulting in place, on every vendored object the repository holds
+    and on variants with fields removed (so that defaults apply)."""
+    import itertools
+    from pathlib import Path
+
+    from dgdgen import yamlio
+    from dgdgen.crd import catalog, structural
+
+    repo = Path(__file__).resolve().parents[2]
+    paths = sorted(repo.glob("examples/*/rendered/**/*.yaml"))
+    paths += sorted((repo / "tests" / "data" / "upstream").glob("**/*.yaml"))
+    paths += sorted((repo / "tests" / "check" / "corpus").glob("*/*.yaml"))
+    checked = changed = 0
+
+    def variants(node: Any) -> Any:
+        yield node
+        if isinstance(node, dict):
+            for key in sorted(node, key=str):
+                yield {k: v for k, v in node.items() if k != key}
+                for sub in itertools.islice(variants(node[key]), 1, 4):
+                    yield {**node, key: sub}
+        elif isinstance(node, list) and node:
+            for sub in itertools.islice(variants(node[0]), 1, 4):
+                yield [sub, *node[1:]]
+
+    for path in paths:
+        for doc in yamlio.load_file(str(path)):
+            data = doc.data
+            if not isinstance(data, dict):
+                continue
+            entry = catalog.load(str(data.get("apiVersion")), str(data.get("kind")))
+            if entry is None:
+                continue
+            schema = entry["schema"]
+            for variant in itertools.islice(variants(data), 60):
+                before = copy.deepcopy(variant)
+                expected = structural.copy_plain(variant)
+                structural.apply_defaults(expected, schema)
+                got = structural.defaulted(variant, schema)
+                assert got == expected
+                assert variant == before  # the input is not modified
+                checked += 1
+                changed += got is not variant
+    assert checked > 2000 and changed > 100, (checked, changed)
