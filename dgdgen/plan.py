@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -389,19 +389,17 @@ def _transition(
     room_cap = capacity(room, comps, stable_T) if prev_s.present else 0.0
     # Phase 2, scale up: the peak.
     peak = {c.name: room[c.name] + c_t.replicas[c.name] for c in comps}
-    for c in comps:
-        if not c.is_worker:
-            continue
-        extra = peak[c.name] - _size(c)
-        if extra > surge[c.name]:
-            raise PlanError(
-                f"step {index} ({prev_c.weight}% → {st.weight}%) needs {extra} extra {c.name} "
-                f"replica(s) at its peak ({c_t.replicas[c.name]} candidate while the stable still "
-                f"runs {room[c.name]}), but capacity.maxSurge allows {surge[c.name]}: the surge "
-                "budget is too small to make progress. Raise capacity.maxSurge, allow "
-                "capacity.maxUnavailable together with capacity.headroom, or add smaller steps",
-                field=("spec", "steps", index - 1, "weight"),
-            )
+    over = next(_over_surge(peak, comps, surge), None)
+    if over is not None:
+        c, extra = over
+        raise PlanError(
+            f"step {index} ({prev_c.weight}% → {st.weight}%) needs {extra} extra {c.name} "
+            f"replica(s) at its peak ({c_t.replicas[c.name]} candidate while the stable still "
+            f"runs {room[c.name]}), but capacity.maxSurge allows {surge[c.name]}: the surge "
+            "budget is too small to make progress. Raise capacity.maxSurge, allow "
+            "capacity.maxUnavailable together with capacity.headroom, or add smaller steps",
+            field=("spec", "steps", index - 1, "weight"),
+        )
     peak_gpus = sum(room[c.name] * c.stable_gpus + c_t.replicas[c.name] * c.candidate_gpus for c in comps)
     baseline_gpus = _full_gpus(comps)
     min_cap = min(room_cap + prev_c.capacity, s_t.capacity + c_t.capacity)
@@ -420,6 +418,16 @@ def _transition(
         # (docs/planning.md, shown by `dgdgen rehearse`).
         drain_seconds=inp.drain_seconds if shrinks and s_t.weight == 0 < prev_s.weight else None,
     )
+
+
+def _over_surge(peak: Mapping[str, int], comps: Sequence[ComponentInput],
+                surge: Mapping[str, int]) -> Iterator[tuple[ComponentInput, int]]:
+    """Worker components whose ``peak`` runs more replicas beyond their full size than the
+    surge budget allows, with that number (forward and rollback transitions alike)."""
+    for c in comps:
+        extra = peak[c.name] - _size(c)
+        if c.is_worker and extra > surge[c.name]:
+            yield c, extra
 
 
 def _min_workers(states: Sequence[Mapping[str, int]], comps: Sequence[ComponentInput]) -> int:
@@ -465,21 +473,19 @@ def _backward(
         serving = [room] + ([to_s.replicas] if to_s.weight else [])
         room_cap = capacity(room, comps, cand_T) if c0.present else 0.0
         min_cap = min(s0.capacity + room_cap, to_s.capacity + to_c.capacity)
-    for c in comps:
-        if not c.is_worker:
-            continue
-        extra = peak[c.name] - _size(c)
-        if extra > surge[c.name]:
-            raise PlanError(
-                f"rolling back from step {frm.index} ({c0.weight}% → {to_c.weight}%) needs "
-                f"{extra} extra {c.name} replica(s) at its peak (the stable back to "
-                f"{to_s.replicas[c.name]} while the candidate still runs "
-                f"{peak[c.name] - to_s.replicas[c.name]}), but capacity.maxSurge allows "
-                f"{surge[c.name]}: on a cluster sized to the surge budget this rollback could "
-                "not proceed. Raise capacity.maxSurge, allow capacity.headroom, or add smaller "
-                "steps",
-                field=("spec", "steps", frm.index - 1, "weight"),
-            )
+    over = next(_over_surge(peak, comps, surge), None)
+    if over is not None:
+        c, extra = over
+        raise PlanError(
+            f"rolling back from step {frm.index} ({c0.weight}% → {to_c.weight}%) needs "
+            f"{extra} extra {c.name} replica(s) at its peak (the stable back to "
+            f"{to_s.replicas[c.name]} while the candidate still runs "
+            f"{peak[c.name] - to_s.replicas[c.name]}), but capacity.maxSurge allows "
+            f"{surge[c.name]}: on a cluster sized to the surge budget this rollback could "
+            "not proceed. Raise capacity.maxSurge, allow capacity.headroom, or add smaller "
+            "steps",
+            field=("spec", "steps", frm.index - 1, "weight"),
+        )
     peak_gpus = _backward_gpus(peak, s0, to_s, shift_first, comps)
     shrinks = any(to_c.replicas[c.name] < c0.replicas[c.name] for c in comps) or (
         c0.present and not to_c.present)

@@ -417,6 +417,17 @@ class _GiveUp(Exception):
     pass
 
 
+class _NoPathResolvers:
+    """PyYAML pushes and pops its path resolvers at every node; dgdgen's loaders use none (a
+    measurable share of a libyaml parse): mixed in before the loader class, these do nothing."""
+
+    def descend_resolver(self, current_node: Any, current_index: Any) -> None:
+        pass
+
+    def ascend_resolver(self) -> None:
+        pass
+
+
 @functools.lru_cache(maxsize=1)
 def _yaml12_loader() -> Any:
     import yaml
@@ -426,13 +437,7 @@ def _yaml12_loader() -> Any:
     if base is None:  # no libyaml: ruamel.yaml reads everything
         return None
 
-    class Loader(base):  # type: ignore[misc, valid-type]
-        def descend_resolver(self, current_node: Any, current_index: Any) -> None:
-            pass
-
-        def ascend_resolver(self) -> None:
-            pass
-
+    class Loader(_NoPathResolvers, base):  # type: ignore[misc, valid-type]
         def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
             if kind is ScalarNode:
                 if implicit[0]:
@@ -695,13 +700,7 @@ def _fast_loader() -> Any:
     cache: dict[tuple[str, tuple[bool, bool]], str] = {}
     resolve = base.resolve
 
-    class Loader(base):  # type: ignore[misc, valid-type]
-        def descend_resolver(self, current_node: Any, current_index: Any) -> None:
-            pass
-
-        def ascend_resolver(self) -> None:
-            pass
-
+    class Loader(_NoPathResolvers, base):  # type: ignore[misc, valid-type]
         def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
             if kind is not ScalarNode:
                 return resolve(self, kind, value, implicit)

@@ -156,8 +156,7 @@ def _deferred(obj: dict[str, Any]) -> list[tuple[Any, Any, tuple[Any, ...]]]:
     api_version, kind = str(obj["apiVersion"]), str(obj["kind"])
     schema = crd._schema(api_version, kind, tuple(overlays.available()))
     assert schema is not None
-    new = structural.copy_plain(obj)
-    structural.apply_defaults(new, schema)
+    new = structural.defaulted(obj, schema)
     walker = structural.Walker()
     walker.walk(new, schema, ())
     return [(value, node, path) for value, node, path, _ in walker._deferred]
