@@ -10,6 +10,7 @@ import contextlib
 import io
 import os
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -68,3 +69,15 @@ class Workspace:
         rel = self.into.relative_to(self.work).as_posix()
         names = git(self.work, "ls-tree", "-r", "--name-only", rev, "--", rel).splitlines()
         return {n[len(rel) + 1:]: git(self.work, "show", f"{rev}:{n}") for n in names}
+
+
+def rendered_and_pushed(ws: Workspace, tmp_path: Path) -> tuple[str, str, Path, Path]:
+    """The baseline rendered, committed and pushed to the bare remote, for the tests that run
+    the WorkflowTemplate's container script: (spec, into, the interpreter's bin directory, an
+    empty HOME for the script)."""
+    spec, into = str(ws.spec), str(ws.into)
+    assert cli("render", spec, "--into", into, "--commit").code == 0
+    git(ws.work, "push", "-q", "origin", "main")
+    home = tmp_path / "home"
+    home.mkdir()
+    return spec, into, Path(sys.executable).parent, home

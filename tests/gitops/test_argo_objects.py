@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gitops_support import EXAMPLE, Workspace, cli, git
+from gitops_support import EXAMPLE, Workspace, cli, git, rendered_and_pushed
 
 from dgdgen import crd, resources, yamlio
 from dgdgen.gitops import argo_files, argocd
@@ -234,12 +234,7 @@ def test_workflow_promotion_script_against_a_bare_remote(ws: Workspace, tmp_path
     push; idempotent on retry; rollback on exit."""
     from dgdgen.gitops.workflow import PROMOTE_SCRIPT
 
-    spec, into = str(ws.spec), str(ws.into)
-    assert cli("render", spec, "--into", into, "--commit").code == 0
-    git(ws.work, "push", "-q", "origin", "main")
-    bindir = Path(sys.executable).parent
-    home = tmp_path / "home"
-    home.mkdir()
+    _, _, bindir, home = rendered_and_pushed(ws, tmp_path)
 
     def run(action: str, to: str = "0") -> str:
         clone = tmp_path / f"clone-{action}-{to}-{len(list(tmp_path.iterdir()))}"

@@ -10,13 +10,12 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from argocd_server import TOKEN, Fake, serve
-from gitops_support import EXAMPLE, Workspace, cli, git
+from gitops_support import EXAMPLE, Workspace, cli, git, rendered_and_pushed
 
 from dgdgen import crd, yamlio
 from dgdgen.gitops import argo_files, argocd, rbac
@@ -233,12 +232,7 @@ def test_workflow_scripts_gate_and_rollback_for_real(ws: Workspace, tmp_path: Pa
     rollback stops the running sync operation before it commits."""
     from dgdgen.gitops.workflow import PROMOTE_SCRIPT
 
-    spec, into = str(ws.spec), str(ws.into)
-    assert cli("render", spec, "--into", into, "--commit").code == 0
-    git(ws.work, "push", "-q", "origin", "main")
-    bindir = Path(sys.executable).parent
-    home = tmp_path / "home"
-    home.mkdir()
+    spec, _, bindir, home = rendered_and_pushed(ws, tmp_path)
     policy = argocd.argocd_rbac_cm_patch(prepare(spec))["data"]["policy.dgdgen-qwen-router.csv"]
     fake = Fake("default", policy, apps={"qwen-router": [{}]}, running={"qwen-router"})
 
