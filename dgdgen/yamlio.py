@@ -417,6 +417,15 @@ class _GiveUp(Exception):
     pass
 
 
+def _roots(loader: Any) -> Iterator[tuple[int, Any]]:
+    """(index, root node) of every document a PyYAML loader composes, in order (the caller
+    disposes of the loader)."""
+    i = 0
+    while loader.check_node():
+        yield i, loader.get_node()
+        i += 1
+
+
 class _NoPathResolvers:
     """PyYAML pushes and pops its path resolvers at every node; dgdgen's loaders use none (a
     measurable share of a libyaml parse): mixed in before the loader class, these do nothing."""
@@ -565,9 +574,7 @@ def _load_yaml12_fast(text: str, file: str) -> list[Document] | None:
     try:
         loader = loader_cls(text)
         try:
-            i = 0
-            while loader.check_node():
-                node = loader.get_node()
+            for i, node in _roots(loader):
                 if isinstance(node, yaml.ScalarNode):
                     if _scalar12(node) is not None:
                         raise _GiveUp  # a document that is a single scalar
@@ -575,7 +582,6 @@ def _load_yaml12_fast(text: str, file: str) -> list[Document] | None:
                     positions: dict[FieldPath, tuple[int, int]] = {}
                     data = _walk12(node, (), positions, set() if "&" in text else None)
                     docs.append(Document(data, file, i, positions, node.start_mark.line + 1))
-                i += 1
         finally:
             loader.dispose()
     except Exception:  # noqa: BLE001 - every doubt (syntax errors too) goes to ruamel.yaml
@@ -660,16 +666,13 @@ def load_documents_fast(text: str, file: str) -> list[Document]:
     try:
         loader = loader_cls(text)
         try:
-            i = 0
-            while loader.check_node():
-                node = loader.get_node()
+            for i, node in _roots(loader):
                 if node is not None and not (
                     isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:null"
                 ):
                     positions: dict[FieldPath, tuple[int, int]] = {}
                     data = _walk_node(loader, node, (), positions)
                     docs.append(Document(data, file, i, positions, node.start_mark.line + 1))
-                i += 1
         finally:
             loader.dispose()
     except yaml.YAMLError as exc:
