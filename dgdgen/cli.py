@@ -104,6 +104,26 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _no_plugin_loader() -> None:
+    """With every pydantic plugin disabled, stand in for ``pydantic.plugin._loader``.
+
+    pydantic's loader answers ``get_plugins() == ()`` when ``PYDANTIC_DISABLE_PLUGINS`` is
+    ``__all__``, ``1`` or ``true``, but importing it imports ``importlib.metadata`` (and with it
+    ``email``, ``zipfile``, ``csv``...) first: about 10 ms of every spec command. This module
+    answers the same without that import (tests/test_startup.py compares the two). Any other
+    setting, e.g. a list of plugin names, leaves pydantic's own loader in place."""
+    import os
+
+    if (os.environ.get("PYDANTIC_DISABLE_PLUGINS") not in ("__all__", "1", "true")
+            or "pydantic.plugin._loader" in sys.modules):
+        return
+    import types
+
+    loader = types.ModuleType("pydantic.plugin._loader", _no_plugin_loader.__doc__)
+    loader.get_plugins = lambda: ()  # type: ignore[attr-defined]
+    sys.modules["pydantic.plugin._loader"] = loader
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     command = next((w for w in words if not w.startswith("-")), None)
@@ -121,6 +141,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # every installed distribution (10-20 ms of each run; docs/performance.md). An explicit
     # setting is kept.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    _no_plugin_loader()
 
     from dgdgen.errors import InputWarning
 

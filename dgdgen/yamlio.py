@@ -465,9 +465,7 @@ def _plain12(value: str) -> tuple[bool, Any]:
     found = _PLAIN12.get(value)
     if found is not None:
         return found
-    from ruamel.yaml.nodes import ScalarNode
-
-    tag = _yaml12_resolver().resolve(ScalarNode, value, (True, False))
+    tag = _resolve12(value)
     result: tuple[bool, Any] = (False, None)
     if tag == _STR_TAG:
         result = (True, value)
@@ -486,11 +484,58 @@ def _plain12(value: str) -> tuple[bool, Any]:
     return result
 
 
-@functools.lru_cache(maxsize=1)
-def _yaml12_resolver() -> Any:
-    from ruamel.yaml.resolver import VersionedResolver
+# The implicit resolvers of ruamel.yaml for YAML 1.2 (ruamel/yaml/resolver.py
+# `implicit_resolvers`, the entries whose versions include (1, 2), in their order; ruamel.yaml
+# 0.19.1, MIT licence). Kept here because importing ruamel.yaml for its resolver costs about
+# 10 ms of every command that reads a spec; tests/test_yamlio_resolver.py fails when the
+# installed ruamel.yaml's table differs from this one and compares both resolvers on thousands
+# of scalars. (tag, pattern, flags, the first characters it is tried for: "" is the empty
+# scalar.)
+_RESOLVERS12: tuple[tuple[str, str, int, tuple[str, ...]], ...] = (
+    ("tag:yaml.org,2002:bool", r"""^(?:true|True|TRUE|false|False|FALSE)$""", re.VERBOSE,
+     tuple("tTfF")),
+    ("tag:yaml.org,2002:float", r"""^(?:
+         [-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
+        |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
+        |[-+]?\.[0-9_]+(?:[eE][-+][0-9]+)?
+        |[-+]?\.(?:inf|Inf|INF)
+        |\.(?:nan|NaN|NAN))$""", re.VERBOSE, tuple("-+0123456789.")),
+    ("tag:yaml.org,2002:int", r"""^(?:[-+]?0b[0-1_]+
+        |[-+]?0o?[0-7_]+
+        |[-+]?[0-9_]+
+        |[-+]?0x[0-9a-fA-F_]+)$""", re.VERBOSE, tuple("-+0123456789")),
+    ("tag:yaml.org,2002:merge", r"^(?:<<)$", 0, ("<",)),
+    ("tag:yaml.org,2002:null", r"""^(?: ~
+        |null|Null|NULL
+        | )$""", re.VERBOSE, ("~", "n", "N", "")),
+    ("tag:yaml.org,2002:timestamp", r"""^(?:[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]
+        |[0-9][0-9][0-9][0-9] -[0-9][0-9]? -[0-9][0-9]?
+        (?:[Tt]|[ \t]+)[0-9][0-9]?
+        :[0-9][0-9] :[0-9][0-9] (?:\.[0-9]*)?
+        (?:[ \t]*(?:Z|[-+][0-9][0-9]?(?::[0-9][0-9])?))?)$""", re.VERBOSE, tuple("0123456789")),
+    ("tag:yaml.org,2002:value", r"^(?:=)$", 0, ("=",)),
+    ("tag:yaml.org,2002:yaml", r"^(?:!|&|\*)$", 0, tuple("!&*")),
+)
 
-    return VersionedResolver()  # the resolver of YAML(typ="rt"), YAML 1.2
+
+@functools.lru_cache(maxsize=1)
+def _yaml12_resolvers() -> dict[str, list[tuple[str, re.Pattern[str]]]]:
+    """First character ("" for the empty scalar) → the (tag, pattern) pairs tried, in order."""
+    table: dict[str, list[tuple[str, re.Pattern[str]]]] = {}
+    for tag, pattern, flags, first in _RESOLVERS12:
+        rx = re.compile(pattern, flags)
+        for ch in first:
+            table.setdefault(ch, []).append((tag, rx))
+    return table
+
+
+def _resolve12(value: str) -> str:
+    """The tag ruamel.yaml's YAML 1.2 resolver gives a plain scalar (VersionedResolver.resolve
+    with implicit plain): the first matching resolver of the value's first character, else str."""
+    for tag, rx in _yaml12_resolvers().get(value[:1], ()):
+        if rx.match(value):
+            return tag
+    return _STR_TAG
 
 
 def _scalar12(node: Any) -> Any:
