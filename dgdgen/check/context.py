@@ -3,7 +3,7 @@ base), the DGDs in them with their facts, and each DGD's base → head verdict."
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -17,11 +17,11 @@ from dgdgen.yamlio import Document, FieldPath
 class SiblingLoader(Protocol):
     """The objects the cross-file rules read (:class:`SiblingObject`) in the files next to
     ``file`` that are not checked themselves; ``require`` may leave out the files whose text
-    cannot hold, for every group, one of its strings
-    (:func:`dgdgen.check.sources.sibling_loader`)."""
+    cannot hold, for every group, one of its strings, and ``namespaces`` the files whose
+    objects are all in another namespace (:func:`dgdgen.check.sources.sibling_loader`)."""
 
-    def __call__(self, file: str,
-                 require: Sequence[Sequence[str]] = ()) -> list[SiblingObject]: ...
+    def __call__(self, file: str, require: Sequence[Sequence[str]] = (),
+                 namespaces: Collection[str | None] | None = None) -> list[SiblingObject]: ...
 
 
 @dataclass(frozen=True)
@@ -57,17 +57,19 @@ class Context:
                 if isinstance(d.data, dict) and (not kinds or d.data.get("kind") in kinds):
                     yield d
 
-    def siblings(self, file: str,
-                 require: Sequence[Sequence[str]] = ()) -> list[SiblingObject]:
+    def siblings(self, file: str, require: Sequence[Sequence[str]] = (),
+                 namespaces: Collection[str | None] | None = None) -> list[SiblingObject]:
         """The Services, InferencePools and DGDs (:class:`SiblingObject`) of the files next to
         ``file`` that are not checked themselves (the loader reads each directory once).
         ``require`` is a textual pre-filter that never drops an object the caller looks for:
         a file not known from an earlier run is parsed only when its text contains, for every
-        group, one of its strings (ignoring case), e.g. ``[["DynamoGraphDeployment"]]``;
-        objects of other files may come back too."""
+        group, one of its strings (ignoring case), e.g. ``[["DynamoGraphDeployment"]]``.
+        ``namespaces`` (None standing for "no namespace") says where the caller looks: a file
+        whose head proves its only document is in another namespace is not parsed. Objects of
+        other files, or in other namespaces, may come back too."""
         if self.sibling_loader is None:
             return []
-        return self.sibling_loader(file, require)
+        return self.sibling_loader(file, require, namespaces)
 
     def location_of_change(self, pair: DgdPair, change: Change) -> tuple[int, int]:
         head = pair.head

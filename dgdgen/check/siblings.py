@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -81,6 +82,98 @@ def facts_of(docs: Iterable[Document]) -> list[Fact]:
             if isinstance(name, str):
                 out.append((str(kind), name, ns if isinstance(ns, str) else None, ()))
     return out
+
+
+# A line break (as libyaml reads them) followed by a document marker: the text may hold several
+# documents (or end one early), so its head says nothing about the rest.
+_MARKER = re.compile(r"[\r\n\x85\u2028\u2029](?:---|\.\.\.)")
+_STR = "tag:yaml.org,2002:str"
+
+
+def head_namespace(text: str) -> str | None:
+    """The namespace that the only document of ``text`` declares in ``metadata.namespace``,
+    read from the head of the text without parsing the rest; None when reading the head cannot
+    prove it (then the file is parsed whole).
+
+    Sound for the sibling facts: when this returns ``ns``, every fact :func:`facts_of` gives for
+    the text (parsed by :func:`dgdgen.yamlio.load_documents_fast`, the same libyaml parser and
+    scalar resolution) is in namespace ``ns``, or there is none. Anything that could make the
+    rest of the text change that answer gives None: a document marker after the first line
+    (another document), a merge key or an alias at the root or in ``metadata``, a tag, a
+    non-string namespace or a second one. A duplicate ``metadata`` key further down makes the
+    whole file unreadable, hence factless. tests/check/test_siblings.py compares this with the
+    full parse over every YAML file of the repository and their variants."""
+    if _MARKER.search(text):
+        return None
+    import yaml
+    from yaml import events
+
+    from dgdgen.yamlio import _fast_loader
+
+    loader = _fast_loader()(text)
+    get = loader.get_event
+
+    def key() -> str | None:
+        """The next key of a mapping: its text; None at the mapping's end; raises _Unknown
+        for anything but a plain or quoted untagged scalar, and for a merge key."""
+        event = get()
+        if isinstance(event, events.MappingEndEvent):
+            return None
+        if not isinstance(event, events.ScalarEvent) or event.tag is not None:
+            raise _Unknown
+        if event.implicit[0] and event.value == "<<":
+            raise _Unknown  # a merge key may bring in anything
+        return str(event.value)
+
+    def skip() -> None:
+        """Consume one node (an alias outside ``metadata`` changes nothing in it)."""
+        depth = 0
+        while True:
+            event = get()
+            if isinstance(event, (events.MappingStartEvent, events.SequenceStartEvent)):
+                depth += 1
+            elif isinstance(event, (events.MappingEndEvent, events.SequenceEndEvent)):
+                depth -= 1
+            if depth == 0:
+                return
+
+    try:
+        if not isinstance(get(), events.StreamStartEvent) or not isinstance(
+                get(), events.DocumentStartEvent):
+            return None
+        root = get()
+        if not isinstance(root, events.MappingStartEvent) or root.tag is not None:
+            return None
+        while (name := key()) is not None:
+            if name != "metadata":
+                skip()
+                continue
+            meta = get()
+            if not isinstance(meta, events.MappingStartEvent) or meta.tag is not None:
+                return None
+            found: str | None = None
+            while (field := key()) is not None:
+                if field != "namespace":
+                    skip()
+                    continue
+                value = get()
+                if (found is not None or not isinstance(value, events.ScalarEvent)
+                        or value.tag is not None):
+                    return None
+                if value.implicit[0] and loader.resolve(yaml.ScalarNode, value.value,
+                                                        (True, False)) != _STR:
+                    return None
+                found = str(value.value)
+            return found
+        return None
+    except (_Unknown, yaml.YAMLError):
+        return None
+    finally:
+        loader.dispose()
+
+
+class _Unknown(Exception):
+    pass
 
 
 def digest(raw: bytes) -> str:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import gc
 import os
 import subprocess
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 from dgdgen.check import siblings
@@ -313,13 +313,16 @@ def sibling_loader(checked: Iterable[str],
     :meth:`FactsCache.default`). Otherwise a file whose text cannot spell a kind the
     cross-file rules read (:data:`~dgdgen.check.siblings.SIBLING_KINDS`) holds none, and any
     other file is parsed only when its text passes the caller's pre-filter (``require``: for
-    every group, one of its strings, :func:`could_contain`), so a pre-commit run does not grow
-    with the folder. A file that is not UTF-8 or does not parse holds none. What was learnt is
-    saved to the cache after the call that learnt it."""
+    every group, one of its strings, :func:`could_contain`) and, when the caller names the
+    ``namespaces`` it looks in, its head does not prove that its only document is in another one
+    (:func:`dgdgen.check.siblings.head_namespace`), so a pre-commit run does not grow with the
+    folder. A file that is not UTF-8 or does not parse holds none. What was learnt is saved to
+    the cache after the call that learnt it."""
     checked_real = {os.path.realpath(f) for f in checked}
     listed: dict[str, list[_Sibling]] = {}
     resolved: dict[str, list[siblings.SiblingObject]] = {}
-    answers: dict[tuple[str, tuple[tuple[str, ...], ...]], list[siblings.SiblingObject]] = {}
+    answers: dict[tuple[str, tuple[tuple[str, ...], ...], frozenset[str | None] | None],
+                  list[siblings.SiblingObject]] = {}
     store: list[siblings.FactsCache] = [cache] if cache is not None else []
 
     def facts_cache() -> siblings.FactsCache:
@@ -327,9 +330,11 @@ def sibling_loader(checked: Iterable[str],
             store.append(siblings.FactsCache.default())
         return store[0]
 
-    def load(file: str, require: Sequence[Sequence[str]] = ()) -> list[siblings.SiblingObject]:
+    def load(file: str, require: Sequence[Sequence[str]] = (),
+             namespaces: Collection[str | None] | None = None) -> list[siblings.SiblingObject]:
         directory = os.path.dirname(os.path.realpath(file))
-        key = (directory, tuple(tuple(group) for group in require))
+        wanted = None if namespaces is None else frozenset(namespaces)
+        key = (directory, tuple(tuple(group) for group in require), wanted)
         if key in answers:  # checked files in one folder share their siblings
             return answers[key]
         if directory not in listed:
@@ -346,6 +351,8 @@ def sibling_loader(checked: Iterable[str],
                         facts = []
                     elif not all(sib.could_contain(group) for group in require):
                         continue  # this caller cannot find anything here: not parsed
+                    elif wanted is not None and _elsewhere(sib, wanted):
+                        continue  # only objects of another namespace: not parsed
                     else:
                         facts = _sibling_facts(sib)
                     fc.put(sib.digest, facts)
@@ -359,6 +366,17 @@ def sibling_loader(checked: Iterable[str],
         return out
 
     return load
+
+
+def _elsewhere(sib: _Sibling, wanted: frozenset[str | None]) -> bool:
+    """Whether the head of the sibling proves that all its objects are in a namespace other
+    than those ``wanted`` (:func:`dgdgen.check.siblings.head_namespace`)."""
+    try:
+        text = sib.raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return True  # holds no object (_sibling_facts)
+    ns = siblings.head_namespace(text)
+    return ns is not None and ns not in wanted
 
 
 def _sibling_facts(sib: _Sibling) -> list[siblings.Fact]:

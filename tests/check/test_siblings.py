@@ -73,16 +73,20 @@ def test_dgd101_reads_only_dgd_siblings_of_the_namespace(tmp_path: Path,
     assert parsed == ["anchored.yaml", "canary.yaml", "escaped.yaml"]
 
 
-def test_dgd101_without_a_namespace_reads_every_dgd_sibling(tmp_path: Path,
-                                                            monkeypatch: pytest.MonkeyPatch
-                                                            ) -> None:
+def test_dgd101_without_a_namespace_reads_the_dgd_siblings_without_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     keys, parsed = _run(tmp_path, {
         "nons.yaml": dgd_text("qwen-canary", None),
         "prod.yaml": dgd_text("qwen-prod", "prod"),
+        # Heads that prove nothing: a second document may be in no namespace, an alias may
+        # stand for anything.
+        "two.yaml": dgd_text("qwen-two", "prod") + "---\n" + dgd_text("qwen-second", None),
+        "alias.yaml": dgd_text("qwen-alias", "*ns").replace("kind:", "x: &ns prod\nkind:", 1),
         "cm.yaml": CONFIGMAP,
     }, monkeypatch, namespace=None)
-    assert keys == ["qwen-canary"]
-    assert parsed == ["nons.yaml", "prod.yaml"]
+    assert keys == ["qwen-canary", "qwen-second"]
+    # The DGD whose head says `namespace: prod` is not parsed: it cannot conflict.
+    assert parsed == ["alias.yaml", "nons.yaml", "two.yaml"]
 
 
 def test_dgd101_namespace_read_from_another_spelling(tmp_path: Path,
@@ -120,3 +124,83 @@ def test_rte302_skips_a_sibling_service_whose_metadata_is_not_a_mapping(
     without = keys()
     (tmp_path / "odd.yaml").write_text("apiVersion: v1\nkind: Service\nmetadata: [odd]\n")
     assert keys() == without == ["Service/odd"]
+
+
+def _variants(text: str) -> list[str]:
+    """Texts that differ from ``text`` where :func:`siblings.head_namespace` must look closely:
+    another document, a second or tagged or typed namespace, aliases, merge keys, the metadata
+    late or twice, flow style."""
+    meta = "\nmetadata:\n"
+    if meta not in text:
+        return []
+    out = [
+        text + "---\n" + text.replace("  namespace:", "  # namespace:"),
+        text + "...\n",
+        text.replace(meta, meta + "  namespace: other\n", 1),
+        text.replace(meta, meta + "  namespace: !!str tagged\n", 1),
+        text.replace(meta, meta + "  namespace: yes\n", 1),
+        text.replace(meta, meta + "  namespace: 0x1f\n", 1),
+        text.replace(meta, meta + '  namespace: "quoted"\n', 1),
+        text.replace(meta, meta + "  namespace: *a\n", 1).replace("kind:", "x: &a anchored\nkind:",
+                                                                 1),
+        text.replace(meta, "\nbase: &m {namespace: merged}\n<<: *m\nmetadata:\n", 1),
+        text.replace(meta, "\nmetadata: &m\n", 1) + "again: *m\n",
+        text + "metadata: {name: late, namespace: late}\n",
+        text.replace(meta, "\nmetadata: {namespace: flow,\n  name: flow}\nold:\n", 1),
+    ]
+    return out
+
+
+def test_head_namespace_never_contradicts_the_full_parse() -> None:
+    """Every YAML file of the repository, and variants of those with a metadata mapping: when
+    the head names a namespace, every object the full parse finds is in it."""
+    from dgdgen.check import siblings
+    from dgdgen.errors import InputError
+
+    texts = []
+    for path in sorted(REPO.glob("**/*.yaml")):
+        if ".venv" in path.parts or ".git" in path.parts:
+            continue
+        try:
+            texts.append(path.read_text(encoding="utf-8"))
+        except UnicodeDecodeError:
+            continue
+    texts += [dgd_text("qwen", ns) for ns in ("prod", None, '"p\\x72od"', "'prod'")]
+    texts += [v for t in list(texts) for v in _variants(t)]
+    proved = 0
+    for text in texts:
+        ns = siblings.head_namespace(text)
+        if ns is None:
+            continue
+        proved += 1
+        try:
+            facts = siblings.facts_of(load_documents_fast(text, "f.yaml"))
+        except InputError:
+            facts = []
+        assert all(f[2] == ns for f in facts), (ns, facts, text[:300])
+    assert proved > 200  # the check is not vacuous: many heads do name their namespace
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("kind: X\nmetadata:\n  name: a\n  namespace: prod\nspec: {}\n", "prod"),
+    ("---\nmetadata: {namespace: 'prod'}\n", "prod"),
+    ("spec:\n  x: [1, {metadata: {namespace: no}}]\nmetadata:\n  namespace: prod\n", "prod"),
+    ("metadata:\n  name: a\n", None),
+    ("metadata:\n  namespace: prod\n---\nmetadata:\n  name: b\n", None),
+    ("metadata:\n  namespace: prod\n  namespace: dev\n", None),
+    ("metadata:\n  namespace: !!str prod\n", None),
+    ("metadata:\n  namespace: true\n", None),
+    ("metadata:\n  namespace: 0x1f\n", None),
+    ("<<: {metadata: {namespace: a}}\nmetadata:\n  namespace: prod\n", None),
+    ("metadata:\n  <<: {namespace: a}\n  namespace: prod\n", None),
+    ("x: &m {namespace: a}\nmetadata: *m\n", None),
+    ("metadata:\n  namespace: *n\n", None),
+    ("- metadata:\n    namespace: prod\n", None),
+    ("metadata: [namespace, prod]\n", None),
+    ("metadata:\n  namespace: [prod\n", None),
+    ("", None),
+])
+def test_head_namespace(text: str, expected: str | None) -> None:
+    from dgdgen.check import siblings
+
+    assert siblings.head_namespace(text) == expected

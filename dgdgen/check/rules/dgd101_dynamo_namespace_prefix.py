@@ -49,8 +49,9 @@ def check(ctx: Context) -> Iterator[Finding]:
         h = pair.head
         loc = h.dgd.location(("metadata", "name"))
         entries.setdefault((h.namespace, h.name), (h.file, loc.line, loc.column, h.object, True))
-    # Only siblings that can be a DGD in the namespace of a checked one can conflict: the
-    # others are not parsed (a textual pre-filter, sources.could_contain).
+    # Only siblings that can be a DGD in the namespace of a checked one (no namespace being a
+    # group of its own) can conflict: the others are not parsed (a textual pre-filter,
+    # sources.could_contain, and the namespace a file's head declares, siblings.head_namespace).
     require = [["DynamoGraphDeployment"]]
     namespaces = {pair.head.namespace for pair in ctx.dgds}
     if all(ns is not None and _LITERAL_NAMESPACE.match(ns) for ns in namespaces):
@@ -58,7 +59,7 @@ def check(ctx: Context) -> Iterator[Finding]:
     # Sibling DGDs come as facts (name, namespace), those that do not parse left out: a broken
     # neighbour is not this check's business.
     for pair in ctx.dgds:
-        for sib in ctx.siblings(pair.head.file, require):
+        for sib in ctx.siblings(pair.head.file, require, namespaces):
             if sib.kind == KIND:
                 entries.setdefault((sib.namespace, sib.name),
                                    (sib.file, None, None, f"{KIND}/{sib.name}", False))
