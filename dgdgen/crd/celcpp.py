@@ -189,16 +189,25 @@ def program(source: str, optional: bool = False) -> Program | None:
 
 
 def holds(prog: Program, value: Any, schema: Mapping[str, Any] | None, old: Any = None,
-          has_old: bool = False) -> bool:
+          has_old: bool = False, converted: dict[str, Any] | None = None) -> bool:
     """True when cel-cpp evaluates the rule to ``true`` for ``self`` = value (and ``oldSelf`` =
-    old, present when ``has_old``); False for anything else, which cel-python then decides."""
+    old, present when ``has_old``); False for anything else, which cel-python then decides.
+    ``converted`` keeps the conversions (:func:`plain`) for the next rule of the same node."""
+    if converted is None:
+        converted = {}
     try:
-        data = {"self": plain(value, schema)}
+        if "self" not in converted:
+            converted["self"] = plain(value, schema)
+        data = {"self": converted["self"]}
+        if prog.optional or prog.uses_old_self:
+            if has_old and "old" not in converted:
+                converted["old"] = plain(old, schema)
+            old_plain = converted.get("old")
         if prog.optional:
             data["dgdgenHasOldSelf"] = has_old
-            data["dgdgenOldSelf"] = plain(old, schema) if has_old else None
+            data["dgdgenOldSelf"] = old_plain if has_old else None
         elif prog.uses_old_self:
-            data["oldSelf"] = plain(old, schema)
+            data["oldSelf"] = old_plain if has_old else plain(old, schema)
         result = prog.expression.eval(data=data)
         return result.value() is True and result.type().name() == "BOOL"
     except Exception:  # noqa: BLE001 - a conversion or evaluation error: cel-python decides

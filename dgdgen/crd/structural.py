@@ -552,6 +552,7 @@ class Walker:
     def _cel(self, value: Any, schema: Schema, path: FieldPath, old: Any) -> None:
         memo_key = _memo_key(value, old)
         converted: dict[str, Any] = {}  # self / oldSelf as CEL values, converted on first need
+        fast_data: dict[str, Any] = {}  # the same for cel-cpp, shared by the node's rules
 
         def activation(program: Any, optional: bool) -> dict[str, Any]:
             from dgdgen.crd import cel
@@ -588,11 +589,13 @@ class Walker:
             if program.uses_old_self and not optional and old is MISSING:
                 continue  # a transition rule: only checked on update, against the old value
             # The outcome is looked up before self is converted: converting a large object to
-            # CEL values costs more than evaluating most rules (docs/performance.md).
+            # CEL values costs more than evaluating most rules (docs/performance.md). cel-cpp's
+            # conversion of the node is made once for all its rules.
             key = (source, optional, memo_key)
             outcome = _RESULTS.get(key)
             if outcome is None and fast is not None and celcpp.holds(fast, value, schema, old,
-                                                                    old is not MISSING):
+                                                                    old is not MISSING,
+                                                                    fast_data):
                 outcome = ""
             if outcome is None:
                 from dgdgen.crd import cel
