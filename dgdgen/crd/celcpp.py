@@ -173,19 +173,145 @@ def _environment() -> Any:
 @functools.cache
 def program(source: str, optional: bool = False) -> Program | None:
     """The cel-cpp program of a rule (``optional``: its optionalOldSelf); None when the fast
-    path does not take it."""
+    path does not take it. A program compiled in an earlier run is read back from the
+    :class:`ProgramCache` instead of being compiled again."""
     if not takes(source, optional):
         return None
     env = _environment()
     if env is None:
         return None
-    try:
-        expression = env.compile(_OPTIONAL_WRAPPER.format(source) if optional else source)
-    except Exception:  # noqa: BLE001 - cel-cpp raises RuntimeError/ValueError; cel-python decides
-        return None
+    text = _OPTIONAL_WRAPPER.format(source) if optional else source
+    expression = _programs().load(env, text)
+    if expression is None:
+        try:
+            expression = env.compile(text)
+        except Exception:  # noqa: BLE001 - cel-cpp raises RuntimeError/ValueError; cel-python decides
+            return None
+        _programs().store(text, expression)
     code = code_of(source)
     assert code is not None
     return Program(source, expression, uses_old_self(code), optional)
+
+
+# --------------------------------------------------------------------------- the program cache
+
+PROGRAM_CACHE_FILE = "cel-cpp-programs.json"
+# Bump when _environment's declarations or extensions, or _OPTIONAL_WRAPPER, change.
+PROGRAM_CACHE_FORMAT = 1
+# Entries kept at most (the vendored CRDs have about 90 distinct rules).
+PROGRAM_CACHE_MAX = 2048
+
+
+class ProgramCache:
+    """Compiled cel-cpp expressions kept between runs, in one JSON file of the cache directory
+    (:func:`dgdgen.cache.cache_dir`): compiling a rule costs about 0.3 ms, reading its checked
+    expression back (``Env.deserialize``) a tenth of that, which is most of what the vendored
+    rules cost a `dgdgen validate` run (docs/performance.md).
+
+    Keyed by the exact text compiled. The file carries a stamp (this cache's format and the
+    size and mtime of the installed cel-cpp extension): a file with another stamp, unreadable
+    or corrupt, is ignored, and an entry that does not deserialize is compiled again; either
+    is replaced at the end of the run. It is written once, when the process exits, through a
+    temporary file and a rename (:func:`dgdgen.cache.replace_file`)."""
+
+    def __init__(self, path: str | None) -> None:
+        self.path = path
+        self._entries: dict[str, str] = {}
+        self._dirty = False
+        self._registered = False
+        self._stamp = _program_stamp()
+        if path is not None:
+            self._entries = self._read(path)
+
+    def _read(self, path: str) -> dict[str, str]:
+        import json
+
+        try:
+            with open(path, "rb") as fh:
+                data = json.loads(fh.read())
+            if not isinstance(data, dict) or data.get("stamp") != self._stamp:
+                raise ValueError("another stamp")
+            entries = data["entries"]
+            if not isinstance(entries, dict) or not all(
+                    isinstance(k, str) and isinstance(v, str) for k, v in entries.items()):
+                raise TypeError("entries")
+            return entries
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError, KeyError, TypeError, RecursionError):
+            self._changed()  # unusable: replaced at exit
+            return {}
+
+    def _changed(self) -> None:
+        self._dirty = True
+        if not self._registered and self.path is not None:
+            import atexit
+
+            atexit.register(self.save)
+            self._registered = True
+
+    def load(self, env: Any, text: str) -> Any:
+        """The expression compiled from ``text`` in an earlier run, or None."""
+        blob = self._entries.get(text)
+        if blob is None:
+            return None
+        import base64
+
+        try:
+            return env.deserialize(base64.b64decode(blob, validate=True))
+        except Exception:  # noqa: BLE001 - a damaged entry is compiled again and replaced
+            del self._entries[text]
+            self._changed()
+            return None
+
+    def store(self, text: str, expression: Any) -> None:
+        import base64
+
+        if self.path is None or len(self._entries) >= PROGRAM_CACHE_MAX:
+            return
+        try:
+            blob = expression.serialize()
+        except Exception:  # noqa: BLE001 - kept in memory only
+            return
+        self._entries[text] = base64.b64encode(blob).decode("ascii")
+        self._changed()
+
+    def save(self) -> None:
+        """Write the file when this run added to it (or found it unusable)."""
+        if self.path is None or not self._dirty:
+            return
+        import json
+
+        from dgdgen.cache import replace_file
+
+        text = json.dumps({"stamp": self._stamp, "entries": self._entries}, sort_keys=True,
+                          separators=(",", ":"))
+        if replace_file(self.path, text.encode("utf-8")):
+            self._dirty = False
+
+
+def _program_stamp() -> list[Any]:
+    """What a compiled expression depends on besides its text: this cache's format and the
+    installed cel-cpp (its extension module's size and modification time)."""
+    import os
+
+    try:
+        from cel_expr_python import cel
+
+        st = os.stat(cel.__file__)
+    except (ImportError, OSError, TypeError):
+        return [PROGRAM_CACHE_FORMAT, None]
+    return [PROGRAM_CACHE_FORMAT, st.st_size, st.st_mtime_ns]
+
+
+@functools.lru_cache(maxsize=1)
+def _programs() -> ProgramCache:
+    import os
+
+    from dgdgen.cache import cache_dir
+
+    root = cache_dir()
+    return ProgramCache(os.path.join(root, PROGRAM_CACHE_FILE) if root is not None else None)
 
 
 def holds(prog: Program, value: Any, schema: Mapping[str, Any] | None, old: Any = None,
