@@ -60,9 +60,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    """The whole command line; with ``only``, the options of that one command are added and the
-    others keep just their name and help line (a run needs one command's options, and adding
-    every command's costs more than importing them: about 12 ms of each start)."""
+    """The whole command line; with ``only``, just that one command (a run parses one command's
+    words: building every subcommand's parser, with argparse's help formatter and message
+    catalogue lookups, cost about 15 ms of each start; docs/performance.md)."""
     parser = _Parser(
         prog="dgdgen",
         description=(
@@ -76,6 +76,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"dgdgen {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name, module_name in COMMANDS.items():
+        if only is not None and name != only:
+            continue
         module = importlib.import_module(module_name)
         p = sub.add_parser(
             name,
@@ -83,8 +85,6 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
             description=getattr(module, "DESCRIPTION", module.HELP),
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
-        if only is not None and name != only:
-            continue
         module.add_arguments(p)
         p.add_argument(
             "--max-input-size", metavar="SIZE", default=None,
@@ -127,7 +127,10 @@ def _no_plugin_loader() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     command = next((w for w in words if not w.startswith("-")), None)
-    parser = build_parser(command if command in COMMANDS else None)
+    if command in COMMANDS and not {"-h", "--help"} & set(words[:words.index(command)]):
+        parser = build_parser(command)
+    else:  # no command, an unknown one, or `dgdgen --help ...`: the whole command line
+        parser = build_parser()
     args, extra = parser.parse_known_args(words)
     if extra:  # reported by the subcommand, with its usage and its name
         getattr(args, "_parser", parser).error(f"unrecognized arguments: {' '.join(extra)}")
