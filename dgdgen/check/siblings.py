@@ -36,7 +36,7 @@ Fact = tuple[str, str, str | None, tuple[str, ...]]
 
 CACHE_FILE = "sibling-facts.json"
 # Bump when what a fact holds, or how it is read from a document, changes.
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
 # Entries kept at most: those of the files seen in the run that writes the file come first.
 MAX_ENTRIES = 4096
 
@@ -207,7 +207,9 @@ def _fact(item: Any) -> Fact:
 
 
 class FactsCache:
-    """The facts of sibling files by the SHA-256 of their bytes, kept in ``path`` between runs.
+    """The facts of sibling files by the SHA-256 of their bytes, kept in ``path`` between runs,
+    and, for the files that were not parsed because their head proved them to be in another
+    namespace, that namespace (:func:`head_namespace`).
 
     A file that cannot be read, is not valid JSON, or was written under another stamp
     (:func:`_stamp`) is ignored as a whole, and replaced by the next :meth:`save`. Saving writes
@@ -220,9 +222,11 @@ class FactsCache:
         self._stamp = _stamp()
         self._old: dict[str, list[Fact]] = {}
         self._used: dict[str, list[Fact]] = {}
+        self._old_heads: dict[str, str] = {}
+        self._heads: dict[str, str] = {}
         self._dirty = False
         if path is not None:
-            self._old = self._read(path)
+            self._old, self._old_heads = self._read(path)
 
     @classmethod
     def default(cls) -> FactsCache:
@@ -233,26 +237,28 @@ class FactsCache:
         root = cache_dir()
         return cls(os.path.join(root, CACHE_FILE) if root is not None else None)
 
-    def _read(self, path: str) -> dict[str, list[Fact]]:
+    def _read(self, path: str) -> tuple[dict[str, list[Fact]], dict[str, str]]:
         try:
             with open(path, "rb") as fh:
                 data = json.loads(fh.read())
             if not isinstance(data, dict) or data.get("stamp") != self._stamp:
                 raise ValueError("another stamp")
-            entries = data["entries"]
-            if not isinstance(entries, dict):
+            entries, heads = data["entries"], data["heads"]
+            if not isinstance(entries, dict) or not isinstance(heads, dict):
                 raise TypeError("entries")
             out: dict[str, list[Fact]] = {}
             for key, facts in entries.items():
                 if not isinstance(facts, list):
                     raise TypeError(key)
                 out[key] = [_fact(f) for f in facts]
-            return out
+            if not all(isinstance(ns, str) for ns in heads.values()):
+                raise TypeError("heads")
+            return out, heads
         except FileNotFoundError:
-            return {}
+            return {}, {}
         except (OSError, ValueError, KeyError, TypeError, RecursionError):
             self._dirty = True  # unusable: replaced at the next save
-            return {}
+            return {}, {}
 
     def get(self, key: str) -> list[Fact] | None:
         facts = self._used.get(key)
@@ -266,6 +272,19 @@ class FactsCache:
         self._used[key] = facts
         self._dirty = True
 
+    def head(self, key: str) -> str | None:
+        """The namespace :func:`head_namespace` found for these bytes in an earlier run."""
+        ns = self._heads.get(key)
+        if ns is None:
+            ns = self._old_heads.get(key)
+            if ns is not None:
+                self._heads[key] = ns
+        return ns
+
+    def put_head(self, key: str, namespace: str) -> None:
+        self._heads[key] = namespace
+        self._dirty = True
+
     def save(self) -> None:
         """Write the cache when this run added to it (or found it unusable)."""
         if self.path is None or not self._dirty:
@@ -277,7 +296,13 @@ class FactsCache:
             if len(entries) >= MAX_ENTRIES:
                 break
             entries.setdefault(key, facts)
-        text = json.dumps({"stamp": self._stamp, "entries": entries}, sort_keys=False,
-                          separators=(",", ":"))
+        heads: dict[str, str] = {}
+        for key, ns in [*self._heads.items(), *self._old_heads.items()]:
+            if len(entries) + len(heads) >= MAX_ENTRIES:
+                break
+            if key not in entries:
+                heads.setdefault(key, ns)
+        text = json.dumps({"stamp": self._stamp, "entries": entries, "heads": heads},
+                          sort_keys=False, separators=(",", ":"))
         if replace_file(self.path, text.encode("utf-8")):
             self._dirty = False

@@ -340,7 +340,6 @@ def sibling_loader(checked: Iterable[str],
         if directory not in listed:
             listed[directory] = _list_siblings(directory, checked_real)
         out: list[siblings.SiblingObject] = []
-        added = False
         for sib in listed[directory]:
             objs = resolved.get(sib.path)
             if objs is None:
@@ -351,32 +350,37 @@ def sibling_loader(checked: Iterable[str],
                         facts = []
                     elif not all(sib.could_contain(group) for group in require):
                         continue  # this caller cannot find anything here: not parsed
-                    elif wanted is not None and _elsewhere(sib, wanted):
+                    elif wanted is not None and _elsewhere(sib, wanted, fc):
                         continue  # only objects of another namespace: not parsed
                     else:
                         facts = _sibling_facts(sib)
                     fc.put(sib.digest, facts)
-                    added = True
                 objs = [siblings.SiblingObject(sib.path, *fact) for fact in facts]
                 resolved[sib.path] = objs
             out += objs
-        if added:
-            facts_cache().save()
+        if store:
+            store[0].save()  # when this call learnt something
         answers[key] = out
         return out
 
     return load
 
 
-def _elsewhere(sib: _Sibling, wanted: frozenset[str | None]) -> bool:
+def _elsewhere(sib: _Sibling, wanted: frozenset[str | None], fc: siblings.FactsCache) -> bool:
     """Whether the head of the sibling proves that all its objects are in a namespace other
-    than those ``wanted`` (:func:`dgdgen.check.siblings.head_namespace`)."""
-    try:
-        text = sib.raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return True  # holds no object (_sibling_facts)
-    ns = siblings.head_namespace(text)
-    return ns is not None and ns not in wanted
+    than those ``wanted`` (:func:`dgdgen.check.siblings.head_namespace`; what it found is kept
+    in the facts cache, so an unchanged sibling is not read again)."""
+    ns = fc.head(sib.digest)
+    if ns is None:
+        try:
+            text = sib.raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return True  # holds no object (_sibling_facts)
+        ns = siblings.head_namespace(text)
+        if ns is None:
+            return False
+        fc.put_head(sib.digest, ns)
+    return ns not in wanted
 
 
 def _sibling_facts(sib: _Sibling) -> list[siblings.Fact]:

@@ -336,3 +336,34 @@ def test_an_empty_cache_dir_disables_the_cache(tmp_path: Path,
     Run(checked, None, monkeypatch)
     assert Run(checked, None, monkeypatch).parsed == []
     assert entries(tmp_path / "on" / siblings.CACHE_FILE)
+
+
+def test_a_head_namespace_is_kept_and_only_rules_out_that_namespace(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sibling skipped because its head proved another namespace is remembered as such: the
+    warm run neither parses nor scans it, and a run that looks in that namespace parses it.
+    (The DGD alone is checked: RTE302 on the route would read every sibling.)"""
+    checked = make_folder(tmp_path / "repo", None)[:1]
+    path = tmp_path / "cache.json"
+    scanned: list[str] = []
+    head_namespace = siblings.head_namespace
+
+    def counting(text: str) -> str | None:
+        scanned.append(text)
+        return head_namespace(text)
+
+    monkeypatch.setattr(siblings, "head_namespace", counting)
+    plain = uncached(checked, monkeypatch)
+    cold = Run(checked, siblings.FactsCache(str(path)), monkeypatch)
+    assert "other-ns.yaml" not in cold.parsed and cold.findings == plain.findings
+    other = siblings.digest((tmp_path / "repo" / "other-ns.yaml").read_bytes())
+    assert json.loads(path.read_text())["heads"][other] == "staging"
+    scanned.clear()
+    warm = Run(checked, siblings.FactsCache(str(path)), monkeypatch)
+    assert (warm.parsed, scanned, warm.findings) == ([], [], plain.findings)
+    # The checked DGD moves to `staging`, where the sibling `qwen2` is: it is parsed and found.
+    checked[0].write_text(dgd_text("qwen", "staging"))
+    moved = Run(checked, siblings.FactsCache(str(path)), monkeypatch)
+    assert "other-ns.yaml" in moved.parsed
+    assert "qwen2" in {f.key for f in moved.findings if f.code == "DGD101"}
+    assert moved.findings == uncached(checked, monkeypatch).findings
