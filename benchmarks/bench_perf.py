@@ -80,7 +80,7 @@ def git(repo: Path, *args: str) -> None:
 def machine() -> str:
     model = "unknown"
     try:
-        for line in open("/proc/cpuinfo", encoding="utf-8"):
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
             if line.startswith("model name"):
                 model = line.split(":", 1)[1].strip()
                 break
