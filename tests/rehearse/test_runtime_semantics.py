@@ -134,9 +134,20 @@ def _prefix(stable: dict[str, Any], other: dict[str, Any], prefix: str) -> dict[
             time.sleep(0.2)
         out["namespaces"] = sorted((rt.model_ready(fe, "Qwen/Qwen3-0.6B") or {})
                                    .get("namespaces", {}))
+        # The frontend lists a namespace as soon as its workers register; on a loaded machine
+        # one request in 30 once failed right after that. Requests go out until three in a row
+        # succeed (at most 30 s), then the 30 that are counted.
+        out["warmup_failures"] = []
+        streak, deadline = 0, time.monotonic() + 30
+        while streak < 3 and time.monotonic() < deadline:
+            r = client.request(fe.port, "Qwen/Qwen3-0.6B", stream=True, max_tokens=8)
+            streak = streak + 1 if r.ok else 0
+            if not r.ok:
+                out["warmup_failures"].append(r.as_dict())
         results = [client.request(fe.port, "Qwen/Qwen3-0.6B", stream=True, max_tokens=8)
                    for _ in range(30)]
         out["ok"] = sum(r.ok for r in results)
+        out["failures"] = [r.as_dict() for r in results if not r.ok]
         out["served"] = {ns: sum(metrics.worker_requests(w) for w in ws)
                          for ns, ws in groups.items()}
     return out
@@ -157,7 +168,7 @@ def test_prefix_selection_crosses_generations_and_is_flagged(tmp_path: Path) -> 
     prefix = next(e["value"] for e in envs if e["name"] == "DYN_NAMESPACE_PREFIX")
     seen = run_isolated(_prefix, stable, canary, prefix, timeout=240)
     assert seen["namespaces"] == ["inference-qwen", "inference-qwen-canary"], seen
-    assert seen["ok"] == 30
+    assert seen["ok"] == 30, seen
     assert all(n > 0 for n in seen["served"].values()), seen  # one model split across both
 
     (tmp_path / "qwen.yaml").write_text(yamlio.dump(stable))
