@@ -123,7 +123,33 @@ def to_json(out: Outcome, rows: list[StateRow]) -> dict[str, Any]:
             "seconds": round(r.seconds, 1),
         } for r in rows],
         "events": [{"t": round(t, 2), "event": e} for t, e in out.events],
+        "failures": failures(out),
     }
+
+
+# Failed or truncated requests listed in the report, at most (the counts are always complete).
+MAX_FAILURES_LISTED = 50
+
+
+def failures(out: Outcome) -> list[dict[str, Any]]:
+    """The failed and truncated requests, each with when it started, in which state (or while
+    the traffic of a state was moving or settling: then not in the state's row), what served
+    it and what the client saw."""
+    listed = []
+    for r in out.records:
+        if r.outcome.ok:
+            continue
+        state = next((s for s in out.states if s.started <= r.start < s.ended), None)
+        when = "after the last state"
+        if state is not None:
+            settled = state.traffic_moved + out.options.settle
+            when = state.label if r.start >= settled else f"{state.label} (traffic moving)"
+        listed.append({"t": round(r.start, 2), "state": when, "servedBy": r.outcome.served_by,
+                       "stream": r.outcome.stream, "status": r.outcome.status,
+                       "truncated": r.outcome.truncated, "error": r.outcome.error})
+        if len(listed) >= MAX_FAILURES_LISTED:
+            break
+    return listed
 
 
 def _fmt_pct(planned: dict[str, int], observed: dict[str, float]) -> tuple[str, str]:
@@ -171,6 +197,16 @@ def to_markdown(out: Outcome, rows: list[StateRow], data: dict[str, Any]) -> str
                      f"| {r.truncated} | {ttft} | {gate} | {reps} |")
     lines += ["", (f"Peak: {data['processesPeak']} processes, {data['rssPeakMB']} MB RSS; "
               f"{data['proxyReloads']} proxy reloads."), "", "![chart](chart.svg)", ""]
+    if data["failures"]:
+        lines += ["## Failed requests", "",
+                  "| start (s) | state | served by | what the client saw |",
+                  "| ---: | --- | --- | --- |"]
+        for f in data["failures"]:
+            what = "truncated stream" if f["truncated"] else f"HTTP {f['status']}"
+            if f["error"]:
+                what += f": {f['error']}"
+            lines.append(f"| {f['t']} | {f['state']} | {f['servedBy'] or '—'} | {what} |")
+        lines.append("")
     gated = [s for s in out.states if s.analyze_output]
     if gated:
         lines += ["## Gates", ""]
@@ -306,6 +342,11 @@ def summary_lines(data: dict[str, Any]) -> list[str]:
                    f"(±{'—' if err is None else err}) requests {s['requests']} failed {s['failed']}"
                    f" truncated {s['truncated']}"
                    + (f" gate {s['gate']}: {s['verdict']}" if s["verdict"] else ""))
+    for f in data.get("failures", [])[:10]:
+        what = "truncated" if f["truncated"] else f"status {f['status']}"
+        out.append(f"  failed at {f['t']} s in {f['state']}: {what}"
+                   + (f" ({f['error']})" if f["error"] else "")
+                   + (f", served by {f['servedBy']}" if f["servedBy"] else ""))
     return out
 
 

@@ -88,3 +88,30 @@ def test_haproxy_adaptation_changes_only_cluster_bound_lines(tmp_path: Path) -> 
 def test_docs_list_the_carried_and_dropped_flags() -> None:
     doc = (REPO / "docs" / "rehearse.md").read_text()
     assert flag_table_markdown() in doc
+
+
+def test_failed_requests_are_listed_with_their_state() -> None:
+    from types import SimpleNamespace
+
+    from dgdgen.rehearse.load import Record
+    from dgdgen.rehearse.report import failures, summary_lines
+    from dgdgen.runtime.client import Outcome
+
+    def rec(start: float, status: int, *, truncated: bool = False, error: str = "",
+            served: str = "bs16") -> Record:
+        return Record(start, Outcome(status=status, stream=True, tokens=0, ttft=None,
+                                     duration=0.1, truncated=truncated, error=error,
+                                     served_by=served))
+
+    states = [SimpleNamespace(label="step-00", started=0.0, traffic_moved=1.0, ended=10.0),
+              SimpleNamespace(label="step-01", started=10.0, traffic_moved=11.0, ended=20.0)]
+    out = SimpleNamespace(options=SimpleNamespace(settle=2.0), states=states, records=[
+        rec(0.5, 200), rec(5.0, 503, served=""), rec(11.5, 200, truncated=True),
+        rec(15.0, 0, error="connection refused", served=""), rec(25.0, 502), rec(16.0, 200)])
+    listed = failures(out)  # type: ignore[arg-type]
+    assert [(f["t"], f["state"], f["status"], f["truncated"]) for f in listed] == [
+        (5.0, "step-00", 503, False), (11.5, "step-01 (traffic moving)", 200, True),
+        (15.0, "step-01", 0, False), (25.0, "after the last state", 502, False)]
+    lines = summary_lines({"states": [], "failures": listed})
+    assert lines[2] == "  failed at 15.0 s in step-01: status 0 (connection refused)"
+    assert lines[1] == "  failed at 11.5 s in step-01 (traffic moving): truncated, served by bs16"

@@ -33,7 +33,7 @@ def test_healthy_candidate_reaches_cleanup(tmp_path: Path) -> None:
     assert data["result"] == "completed"
     assert data["states"][-1]["state"] == "cleanup"
     assert data["requests"] > 500 and data["streams"] > 0
-    assert data["failed"] == 0 and data["truncated"] == 0, log
+    assert data["failed"] == 0 and data["truncated"] == 0, (data["failures"], log)
     for s in _moving_states(data):
         assert s["splitErrorPoints"] <= 3.0, s
     gated = [s for s in data["states"] if s["gate"]]
