@@ -22,7 +22,7 @@ import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from dgdgen.dgd import KIND, Role, is_dgd, parse
 from dgdgen.yamlio import Document
@@ -206,6 +206,20 @@ def _fact(item: Any) -> Fact:
     return (kind, name, ns, tuple(frontends))
 
 
+_T = TypeVar("_T")
+
+
+def _used_entry(used: dict[str, _T], old: dict[str, _T], key: str) -> _T | None:
+    """The entry of ``key``, from this run's entries or else from the file's; one from the file
+    joins this run's (saved first)."""
+    found = used.get(key)
+    if found is None:
+        found = old.get(key)
+        if found is not None:
+            used[key] = found
+    return found
+
+
 class FactsCache:
     """The facts of sibling files by the SHA-256 of their bytes, kept in ``path`` between runs,
     and, for the files that were not parsed because their head proved them to be in another
@@ -261,12 +275,7 @@ class FactsCache:
             return {}, {}
 
     def get(self, key: str) -> list[Fact] | None:
-        facts = self._used.get(key)
-        if facts is None:
-            facts = self._old.get(key)
-            if facts is not None:
-                self._used[key] = facts
-        return facts
+        return _used_entry(self._used, self._old, key)
 
     def put(self, key: str, facts: list[Fact]) -> None:
         self._used[key] = facts
@@ -274,12 +283,7 @@ class FactsCache:
 
     def head(self, key: str) -> str | None:
         """The namespace :func:`head_namespace` found for these bytes in an earlier run."""
-        ns = self._heads.get(key)
-        if ns is None:
-            ns = self._old_heads.get(key)
-            if ns is not None:
-                self._heads[key] = ns
-        return ns
+        return _used_entry(self._heads, self._old_heads, key)
 
     def put_head(self, key: str, namespace: str) -> None:
         self._heads[key] = namespace
