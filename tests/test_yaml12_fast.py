@@ -81,6 +81,7 @@ def test_scalars_read_differently_elsewhere_are_ruamels(scalar: str) -> None:
 
 @pytest.mark.parametrize("text", [
     "a: &x {b: 1}\nc: *x\n",  # alias
+    "# A & B\na: &x [1]\nc: *x\n",  # alias, an ampersand elsewhere too
     "<<: {b: 1}\na: 2\n",  # merge key
     "a: !!str 5\n",  # explicit tag
     "a: !custom x\n",
@@ -112,6 +113,9 @@ def test_streams_it_gives_up_on(text: str) -> None:
     "- \u65e5\u672c\u8a9e\n- {\u65e5: \u672c, x: 2}\n",
     "a: |\n  \u2192x\n  y\nb: x\u00a0y\n",
     "x:\n  - \u00e4: 1\n    \u00f6: 2\n",
+    # An ampersand without an alias (a licence header), an anchor never referred to.
+    "# NVIDIA CORPORATION & AFFILIATES\na: 'x & y'\nb: &unused [1, 2]\n",
+    "a: &x 1\nb: '*'\n",
 ])
 def test_streams_it_reads(text: str) -> None:
     fast = yamlio._load_yaml12_fast(text, "f.yaml")
