@@ -376,16 +376,7 @@ def _transition(
     # capacity may dip by `maxUnavailable`, before the candidate grows.
     prev_share = prev_s.weight / 100
     floor_frac = max(prev_share - headroom, (1 - unavail) - prev_c.capacity, 0.0)
-    room: dict[str, int] = {}
-    # While the stable still has weight it keeps a worker of every component: headroom lets it
-    # run short of its share, never carry traffic with nobody to serve it.
-    keep = 1 if prev_s.weight > 0 else 0
-    for c in comps:
-        if c.is_worker and inp.strategy != "blue-green":
-            room[c.name] = min(prev_s.replicas[c.name], max(
-                s_t.replicas[c.name], _frac_replicas(floor_frac, c.stable_replicas), keep))
-        else:
-            room[c.name] = prev_s.replicas[c.name]
+    room = _room(comps, prev_s, s_t, floor_frac, stable_T, inp.strategy)
     room_cap = capacity(room, comps, stable_T) if prev_s.present else 0.0
     # Phase 2, scale up: the peak.
     peak = {c.name: room[c.name] + c_t.replicas[c.name] for c in comps}
@@ -418,6 +409,25 @@ def _transition(
         # (docs/planning.md, shown by `dgdgen rehearse`).
         drain_seconds=inp.drain_seconds if shrinks and s_t.weight == 0 < prev_s.weight else None,
     )
+
+
+def _room(comps: Sequence[ComponentInput], now: GenerationState, target: GenerationState,
+          floor_frac: float, full: Mapping[str, int], strategy: str) -> dict[str, int]:
+    """The replicas the leaving generation keeps while the other one grows (forward: the
+    stable; rollback: the candidate). A worker shrinks towards its ``target`` but not below
+    ``floor_frac`` of its ``full`` size and never grows; while the generation still has weight
+    it keeps a worker of every component (headroom lets it run short of its share, never carry
+    traffic with nobody to serve it). Frontends, and every component of a blue-green switch,
+    keep what they run."""
+    keep = 1 if now.weight > 0 else 0
+    room: dict[str, int] = {}
+    for c in comps:
+        if c.is_worker and strategy != "blue-green":
+            room[c.name] = min(now.replicas[c.name], max(
+                target.replicas[c.name], _frac_replicas(floor_frac, full[c.name]), keep))
+        else:
+            room[c.name] = now.replicas[c.name]
+    return room
 
 
 def _over_surge(peak: Mapping[str, int], comps: Sequence[ComponentInput],
@@ -461,14 +471,7 @@ def _backward(
                       s0.capacity + to_c.capacity)
     else:
         floor_frac = max(c0.weight / 100 - headroom, 0.0)
-        keep = 1 if c0.weight > 0 else 0
-        room = {}
-        for c in comps:
-            if c.is_worker and inp.strategy != "blue-green":
-                room[c.name] = min(c0.replicas[c.name], max(
-                    to_c.replicas[c.name], _frac_replicas(floor_frac, cand_T[c.name]), keep))
-            else:
-                room[c.name] = c0.replicas[c.name]
+        room = _room(comps, c0, to_c, floor_frac, cand_T, inp.strategy)
         peak = {c.name: to_s.replicas[c.name] + room[c.name] for c in comps}
         serving = [room] + ([to_s.replicas] if to_s.weight else [])
         room_cap = capacity(room, comps, cand_T) if c0.present else 0.0
