@@ -23,7 +23,7 @@ from typing import Any
 
 from dgdgen.crd import catalog, core
 from dgdgen.crd import overlays as overlay_schemas
-from dgdgen.crd.structural import MISSING, Walker, defaulted
+from dgdgen.crd.structural import MISSING, Walker, defaulted, seed_defaults
 from dgdgen.crd.violation import Violation
 from dgdgen.yamlio import Document, content_key
 
@@ -48,7 +48,10 @@ def _schema(api_version: str, kind: str, overlay_names: tuple[str, ...]) -> dict
         return None
     schema: dict[str, Any] = entry["schema"]
     if overlay_names:
+        # A merged schema is a new object: its defaulting plan is built by walking it.
         schema = overlay_schemas.apply(schema, api_version, kind, overlay_names)
+    elif "defaultPaths" in entry:
+        seed_defaults(schema, entry["defaultPaths"])
     return schema
 
 
