@@ -1,3 +1,3 @@
-from dgdgen.cli import main
+from dgdgen.cli import console
 
-raise SystemExit(main())
+console()

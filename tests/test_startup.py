@@ -53,3 +53,69 @@ def test_a_named_plugin_list_keeps_pydantics_loader() -> None:
             "print(hasattr(loader, 'PYDANTIC_ENTRY_POINT_GROUP'))")
     assert _python(code, PYDANTIC_DISABLE_PLUGINS="some-plugin") == "True"
     assert _python(code) == "True"
+
+
+# `dgdgen` as the console script runs it (dgdgen.cli.console): after `main` returns, exit
+# handlers run, output is flushed and the process ends without the interpreter's teardown.
+
+def _console(*args: str, cwd: Path = REPO, **env: str) -> subprocess.CompletedProcess[bytes]:
+    full = {**os.environ, **env}
+    return subprocess.run([sys.executable, "-m", "dgdgen", *args], capture_output=True,
+                          env=full, cwd=cwd, check=False)
+
+
+def test_the_console_exits_with_mains_code_and_all_of_its_output() -> None:
+    import contextlib
+    import io
+
+    from dgdgen.cli import main
+
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        assert main(["schema"]) == 0
+    run = _console("schema")
+    assert run.returncode == 0 and run.stderr == b""
+    assert run.stdout.decode() == buffer.getvalue() and len(run.stdout) > 40_000
+    bad = _console("validate", "-q", "no-such-spec.yaml")
+    assert bad.returncode == 2 and b"no-such-spec.yaml" in bad.stderr
+
+
+def test_the_console_runs_the_exit_handlers(tmp_path: Path) -> None:
+    """The compiled cel-cpp programs are saved by an exit handler (crd/celcpp.py): the file
+    exists after a run only if the handlers ran."""
+    run = _console("validate", "-q", str(SPEC), DGDGEN_CACHE_DIR=str(tmp_path))
+    assert run.returncode == 0, run.stderr
+    saved = json.loads((tmp_path / "cel-cpp-programs.json").read_text())
+    assert saved
+
+
+def test_the_console_waits_for_a_running_thread(tmp_path: Path) -> None:
+    code = ("import sys, threading, time\n"
+            "def late():\n"
+            "    time.sleep(0.5)\n"
+            "    print('thread done', flush=True)\n"
+            "threading.Thread(target=late).start()\n"
+            "sys.argv = ['dgdgen', 'rules', 'list']\n"
+            "from dgdgen.cli import console\n"
+            "console()\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=REPO, check=False)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.rstrip().endswith("thread done")
+
+
+def test_a_reader_that_goes_away_is_not_an_error() -> None:
+    """`dgdgen schema | head -c 10`: the pipe (made smaller than the output) closes early; exit
+    0 and nothing on stderr, as before the quick exit."""
+    import fcntl
+
+    read, write = os.pipe()
+    fcntl.fcntl(write, fcntl.F_SETPIPE_SZ, 4096)
+    proc = subprocess.Popen([sys.executable, "-m", "dgdgen", "schema"], stdout=write,
+                            stderr=subprocess.PIPE, cwd=REPO)
+    os.close(write)
+    assert os.read(read, 10)
+    os.close(read)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0
+    assert err == b""
