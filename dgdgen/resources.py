@@ -8,22 +8,23 @@ of those roots and never cares which layout it runs from.
 
 from __future__ import annotations
 
-from importlib import resources
-from importlib.resources.abc import Traversable
 from pathlib import Path
 
 ROOTS = ("templates", "schemas", "policies", "argo")
 
+# The package's own folder. A wheel is installed unpacked, so its data are plain files beside the
+# modules; `importlib.resources` would give the same paths here, and importing it (with
+# `tempfile`, `shutil` and the compression modules) cost 6-7 ms of every command
+# (docs/performance.md).
+_PACKAGE = Path(__file__).resolve().parent
 
-def data(root: str, *parts: str) -> Traversable:
+
+def data(root: str, *parts: str) -> Path:
     """A shipped data file or directory, e.g. ``data("schemas", "rollout-spec.schema.json")``."""
     if root not in ROOTS:
         raise ValueError(f"unknown data root {root!r}")
-    packaged = resources.files("dgdgen") / "_data" / root
-    if packaged.is_dir():
-        base: Traversable = packaged
-    else:
-        base = Path(__file__).resolve().parent.parent / root
+    packaged = _PACKAGE / "_data" / root
+    base = packaged if packaged.is_dir() else _PACKAGE.parent / root
     for part in parts:
         base = base / part
     return base
