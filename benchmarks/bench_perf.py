@@ -202,6 +202,7 @@ def main() -> int:
     dgdgen = [str(BIN / "dgdgen")]
     py = sys.executable
     rows: list[tuple[str, str, str, str]] = []
+    speed = ""
 
     def row(what: str, a: float, b: float, ratios: list[float], target: str) -> None:
         spread = f"{statistics.median(ratios):.2f} ({min(ratios):.2f}–{max(ratios):.2f})"
@@ -221,6 +222,9 @@ def main() -> int:
                                           str(schema), *files]), args.runs)
             row(f"`dgdgen verify` (schema + CEL) / `check-jsonschema --schemafile` DGD CRD, "
                 f"{args.files} files", a, b, r, "≤ 0.10")
+            if args.files == 2000:  # the corpus size, measured at 10.6 s
+                speed = (f"; check-jsonschema took {b:.1f} s for the 2,000 files (10.6 s when the "
+                         f"targets were set: the host ran {b / 10.6:.2f}× as slow)")
         if "check" in want:
             parse_only = ("import sys, yaml\nfor f in sys.argv[1:]:\n"
                           "    list(yaml.load_all(open(f).read(), Loader=yaml.CSafeLoader))\n")
@@ -291,20 +295,34 @@ def main() -> int:
                 "re-dumping the same objects with ruamel (dgdgen's dumper)", a, b, r, "≤ 1.0")
         if "validate" in want:
             spec = str(EXAMPLES / "vllm-disagg-block-size" / "rollout.yaml")
-            a, b, r = paired(lambda: cpu([*dgdgen, "validate", spec]),
-                             lambda: cpu([*dgdgen, "plan", spec]), args.runs * 3)
+            seen: list[float] = []  # every validate run of the two rows, warm-ups left out
+
+            def validate() -> float:
+                seen.append(cpu([*dgdgen, "validate", spec]))
+                return seen[-1]
+
+            start = len(seen)
+            a, b, r = paired(validate, lambda: cpu([*dgdgen, "plan", spec]), args.runs * 3)
+            del seen[start]
             row("`dgdgen validate` one spec (CPU s) / `dgdgen plan` same spec", a, b, r,
                 "validate ≤ 0.3 s")
             # The floor of any command that reads a spec: the interpreter and pydantic.
             floor = [py, "-c", "from pydantic import BaseModel"]
-            a, b, r = paired(lambda: cpu([*dgdgen, "validate", spec]), lambda: cpu(floor),
-                             args.runs * 3)
+            start = len(seen)
+            a, b, r = paired(validate, lambda: cpu(floor), args.runs * 3)
+            del seen[start]
             row("`dgdgen validate` one spec / `python -c 'from pydantic import BaseModel'`",
                 a, b, r, "-")
+            seen.sort()
+            what = f"`dgdgen validate` one spec, all {len(seen)} runs of the two rows above (CPU s)"
+            rows.append((what, f"{statistics.median(seen):.3f} s",
+                         f"min {seen[0]:.3f} s, p90 {seen[int(0.9 * (len(seen) - 1))]:.3f} s",
+                         "≤ 0.3 s"))
+            print(rows[-1], file=sys.stderr, flush=True)
     startup = [cpu([py, "-c", "pass"]) for _ in range(9)]
     print(f"Machine: {machine()}; CPU time, paired runs: {args.runs} (hook and validate rows: "
           f"{args.runs * 3}); `python -c pass`: {1000 * statistics.median(startup):.0f} ms "
-          "(median of 9; a measure of how fast the machine ran)\n")
+          f"(median of 9; a measure of how fast the machine ran){speed}\n")
     print("| ratio | CPU time (median, each side) | ratio median (min–max) | target |")
     print("| --- | ---: | ---: | --- |")
     for what, times, ratio, target in rows:
