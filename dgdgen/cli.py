@@ -188,9 +188,9 @@ def console() -> NoReturn:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except BrokenPipeError:  # the reader went away, as `main` treats it: not an error
-            pass
-        except (OSError, ValueError) as exc:  # e.g. a full disk behind a redirect
+        except (BrokenPipeError, ValueError):  # the reader went away (as `main` treats it), or
+            pass  # the stream was closed: not an error
+        except OSError as exc:  # e.g. a full disk behind a redirect
             if stream is sys.stdout:
                 sys.stderr.write(f"dgdgen: error: writing the output: {exc}\n")
                 code = code or 2
