@@ -119,3 +119,12 @@ def test_a_reader_that_goes_away_is_not_an_error() -> None:
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 0
     assert err == b""
+
+
+def test_output_to_a_full_disk_is_one_clear_error() -> None:
+    """`dgdgen schema > /dev/full`: exit 2 and the reason once, as for any file system refusal."""
+    with open("/dev/full", "w") as full:
+        run = subprocess.run([sys.executable, "-m", "dgdgen", "schema"], stdout=full,
+                             stderr=subprocess.PIPE, cwd=REPO, check=False)
+    assert run.returncode == 2
+    assert run.stderr.decode().count("No space left on device") == 1, run.stderr
