@@ -486,10 +486,10 @@ def _plain12(value: str) -> tuple[bool, Any]:
 
 # The implicit resolvers of ruamel.yaml for YAML 1.2 (ruamel/yaml/resolver.py
 # `implicit_resolvers`, the entries whose versions include (1, 2), in their order; ruamel.yaml
-# 0.19.1, MIT licence, Copyright (c) 2014-2026 Anthon van der Neut, Ruamel bvba). Kept here because importing ruamel.yaml for its resolver costs about
-# 10 ms of every command that reads a spec; tests/test_yamlio_resolver.py fails when the
-# installed ruamel.yaml's table differs from this one and compares both resolvers on thousands
-# of scalars. (tag, pattern, flags, the first characters it is tried for: "" is the empty
+# 0.19.1, MIT licence, Copyright (c) 2014-2026 Anthon van der Neut, Ruamel bvba). Kept here
+# because importing ruamel.yaml for its resolver costs about 10 ms of every command that reads a
+# spec; tests/test_yamlio_resolver.py fails when the installed ruamel.yaml's table differs from
+# this one and compares both resolvers on thousands of scalars. (tag, pattern, flags, the first characters it is tried for: "" is the empty
 # scalar.)
 _RESOLVERS12: tuple[tuple[str, str, int, tuple[str, ...]], ...] = (
     ("tag:yaml.org,2002:bool", r"""^(?:true|True|TRUE|false|False|FALSE)$""", re.VERBOSE,

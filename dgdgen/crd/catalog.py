@@ -117,29 +117,6 @@ def _strip(node: Any, *, in_properties: bool = False) -> Any:
     return node
 
 
-def default_paths(schema: Any) -> list[list[str]]:
-    """Where defaulting acts: the path (``properties``/name, ``items``, ``additionalProperties``)
-    from the root to every property schema that carries a ``default``, through the same nodes
-    that :func:`dgdgen.crd.structural.defaulted` follows. Recorded in the compiled file so that a
-    run builds its defaulting plan from these few paths instead of walking the whole schema
-    (:func:`dgdgen.crd.structural.seed_defaults`)."""
-    out: list[list[str]] = []
-    todo: list[tuple[Any, list[str]]] = [(schema, [])]
-    while todo:
-        node, path = todo.pop()
-        if not isinstance(node, dict):
-            continue
-        props = node.get("properties")
-        if isinstance(props, dict):
-            for name, sub in props.items():
-                if isinstance(sub, dict) and "default" in sub:
-                    out.append([*path, "properties", name])
-                todo.append((sub, [*path, "properties", name]))
-        for key in ("additionalProperties", "items"):
-            todo.append((node.get(key), [*path, key]))
-    return sorted(out)
-
-
 def compiled_name(group: str, version: str, kind: str) -> str:
     return f"{group}_{version}_{kind}.json"
 
@@ -147,6 +124,8 @@ def compiled_name(group: str, version: str, kind: str) -> str:
 def compile_sources(crd_root: Path) -> dict[str, str]:
     """Derive the compiled files from the vendored CRDs: ``{file name: JSON text}``."""
     import yaml
+
+    from dgdgen.crd.structural import default_paths
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     files: dict[str, str] = {}
@@ -174,6 +153,7 @@ def compile_sources(crd_root: Path) -> dict[str, str]:
                     "deprecated": bool(version.get("deprecated", False)),
                     "schema": _strip(version["schema"]["openAPIV3Schema"]),
                 }
+                # Where defaulting acts, so that a run need not walk the whole schema for it.
                 doc["defaultPaths"] = default_paths(doc["schema"])
                 files[name] = json.dumps(doc, sort_keys=True, separators=(",", ":")) + "\n"
                 index[f"{group}/{version['name']}/{kind}"] = name

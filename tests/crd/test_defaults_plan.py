@@ -65,14 +65,14 @@ def test_the_paths_are_where_the_defaults_are() -> None:
             "h": {"type": "object", "properties": {"i": {"type": "string"}}},
         },
     }
-    assert catalog.default_paths(schema) == [
+    assert structural.default_paths(schema) == [
         ["properties", "a"],
         ["properties", "b", "properties", "c"],
         ["properties", "d", "items", "properties", "e"],
         ["properties", "f", "additionalProperties", "properties", "g"],
     ]
     seeded = copy.deepcopy(schema)
-    structural.seed_defaults(seeded, catalog.default_paths(schema))
+    structural.seed_defaults(seeded, structural.default_paths(schema))
     value = {"b": {}, "d": [{}, {"e": True}], "f": {"k": {}}, "h": {}}
     expected = {"a": "x", "b": {"c": 1}, "d": [{"e": False}, {"e": True}],
                 "f": {"k": {"g": "y"}}, "h": {}}
@@ -80,16 +80,20 @@ def test_the_paths_are_where_the_defaults_are() -> None:
     assert structural.defaulted(value, copy.deepcopy(schema)) == expected  # walked
     # A path left out is a default not set: the seeded plan is all defaulting follows.
     partial = copy.deepcopy(schema)
-    structural.seed_defaults(partial, [p for p in catalog.default_paths(schema) if "d" not in p])
+    structural.seed_defaults(partial, [p for p in structural.default_paths(schema) if "d" not in p])
     assert structural.defaulted(value, partial)["d"] == [{}, {"e": True}]
 
 
 def test_a_dgd_is_defaulted_through_the_seeded_plan() -> None:
-    """The schema validation uses is seeded, and its defaults reach a DGD: a container port's
-    `protocol` (default TCP) appears in what the CEL rules see."""
+    """The schema validation uses is seeded, not walked, and its defaults reach a DGD: a
+    container port's `protocol` (default TCP) appears in what the CEL rules see."""
+    structural._PLANS.clear()
+    crd._schema.cache_clear()
     schema = crd._schema("nvidia.com/v1alpha1", "DynamoGraphDeployment", ())
     assert schema is not None
     assert structural._PLANS[id(schema)][0] is schema
+    seeded = len(structural._PLANS)
+    assert seeded < 300  # the nodes on the 84 paths; a walk plans each of about 3,800 nodes
     dgd = {"apiVersion": "nvidia.com/v1alpha1", "kind": "DynamoGraphDeployment",
            "metadata": {"name": "x"},
            "spec": {"services": {"Frontend": {"componentType": "frontend",
@@ -101,3 +105,4 @@ def test_a_dgd_is_defaulted_through_the_seeded_plan() -> None:
     assert port.get("protocol") == "TCP"
     assert "protocol" not in dgd["spec"]["services"]["Frontend"]["extraPodSpec"][
         "mainContainer"]["ports"][0]
+    assert len(structural._PLANS) == seeded  # defaulting found every plan it needed seeded
