@@ -208,6 +208,7 @@ def classify(base: DgdFacts, head: DgdFacts, release: str) -> Verdict:
                                   f"component {b.name} removed", b.path, side="base"))
         elif b is not None and h is not None:
             changes.extend(_component_changes(b, h, release, disagg))
+    changes.extend(_models_removed(base, head))
     changes.sort(key=lambda c: (c.component, _CATEGORY_ORDER[c.category], c.field))
     isolation = any(c.demands_isolation for c in changes)
     risk, risk_reasons = _risk(base, head)
@@ -220,6 +221,28 @@ def classify(base: DgdFacts, head: DgdFacts, release: str) -> Verdict:
     if beside is not None:
         renamed = None
     return Verdict(isolation, tuple(changes), risk, tuple(reasons), release, renamed, beside)
+
+
+MODEL_REMOVED_FIELD = "served-model"
+
+
+def _models_removed(base: DgdFacts, head: DgdFacts) -> list[Change]:
+    """A served model that no head worker serves any more: a removed worker component whose name
+    no remaining worker serves. Its clients get 404 when the last old worker goes, on every
+    release (a renamed --served-model-name is reported as its own change)."""
+    head_names = {w.served_model_name for w in head.workers()}
+    out = []
+    for b in base.workers():
+        if b.name in head.components or b.served_model_name is None:
+            continue
+        if b.served_model_name in head_names:
+            continue
+        if any(h.name not in base.components and h.role is b.role for h in head.workers()):
+            continue  # paired by role with a renamed component: its own changes say it
+        out.append(Change(b.name, Category.MDC, MODEL_REMOVED_FIELD, b.served_model_name, None,
+                          f"component {b.name} removed: no worker serves model "
+                          f"{b.served_model_name} any more", b.path, side="base"))
+    return out
 
 
 def _generation_beside(base: DgdFacts, head: DgdFacts) -> bool:

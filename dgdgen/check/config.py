@@ -2,6 +2,7 @@
 
     check:
       dynamo-version: "1.5"
+      workers-run-by: grove   # deployment (default) | grove | lws | unmanaged
       fail-on: error          # info | warning | error | never
       select: [DGD, RTE]      # codes, slugs or code prefixes
       ignore: [DGD103]
@@ -25,13 +26,14 @@ from dgdgen.errors import InputError
 from dgdgen.yamlio import Document, load_documents_fast, read_text
 
 FILENAME = ".dgdgen.yaml"
-_KEYS = {"dynamo-version", "fail-on", "select", "ignore", "suppress"}
+_KEYS = {"dynamo-version", "workers-run-by", "fail-on", "select", "ignore", "suppress"}
 _SUPPRESS_KEYS = {"rule", "object", "file", "reason"}
 
 
 @dataclass(frozen=True)
 class CheckConfig:
     dynamo_version: str | None = None
+    workers_run_by: str | None = None
     fail_on: str | None = None
     select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
@@ -91,8 +93,18 @@ def load(path: str) -> CheckConfig:
                                 entry.get("object"), entry.get("file")))
     dv = section.get("dynamo-version")
     fo = section.get("fail-on")
+    rb = section.get("workers-run-by")
+    if rb is not None:
+        from dgdgen.check.inplace import RunBy
+
+        if str(rb) not in {r.value for r in RunBy}:
+            raise InputError(f"unknown worker backing {rb!r}",
+                             location=doc.location(("check", "workers-run-by")),
+                             field=("check", "workers-run-by"),
+                             hint=f"choose from {', '.join(r.value for r in RunBy)}")
     return CheckConfig(
         dynamo_version=str(dv) if dv is not None else None,
+        workers_run_by=str(rb) if rb is not None else None,
         fail_on=str(fo) if fo is not None else None,
         select=_strings(doc, ("check", "select"), section.get("select") or []),
         ignore=_strings(doc, ("check", "ignore"), section.get("ignore") or []),

@@ -9,6 +9,7 @@ from typing import Any, Protocol
 
 from dgdgen.check.classify import Change, Verdict, classify, pair_dgds
 from dgdgen.check.facts import DgdFacts, configmaps_of, dgd_facts, line_of
+from dgdgen.check.inplace import DEFAULT_RUN_BY, Roll, RunBy, Target, roll_of
 from dgdgen.check.siblings import SiblingObject
 from dgdgen.dgd import Dgd, is_dgd, parse
 from dgdgen.yamlio import Document, FieldPath
@@ -50,6 +51,15 @@ class Context:
     # Loads the documents of files next to a checked file (for references to objects that are
     # rendered but not among the checked files, e.g. a route's backend Service).
     sibling_loader: SiblingLoader | None = None
+    run_by: RunBy = DEFAULT_RUN_BY
+
+    @property
+    def target(self) -> Target:
+        return Target(self.release, self.run_by)
+
+    def roll(self, pair: DgdPair) -> Roll:
+        """What the operator does with an in-place edit of this DGD's workers."""
+        return roll_of_dgd(self.target, pair.head)
 
     def documents(self, *kinds: str) -> Iterator[Document]:
         for f in self.files:
@@ -87,9 +97,17 @@ class Context:
         return line or 1, col or 1
 
 
+def roll_of_dgd(target: Target, dgd: DgdFacts) -> Roll:
+    workers = [(c.name, c.multinode, dict(c.annotations),
+                s.value if (s := c.flags.get("--endpoint")) is not None else None)
+               for c in dgd.workers()]
+    return roll_of(target, workers)
+
+
 def build(files: list[FileInput], release: str,
-          sibling_loader: SiblingLoader | None = None) -> Context:
-    ctx = Context(release=release, files=files, sibling_loader=sibling_loader)
+          sibling_loader: SiblingLoader | None = None,
+          run_by: RunBy = DEFAULT_RUN_BY) -> Context:
+    ctx = Context(release=release, files=files, sibling_loader=sibling_loader, run_by=run_by)
     for f in files:
         head_cms = configmaps_of(d.data for d in f.head)
         heads = [parse(d.data, source=d) for d in f.head if is_dgd(d.data)]

@@ -95,11 +95,20 @@ def page(meta: RuleMeta) -> str:
     if meta.aliases:
         lines.append(f"- **Aliases:** {', '.join(meta.aliases)}")
     lines += ["", "## What", "", meta.summary, "", "## Why", "", meta.rationale, ""]
-    if meta.by_release:
-        lines += ["## By Dynamo release", "",
-                  "`--dynamo-version` picks the release (default: the newest known).", "",
-                  "| release | applied in place |", "| --- | --- |"]
-        lines += [f"| {r} | {text} |" for r, text in meta.by_release]
+    if meta.in_place and meta.category:
+        from dgdgen.check.flags import Category
+        from dgdgen.check.inplace import table, which_runs_hashed
+
+        lines += ["## By Dynamo release and worker namespaces", "",
+                  "`--dynamo-version` picks the release (default: the newest known) and "
+                  "`--workers-run-by` how the operator runs the worker pods (default: "
+                  "`deployment`); together they decide whether an in-place roll puts each "
+                  "worker generation in its own hash-suffixed Dynamo namespace or both in one "
+                  "(docs/checker.md, \"What applying in place does\").", "",
+                  "| release | worker backings | hash-suffixed worker namespaces | "
+                  "one shared namespace |", "| --- | --- | --- | --- |"]
+        lines += [f"| {r} | {which_runs_hashed(r)} | {hashed} | {shared} |"
+                  for r, hashed, shared in table(Category(meta.category))]
         lines.append("")
     if bad is not None:
         lines += ["## Bad", "", f"{bad.name}:", "", *_example(bad), ""]

@@ -19,6 +19,7 @@ from dgdgen.check.context import (
 )
 from dgdgen.check.findings import Finding, Severity
 from dgdgen.check.flags import NEWEST
+from dgdgen.check.inplace import DEFAULT_RUN_BY, RunBy, Target
 from dgdgen.check.rules.registry import RULES
 from dgdgen.check.suppress import Suppression, applies, parse_annotations
 from dgdgen.errors import InputError
@@ -27,6 +28,7 @@ from dgdgen.errors import InputError
 @dataclass(frozen=True)
 class Options:
     release: str = NEWEST
+    run_by: RunBy = DEFAULT_RUN_BY  # how the operator runs the worker pods (check.inplace)
     select: tuple[str, ...] = ()  # empty: every rule
     ignore: tuple[str, ...] = ()
     suppressions: tuple[Suppression, ...] = ()  # from the config file
@@ -39,6 +41,11 @@ class Report:
     files: list[str]
     release: str
     rules: list[ModuleType] = field(default_factory=list)
+    run_by: RunBy = DEFAULT_RUN_BY
+
+    @property
+    def target(self) -> Target:
+        return Target(self.release, self.run_by)
 
     @property
     def isolation_required(self) -> bool:
@@ -77,6 +84,8 @@ class Report:
         return {
             "tool": "dgdgen",
             "dynamo_version": self.release,
+            "workers_run_by": self.run_by.value,
+            "worker_namespaces": self.target.namespaces.value,
             "isolation_required": self.isolation_required,
             "categories": self.categories,
             "risk": risk.value if risk is not None else None,
@@ -115,14 +124,15 @@ def selected(options: Options) -> list[ModuleType]:
 
 def run(files: list[FileInput], options: Options,
         sibling_loader: SiblingLoader | None = None) -> Report:
-    ctx: Context = build(files, options.release, sibling_loader)
+    ctx: Context = build(files, options.release, sibling_loader, options.run_by)
     rules = selected(options)
     findings: list[Finding] = []
     for module in rules:
         findings.extend(module.check(ctx))
     findings = _suppress(findings, files, options.suppressions)
     findings = sorted(set(findings))
-    return Report(findings, ctx.dgds, [f.file for f in files], options.release, rules)
+    return Report(findings, ctx.dgds, [f.file for f in files], options.release, rules,
+                  options.run_by)
 
 
 def _suppress(findings: list[Finding], files: list[FileInput],

@@ -36,48 +36,6 @@ ALIASES_KEY = "--served-model-name:aliases"
 RELEASES: tuple[str, ...] = ("1.3", "1.4", "1.5", "1.6")
 NEWEST = RELEASES[-1]
 
-# What applying a checksum change in place does, per release (the frontend's reaction to two
-# ModelDeploymentCard checksums for one model in one Dynamo namespace).
-MDC_CONSEQUENCE: dict[str, str] = {
-    # facts/dynamo.md §3.1: lib/llm/src/discovery/watcher.rs before #12890.
-    "1.3": "the frontend skips the new workers ('Checksum for new worker does not match "
-           "existing WorkerSet's checksum'): they are ready but idle while old workers remain",
-    "1.4": "the frontend skips the new workers ('Checksum for new worker does not match "
-           "existing WorkerSet's checksum'): they are ready but idle while old workers remain",
-    # facts/dynamo.md §3.1: #12890 cohorts, reported as a regression in #14215.
-    "1.5": "the frontend sees two checksum cohorts and tears the model down (no serving) until "
-           "only one cohort remains",
-    # facts/dynamo-runtime.md "ModelDeploymentCard checksum conflicts"; runtime-verified by
-    # tests/check/test_runtime_truth.py.
-    "1.6": "the frontend rejects the new workers ('Rejected incompatible workers'): they pass "
-           "their own health check but get 0 requests, so the roll loses capacity step by step "
-           "and flips all traffic to the new configuration when the last old worker goes",
-}
-
-# A new served model name (display_name) is another model, in every release (a WorkerSet is per
-# model, facts/dynamo.md §3.1): nothing is rejected, the old name loses its workers. Observed on
-# 1.6.1 (facts/dynamo-runtime.md; tests/check/test_runtime_truth.py probe served-model-name).
-RENAME_CONSEQUENCE = (
-    "the new workers serve another model name: requests for the old name lose capacity step by "
-    "step and find no worker once the last old worker goes")
-RENAME_FIELDS = frozenset({"--served-model-name"})
-
-# What a KV-transfer / KV-layout change in place does (facts/dynamo.md §4; the same in every
-# release: old and new workers of one namespace hand KV blocks to each other).
-KV_CONSEQUENCE: dict[str, str] = dict.fromkeys(
-    RELEASES, "old decode workers take KV blocks from new prefill workers (and the reverse) "
-              "while both run: the transfer fails or reads a mismatched layout")
-
-
-def consequence(category: Category, release: str) -> str | None:
-    """The per-release consequence text of an in-place change of ``category``."""
-    if category is Category.MDC:
-        return MDC_CONSEQUENCE.get(release)
-    if category is Category.KV:
-        return KV_CONSEQUENCE.get(release)
-    return None
-
-
 class Category(str, enum.Enum):
     """What a base → head change of a component breaks when applied in place."""
 

@@ -26,6 +26,9 @@ exit codes: 0 clean, 1 findings at or above --fail-on, 2 bad input or usage.
 
 FORMATS = ("text", "json", "sarif", "github", "junit")
 SEVERITIES = ("info", "warning", "error", "never")
+# dgdgen.check.inplace.RunBy, spelled out so that building the parser imports nothing
+# (tests/check/test_inplace_model.py keeps the two equal).
+RUN_BY = ("deployment", "grove", "lws", "unmanaged")
 
 
 def add_output_arguments(parser: argparse.ArgumentParser) -> None:
@@ -46,6 +49,14 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
                         help="Dynamo release the flag tables describe (X.Y.Z selects X.Y; "
                              "default: the newest known release; see `dgdgen rules explain "
                              "DGD201`)")
+    parser.add_argument("--workers-run-by", metavar="BACKING", default=None,
+                        choices=RUN_BY,
+                        help="how the operator runs the DGD's worker pods: deployment "
+                             "(default: Kubernetes Deployments, the managed rolling update "
+                             "with hash-suffixed worker namespaces on every release), grove or "
+                             "lws (hash-suffixed from 1.5, one shared namespace before), "
+                             "unmanaged (old and new workers share one Dynamo namespace); with "
+                             "--dynamo-version it decides what an in-place roll does")
     parser.add_argument("--config", metavar="FILE",
                         help="config file (default: .dgdgen.yaml in the current directory or "
                              "the repository root)")
@@ -76,6 +87,9 @@ def options(args: argparse.Namespace, git_top: str | None) -> tuple[Any, Any]:
     path = config.find(args.config, git_top)
     cfg = config.load(path) if path else config.CheckConfig()
     release = normalize_release(args.dynamo_version or cfg.dynamo_version)
+    from dgdgen.check.inplace import parse_run_by
+
+    run_by = parse_run_by(args.workers_run_by or cfg.workers_run_by)
     fail_on_text = args.fail_on or cfg.fail_on or "error"
     if fail_on_text not in SEVERITIES:
         raise InputError(f"unknown fail-on severity {fail_on_text!r}",
@@ -83,6 +97,7 @@ def options(args: argparse.Namespace, git_top: str | None) -> tuple[Any, Any]:
     fail_on = None if fail_on_text == "never" else Severity.parse(fail_on_text)
     opts = Options(
         release=release,
+        run_by=run_by,
         select=_split(args.select) or cfg.select,
         ignore=_split(args.ignore) + cfg.ignore,
         suppressions=cfg.suppressions,

@@ -12,7 +12,8 @@ import sys
 import pytest
 from worker_support import shell_worker, worker_component
 
-from dgdgen.check.flags import ALIASES_KEY, MDC_CONSEQUENCE, NEWEST, RELEASES, normalize_release
+from dgdgen.check.flags import ALIASES_KEY, NEWEST, RELEASES, normalize_release
+from dgdgen.check.inplace import HASHED_MDC, SHARED_MDC
 
 CORPUS = os.path.join(os.path.dirname(__file__), "corpus", "vllm-block-size-disagg-v1alpha1")
 
@@ -38,24 +39,42 @@ def test_1_6_patch_releases_are_known(spelling: str) -> None:
     assert json.loads(diff("--dynamo-version", spelling))["dynamo_version"] == "1.6"
 
 
+# What each (release, worker backing) does with an in-place checksum change: the operator's
+# hash-suffixed worker namespaces (Deployment-backed on every release, Grove / LWS from 1.5,
+# Dynamo #12769), else one shared namespace and the frontend's per-release reaction.
+EXPECTED = {
+    (r, rb): (HASHED_MDC if rb == "deployment" or (rb in ("grove", "lws") and r >= "1.5")
+              else SHARED_MDC[r])
+    for r in RELEASES for rb in ("deployment", "grove", "lws", "unmanaged")
+}
+
+
 @pytest.mark.parametrize("release", RELEASES)
-def test_dgd201_message_says_the_consequence_of_the_targeted_release(release: str) -> None:
-    report = json.loads(diff("--dynamo-version", release))
+@pytest.mark.parametrize("run_by", ["deployment", "grove", "lws", "unmanaged"])
+def test_dgd201_message_says_the_consequence_of_the_targeted_release(release: str,
+                                                                    run_by: str) -> None:
+    report = json.loads(diff("--dynamo-version", release, "--workers-run-by", run_by))
+    assert report["workers_run_by"] == run_by
     messages = [f["message"] for f in report["findings"] if f["code"] == "DGD201"]
     assert messages
+    expected = EXPECTED[(release, run_by)]
+    others = {HASHED_MDC, *SHARED_MDC.values()} - {expected}
     for m in messages:
-        assert MDC_CONSEQUENCE[release] in m
-        others = {t for r, t in MDC_CONSEQUENCE.items() if t != MDC_CONSEQUENCE[release]}
+        assert expected in m
         assert not any(t in m for t in others)
 
 
-@pytest.mark.parametrize("release", ["1.5", "1.6"])
-def test_sarif_help_says_the_consequence_of_the_targeted_release(release: str) -> None:
-    sarif = json.loads(diff("--dynamo-version", release, fmt="sarif"))
+@pytest.mark.parametrize(("release", "run_by"), [("1.5", "deployment"), ("1.6", "deployment"),
+                                                 ("1.4", "grove"), ("1.6", "unmanaged")])
+def test_sarif_help_says_the_consequence_of_the_targeted_release(release: str,
+                                                                 run_by: str) -> None:
+    sarif = json.loads(diff("--dynamo-version", release, "--workers-run-by", run_by,
+                            fmt="sarif"))
     rules = {r["id"]: r for r in sarif["runs"][0]["tool"]["driver"]["rules"]}
-    assert MDC_CONSEQUENCE[release] in rules["DGD201"]["help"]["text"]
-    other = MDC_CONSEQUENCE["1.6" if release == "1.5" else "1.5"]
-    assert other not in rules["DGD201"]["help"]["text"]
+    expected = EXPECTED[(release, run_by)]
+    assert expected in rules["DGD201"]["help"]["text"]
+    for other in {HASHED_MDC, *SHARED_MDC.values()} - {expected}:
+        assert other not in rules["DGD201"]["help"]["text"]
 
 
 def worker(args: str, backend: str = "vllm") -> dict[str, str]:

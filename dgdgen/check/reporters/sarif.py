@@ -23,9 +23,10 @@ def render(report: Report, *, color: bool = False) -> str:
     rules = []
     for code in codes:
         meta = RULES[code].RULE
-        effect = meta.consequence(report.release)
-        on = f"On Dynamo {report.release}, applied in place: {effect}. " if effect else ""
-        on_md = f"**On Dynamo {report.release}:** {effect}.\n\n" if effect else ""
+        target = report.target
+        effect = meta.consequence(target.release, target.namespaces)
+        on = f"On {target.describe()}, applied in place: {effect}. " if effect else ""
+        on_md = f"**On {target.describe()}:** {effect}.\n\n" if effect else ""
         rules.append({
             "id": meta.code,
             "name": meta.slug,
@@ -72,7 +73,8 @@ def render(report: Report, *, color: bool = False) -> str:
             "results": results,
             "columnKind": "unicodeCodePoints",
             "properties": {"isolationRequired": report.isolation_required,
-                           "dynamoVersion": report.release},
+                           "dynamoVersion": report.release,
+                           "workersRunBy": report.run_by.value},
         }],
     }
     return json.dumps(log, indent=2, sort_keys=True) + "\n"

@@ -36,6 +36,7 @@ def render(report: Report, *, color: bool = False) -> str:
         lines.append(f"{p.head.file}: {p.head.object}: {mode}{cats}; risk {v.risk.value}")
     c = report.counts()
     summary = (f"{c['error']} error(s), {c['warning']} warning(s), {c['info']} info, "
-               f"{c['suppressed']} suppressed in {c['files']} file(s); Dynamo {report.release}")
+               f"{c['suppressed']} suppressed in {c['files']} file(s); "
+               f"{report.target.describe()}")
     lines.append(paint(_BOLD, summary))
     return "\n".join(lines) + "\n"

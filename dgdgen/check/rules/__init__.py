@@ -14,6 +14,7 @@ from typing import Protocol
 
 from dgdgen.check.context import Context
 from dgdgen.check.findings import Finding, Severity
+from dgdgen.check.inplace import Namespaces, consequence
 
 
 @dataclass(frozen=True)
@@ -27,12 +28,17 @@ class RuleMeta:
     needs_base: bool = False  # a diff rule: only fires when the file has a base revision
     category: str | None = None  # the diff category its findings carry
     aliases: tuple[str, ...] = ()
-    # (release, what the hazard does on it): shown in the docs and, for the targeted release, in
-    # the SARIF help text and the finding messages.
-    by_release: tuple[tuple[str, str], ...] = ()
+    # In-place rules: what applying a change of this category does, per release and worker
+    # namespaces (dgdgen.check.inplace, the one model): shown in the docs and, for the targeted
+    # release and backing, in the SARIF help text and the finding messages.
+    in_place: bool = False
 
-    def consequence(self, release: str) -> str | None:
-        return dict(self.by_release).get(release)
+    def consequence(self, release: str, namespaces: Namespaces) -> str | None:
+        if not self.in_place or self.category is None:
+            return None
+        from dgdgen.check.flags import Category
+
+        return consequence(Category(self.category), release, namespaces)
 
     def finding(self, *, file: str, line: int | None, column: int | None, message: str,
                 object: str, component: str | None = None, key: str = "") -> Finding:

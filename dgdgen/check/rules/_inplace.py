@@ -1,5 +1,7 @@
 """Shared by DGD201–DGD203: the base → head change of one DGD demands isolation but the manifest
-changes the DGD in place, so the operator rolls old and new workers into one pool."""
+changes the DGD in place. What the operator then does — old and new workers side by side in
+hash-suffixed namespaces, ungated, or both in one namespace — comes from the one model,
+:mod:`dgdgen.check.inplace`, for the release and worker backing the user names."""
 
 from __future__ import annotations
 
@@ -7,14 +9,16 @@ from collections.abc import Iterator
 
 from dgdgen.check.context import Context
 from dgdgen.check.findings import Finding
-from dgdgen.check.flags import RENAME_CONSEQUENCE, RENAME_FIELDS, Category
+from dgdgen.check.flags import Category
+from dgdgen.check.classify import MODEL_REMOVED_FIELD
+from dgdgen.check.inplace import MODEL_REMOVED, RENAME_FIELDS, roll_consequence
 from dgdgen.check.rules import RuleMeta
 
 REMEDIATION = (
     "Roll the change out with isolation instead of editing the running DGD: write a rollout spec "
     "whose candidate carries this change and run `dgdgen plan` / `dgdgen render` (each "
-    "generation becomes its own DGD in its own Dynamo namespace, traffic moves in gated steps). "
-    "Or revert the change."
+    "generation becomes its own DGD in its own Dynamo namespace, traffic moves in gated steps "
+    "that can stop and roll back). Or revert the change."
 )
 
 
@@ -24,18 +28,20 @@ def in_place(ctx: Context, rule: RuleMeta, category: Category) -> Iterator[Findi
             continue
         renamed = (f" (renamed from {pair.verdict.renamed_from})"
                    if pair.verdict.renamed_from else "")
-        effect = rule.consequence(ctx.release)
+        roll = ctx.roll(pair)
         for change in pair.verdict.changes:
             if change.category is not category:
                 continue
-            this = (RENAME_CONSEQUENCE if category is Category.MDC
-                    and change.field in RENAME_FIELDS else effect)
-            tail = f"; on Dynamo {ctx.release} {this}" if this else ""
+            if change.field == MODEL_REMOVED_FIELD:
+                effect = MODEL_REMOVED  # the same on every release and namespace layout
+            else:
+                rename = category is Category.MDC and change.field in RENAME_FIELDS
+                effect = roll_consequence(category, roll, rename=rename)
             line, col = ctx.location_of_change(pair, change)
             yield rule.finding(
                 file=pair.head.file, line=line, column=col,
-                message=f"{change.component}: {change.reason}; applied in place{renamed}, old and "
-                        f"new workers share one Dynamo namespace{tail}",
+                message=f"{change.component}: {change.reason}; applied in place{renamed}: "
+                        f"{effect}",
                 object=pair.head.object, component=change.component,
                 key=f"{change.field}\x1f{change.old}\x1f{change.new}",
             )

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from dgdgen.check.context import Context
 from dgdgen.check.findings import Finding, Severity
-from dgdgen.check.flags import KV_CONSEQUENCE, Category
+from dgdgen.check.flags import Category
 from dgdgen.check.rules import RuleMeta
 from dgdgen.check.rules._inplace import REMEDIATION, in_place
 
@@ -20,13 +20,16 @@ RULE = RuleMeta(
         "KV connector or transfer backend (vLLM --kv-transfer-config, SGLang "
         "--disaggregation-transfer-backend, TRT-LLM cache_transceiver_config), the parallel "
         "sizes, the KV cache dtype or the block / page size makes old decode workers unable to "
-        "take blocks from new prefill workers while both run (facts/dynamo.md §4; Grove GREP-393: "
-        "cross-version P/D traffic should be assumed unsafe)."
+        "take blocks from new prefill workers when both share one Dynamo namespace (Grove "
+        "GREP-393: cross-version P/D traffic should be assumed unsafe). With the operator's "
+        "hash-suffixed worker namespaces new prefill only finds new decode, so transfers stay "
+        "within a generation, but the new KV configuration then takes a growing share of real "
+        "traffic ungated, with prefill:decode ratios drifting (Dynamo PR #10936)."
     ),
     remediation=REMEDIATION,
     needs_base=True,
     category=Category.KV.value,
-    by_release=tuple(sorted(KV_CONSEQUENCE.items())),
+    in_place=True,
 )
 
 

@@ -18,13 +18,15 @@ RULE = RuleMeta(
     rationale=(
         "A new runtime image (e.g. vllm-runtime 0.6.0 → 0.7.0) may change the frontend↔worker "
         "protocol and what goes into the card: cards from different releases hash differently "
-        "for the same configuration (facts/dynamo.md §3 history; DESIGN.md §1). During an "
-        "in-place update the frontend is replaced in place while old and new workers serve "
-        "(facts §2.3), and PR #13886 documents only an N-2 frontend/worker window."
+        "for the same configuration (lib/llm/src/model_card.rs history). During an in-place "
+        "update the frontend is replaced in place while old and new workers serve — frontends "
+        "are not hash-isolated on any release (only worker namespaces carry the worker hash) — "
+        "and PR #13886 documents only an N-2 frontend/worker window."
     ),
     remediation=REMEDIATION,
     needs_base=True,
     category=Category.RUNTIME.value,
+    in_place=True,
 )
 
 
