@@ -34,6 +34,10 @@ _CARRIED: dict[Backend, dict[str, str]] = {
         "--data-parallel-size": "--data-parallel-size",
         "--enable-prefix-caching": "--enable-prefix-caching",
         "--router-mode": "--router-mode",
+        # A worker that names its endpoint registers in that namespace (no worker-hash suffix;
+        # ai-dynamo 1.6.1 dynamo/vllm/args.py, dynamo/mocker/args.py): carried, so a rehearsal
+        # or a probe places the worker where the cluster would.
+        "--endpoint": "--endpoint",
     },
     Backend.SGLANG: {
         # SGLang's page size is its KV block size; the mocker takes it as --block-size too.
@@ -43,11 +47,19 @@ _CARRIED: dict[Backend, dict[str, str]] = {
         "--max-running-requests": "--max-num-seqs",
         "--dp-size": "--data-parallel-size",
         "--router-mode": "--router-mode",
+        # A worker that names its endpoint registers in that namespace (no worker-hash suffix;
+        # ai-dynamo 1.6.1 dynamo/vllm/args.py, dynamo/mocker/args.py): carried, so a rehearsal
+        # or a probe places the worker where the cluster would.
+        "--endpoint": "--endpoint",
     },
     # TRT-LLM: the engine's effective arguments (CLI, then the --extra-engine-args YAML, then
     # overrides; dgdgen.check.facts) are carried instead of the CLI flags, see _TRTLLM_ENGINE.
     Backend.TRTLLM: {
         "--router-mode": "--router-mode",
+        # A worker that names its endpoint registers in that namespace (no worker-hash suffix;
+        # ai-dynamo 1.6.1 dynamo/vllm/args.py, dynamo/mocker/args.py): carried, so a rehearsal
+        # or a probe places the worker where the cluster would.
+        "--endpoint": "--endpoint",
     },
 }
 # TRT-LLM effective engine key → mocker flag. Since upstream #12023 the card takes the block size

@@ -1,22 +1,30 @@
-"""Ground truth for the checker from the real Dynamo 1.6.1 runtime (issue 13 item 2).
+"""Ground truth for the checker from the real Dynamo 1.6.1 runtime (issue 13 item 2, issue 22
+item 2).
 
-Each probe is one edit of a worker (vLLM, SGLang or TRT-LLM) in a DGD. The test runs the base worker (incumbent) and
-the edited worker (candidate) as real ``dynamo.mocker`` processes in ONE Dynamo namespace behind
+Each probe is one edit of a worker (vLLM, SGLang or TRT-LLM) in a DGD. The test runs the base
+worker (incumbent) and the edited worker (candidate) as real ``dynamo.mocker`` processes behind
 the real ``dynamo.frontend``, sends requests for the incumbent's model, and compares what the
-runtime did with what ``dgdgen diff`` says about the same edit:
+runtime did with what ``dgdgen diff`` says about the same edit — in both ways an in-place roll
+can place the two generations:
 
-* the frontend logs "Rejected incompatible workers" for the model, or the candidate gets none of
-  the model's requests  ⇔  DGD201 (an in-place checksum change);
-* the candidate shares the load  ⇔  no isolation finding.
+* **one shared namespace** (old releases, Grove / LWS before 1.5, a worker that pins
+  ``--endpoint``, ``--workers-run-by unmanaged``): the frontend logs "Rejected incompatible
+  workers" for the model, or the candidate gets none of its requests  ⇔  DGD201, whose 1.6 text
+  for one shared namespace says so; the candidate shares the load  ⇔  no isolation finding.
+* **hash-suffixed worker namespaces behind a prefix frontend** — the operator's managed rolling
+  update (``DYN_NAMESPACE_WORKER_SUFFIX`` on each worker generation, ``DYN_NAMESPACE_PREFIX`` on
+  the frontend, no ``--namespace``): nothing is rejected; a checksum change is served side by side
+  (both workers get requests)  ⇔  DGD201's text for hashed namespaces (the default backing) says
+  exactly that; a new served name is a second model  ⇔  DGD201's rename text.
 
 The rendered flags become mocker flags through the one mapping
 (:func:`dgdgen.runtime.mocker.mocker_invocation`). What the mocker cannot take from a flag — the
 files a model path or a chat template names — is reproduced by giving the candidate another local
 model directory (:func:`dgdgen.runtime.model.make_model_dir`), as a new model or template would.
 
-All probes share one frontend (it serves every namespace; each probe has its own namespace and
-model name) and one private network namespace, and run one after the other so that at most three
-Dynamo processes are up at a time.
+All probes of one layout share one frontend (each probe has its own namespace and model name)
+and one private network namespace, and run one after the other so that at most four Dynamo
+processes are up at a time.
 """
 
 from __future__ import annotations
@@ -35,6 +43,7 @@ from typing import Any
 import pytest
 
 from dgdgen import runtime
+from dgdgen.check.inplace import HASHED_MDC, RENAME, SHARED_MDC
 from dgdgen.runtime.procs import count_ready_workers
 
 pytestmark = pytest.mark.runtime
@@ -102,6 +111,19 @@ PROBES: tuple[Probe, ...] = (
 )
 PROBE_NAMES = frozenset(p.name for p in PROBES)
 
+# A worker that names its endpoint registers in the namespace the endpoint names: the operator's
+# suffix is not applied (ai-dynamo 1.6.1 dynamo/vllm/args.py; the mocker parses it the same way).
+# Played only in the hashed layout, where the suffix would otherwise isolate the two.
+PINNED = Probe("endpoint-pinned",
+               ("--endpoint", "dyn://inference-hashed-endpoint-pinned.backend.generate",
+                "--block-size", "16"),
+               ("--endpoint", "dyn://inference-hashed-endpoint-pinned.backend.generate",
+                "--block-size", "32"))
+
+# The operator's worker hash suffixes of the old and the new generation.
+OLD_SUFFIX, NEW_SUFFIX = "aaaa1111", "bbbb2222"
+HASHED_PREFIX = "inference-hashed"
+
 
 def dgd_text(model: str, served: str, extra: tuple[str, ...], backend: str = "vllm") -> str:
     model_flag = "--model-path" if backend == "sglang" else "--model"
@@ -159,8 +181,9 @@ def rejected(log: str, model: str) -> bool:
 
 
 def run_probes(workdir: str) -> dict[str, dict[str, Any]]:
-    """Runs in the private network namespace: every probe, one frontend."""
-    from dgdgen.runtime import client, metrics
+    """Runs in the private network namespace: every probe in one shared namespace behind a
+    frontend that serves every namespace, then every probe (and the pinned endpoint) in
+    hash-suffixed worker namespaces behind a prefix frontend, as the operator runs them."""
     from dgdgen.runtime.model import make_model_dir
     from dgdgen.runtime.procs import LocalDynamo
 
@@ -171,51 +194,71 @@ def run_probes(workdir: str) -> dict[str, dict[str, Any]]:
         fe = dyn.frontend()
         dyn.wait_frontend_up(fe)
         for p in PROBES:
-            ns = f"inference-probe-{p.name}"
-            base_text, head_text = sides(p)
-            inc_args, model = mocker_args(base_text, dirs["a"])
-            cand_args, cand_model = mocker_args(head_text, dirs[p.head_dir])
-            inc = dyn.mocker(ns, inc_args, name=f"{p.name}-incumbent")
-            dyn.wait_worker_ready(inc)
-            dyn.wait_model_ready(fe, model, workers=1)
-            log_before = len(fe.log_text())
-            cand = dyn.mocker(ns, cand_args, name=f"{p.name}-candidate")
-            dyn.wait_worker_ready(cand)
-            # The frontend either admits the candidate (2 workers), rejects it (log line), or
-            # serves it as another model (another served name): wait for one of the three.
-            deadline = time.monotonic() + 20
-            verdict = "undecided"
-            while time.monotonic() < deadline:
-                ready = dyn.model_ready(fe, model)
-                if ready and count_ready_workers(ready) >= 2:
-                    verdict = "shared"
-                    break
-                if rejected(fe.log_text()[log_before:], model):
-                    verdict = "rejected"
-                    break
-                if cand_model != model and dyn.model_ready(fe, cand_model):
-                    verdict = "separate-model"
-                    break
-                time.sleep(0.1)
-            outcomes = [client.request(fe.port, model, stream=False, max_tokens=4)
-                        for _ in range(REQUESTS)]
-            out[p.name] = {
-                "verdict": verdict,
-                "rejected_logged": rejected(fe.log_text()[log_before:], model),
-                "ok": sum(1 for o in outcomes if o.ok),
-                "incumbent": metrics.worker_requests(inc),
-                "candidate": metrics.worker_requests(cand),
-                "incumbent_args": list(inc_args),
-                "candidate_args": list(cand_args),
-            }
-            if verdict in ("rejected", "separate-model"):
-                out[p.name]["after_last_old_worker"] = last_old_worker_goes(dyn, fe, inc, cand,
-                                                                            model)
-            dyn.stop(cand)
-            dyn.stop(inc)
+            out[p.name] = play(dyn, fe, p, dirs, hashed=False)
         dyn.stop(fe)
         out["_prefix"] = prefix_split(dyn, dirs["a"])
+        # The operator's layout: the frontend selects by prefix (DYN_NAMESPACE_PREFIX, no
+        # --namespace), each worker generation registers in {base}-{suffix}.
+        fe = dyn.frontend(prefix=HASHED_PREFIX, name="frontend-hashed")
+        dyn.wait_frontend_up(fe)
+        for p in (*PROBES, PINNED):
+            out[f"hashed:{p.name}"] = play(dyn, fe, p, dirs, hashed=True)
+        dyn.stop(fe)
     return out
+
+
+def play(dyn: Any, fe: Any, p: Probe, dirs: dict[str, Path], *, hashed: bool) -> dict[str, Any]:
+    """One probe: the incumbent, then the candidate beside it; what the frontend did."""
+    from dgdgen.runtime import client, metrics
+
+    ns = f"{HASHED_PREFIX}-{p.name}" if hashed else f"inference-probe-{p.name}"
+    old_env = {"DYN_NAMESPACE_WORKER_SUFFIX": OLD_SUFFIX} if hashed else {}
+    new_env = {"DYN_NAMESPACE_WORKER_SUFFIX": NEW_SUFFIX} if hashed else {}
+    base_text, head_text = sides(p)
+    inc_args, model = mocker_args(base_text, dirs["a"])
+    cand_args, cand_model = mocker_args(head_text, dirs[p.head_dir])
+    inc = dyn.mocker(ns, inc_args, env=old_env, name=f"{p.name}-incumbent")
+    dyn.wait_worker_ready(inc)
+    dyn.wait_model_ready(fe, model, workers=1)
+    log_before = len(fe.log_text())
+    cand = dyn.mocker(ns, cand_args, env=new_env, name=f"{p.name}-candidate")
+    dyn.wait_worker_ready(cand)
+    # The frontend either admits the candidate (2 workers), rejects it (log line), or serves it
+    # as another model (another served name): wait for one of the three.
+    deadline = time.monotonic() + 20
+    verdict = "undecided"
+    ready: dict[str, Any] | None = None
+    while time.monotonic() < deadline:
+        ready = dyn.model_ready(fe, model)
+        if ready and count_ready_workers(ready) >= 2:
+            verdict = "shared"
+            break
+        if rejected(fe.log_text()[log_before:], model):
+            verdict = "rejected"
+            break
+        if cand_model != model and dyn.model_ready(fe, cand_model):
+            verdict = "separate-model"
+            break
+        time.sleep(0.1)
+    outcomes = [client.request(fe.port, model, stream=False, max_tokens=4)
+                for _ in range(REQUESTS)]
+    seen: dict[str, Any] = {
+        "verdict": verdict,
+        "rejected_logged": rejected(fe.log_text()[log_before:], model),
+        "ok": sum(1 for o in outcomes if o.ok),
+        "incumbent": metrics.worker_requests(inc),
+        "candidate": metrics.worker_requests(cand),
+        "incumbent_args": list(inc_args),
+        "candidate_args": list(cand_args),
+        # The Dynamo namespaces the frontend lists for the model (one per worker generation
+        # when the suffix isolates them).
+        "namespaces": sorted((dyn.model_ready(fe, model) or {}).get("namespaces") or {}),
+    }
+    if verdict in ("rejected", "separate-model"):
+        seen["after_last_old_worker"] = last_old_worker_goes(dyn, fe, inc, cand, model)
+    dyn.stop(cand)
+    dyn.stop(inc)
+    return seen
 
 
 def last_old_worker_goes(dyn: Any, fe: Any, inc: Any, cand: Any, model: str) -> dict[str, Any]:
@@ -266,8 +309,11 @@ def prefix_split(dyn: Any, model_dir: Path) -> dict[str, Any]:
     dyn.wait_model_ready(fe, "tiny-prefix", workers=2)
     outcomes = [client.request(fe.port, "tiny-prefix", stream=False, max_tokens=4)
                 for _ in range(2 * REQUESTS)]
-    return {"ok": sum(1 for o in outcomes if o.ok),
+    seen = {"ok": sum(1 for o in outcomes if o.ok),
             "served": [metrics.worker_requests(w) for w in workers]}
+    for proc in (*workers, fe):
+        dyn.stop(proc)
+    return seen
 
 
 @pytest.fixture(scope="module")
@@ -278,7 +324,7 @@ def truth(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]
     work = tmp_path_factory.mktemp("runtime-truth")
     start = time.monotonic()
     try:
-        result: dict[str, dict[str, Any]] = run_isolated(run_probes, str(work), timeout=300)
+        result: dict[str, dict[str, Any]] = run_isolated(run_probes, str(work), timeout=600)
     except RuntimeUnavailable as exc:  # pragma: no cover - CI runs as root
         pytest.skip(f"ai-dynamo runtime cannot run here: {exc}")
     result["_elapsed"] = {"seconds": time.monotonic() - start}
@@ -288,13 +334,14 @@ def truth(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]
     return result
 
 
-def dgdgen_diff(tmp: Path, p: Probe) -> dict[str, Any]:
+def dgdgen_diff(tmp: Path, p: Probe, *extra: str) -> dict[str, Any]:
     base, head = sides(p)
     (tmp / "old.yaml").write_text(base, encoding="utf-8")
     (tmp / "new.yaml").write_text(head, encoding="utf-8")
     proc = subprocess.run(
         [sys.executable, "-m", "dgdgen", "diff", str(tmp / "old.yaml"), str(tmp / "new.yaml"),
-         "--format", "json", "--fail-on", "never", "--dynamo-version", runtime.DYNAMO_VERSION],
+         "--format", "json", "--fail-on", "never", "--dynamo-version", runtime.DYNAMO_VERSION,
+         *extra],
         capture_output=True, text=True, check=False, env={**os.environ, "NO_COLOR": "1"})
     assert proc.returncode == 0, proc.stderr
     report: dict[str, Any] = json.loads(proc.stdout)
@@ -314,10 +361,67 @@ def test_checker_verdict_matches_the_runtime(probe: Probe, truth: dict[str, dict
     assert (seen["verdict"] == "rejected") == seen["rejected_logged"], seen
     assert runtime_isolates == (seen["verdict"] in ("rejected", "separate-model")), seen
 
-    report = dgdgen_diff(tmp_path, probe)
+    # One shared namespace is what `--workers-run-by unmanaged` (and Grove / LWS before 1.5)
+    # describes: the checker's shared-namespace text for 1.6 must be what the runtime did.
+    report = dgdgen_diff(tmp_path, probe, "--workers-run-by", "unmanaged")
     codes = sorted({f["code"] for f in report["findings"]})
     assert ("DGD201" in codes) == runtime_isolates, (probe.name, codes, seen)
     assert report["isolation_required"] == runtime_isolates, (probe.name, report, seen)
+    assert report["worker_namespaces"] == "shared"
+    for m in [f["message"] for f in report["findings"] if f["code"] == "DGD201"]:
+        expected = RENAME if probe.head_name else SHARED_MDC["1.6"]
+        assert expected in m and HASHED_MDC not in m, (probe.name, m)
+
+
+@pytest.mark.parametrize("probe", PROBES, ids=[p.name for p in PROBES])
+def test_checker_consequence_matches_the_operators_hashed_roll(
+        probe: Probe, truth: dict[str, dict[str, Any]], tmp_path: Path) -> None:
+    """The operator's layout (the default `--workers-run-by deployment` on 1.6): nothing is
+    rejected. A checksum change is served side by side — both generations get requests and the
+    frontend lists both namespaces for the one model — exactly when DGD201 says so; a new served
+    name is a second model, as DGD201's rename text says; a safe change is shared too."""
+    seen = truth[f"hashed:{probe.name}"]
+    assert seen["ok"] == REQUESTS, seen
+    assert not seen["rejected_logged"], seen
+    assert seen["incumbent_args"] != seen["candidate_args"], seen
+    report = dgdgen_diff(tmp_path, probe)
+    assert report["worker_namespaces"] == "hashed"
+    messages = [f["message"] for f in report["findings"] if f["code"] == "DGD201"]
+    if probe.head_name:
+        assert seen["verdict"] == "separate-model" and seen["candidate"] == 0, seen
+        after = seen["after_last_old_worker"]
+        assert after["ok"] == 0, after  # the old name has no worker once the old one goes
+        assert messages and all(RENAME in m for m in messages), messages
+        return
+    # Both generations served the one model, each from its own suffixed namespace.
+    assert seen["verdict"] == "shared", seen
+    assert seen["incumbent"] > 0 and seen["candidate"] > 0, seen
+    assert seen["namespaces"] == [f"{HASHED_PREFIX}-{probe.name}-{OLD_SUFFIX}",
+                                  f"{HASHED_PREFIX}-{probe.name}-{NEW_SUFFIX}"], seen
+    shared_texts = set(SHARED_MDC.values())
+    for m in messages:
+        assert HASHED_MDC in m, m
+        assert not any(t in m for t in shared_texts), m
+    # The runtime cannot tell a checksum change from a safe one here (both are served): whether
+    # DGD201 fires at all is pinned by the shared-namespace probes above.
+    assert bool(messages) == (truth[probe.name]["verdict"] in ("rejected", "separate-model"))
+
+
+def test_a_pinned_endpoint_defeats_the_suffix_and_the_checker_says_so(
+        truth: dict[str, dict[str, Any]], tmp_path: Path) -> None:
+    """A worker that names its --endpoint registers in that namespace whatever the operator's
+    suffix: on the operator's layout the frontend then rejects the new block size, and DGD201
+    (default backing) gives the one-namespace text with the reason."""
+    seen = truth[f"hashed:{PINNED.name}"]
+    assert seen["verdict"] == "rejected" and seen["rejected_logged"], seen
+    assert seen["candidate"] == 0 and seen["ok"] == REQUESTS, seen
+    assert seen["namespaces"] == [f"{HASHED_PREFIX}-{PINNED.name}"], seen
+    report = dgdgen_diff(tmp_path, PINNED)
+    messages = [f["message"] for f in report["findings"] if f["code"] == "DGD201"]
+    assert messages, report
+    for m in messages:
+        assert SHARED_MDC["1.6"] in m and HASHED_MDC not in m, m
+        assert "pins --endpoint" in m, m
 
 
 def test_every_probe_changes_what_the_mocker_runs(truth: dict[str, dict[str, Any]]) -> None:
@@ -369,9 +473,7 @@ def test_1_6_consequence_the_rejected_configuration_takes_all_traffic_at_the_end
     """DGD201's 1.6 text: rejected workers sit idle while old workers remain, then all traffic
     flips to them when the last old worker goes (for the block size: the frontend's reported
     block size changes to the candidate's)."""
-    from dgdgen.check.flags import MDC_CONSEQUENCE
-
-    assert "flips all traffic" in MDC_CONSEQUENCE["1.6"]
+    assert "flips all traffic" in SHARED_MDC["1.6"]
     rejected_probes = [p for p in PROBES if truth[p.name]["verdict"] == "rejected"]
     assert len(rejected_probes) >= 5
     for p in rejected_probes:
@@ -389,8 +491,6 @@ def test_a_new_served_name_leaves_the_old_name_without_workers(
         truth: dict[str, dict[str, Any]], tmp_path: Path) -> None:
     """DGD201's text for a served-name change: the old name loses its workers, and requests for
     it fail once the last old worker goes (nothing is rejected: it is another model)."""
-    from dgdgen.check.flags import RENAME_CONSEQUENCE
-
     probe = next(p for p in PROBES if p.head_name)
     seen = truth[probe.name]
     after = seen["after_last_old_worker"]
@@ -398,4 +498,4 @@ def test_a_new_served_name_leaves_the_old_name_without_workers(
     assert after["ok"] == 0 and after["candidate"] == 0, after
     messages = [f["message"] for f in dgdgen_diff(tmp_path, probe)["findings"]
                 if f["code"] == "DGD201"]
-    assert messages and all(RENAME_CONSEQUENCE in m for m in messages), messages
+    assert messages and all(RENAME in m for m in messages), messages
