@@ -4,6 +4,7 @@ isolation-mode decision for ``auto``."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from dgdgen import plan as planmod
 from dgdgen.errors import InputError, PlanError
@@ -87,7 +88,8 @@ def prepare(path: str) -> Prepared:
     mode = body.isolation.value
     reasons: tuple[str, ...] = ()
     if body.isolation in (Isolation.AUTO, Isolation.IN_PLACE):
-        mode, auto_steps, reasons = decide_isolation(stable, cand, body.isolation.value)
+        mode, auto_steps, reasons = decide_isolation(stable, cand, body.isolation.value,
+                                                     _target(loaded))
         if body.isolation is Isolation.IN_PLACE and mode != "in-place":
             raise InputError(
                 "isolation: in-place is not allowed for this change: "
@@ -239,8 +241,23 @@ def _with_notes(plan: planmod.Plan, notes: tuple[str, ...]) -> planmod.Plan:
     return dataclasses.replace(plan, notes=plan.notes + notes)
 
 
+def _target(loaded: LoadedSpec) -> Any:
+    """The spec's Dynamo release and worker backing (an unknown release: exit 2 at its line)."""
+    from dgdgen.check.flags import normalize_release
+    from dgdgen.check.inplace import RunBy, Target
+
+    dyn = loaded.spec.spec.dynamo
+    field = ("spec", "dynamo", "version")
+    try:
+        release = normalize_release(dyn.version)
+    except InputError as exc:
+        raise InputError(exc.message, location=loaded.location(field), field=field,
+                         hint=exc.hint) from None
+    return Target(release, RunBy(dyn.workers_run_by))
+
+
 def decide_isolation(
-    stable: Generation, cand: Generation, requested: str
+    stable: Generation, cand: Generation, requested: str, target: Any = None,
 ) -> tuple[str, tuple[planmod.StepInput, ...], tuple[str, ...]]:
     """Ask the checker whether stable → candidate needs isolation, and take the mode and step
     schedule its risk grade recommends (:func:`dgdgen.check.classify.recommend`).
@@ -249,15 +266,31 @@ def decide_isolation(
     isolation-demanding change.
     """
     from dgdgen.check.classify import recommend, verdict
+    from dgdgen.check.context import roll_of_dgd
+    from dgdgen.check.facts import dgd_facts
+    from dgdgen.check.inplace import Target, roll_consequence
     from dgdgen.spec import parse_duration
 
-    v = verdict(stable.dgd, cand.dgd)
+    if target is None:
+        from dgdgen.check.flags import NEWEST
+
+        target = Target(NEWEST)
+    v = verdict(stable.dgd, cand.dgd, dynamo_version=target.release)
     rec = recommend(v)
     mode = "in-place" if rec.isolation == "in-place" else "separate-dgd"
     grade = v.risk.value
     reasons = (
         f"{requested}: the checker grades the change {grade} and chooses {mode} ({rec.reason})",
     ) + tuple(f"{requested}: {r}" for r in v.reasons)
+    # What the operator would do with it in place, from the checker's one model (the same text
+    # as DGD201-DGD203 for this release and worker backing).
+    roll = roll_of_dgd(target, dgd_facts(cand.dgd))
+    for category in sorted({c.category for c in v.changes if c.demands_isolation},
+                           key=lambda c: c.value):
+        rename = any(c.category is category and c.field == "--served-model-name"
+                     for c in v.changes)
+        reasons += (f"{requested}: {category.value} applied in place on {target.describe()}: "
+                    f"{roll_consequence(category, roll, rename=rename)}",)
     hold = parse_duration(rec.hold) or None
     steps = tuple(
         planmod.StepInput(w, hold if w < 100 else None) for w in rec.steps

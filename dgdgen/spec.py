@@ -754,6 +754,40 @@ class GitOps(_Model):
         return v
 
 
+_RELEASE = re.compile(r"^v?\d+\.\d+(\.\d+)?$")
+
+
+class DynamoTarget(_Model):
+    """The Dynamo release and operator the DGDs run on: what applying a change in place would do
+    there (said by `plan` / `validate` for `isolation: auto` and `in-place`) and which flags feed
+    the ModelDeploymentCard (the checker's tables, dgdgen.check.inplace)."""
+
+    version: str = Field(
+        "1.6", description="Dynamo release (X.Y; X.Y.Z selects X.Y): 1.3, 1.4, 1.5 or 1.6 "
+        "(default, the newest known).")
+    workers_run_by: Literal["deployment", "grove", "lws", "unmanaged"] = Field(
+        "deployment", description="How the operator runs the DGD's worker pods: `deployment` "
+        "(default: Kubernetes Deployments; the operator's managed rolling update puts each "
+        "worker generation in its own hash-suffixed Dynamo namespace on every release), "
+        "`grove` or `lws` (hash-suffixed from 1.5, one shared Dynamo namespace before), "
+        "`unmanaged` (old and new workers share one Dynamo namespace whatever the release).")
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _quoted(cls, v: Any) -> Any:
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            raise ValueError(f"expected a string such as \"1.6\": quote it (YAML reads {v!r} "
+                             "as a number, and 1.10 as 1.1)")
+        return v
+
+    @field_validator("version")
+    @classmethod
+    def _version(cls, v: str) -> str:
+        if not _RELEASE.match(v.strip()):
+            raise ValueError(f"expected a Dynamo release such as 1.6 or 1.6.1, got {v!r}")
+        return v
+
+
 class RolloutBody(_Model):
     stable: StableGeneration
     candidate: Candidate
@@ -773,6 +807,9 @@ class RolloutBody(_Model):
         "every Service FQDN dgdgen renders: the HAProxy servers, the probe's URL, the frontend "
         "Services the drain hooks poll, the workflow's default Argo CD API server."
     )
+    dynamo: DynamoTarget = Field(
+        default_factory=DynamoTarget,
+        description="The Dynamo release and worker backing the DGDs run on.")
     require_image_digests: bool = Field(
         False, description="Refuse an image dgdgen runs itself (the probe Job, the HAProxy "
         "Deployment, the promotion workflow) that is not pinned by digest "

@@ -36,6 +36,12 @@ See docs/policy.md (what the CEL can and cannot see).
 def _add_policy_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dynamo-version", metavar="VERSION",
                    help="the Dynamo release whose flag tables to use (default: the newest)")
+    p.add_argument("--workers-run-by", choices=("deployment", "grove", "lws", "unmanaged"),
+                   default=None, metavar="BACKING",
+                   help="how the operator runs the worker pods (deployment, the default: "
+                        "hash-suffixed worker namespaces; grove / lws: from 1.5; unmanaged: "
+                        "one shared namespace): what the denial message says an in-place "
+                        "roll would do")
     p.add_argument("--action", action="append", dest="actions", metavar="ACTION",
                    choices=("Deny", "Warn", "Audit"),
                    help="validationActions of the binding, repeatable (default: Deny); Deny "
@@ -68,7 +74,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _options(args: argparse.Namespace) -> object:
     from dgdgen.policy import DEFAULT_NAME, Options
 
-    return Options(dynamo_version=args.dynamo_version,
+    return Options(dynamo_version=args.dynamo_version, workers_run_by=args.workers_run_by,
                    actions=tuple(args.actions or ("Deny",)),
                    failure_policy=args.failure_policy, name=args.name or DEFAULT_NAME)
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dgdgen.check.flags import Category
+from dgdgen.check.inplace import Target, consequence, parse_run_by
 from dgdgen.dgd import GROUP, VERSIONS
 from dgdgen.errors import InputError
 from dgdgen.policy import cel
@@ -37,6 +38,7 @@ _WHY = {
 @dataclass(frozen=True)
 class Options:
     dynamo_version: str | None = None
+    workers_run_by: str | None = None  # dgdgen.check.inplace.RunBy (default: deployment)
     actions: tuple[str, ...] = ("Deny",)
     failure_policy: str = "Fail"
     name: str = DEFAULT_NAME
@@ -102,10 +104,16 @@ def variables(rel: str) -> list[dict[str, str]]:
     return out
 
 
-def validations() -> list[dict[str, str]]:
+def validations(target: Target | None = None) -> list[dict[str, str]]:
+    """One validation per in-place rule; its message says what the operator would do with the
+    change on ``target`` (the checker's one model, dgdgen.check.inplace)."""
+    from dgdgen.check.flags import NEWEST
+
+    target = target or Target(NEWEST)
     out = []
     hatch = cel.ESCAPE_ANNOTATION
     for code, slug, category, var in RULES:
+        effect = consequence(category, target.release, target.namespaces) or ""
         out.append({
             "expression": f"variables.escapeHatch || size(variables.{var}) == 0",
             # used when the messageExpression result is unusable (empty, line breaks, too long)
@@ -113,9 +121,10 @@ def validations() -> list[dict[str, str]]:
                        f"admits it)",
             "messageExpression": (
                 f"{cel.lit(f'{code} {slug}: ')} + variables.{var}.join(\"; \") + "
-                + cel.lit(f" ({_WHY[category]}; old and new workers would share one Dynamo "
-                          f"namespace). Roll it out with dgdgen (isolated generations), or set "
-                          f"the annotation {hatch} to the reason for this change.")),
+                + cel.lit(f" ({_WHY[category]}; applied in place on {target.describe()}: "
+                          f"{effect}). Roll it out with dgdgen (isolated generations, gated "
+                          f"steps), or set the annotation {hatch} to the reason for this "
+                          f"change.")),
             "reason": "Forbidden",
         })
     return out
@@ -145,11 +154,13 @@ def match_conditions() -> list[dict[str, str]]:
 def build(options: Options) -> list[dict[str, Any]]:
     """The ValidatingAdmissionPolicy and its ValidatingAdmissionPolicyBinding."""
     rel = release(options.dynamo_version)
+    target = Target(rel, parse_run_by(options.workers_run_by))
     actions = check_actions(options.actions)
     if options.failure_policy not in FAILURE_POLICIES:
         raise InputError(f"failurePolicy must be one of {', '.join(FAILURE_POLICIES)}")
     labels = {"app.kubernetes.io/managed-by": "dgdgen"}
     annotations = {"dgdgen.dev/dynamo-version": rel,
+                   "dgdgen.dev/workers-run-by": target.run_by.value,
                    "dgdgen.dev/escape-hatch-annotation": cel.ESCAPE_ANNOTATION}
     policy = {
         "apiVersion": "admissionregistration.k8s.io/v1",
@@ -169,7 +180,7 @@ def build(options: Options) -> list[dict[str, Any]]:
             },
             "matchConditions": match_conditions(),
             "variables": variables(rel),
-            "validations": validations(),
+            "validations": validations(target),
             "auditAnnotations": audit_annotations(),
         },
     }

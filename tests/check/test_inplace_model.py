@@ -1,0 +1,211 @@
+"""Issue 22 item 1: one model of what applying a change in place does, per release and worker
+backing, and every consumer (checker, plan notes, admission policy, CLI choices) says the same."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from dgdgen.check.flags import RELEASES, Category
+from dgdgen.check.inplace import (
+    HASHED_KV,
+    HASHED_MDC,
+    MODEL_REMOVED,
+    SHARED_KV,
+    SHARED_MDC,
+    Namespaces,
+    RunBy,
+    Target,
+    namespaces_for,
+    parse_run_by,
+    roll_of,
+)
+from dgdgen.errors import InputError
+
+REPO = Path(__file__).resolve().parents[2]
+CORPUS = REPO / "tests" / "check" / "corpus" / "vllm-block-size-disagg-v1alpha1"
+
+
+def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "dgdgen", *args], capture_output=True,
+                          text=True, check=False, cwd=cwd, env={**os.environ, "NO_COLOR": "1"})
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_which_backings_get_hash_suffixed_worker_namespaces(release: str) -> None:
+    # Deployment-backed: the managed rolling update (#6110) on every release covered.
+    assert namespaces_for(release, RunBy.DEPLOYMENT) is Namespaces.HASHED
+    # Grove / LWS: #12769, first in 1.5.0.
+    expected = Namespaces.HASHED if release >= "1.5" else Namespaces.SHARED
+    assert namespaces_for(release, RunBy.GROVE) is expected
+    assert namespaces_for(release, RunBy.LWS) is expected
+    assert namespaces_for(release, RunBy.UNMANAGED) is Namespaces.SHARED
+
+
+def test_multinode_workers_are_never_deployment_backed() -> None:
+    target = Target("1.4", RunBy.DEPLOYMENT)
+    assert roll_of(target, [("decode", False, {}, None)]).hashed
+    roll = roll_of(target, [("decode", True, {}, None), ("prefill", False, {}, None)])
+    assert roll.run_by is RunBy.LWS and not roll.hashed
+
+
+def test_a_pinned_endpoint_defeats_the_suffix_on_every_release() -> None:
+    for release in RELEASES:
+        roll = roll_of(Target(release), [("w", False, {}, "dyn://ns-x.backend.generate")])
+        assert not roll.hashed and "--endpoint" in roll.why
+    # An endpoint value that names no namespace does not count.
+    assert roll_of(Target("1.6"), [("w", False, {}, "generate")]).hashed
+
+
+def test_pace_follows_the_rolling_update_annotations() -> None:
+    t = Target("1.6")
+    assert "maxSurge 25% / maxUnavailable 25%" in roll_of(t, [("w", False, {}, None)]).pace
+    ann = {"nvidia.com/deployment-rolling-update-max-surge": "1",
+           "nvidia.com/deployment-rolling-update-max-unavailable": "0"}
+    assert "maxSurge 1 / maxUnavailable 0" in roll_of(t, [("w", False, ann, None)]).pace
+    recreate = {"nvidia.com/deployment-strategy": "Recreate"}
+    assert "no worker in between" in roll_of(t, [("w", False, recreate, None)]).pace
+    assert "one pod at a time" in roll_of(Target("1.6", RunBy.GROVE),
+                                          [("w", False, {}, None)]).pace
+
+
+def test_unknown_backing_is_an_input_error() -> None:
+    with pytest.raises(InputError, match="unknown worker backing"):
+        parse_run_by("kubernetes")
+    assert parse_run_by(None) is RunBy.DEPLOYMENT
+
+
+def test_cli_choices_are_the_models() -> None:
+    from dgdgen.commands import check
+
+    assert check.RUN_BY == tuple(r.value for r in RunBy)
+
+
+def test_spec_default_release_is_the_newest() -> None:
+    from dgdgen.check.flags import NEWEST
+    from dgdgen.spec import DynamoTarget
+
+    assert DynamoTarget().version == NEWEST
+    assert DynamoTarget().workers_run_by == RunBy.DEPLOYMENT.value
+
+
+@pytest.mark.parametrize(("run_by", "release", "texts"), [
+    ("deployment", "1.6", (HASHED_MDC, HASHED_KV)),
+    ("grove", "1.4", (SHARED_MDC["1.4"], SHARED_KV)),
+    ("unmanaged", "1.6", (SHARED_MDC["1.6"], SHARED_KV)),
+])
+def test_diff_policy_and_config_say_the_same(run_by: str, release: str, texts: tuple[str, str],
+                                             tmp_path: Path) -> None:
+    old, new = str(CORPUS / "old.yaml"), str(CORPUS / "new.yaml")
+    d = run("diff", old, new, "--format", "json", "--dynamo-version", release,
+            "--workers-run-by", run_by)
+    assert d.returncode == 1, d.stderr
+    report = json.loads(d.stdout)
+    by_code = {f["code"]: f["message"] for f in report["findings"]}
+    assert texts[0] in by_code["DGD201"] and texts[1] in by_code["DGD202"]
+    # The same from the config file.
+    (tmp_path / ".dgdgen.yaml").write_text(
+        f'check:\n  dynamo-version: "{release}"\n  workers-run-by: {run_by}\n')
+    c = run("diff", old, new, "--format", "json", cwd=tmp_path)
+    assert json.loads(c.stdout)["worker_namespaces"] == report["worker_namespaces"]
+    # The admission policy's denial says it too.
+    p = run("policy", "test", old, new, "--dynamo-version", release, "--workers-run-by", run_by)
+    assert p.returncode == 1, p.stderr
+    assert texts[0] in p.stdout and texts[1] in p.stdout
+
+
+def test_config_refuses_an_unknown_backing(tmp_path: Path) -> None:
+    (tmp_path / ".dgdgen.yaml").write_text("check:\n  workers-run-by: kube\n")
+    r = run("diff", str(CORPUS / "old.yaml"), str(CORPUS / "new.yaml"), cwd=tmp_path)
+    assert r.returncode == 2 and ".dgdgen.yaml:2:" in r.stderr and "kube" in r.stderr
+
+
+def test_the_text_report_names_the_target() -> None:
+    r = run("diff", str(CORPUS / "old.yaml"), str(CORPUS / "new.yaml"),
+            "--workers-run-by", "grove", "--dynamo-version", "1.5")
+    assert "Dynamo 1.5, Grove-backed workers (hash-suffixed worker namespaces)" in r.stdout
+
+
+DGD = """\
+apiVersion: nvidia.com/v1beta1
+kind: DynamoGraphDeployment
+metadata: {{name: m, namespace: inference}}
+spec:
+  components:
+{components}"""
+WORKER = """\
+    - name: {name}
+      type: worker
+      replicas: 1
+      podTemplate:
+        spec:
+          containers:
+            - name: main
+              image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.6.1
+              command: [python3, -m, dynamo.vllm]
+              args: [--model, Qwen/Qwen3-0.6B, --served-model-name, {served}]
+"""
+
+
+def test_a_model_no_worker_serves_any_more_breaks_clients_everywhere(tmp_path: Path) -> None:
+    two = WORKER.format(name="a", served="qwen") + WORKER.format(name="b", served="llama")
+    (tmp_path / "old.yaml").write_text(DGD.format(components=two))
+    (tmp_path / "new.yaml").write_text(
+        DGD.format(components=WORKER.format(name="a", served="qwen")))
+    for run_by in ("deployment", "unmanaged"):
+        r = run("diff", str(tmp_path / "old.yaml"), str(tmp_path / "new.yaml"), "--format",
+                "json", "--workers-run-by", run_by)
+        assert r.returncode == 1, r.stderr
+        found = [f for f in json.loads(r.stdout)["findings"] if f["code"] == "DGD201"]
+        assert len(found) == 1 and MODEL_REMOVED in found[0]["message"], found
+        assert "llama" in found[0]["message"] and found[0]["severity"] == "error"
+    # Removing a worker whose model another worker still serves is no such change.
+    twin = WORKER.format(name="a", served="qwen") + WORKER.format(name="b", served="qwen")
+    (tmp_path / "old.yaml").write_text(DGD.format(components=twin))
+    r = run("diff", str(tmp_path / "old.yaml"), str(tmp_path / "new.yaml"), "--format", "json")
+    assert not [f for f in json.loads(r.stdout)["findings"] if f["code"] == "DGD201"]
+
+
+def test_plan_notes_say_what_the_named_target_would_do(tmp_path: Path) -> None:
+    example = REPO / "examples" / "vllm-agg-auto"
+    (tmp_path / "dgd.yaml").write_text((example / "dgd.yaml").read_text())
+    spec = textwrap.dedent("""\
+        apiVersion: dgdgen.dev/v1alpha1
+        kind: DGDRollout
+        metadata: {name: qwen-bs, namespace: inference}
+        spec:
+          stable: {dgd: dgd.yaml}
+          candidate:
+            components:
+              VllmDecodeWorker: {args: {set: {--block-size: 32}}}
+          isolation: auto
+        """)
+    (tmp_path / "rollout.yaml").write_text(spec)
+    r = run("plan", str(tmp_path / "rollout.yaml"))
+    assert r.returncode == 0, r.stderr
+    assert "Dynamo 1.6, Deployment-backed workers (hash-suffixed worker namespaces)" in r.stdout
+    assert HASHED_MDC in r.stdout
+    (tmp_path / "rollout.yaml").write_text(
+        spec + '  dynamo: {version: "1.4", workersRunBy: grove}\n')
+    r = run("plan", str(tmp_path / "rollout.yaml"))
+    assert r.returncode == 0, r.stderr
+    assert SHARED_MDC["1.4"] in r.stdout and HASHED_MDC not in r.stdout
+    (tmp_path / "rollout.yaml").write_text(spec + "  dynamo: {version: 1.6}\n")
+    r = run("plan", str(tmp_path / "rollout.yaml"))
+    assert r.returncode == 2 and "rollout.yaml:10:" in r.stderr and "quote it" in r.stderr
+
+
+def test_every_category_has_a_consequence_in_both_layouts() -> None:
+    from dgdgen.check.inplace import consequence
+
+    for release in RELEASES:
+        for ns in Namespaces:
+            for cat in (Category.MDC, Category.KV, Category.RUNTIME):
+                assert consequence(cat, release, ns)
+            assert consequence(Category.SAFE, release, ns) is None
