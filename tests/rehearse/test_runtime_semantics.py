@@ -1,9 +1,14 @@
 """The checker's central claims, shown against the real Dynamo 1.6.1 frontend and mocker.
 
-* An in-place checksum change (the block-size example's candidate rolled into the stable's ONE
-  Dynamo namespace): the frontend rejects the new workers ("Rejected incompatible workers"), they
-  serve 0 requests while their own health says ready — and `dgdgen diff` flags the same change as
-  DGD201.
+* An in-place checksum change (the block-size example's candidate rolled in place), both ways an
+  operator can place it:
+  - in ONE Dynamo namespace (Grove / LWS before 1.5, a pinned --endpoint, `--workers-run-by
+    unmanaged`): the frontend rejects the new workers ("Rejected incompatible workers"), they
+    serve 0 requests while their own health says ready — and `dgdgen diff` flags the change as
+    DGD201 with exactly that consequence;
+  - in the operator's hash-suffixed worker namespaces behind a prefix frontend (the default,
+    Deployment-backed workers): nothing is rejected, old and new serve side by side — and DGD201's
+    default text says so.
 * Prefix selection: a frontend selecting namespaces by prefix (``DYN_NAMESPACE_PREFIX``) serves
   the workers of another DGD whose Dynamo namespace starts with its own — and `dgdgen check` flags
   the manifests that cause it (DGD101).
@@ -52,7 +57,8 @@ def _workers(doc: dict[str, Any], model_dir: Path) -> list[tuple[str, tuple[str,
     return [(c.name, mocker_invocation(c, model_dir=model_dir).args) for c in facts.workers()]
 
 
-def _in_place(stable: dict[str, Any], candidate: dict[str, Any]) -> dict[str, Any]:
+def _in_place(stable: dict[str, Any], candidate: dict[str, Any],
+              hashed: bool = False) -> dict[str, Any]:
     work = Path(tempfile.mkdtemp(prefix="dgdgen-inplace-"))
     from dgdgen.runtime import client, metrics
     from dgdgen.runtime.model import make_model_dir
@@ -61,18 +67,30 @@ def _in_place(stable: dict[str, Any], candidate: dict[str, Any]) -> dict[str, An
     model_dir = make_model_dir(work / "model")
     ns = dgdmod.dynamo_namespace("inference", stable["metadata"]["name"])
     out: dict[str, Any] = {}
+    # The operator's layout: the frontend selects by prefix, each worker generation carries its
+    # worker hash as DYN_NAMESPACE_WORKER_SUFFIX.
+    old_env = {"DYN_NAMESPACE_WORKER_SUFFIX": "0ld0ld00"} if hashed else {}
+    new_env = {"DYN_NAMESPACE_WORKER_SUFFIX": "4e704e70"} if hashed else {}
     with LocalDynamo(work) as rt:
-        fe = rt.frontend(ns)
-        old = [rt.mocker(ns, args, name=f"old-{n}") for n, args in _workers(stable, model_dir)]
+        fe = rt.frontend(prefix=ns) if hashed else rt.frontend(ns)
+        old = [rt.mocker(ns, args, env=old_env, name=f"old-{n}")
+               for n, args in _workers(stable, model_dir)]
         rt.wait_frontend_up(fe)
         for w in old:
             rt.wait_worker_ready(w)
         model = rt.wait_model_ready(fe, "Qwen/Qwen3-0.6B", workers=len(old))["model"]
-        new = [rt.mocker(ns, args, name=f"new-{n}") for n, args in _workers(candidate, model_dir)]
+        new = [rt.mocker(ns, args, env=new_env, name=f"new-{n}")
+               for n, args in _workers(candidate, model_dir)]
         out["new_health"] = [rt.wait_worker_ready(w)["status"] for w in new]
         deadline = time.monotonic() + 20
-        while "Rejected incompatible workers" not in fe.log_text() and time.monotonic() < deadline:
+        while time.monotonic() < deadline:
+            if "Rejected incompatible workers" in fe.log_text():
+                break
+            ready = rt.model_ready(fe, model) or {}
+            if hashed and len(ready.get("namespaces") or {}) == 2:
+                break
             time.sleep(0.2)
+        out["namespaces"] = sorted((rt.model_ready(fe, model) or {}).get("namespaces") or {})
         out["rejected_log"] = [ln for ln in fe.log_text().splitlines()
                                if "Rejected incompatible workers" in ln]
         results = [client.request(fe.port, model, stream=i % 2 == 0, max_tokens=8)
@@ -83,8 +101,26 @@ def _in_place(stable: dict[str, Any], candidate: dict[str, Any]) -> dict[str, An
     return out
 
 
-def test_in_place_checksum_change_is_rejected_by_the_frontend_and_flagged(tmp_path: Path) -> None:
+def _dgd201_messages(tmp_path: Path, stable: dict[str, Any], candidate: dict[str, Any],
+                     *extra: str) -> list[str]:
+    """`dgdgen diff` of the same change applied in place (the candidate under the stable's
+    name): DGD201's messages."""
+    in_place = copy.deepcopy(candidate)
+    in_place["metadata"] = copy.deepcopy(stable["metadata"])
+    (tmp_path / "old.yaml").write_text(yamlio.dump(stable))
+    (tmp_path / "new.yaml").write_text(yamlio.dump(in_place))
+    r = subprocess.run([sys.executable, "-m", "dgdgen", "diff", str(tmp_path / "old.yaml"),
+                        str(tmp_path / "new.yaml"), "--format", "json", *extra],
+                       capture_output=True, text=True, check=False)
+    assert r.returncode == 1, r.stderr
+    return [f["message"] for f in json.loads(r.stdout)["findings"] if f["code"] == "DGD201"]
+
+
+def test_in_place_checksum_change_in_one_namespace_is_rejected_and_flagged(
+        tmp_path: Path) -> None:
+    """One shared Dynamo namespace (releases / backings without the worker-hash suffix)."""
     require_runtime()
+    from dgdgen.check.inplace import HASHED_MDC, SHARED_MDC
     from dgdgen.runtime.netns import run_isolated
 
     stable = _doc(EXAMPLE / "dgd.yaml")
@@ -95,17 +131,29 @@ def test_in_place_checksum_change_is_rejected_by_the_frontend_and_flagged(tmp_pa
     assert seen["ok"] == 20
     assert sum(seen["old_served"]) >= 20 and sum(seen["new_served"]) == 0, seen
 
-    # The same change, applied in place (the candidate under the stable's name), is DGD201.
-    in_place = copy.deepcopy(candidate)
-    in_place["metadata"] = copy.deepcopy(stable["metadata"])
-    (tmp_path / "old.yaml").write_text(yamlio.dump(stable))
-    (tmp_path / "new.yaml").write_text(yamlio.dump(in_place))
-    r = subprocess.run([sys.executable, "-m", "dgdgen", "diff", str(tmp_path / "old.yaml"),
-                        str(tmp_path / "new.yaml"), "--format", "json"],
-                       capture_output=True, text=True, check=False)
-    assert r.returncode == 1, r.stderr
-    codes = {f["code"] for f in json.loads(r.stdout)["findings"]}
-    assert "DGD201" in codes, codes
+    messages = _dgd201_messages(tmp_path, stable, candidate, "--workers-run-by", "unmanaged")
+    assert messages and all(SHARED_MDC["1.6"] in m and HASHED_MDC not in m for m in messages)
+
+
+def test_in_place_checksum_change_in_hashed_namespaces_is_served_side_by_side_and_flagged(
+        tmp_path: Path) -> None:
+    """The operator's managed rolling update (the default target): nothing is rejected, both
+    configurations serve the one model — ungated — and DGD201 says so."""
+    require_runtime()
+    from dgdgen.check.inplace import HASHED_MDC, SHARED_MDC
+    from dgdgen.runtime.netns import run_isolated
+
+    stable = _doc(EXAMPLE / "dgd.yaml")
+    candidate = _candidate_doc()
+    seen = run_isolated(_in_place, stable, candidate, True, timeout=240)
+    assert not seen["rejected_log"], seen["rejected_log"]
+    assert len(seen["namespaces"]) == 2, seen  # {ns}-0ld0ld00 and {ns}-4e704e70
+    assert seen["ok"] == 20
+    assert sum(seen["old_served"]) > 0 and sum(seen["new_served"]) > 0, seen
+
+    messages = _dgd201_messages(tmp_path, stable, candidate)
+    assert messages and all(HASHED_MDC in m for m in messages), messages
+    assert not any(t in m for m in messages for t in SHARED_MDC.values())
 
 
 def _prefix(stable: dict[str, Any], other: dict[str, Any], prefix: str) -> dict[str, Any]:
