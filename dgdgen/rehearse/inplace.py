@@ -287,12 +287,14 @@ class InPlaceRehearsal:
                          f"{proxy.port})")
                 self._sleep(opts.before)
                 edit_at = self.now()
+                self._snapshot("edit applied")
                 self.event("edit applied in place: the operator rolls "
                            + ", ".join(f"{n} ({budgets[n].source})" for n in workers
                                        + sorted(fe_changed)))
                 self._roll(workers, fe_changed, budgets, proxy)
                 rolled_at = self.now()
                 self.event("roll done: every old pod replaced")
+                self._snapshot("roll done")
                 self._sleep(opts.after)
                 load.stop()
                 self.say(f"load stopped: {len(load.records)} requests")
@@ -325,6 +327,7 @@ class InPlaceRehearsal:
         comps = list(workers) + sorted(fe_changed)
         counter = {n: 0 for n in comps}
         while True:
+            progressed = False
             for n in comps:
                 b = budgets[n]
                 old = [p for p in self._pods(n, "stable") if p.stopped is None]
@@ -336,11 +339,15 @@ class InPlaceRehearsal:
                 for _ in range(max(0, want - len(new) - len(creating))):
                     counter[n] += 1
                     self._create(n, counter[n] - 1)
+                    progressed = True
                 # scale down: keep replicas - maxUnavailable available
                 available = len(old) + len(ready_new)
                 removable = min(len(old), available - (b.replicas - b.max_unavailable))
                 for p in old[:max(0, removable)]:
                     self._stop(p, proxy)
+                    progressed = True
+            if progressed:
+                continue  # a Deployment reconciles again at once after a change
             if all(not [p for p in self._pods(n, "stable") if p.stopped is None]
                    and len([p for p in self._pods(n, "candidate") if p.available is not None])
                    >= budgets[n].replicas for n in comps):
@@ -491,8 +498,9 @@ class InPlaceRehearsal:
                 return
             time.sleep(0.1)
         self.rejected.append(pod.proc.name)
-        self.event(f"{pod.proc.name} is ready by its own /health but the frontend does not list "
-                   "it (one Dynamo namespace: the incumbent configuration is kept)")
+        self.event(f"{pod.proc.name} is ready by its own /health but the frontend's "
+                   "/v1/models/{model}/ready does not list it (one Dynamo namespace: the first "
+                   "configuration accepted is kept)")
 
     def _available(self, pod: Pod) -> None:
         pod.available = self.now()
@@ -726,8 +734,16 @@ def to_markdown(out: InPlaceOutcome, data: dict[str, Any]) -> str:
         "",
     ]
     if data["rejectedWorkers"]:
-        lines += [(f"Ready by their own `/health` but not taken by the frontend: "
+        lines += [(f"Ready by their own `/health` (a Kubernetes readiness probe passes) but not "
+                   f"listed by the frontend's `/v1/models/{{model}}/ready`: "
                    f"{', '.join(data['rejectedWorkers'])}."), ""]
+    if data["served"].get("mixed"):
+        lines += [(f"**{data['served']['mixed']} requests were prefilled by a worker of one "
+                   "configuration and decoded by a worker of the other** (the frontend's answer "
+                   "names both workers)."), ""]
+    if data["served"].get("unattributed"):
+        lines += [(f"{data['served']['unattributed']} requests name no worker (they failed "
+                   "before one was chosen)."), ""]
     lines += [
         f"## Share of each configuration over the roll ({data['servingRole']} workers)",
         "",
