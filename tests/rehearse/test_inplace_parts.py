@@ -1,0 +1,95 @@
+"""The pure parts of the in-place rehearsal: the Deployment budgets it replaces pods by, the worker
+hash that names a generation's Dynamo namespace, and the command line's bad input."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dgdgen import dgd as dgdmod
+from dgdgen.pipeline import prepare
+from dgdgen.rehearse.inplace import (
+    component_budget,
+    edited_dgd,
+    parse_budget,
+    worker_hash,
+    worst_p95,
+)
+from dgdgen.rehearse.load import Record
+from dgdgen.runtime.client import Outcome
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize(("value", "replicas", "up", "want"), [
+    ("25%", 1, True, 1), ("25%", 1, False, 0),  # the operator's defaults for one replica
+    ("25%", 2, True, 1), ("25%", 2, False, 0),
+    ("25%", 4, True, 1), ("25%", 4, False, 1),
+    ("25%", 5, True, 2), ("25%", 5, False, 1),  # Kubernetes: surge rounds up, unavailable down
+    ("10%", 30, True, 3), ("1", 4, True, 1), (0, 3, False, 0),
+])
+def test_budget_rounds_like_a_deployment(value: object, replicas: int, up: bool,
+                                         want: int) -> None:
+    assert parse_budget(value, replicas, round_up=up) == want
+
+
+def test_component_budget_reads_the_annotations_or_the_operator_defaults() -> None:
+    prepared = prepare(str(REPO / "examples/vllm-agg-auto/rollout.yaml"))  # in-place
+    b = component_budget(edited_dgd(prepared), "VllmDecodeWorker")
+    # the capacity budget rendered as the operator's annotations (maxSurge 1, maxUnavailable 0)
+    assert (b.max_surge, b.max_unavailable) == (1, 0) and b.source.startswith("annotations")
+    prepared = prepare(str(REPO / "examples/vllm-disagg-block-size/rollout.yaml"))
+    d = edited_dgd(prepared)  # edited by hand: no annotations, the defaults apply
+    b = component_budget(d, "VllmDecodeWorker")
+    assert (b.replicas, b.max_surge, b.max_unavailable) == (2, 1, 0)
+    assert b.source.startswith("operator defaults")
+
+
+def test_multinode_component_rolls_one_at_a_time() -> None:
+    prepared = prepare(str(REPO / "examples/vllm-disagg-block-size/rollout.yaml"))
+    doc = edited_dgd(prepared).doc
+    doc["spec"]["services"]["VllmDecodeWorker"]["multinode"] = {"nodeCount": 2}
+    b = component_budget(dgdmod.parse(doc), "VllmDecodeWorker")
+    assert (b.max_surge, b.max_unavailable) == (0, 1) and "Grove" in b.source
+
+
+def test_worker_hash_follows_the_worker_spec_not_the_replicas() -> None:
+    prepared = prepare(str(REPO / "examples/vllm-disagg-block-size/rollout.yaml"))
+    stable, edited = prepared.stable.dgd, edited_dgd(prepared)
+    assert worker_hash(stable) != worker_hash(edited)  # --block-size 16 → 32
+    assert worker_hash(stable) == worker_hash(stable.copy())
+    scaled = stable.copy()
+    scaled.doc["spec"]["services"]["VllmDecodeWorker"]["replicas"] = 7
+    assert worker_hash(dgdmod.parse(scaled.doc)) == worker_hash(stable)
+    frontend = stable.copy()
+    frontend.doc["spec"]["services"]["Frontend"]["envs"] = [{"name": "X", "value": "1"}]
+    assert worker_hash(dgdmod.parse(frontend.doc)) == worker_hash(stable)
+    # edited by hand, the frontend is untouched (no grace period added by dgdgen)
+    assert edited.component_doc("Frontend") == stable.component_doc("Frontend")
+
+
+def _rec(t: float, ttft: float) -> Record:
+    return Record(t, Outcome(200, True, 10, ttft, ttft + 0.1, False))
+
+
+def test_worst_p95_is_the_worst_stretch() -> None:
+    calm = [_rec(i * 0.1, 0.1) for i in range(100)]  # 10 s at 0.1 s
+    spike = [_rec(10 + i * 0.1, 2.0) for i in range(30)]  # 3 s at 2 s
+    assert worst_p95(calm, lambda r: r.outcome.ttft) == pytest.approx(0.1)
+    assert worst_p95(calm + spike, lambda r: r.outcome.ttft) == pytest.approx(2.0)
+    assert worst_p95([], lambda r: r.outcome.ttft) is None
+
+
+@pytest.mark.parametrize("args", [
+    ("--side-by-side", "--in-place"),
+    ("--pod-startup", "-1"),
+])
+def test_bad_options_are_one_clear_error(tmp_path: Path, args: tuple[str, ...]) -> None:
+    r = subprocess.run([sys.executable, "-m", "dgdgen", "rehearse",
+                        str(REPO / "examples/vllm-disagg-block-size/rollout.yaml"), *args],
+                       capture_output=True, text=True, cwd=tmp_path, check=False)
+    assert r.returncode == 2, r.stderr
+    assert "Traceback" not in r.stderr and r.stderr.count("error:") == 1, r.stderr
