@@ -53,13 +53,15 @@ from dgdgen.rehearse.proxy import Proxy
 from dgdgen.runtime.metrics import scrape
 from dgdgen.runtime.mocker import mocker_invocation
 from dgdgen.runtime.model import make_model_dir
-from dgdgen.runtime.procs import LocalDynamo, Proc
+from dgdgen.runtime.procs import LocalDynamo, Proc, count_ready_workers
 
 # The operator's defaults when a component has no rolling-update annotation (Dynamo's operator
 # guide, "Rolling Updates": maxSurge 25 %, maxUnavailable 25 %, as a Deployment's).
 DEFAULT_MAX_SURGE = "25%"
 DEFAULT_MAX_UNAVAILABLE = "25%"
 WORKER_NAMESPACES = ("hashed", "shared")
+# Seconds between taking a frontend pod out of its Service and its SIGTERM.
+FRONTEND_DEREGISTRATION_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
@@ -424,7 +426,12 @@ class InPlaceRehearsal:
     def _stop(self, pod: Pod, proxy: Proxy) -> None:
         pod.stopped = self.now()
         if pod.role is Role.FRONTEND:
-            self._service(proxy)  # the Service stops sending to it as it terminates
+            # The Service stops sending to it before it gets SIGTERM (what a preStop delay gives
+            # a frontend pod on a cluster); the connections the proxy accepted before its reload
+            # finish first. Without such a delay a cluster's endpoint propagation races the
+            # SIGTERM, which is not rehearsed here.
+            self._service(proxy)
+            time.sleep(FRONTEND_DEREGISTRATION_SECONDS)
         self.event(f"stop {pod.proc.name} (SIGTERM)")
         self._snapshot(f"{pod.proc.name} terminating")
         t = threading.Thread(target=self.rt.stop, args=(pod.proc,),
@@ -457,8 +464,15 @@ class InPlaceRehearsal:
 
             if http_get(pod.proc.port, "/health")[0] != 200:
                 return False
+            # Ready once it sees every worker the running frontends see: a frontend lists the
+            # model as ready from its first worker set (the prefill workers, say) and answers 503
+            # until the decode set is in too (seen with 1.6.1 while replacing a frontend).
             data = self.rt.model_ready(pod.proc, self.model)
-            return bool(data and data.get("ready"))
+            if not data or not data.get("ready"):
+                return False
+            others = [self.rt.model_ready(fe.proc, self.model) for fe in self._frontends()]
+            return count_ready_workers(data) >= max(
+                (count_ready_workers(o) for o in others if o), default=0)
         from dgdgen.runtime.procs import http_json
 
         health = http_json(pod.proc.system_port, "/health")
