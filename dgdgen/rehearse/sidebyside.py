@@ -145,13 +145,15 @@ def run(opts: SideBySideOptions, say: Callable[[str], None]) -> dict[str, Any]:
 
     spec_gated, isolation = gated_spec(opts.spec, opts.workdir / "gated-spec")
     rows: list[dict[str, Any]] = []
+    # the runs' folders have short names: HAProxy's sockets live in them, and a Unix socket's path
+    # is limited to 107 bytes
     for candidate, slow in (("healthy", 1.0), ("slow", opts.slowdown)):
         name = f"in-place-{candidate}"
         say(f"== {name}")
         ip = inplace.InPlaceRehearsal(inplace.InPlaceOptions(
             spec=opts.spec, rate=opts.rate, candidate_slowdown=slow,
             worker_namespaces=opts.worker_namespaces, pod_startup=opts.pod_startup,
-            workdir=opts.workdir / name), say).run()
+            workdir=opts.workdir / f"ip-{candidate[0]}"), say).run()
         rows.append(_inplace_row(ip, inplace.write_report(ip, opts.report / name), candidate)
                     | {"report": f"{name}/report.md"})
         name = f"gated-{candidate}"
@@ -159,7 +161,7 @@ def run(opts: SideBySideOptions, say: Callable[[str], None]) -> dict[str, Any]:
         gated = Rehearsal(Options(
             spec=spec_gated, time_scale=opts.time_scale, rate=opts.rate,
             min_requests=opts.min_requests, candidate_slowdown=slow,
-            workdir=opts.workdir / name), say).run()
+            workdir=opts.workdir / f"g-{candidate[0]}"), say).run()
         try:
             data = write_report(gated, opts.report / name)
         finally:

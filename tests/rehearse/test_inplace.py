@@ -149,7 +149,7 @@ def test_side_by_side_caps_the_slow_candidate_at_the_first_step(tmp_path: Path) 
         [sys.executable, "-m", "dgdgen", "rehearse",
          str(REPO / "examples/vllm-disagg-block-size/rollout.yaml"), "--side-by-side",
          "--time-scale", "0.02", "--rate", "20", "--min-requests", "30", "--pod-startup", "3",
-         "--report", str(report), "--workdir", str(tmp_path / "work")],
+         "--report", str(report), "--workdir", str(tmp_path / "w")],
         capture_output=True, text=True, timeout=900, cwd=tmp_path, check=False)
     log = proc.stdout + proc.stderr
     assert proc.returncode == 0, log
