@@ -174,7 +174,18 @@ def test_side_by_side_caps_the_slow_candidate_at_the_first_step(tmp_path: Path) 
     assert runs[("gated", "healthy")]["result"] == "completed", runs[("gated", "healthy")]
     assert runs[("in-place", "healthy")]["candidatePeakSharePercent"] == 100.0
     for r in result["runs"]:
-        assert r["failed"] == 0 and r["truncated"] == 0, r
+        assert r["truncated"] == 0, r
+        if r["strategy"] == "gated":
+            assert r["failed"] == 0, r
+    # In place, prefill and decode roll as two Deployments: between the last old prefill pod
+    # going and the last old decode pod going, the old namespace has decode workers and no
+    # prefill, and a request routed there gets 503 — a hazard of the ungated roll, hit or missed
+    # by timing. Any failure must be that one: a 503 started within 0.5 s of an old worker's stop.
+    for name in ("in-place-healthy", "in-place-slow"):
+        run = json.loads((report / name / "report.json").read_text())
+        stops = [e["t"] for e in run["events"] if e["event"].startswith("stop stable-vllm")]
+        for f in run["failures"]:
+            assert f["status"] == 503 and any(0 <= f["t"] - t <= 0.5 for t in stops), (f, stops)
     # the slowed candidate is what clients saw at their worst in place
     assert inplace["worstTtftP95Seconds"] > runs[("in-place", "healthy")]["worstTtftP95Seconds"]
     md = (report / "side-by-side.md").read_text()
