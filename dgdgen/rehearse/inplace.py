@@ -260,6 +260,11 @@ class InPlaceRehearsal:
         fe_changed = {n for n in frontend_names
                       if _spec_without_replicas(stable, n) != _spec_without_replicas(edited, n)}
         workers = [n for n, c in edited.components.items() if c.role.is_worker]
+        # With hashed namespaces every worker pod's suffix changes with any worker's spec, so
+        # every worker component rolls; in one shared namespace only the changed ones do.
+        rolled = workers if hashed else [
+            n for n in workers
+            if _spec_without_replicas(stable, n) != _spec_without_replicas(edited, n)]
         self.say(f"in-place rehearsal of {opts.spec} in {workdir}: worker namespaces "
                  f"{opts.worker_namespaces} (stable {self.ns['stable']}, candidate "
                  f"{self.ns['candidate']}), {opts.rate:g} requests/s")
@@ -291,9 +296,9 @@ class InPlaceRehearsal:
                 edit_at = self.now()
                 self._snapshot("edit applied")
                 self.event("edit applied in place: the operator rolls "
-                           + ", ".join(f"{n} ({budgets[n].source})" for n in workers
+                           + ", ".join(f"{n} ({budgets[n].source})" for n in rolled
                                        + sorted(fe_changed)))
-                self._roll(workers, fe_changed, budgets, proxy)
+                self._roll(rolled, fe_changed, budgets, proxy)
                 rolled_at = self.now()
                 self.event("roll done: every old pod replaced")
                 self._snapshot("roll done")
@@ -313,7 +318,7 @@ class InPlaceRehearsal:
             options=opts, prepared=prepared, stable_revision=prepared.plan.stable_revision,
             candidate_revision=prepared.plan.candidate_revision, namespaces=dict(self.ns),
             frontend_mode=(f"DYN_NAMESPACE_PREFIX={base}" if hashed else f"--namespace {base}"),
-            budgets={n: budgets[n] for n in workers + sorted(fe_changed)},
+            budgets={n: budgets[n] for n in rolled + sorted(fe_changed)},
             frontend_rolled=bool(fe_changed), records=records, configs=configs,
             snapshots=list(self.snapshots), events=list(self.events), edit_at=edit_at,
             rolled_at=rolled_at, duration=self.now(), rejected=list(self.rejected),
@@ -385,10 +390,6 @@ class InPlaceRehearsal:
 
     def _pods(self, component: str, config: str) -> list[Pod]:
         return [p for p in self.pods if p.component == component and p.config == config]
-
-    def _workers(self, config: str) -> list[Pod]:
-        return [p for p in self.pods if p.config == config and p.role.is_worker
-                and p.stopped is None]
 
     def _start_frontend(self, name: str, config: str, index: int) -> Pod:
         label = f"{config}-{name.lower()}-{index}"
