@@ -767,6 +767,8 @@ def to_markdown(out: InPlaceOutcome, data: dict[str, Any]) -> str:
         "| ---: | ---: | --- | ---: | ---: | ---: | ---: |",
     ]
     for s in data["segments"]:
+        if s["end"] - s["start"] < 0.01 and not s["requests"]:
+            continue  # two pod changes in the same instant: the JSON keeps the stretch
         w = s["workers"]
         obs = "—" if s["observedCandidatePercent"] is None else f"{s['observedCandidatePercent']}"
         lines.append(f"| {s['start']} | {s['end']} | {w.get('stable', 0)}/{w.get('candidate', 0)}"
