@@ -813,7 +813,7 @@ def to_svg(out: InPlaceOutcome, data: dict[str, Any]) -> str:
     # panel 1: the candidate's share of the workers (dashed) and of the requests (observed)
     g = ET.SubElement(svg, "g", {"class": "panel", "data-title": "candidate share (%)"})
     ET.SubElement(g, "text", x=str(left), y=str(top + 12), style="font: 12px sans-serif").text = (
-        "candidate configuration: share of workers (dashed) and of requests served")
+        "candidate configuration: share of workers (dashed) and of requests served (0–100 %)")
     y0, y1 = top + 20, top + 20 + h
     ET.SubElement(g, "rect", x=str(left), y=str(y0), width=str(width - left - right),
                   height=str(h), fill="none", stroke="#999")
@@ -842,14 +842,14 @@ def to_svg(out: InPlaceOutcome, data: dict[str, Any]) -> str:
                                   "class": "observed"})
     # panel 2: available workers per configuration
     top = y1 + 20
+    peak = max((sum(s.workers.get(c, {}).values()) for s in out.snapshots
+                for c in ("stable", "candidate")), default=1) or 1
     g = ET.SubElement(svg, "g", {"class": "panel", "data-title": "workers"})
     ET.SubElement(g, "text", x=str(left), y=str(top + 12), style="font: 12px sans-serif").text = (
-        "available workers per configuration")
+        f"available workers per configuration (all worker components; top: {peak})")
     y0, y1 = top + 20, top + 20 + h
     ET.SubElement(g, "rect", x=str(left), y=str(y0), width=str(width - left - right),
                   height=str(h), fill="none", stroke="#999")
-    peak = max((sum(s.workers.get(c, {}).values()) for s in out.snapshots
-                for c in ("stable", "candidate")), default=1) or 1
     for cfg, color in (("stable", "#1f77b4"), ("candidate", "#d62728")):
         wpts: list[tuple[float, float]] = []
         for i, s in enumerate(out.snapshots):
@@ -859,6 +859,13 @@ def to_svg(out: InPlaceOutcome, data: dict[str, Any]) -> str:
         if wpts:
             ET.SubElement(g, "path", {"d": path(wpts, y1, peak), "fill": "none", "stroke": color,
                                       "class": "workers", "data-config": cfg})
+    legend = ET.SubElement(svg, "g", {"class": "legend"})
+    for i, (label, color) in enumerate((("stable configuration", "#1f77b4"),
+                                        ("candidate configuration", "#d62728"))):
+        ET.SubElement(legend, "rect", x=str(left + 200 * i), y=str(height - 18), width="10",
+                      height="10", fill=color)
+        ET.SubElement(legend, "text", x=str(left + 200 * i + 14), y=str(height - 9),
+                      style="font: 11px sans-serif").text = label
     ET.indent(svg)
     return ET.tostring(svg, encoding="unicode") + "\n"
 

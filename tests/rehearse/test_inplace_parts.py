@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -12,9 +13,15 @@ import pytest
 from dgdgen import dgd as dgdmod
 from dgdgen.pipeline import prepare
 from dgdgen.rehearse.inplace import (
+    InPlaceOptions,
+    InPlaceOutcome,
+    Snapshot,
     component_budget,
     edited_dgd,
     parse_budget,
+    to_json,
+    to_markdown,
+    to_svg,
     worker_hash,
     worst_p95,
 )
@@ -93,3 +100,49 @@ def test_bad_options_are_one_clear_error(tmp_path: Path, args: tuple[str, ...]) 
                        capture_output=True, text=True, cwd=tmp_path, check=False)
     assert r.returncode == 2, r.stderr
     assert "Traceback" not in r.stderr and r.stderr.count("error:") == 1, r.stderr
+
+
+def _outcome(records: list[Record], snapshots: list[Snapshot]) -> InPlaceOutcome:
+    prepared = prepare(str(REPO / "examples/vllm-disagg-block-size/rollout.yaml"))
+    return InPlaceOutcome(
+        options=InPlaceOptions(spec=Path("rollout.yaml")), prepared=prepared,
+        stable_revision="bs16", candidate_revision="bs32",
+        namespaces={"stable": "ns-a", "candidate": "ns-b"}, frontend_mode="prefix",
+        budgets={}, frontend_rolled=False, records=records,
+        configs={"d1": "stable", "p1": "stable", "d2": "candidate", "p2": "candidate"},
+        snapshots=snapshots, events=[], edit_at=1.0, rolled_at=3.0, duration=4.0, rejected=[])
+
+
+def _served(t: float, decode: str, prefill: str, status: int = 200) -> Record:
+    return Record(t, Outcome(status, True, 5, 0.1, 0.2, False, "" if status == 200 else "x",
+                             "", decode, prefill))
+
+
+def test_report_attributes_each_request_and_compares_with_the_workers() -> None:
+    snaps = [Snapshot(0.0, {"stable": {"VllmDecodeWorker": 2, "VllmPrefillWorker": 2}}, "s"),
+             Snapshot(2.0, {"stable": {"VllmDecodeWorker": 1, "VllmPrefillWorker": 2},
+                            "candidate": {"VllmDecodeWorker": 1}}, "c")]
+    records = ([_served(0.6 + i * 0.1, "d1", "p1") for i in range(10)]
+               + [_served(0.2, "d1", "p1")]  # inside the settle margin: not counted
+               + [_served(2.6, "d2", "p2"), _served(2.7, "d1", "p1"), _served(2.8, "d1", "p2"),
+                  _served(2.9, "", "", status=503)])
+    out = _outcome(records, snaps)
+    data = to_json(out)
+    assert data["served"] == {"candidate": 1, "mixed": 1, "stable": 12, "unattributed": 1}
+    assert data["candidateServed"] == 1 and data["failed"] == 1
+    assert data["servingRole"] == "decode"
+    first, second = data["segments"]
+    assert (first["expectedCandidatePercent"], first["requests"],
+            first["observedCandidatePercent"]) == (0.0, 10, 0.0)
+    # decode workers 1 + 1: 50 %; of the 3 attributed requests (the failed one names no
+    # worker), one candidate, one stable, one mixed
+    assert second["expectedCandidatePercent"] == 50.0 and second["requests"] == 4
+    assert second["candidateServed"] == 1
+    assert second["observedCandidatePercent"] == pytest.approx(100 / 3, abs=0.1)
+    md = to_markdown(out, data)
+    assert "prefilled by a worker of one configuration and decoded by a worker of the other" in md
+    assert "1 requests name no worker" in md
+    svg = ET.fromstring(to_svg(out, data))
+    ns = "{http://www.w3.org/2000/svg}"
+    assert svg.findall(f".//{ns}path[@class='observed']")
+    assert svg.findall(f".//{ns}path[@class='expected']")
