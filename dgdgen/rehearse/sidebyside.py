@@ -50,7 +50,9 @@ class SideBySideOptions:
 
 def gated_spec(spec: Path, dest: Path) -> tuple[Path, str]:
     """The spec to rehearse as a gated rollout, and its isolation: the spec itself unless it says
-    in-place; then a copy (with its stable DGD) in ``dest`` with a separate DGD and gated steps."""
+    in-place; then a copy (with its stable DGD) in ``dest`` with a separate DGD, gated steps,
+    analysis on, and dgdgen's HAProxy when the spec has no traffic provider (a switch Service
+    cannot split traffic)."""
     prepared = prepare(str(spec))
     if prepared.mode != "in-place":
         return spec, prepared.mode
@@ -60,6 +62,10 @@ def gated_spec(spec: Path, dest: Path) -> tuple[Path, str]:
     body["steps"] = copy.deepcopy(GATED_STEPS_FOR_IN_PLACE)
     analysis = body.setdefault("analysis", {})
     analysis["enabled"] = True
+    traffic = body.setdefault("traffic", {})
+    if traffic.get("provider", "none") == "none":
+        # weighted steps need a provider that splits traffic: dgdgen's own HAProxy
+        traffic["provider"] = "haproxy"
     dest.mkdir(parents=True, exist_ok=True)
     stable = body.get("stable") or {}
     if isinstance(stable.get("dgd"), str):
@@ -67,7 +73,9 @@ def gated_spec(spec: Path, dest: Path) -> tuple[Path, str]:
         stable["dgd"] = "dgd.yaml"
     out = dest / "rollout.yaml"
     out.write_text(yamlio.dump(data))
-    return out, "separate-dgd (the spec says in-place)"
+    return out, "separate-dgd (the spec says in-place)" + (
+        "; provider haproxy (the spec's is none)" if traffic["provider"] == "haproxy"
+        and (prepared.loaded.spec.spec.traffic.provider.value == "none") else "")
 
 
 def _gated_row(out: Any, data: dict[str, Any], candidate: str) -> dict[str, Any]:

@@ -146,3 +146,19 @@ def test_report_attributes_each_request_and_compares_with_the_workers() -> None:
     ns = "{http://www.w3.org/2000/svg}"
     assert svg.findall(f".//{ns}path[@class='observed']")
     assert svg.findall(f".//{ns}path[@class='expected']")
+
+
+def test_an_in_place_spec_is_compared_with_a_gated_separate_dgd(tmp_path: Path) -> None:
+    from dgdgen.rehearse.sidebyside import gated_spec
+
+    spec, isolation = gated_spec(REPO / "examples/vllm-agg-auto/rollout.yaml", tmp_path / "g")
+    assert isolation.startswith("separate-dgd (the spec says in-place)")
+    assert "provider haproxy" in isolation
+    prepared = prepare(str(spec))
+    assert prepared.mode == "separate-dgd"
+    assert prepared.loaded.spec.spec.traffic.provider.value == "haproxy"
+    gates = [(s.candidate.weight, s.gate) for s in prepared.plan.steps[1:]]
+    assert gates == [(10, "slo"), (50, "slo"), (100, None)]
+    # a spec that isolates already is rehearsed as it is
+    own = REPO / "examples/vllm-disagg-block-size/rollout.yaml"
+    assert gated_spec(own, tmp_path / "h") == (own, "separate-dgd")
