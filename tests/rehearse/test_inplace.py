@@ -34,7 +34,8 @@ def _assert_failures_explained(data: dict[str, Any]) -> None:
     such a request and exits 1; anything else would be a fault of the rehearsal itself. No stream
     may be cut: a stopped worker finishes what it serves."""
     assert data["truncated"] == 0, data["failures"]
-    stops = [e["t"] for e in data["events"] if e["event"].startswith("stop stable-")]
+    stops = [e["t"] for e in data["events"] if e["event"].startswith("stop stable-")
+             and not e["event"].startswith("stop stable-frontend")]
     for f in data["failures"]:
         assert f["status"] == 503 and any(0 <= f["t"] - t <= 0.5 for t in stops), (f, stops)
     assert data["exitCode"] == (1 if data["failed"] else 0), data
@@ -82,6 +83,24 @@ def test_in_place_example_end_to_end(tmp_path: Path) -> None:
     assert len(svg.findall(f".//{ns_svg}path[@class='workers']")) == 2
     md = (tmp_path / "report" / "report.md").read_text()
     assert "No gate, no pause, no rollback but another roll" in md
+
+
+def test_a_changed_frontend_is_replaced_behind_its_service(tmp_path: Path) -> None:
+    # The image bump changes the frontend too: it is not hashed, the operator replaces it in
+    # place (surge first with the defaults), and its Service moves to the new pod before the old
+    # one gets SIGTERM. No request may fail for it (the helper counts only worker stops).
+    code, data, log = rehearse(tmp_path, "examples/vllm-disagg-image-bump/rollout.yaml",
+                               "--in-place", "--pod-startup", "1")
+    assert data, log
+    assert code == data["exitCode"], log
+    assert data["frontendRolled"] is True
+    assert data["budgets"]["Frontend"]["maxSurge"] == 1
+    events = [e["event"] for e in data["events"]]
+    start = events.index(next(e for e in events if e.startswith("start frontend candidate-")))
+    ready = events.index("candidate-frontend-0 available")
+    stop = events.index("stop stable-frontend-0 (SIGTERM)")
+    assert start < ready < stop, events
+    _assert_failures_explained(data)
 
 
 def _four_replica_spec(tmp: Path) -> Path:
