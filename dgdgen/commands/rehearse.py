@@ -31,6 +31,7 @@ time), no gate and no rollback. The report shows the share of each configuration
 isolating mode; separate-dgd when it says in-place), each with a healthy candidate and one slowed
 down by --candidate-slowdown (default 4 here) — and writes side-by-side.md/json: requests the
 candidate served before anything could stop it, worst p95 TTFT/ITL, failures, time to rollback.
+It exits 0 once all four ran (what they found is in the report), 3 if one could not run.
 
 exit codes: 0 the rollout completed (cleanup reached) and no request failed, 1 a gate rolled it back
 or clients saw failed or truncated requests, 2 bad input or the
@@ -41,8 +42,7 @@ examples:
   dgdgen rehearse examples/vllm-disagg-block-size/rollout.yaml --candidate-slowdown 4
   dgdgen rehearse examples/vllm-agg-auto/rollout.yaml            # in place (auto → in-place)
   dgdgen rehearse examples/vllm-disagg-block-size/rollout.yaml --in-place --candidate-slowdown 4
-  dgdgen rehearse examples/vllm-disagg-block-size/rollout.yaml --side-by-side --time-scale 0.02 \
-      --min-requests 30
+  dgdgen rehearse examples/vllm-disagg-image-bump/rollout.yaml --side-by-side --min-requests 30
 """
 
 
