@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
+from pathlib import Path
 
 HELP = "rehearse a whole rollout against the real Dynamo frontend and mocker workers"
 DESCRIPTION = """\
@@ -18,6 +20,19 @@ repository. Everything runs in a private network namespace with only loopback (n
 Needs the `rehearse` extra and the Dynamo wheels, `haproxy`, `prometheus` and `git`
 (docs/rehearse.md). Nothing is fetched from the network (HF_HUB_OFFLINE=1).
 
+In place: a spec whose isolation is (or resolves to) `in-place`, or any spec with --in-place, is
+rehearsed as the Dynamo operator rolls an edited DGD: worker generations in hash-suffixed Dynamo
+namespaces ({k8s-ns}-{dgd}-{hash}; --worker-namespaces shared: one namespace, as older releases
+and Grove before 1.5.0 run them), the frontend selecting them by prefix, pods replaced per the
+components' maxSurge/maxUnavailable annotations (operator defaults 25%/25%; multinode one at a
+time), no gate and no rollback. The report shows the share of each configuration over the roll.
+
+--side-by-side rehearses the change four times — in place and as the gated rollout (the spec's
+isolating mode; separate-dgd when it says in-place), each with a healthy candidate and one slowed
+down by --candidate-slowdown (default 4 here) — and writes side-by-side.md/json: requests the
+candidate served before anything could stop it, worst p95 TTFT/ITL, failures, time to rollback.
+It exits 0 once all four ran (what they found is in the report), 3 if one could not run.
+
 exit codes: 0 the rollout completed (cleanup reached) and no request failed, 1 a gate rolled it back
 or clients saw failed or truncated requests, 2 bad input or the
 extra is missing, 3 the rehearsal could not run here (no haproxy / prometheus / namespace).
@@ -25,6 +40,9 @@ extra is missing, 3 the rehearsal could not run here (no haproxy / prometheus / 
 examples:
   dgdgen rehearse examples/vllm-disagg-block-size/rollout.yaml --min-requests 40
   dgdgen rehearse examples/vllm-disagg-block-size/rollout.yaml --candidate-slowdown 4
+  dgdgen rehearse examples/vllm-agg-auto/rollout.yaml            # in place (auto → in-place)
+  dgdgen rehearse examples/vllm-disagg-block-size/rollout.yaml --in-place --candidate-slowdown 4
+  dgdgen rehearse examples/vllm-disagg-image-bump/rollout.yaml --side-by-side --min-requests 30
 """
 
 
@@ -47,9 +65,24 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--min-requests", type=int, default=None, metavar="N",
                    help="the gates' minimum requests per window in the rehearsal (default: the "
                    "spec's; a scaled clock rarely collects a production-sized sample)")
-    p.add_argument("--candidate-slowdown", type=_positive, default=1.0, metavar="X",
+    p.add_argument("--candidate-slowdown", type=_positive, default=None, metavar="X",
                    help="make the candidate X times slower (the mocker's speedup ratio 1/X), "
-                   "to rehearse a regression the gates must catch")
+                   "to rehearse a regression the gates must catch (default 1; with "
+                   "--side-by-side, the slowed runs' factor, default 4)")
+    p.add_argument("--in-place", action="store_true",
+                   help="rehearse the candidate applied in place (the operator's roll, ungated) "
+                   "whatever the spec's isolation; implied when the isolation is in-place")
+    p.add_argument("--side-by-side", action="store_true",
+                   help="rehearse the change in place and as the gated rollout, each with a "
+                   "healthy and a slowed candidate, and compare them (side-by-side.md/json)")
+    p.add_argument("--worker-namespaces", choices=("hashed", "shared"), default="hashed",
+                   help="in place: each worker generation in its own hash-suffixed Dynamo "
+                   "namespace behind a prefix-selecting frontend (the operator's managed rolling "
+                   "update, default) or old and new in one namespace (older releases, Grove "
+                   "before 1.5.0, DGDs not run by the operator)")
+    p.add_argument("--pod-startup", type=float, default=4.0, metavar="S",
+                   help="in place: seconds from a new worker pod's creation to its process start "
+                   "(image pull and model load; default 4)")
     p.add_argument("--traffic-path", choices=("reload", "runtime-api"), default="reload",
                    help="haproxy provider: move weights by reloading the rendered config (the "
                    "Git path, default) or through the runtime API first (the fast path)")
@@ -74,8 +107,13 @@ def run(args: argparse.Namespace) -> int:
 
     if args.min_requests is not None and args.min_requests < 1:
         raise runtime.MissingExtra("--min-requests must be at least 1")
+    if args.pod_startup < 0:
+        raise runtime.MissingExtra("--pod-startup must be 0 or more")
+    if args.side_by_side and args.in_place:
+        raise runtime.MissingExtra("--side-by-side rehearses in place and gated: drop --in-place")
     runtime.require()
-    prepare(args.spec)  # bad input: exit 2 before anything starts
+    prepared = prepare(args.spec)  # bad input: exit 2 before anything starts
+    in_place = args.in_place or prepared.mode == "in-place"
     for name, found in (("haproxy", haproxy_binary()), ("prometheus", prometheus_binary()),
                         ("git", shutil.which("git"))):
         if not found:
@@ -103,9 +141,11 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(text + "\n")
         sys.stderr.flush()
 
+    if args.side_by_side or in_place:
+        return _run_in_place(args, workdir, keep, say, side_by_side=args.side_by_side)
     opts = Options(
         spec=Path(args.spec), time_scale=args.time_scale, rate=args.rate,
-        min_requests=args.min_requests, candidate_slowdown=args.candidate_slowdown,
+        min_requests=args.min_requests, candidate_slowdown=args.candidate_slowdown or 1.0,
         traffic_path=args.traffic_path, workdir=workdir,
     )
     try:
@@ -134,3 +174,52 @@ def run(args: argparse.Namespace) -> int:
         print(line)
     print(f"report: {Path(args.report) / 'report.md'}")
     return int(outcome.exit_code)
+
+
+def _run_in_place(args: argparse.Namespace, workdir: Path, keep: bool,
+                  say: Callable[[str], None], *, side_by_side: bool) -> int:
+    """The operator's in-place roll, alone or side by side with the gated rollout."""
+    import shutil
+
+    from dgdgen import runtime
+    from dgdgen.errors import DgdgenError
+    from dgdgen.rehearse import inplace, sidebyside
+
+    report = Path(args.report)
+    try:
+        try:
+            if side_by_side:
+                result = sidebyside.run(sidebyside.SideBySideOptions(
+                    spec=Path(args.spec), slowdown=args.candidate_slowdown or 4.0,
+                    time_scale=args.time_scale, rate=args.rate, min_requests=args.min_requests,
+                    worker_namespaces=args.worker_namespaces, pod_startup=args.pod_startup,
+                    workdir=workdir, report=report), say)
+                for line in sidebyside.table_rows(result):
+                    print(line)
+                print(f"report: {report / 'side-by-side.md'}")
+                return 0
+            out = inplace.InPlaceRehearsal(inplace.InPlaceOptions(
+                spec=Path(args.spec), rate=args.rate,
+                candidate_slowdown=args.candidate_slowdown or 1.0,
+                worker_namespaces=args.worker_namespaces, pod_startup=args.pod_startup,
+                workdir=workdir), say).run()
+        except DgdgenError as exc:
+            if exc.exit_code == 3:
+                raise
+            raise runtime.RuntimeUnavailable(f"the rehearsal could not run: {exc}") from exc
+        except RuntimeError as exc:
+            raise runtime.RuntimeUnavailable(
+                f"the rehearsal could not run: {exc}"
+                + ("" if keep else " (keep the logs with --workdir DIR)")
+            ) from exc
+        data = inplace.write_report(out, report)
+    finally:
+        if not keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+    print(f"in-place rehearsal {data['result']}: {data['requests']} requests, {data['failed']} "
+          f"failed, {data['truncated']} truncated, the candidate served "
+          f"{data['candidateServed']}, {data['wallSeconds']} s")
+    for line in inplace.summary_lines(data):
+        print(line)
+    print(f"report: {report / 'report.md'}")
+    return int(out.exit_code)

@@ -36,6 +36,7 @@ class Load:
         unary_every: int = 4,
         max_tokens: int = 24,
         max_seconds: float = 3600.0,
+        worker_ids: bool = False,
     ) -> None:
         self.port = port
         self.model = model
@@ -45,6 +46,7 @@ class Load:
         self.unary_every = unary_every
         self.max_tokens = max_tokens
         self.max_seconds = max_seconds
+        self.worker_ids = worker_ids  # ask the frontend which workers served each request
         self.records: list[Record] = []
         self._lock = threading.Lock()
         self._next = 0
@@ -79,7 +81,8 @@ class Load:
                 return
             started = time.monotonic() - self.t0
             outcome = request(self.port, self.model, stream=(i % self.unary_every != 0),
-                              max_tokens=self.max_tokens, timeout=120.0)
+                              max_tokens=self.max_tokens, timeout=120.0,
+                              worker_ids=self.worker_ids)
             with self._lock:
                 self.records.append(Record(started, outcome))
 
