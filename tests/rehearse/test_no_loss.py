@@ -14,7 +14,6 @@ in docs/rehearse.md.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
