@@ -108,7 +108,7 @@ def prepare(path: str) -> Prepared:
             exc.message, location=loaded.location(exc.field), field=exc.field, hint=exc.hint
         ) from None
     notes = reasons + _migration_notes(cand, mode) + _model_name_notes(stable, cand)
-    notes += _grace_notes(loaded, stable, cand, plan)
+    notes += _grace_notes(loaded, stable, cand, plan) + _shrink_notes(stable, cand, plan)
     if notes:
         plan = _with_notes(plan, notes)
     base, cand_name = _names(loaded, stable, cand, mode)
@@ -232,6 +232,46 @@ def _grace_notes(loaded: LoadedSpec, stable: Generation, cand: Generation,
         "longer streams on them are cut. dgdgen does not edit the running stable (that would "
         f"restart it); set {where}: {need} on them and roll that out first. "
         "The candidate's pods get it already"),
+    )
+
+
+def _shrink_notes(stable: Generation, cand: Generation, plan: planmod.Plan) -> tuple[str, ...]:
+    """What protects each step that stops stable workers while the stable still serves. A worker
+    stopping unregisters at once, but its frontend may have routed a request to it a moment
+    before; that request gets HTTP 503 unless the frontend migrates it to another worker
+    (dgdgen.migration; measured in docs/rehearse.md). dgdgen gives the candidate's frontends a
+    migration limit but never edits the running stable (that would restart it), so a stable
+    frontend without one is said here. In place the frontend is shared and the in-place note
+    says it already."""
+    from dgdgen import grace, migration
+    from dgdgen.check.facts import dgd_facts
+
+    if plan.mode == "in-place":
+        return ()
+    steps, comps = grace.stable_stops_while_serving(
+        plan, grace.rolled_components(stable.dgd, cand.dgd))
+    workers = {w.name for w in dgd_facts(stable.dgd).workers()}
+    if not steps or not comps & workers:
+        return ()
+    at = f"step(s) {', '.join(map(str, steps))}"
+    limits = migration.frontend_limits(stable.dgd)
+    missing = [n for n, v in limits.items() if v <= 0]
+    if missing:
+        return ((
+            f"{at} stop stable workers while the stable still serves; stable frontend(s) "
+            f"{', '.join(missing)} have no request-migration limit, so a request routed to a "
+            "worker as it stops gets HTTP 503. dgdgen does not edit the running stable (that "
+            f"would restart it); set env {migration.ENV}: \"{migration.LIMIT}\" (or "
+            f"{migration.FLAG} {migration.LIMIT}) on them and roll that out first. The "
+            "candidate's frontends get it already"),
+        )
+    listed = ", ".join(f"{n} {migration.FLAG} {v}" for n, v in sorted(limits.items()))
+    return ((
+        f"{at} stop stable workers while the stable still serves: protected by the stable "
+        f"frontends' request migration ({listed}: a request routed to a stopping worker moves "
+        "to another) and by the workers finishing what they hold within their termination "
+        "grace period; the candidate's frontends get "
+        f"{migration.ENV}={migration.LIMIT} for its own shrinks"),
     )
 
 

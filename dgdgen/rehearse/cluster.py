@@ -9,6 +9,8 @@ operator would, with processes instead of pods.
   ``{k8s-namespace}-{dgd-name}``, as the operator derives it) or a ``dynamo.mocker`` per worker
   replica (engine flags carried by :mod:`dgdgen.runtime.mocker`). A component whose arguments
   change is replaced surge-first: new processes ready, then the old ones stop.
+* A frontend runs with the request-migration limit its component sets (``--migration-limit``
+  or ``DYN_MIGRATION_LIMIT``; :mod:`dgdgen.migration`), as the pod would.
 * A Service is its selector; it reaches the frontend processes whose pod labels match.
 """
 
@@ -21,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from dgdgen import dgd as dgdmod
+from dgdgen import migration
 from dgdgen.check.facts import dgd_facts
 from dgdgen.dgd import Role
 from dgdgen.runtime.mocker import mocker_invocation
@@ -194,7 +197,10 @@ class LocalCluster:
                 OP_LABEL_COMPONENT: cname,
             })
             if cf.role is Role.FRONTEND:
-                args: tuple[str, ...] = ()
+                # the frontend flags the rendered DGD sets that change what a client sees while
+                # workers stop: its request-migration limit (dgdgen.migration)
+                limit = migration.frontend_limits(dgd).get(cname, 0)
+                args: tuple[str, ...] = (migration.FLAG, str(limit)) if limit > 0 else ()
             else:
                 inv = mocker_invocation(cf, model_dir=self.model_dir,
                                         extra=self.extra_args(revision))
@@ -246,7 +252,7 @@ class LocalCluster:
             idx = len(comp.procs)
             label = f"{run.name}-{comp.name.lower()}-{idx}"
             if comp.role is Role.FRONTEND:
-                p = self.rt.frontend(run.namespace, name=label)
+                p = self.rt.frontend(run.namespace, args=comp.args, name=label)
             else:
                 p = self.rt.mocker(run.namespace, comp.args, name=label)
             p.labels = dict(comp.labels)

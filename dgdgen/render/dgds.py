@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from dgdgen import dgd as dgdmod
-from dgdgen import grace
+from dgdgen import grace, migration
 from dgdgen.generation import ANN_BASE_NAME, ANN_REVISION
 from dgdgen.render import Manifest
 
@@ -74,11 +74,14 @@ def _candidate_template(prepared: Prepared) -> dgdmod.Dgd:
     generations (in place, partitioned) only the components the candidate replaces anyway get
     it: a changed template rolls the pods. The stable's template is never changed: that would
     restart its serving pods, and the pods replaced would still stop within their old grace
-    period (the plan notes a stable whose grace period is short)."""
+    period (the plan notes a stable whose grace period is short). Its frontends get a request
+    migration limit for the same reason (:mod:`dgdgen.migration`)."""
     d = prepared.candidate.dgd.copy()
     only = (grace.rolled_components(prepared.stable.dgd, prepared.candidate.dgd)
             if prepared.mode in ("in-place", "partition") else None)
     grace.apply(d, grace.required_seconds(prepared.loaded.spec.spec), only)
+    # its frontends migrate a request routed to a worker that is stopping (dgdgen.migration)
+    migration.apply(d, only)
     return d
 
 
