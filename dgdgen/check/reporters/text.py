@@ -37,5 +37,9 @@ def render(report: Report, *, color: bool = False) -> str:
     c = report.counts()
     summary = (f"{c['error']} error(s), {c['warning']} warning(s), {c['info']} info, "
                f"{c['suppressed']} suppressed in {c['files']} file(s); Dynamo {report.release}")
+    if not report.pairs:
+        # Routes and analysis templates have rules of their own, but a run that saw no DGD must
+        # say so rather than look like a clean DGD check (docs/checker.md, "Nothing checked").
+        summary += "; no DynamoGraphDeployment among them"
     lines.append(paint(_BOLD, summary))
     return "\n".join(lines) + "\n"
