@@ -595,7 +595,8 @@ def configmaps_of(documents: Iterable[Any]) -> dict[str, dict[str, str]]:
     out: dict[str, dict[str, str]] = {}
     for d in documents:
         if isinstance(d, dict) and d.get("kind") == "ConfigMap" and d.get("apiVersion") == "v1":
-            name = (d.get("metadata") or {}).get("name")
+            meta = d.get("metadata")
+            name = meta.get("name") if isinstance(meta, dict) else None
             data = d.get("data")
             if isinstance(name, str) and isinstance(data, dict):
                 out[name] = {str(k): str(v) for k, v in data.items()}
