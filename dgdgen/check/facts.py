@@ -425,14 +425,15 @@ def _value_from(name: str, ref: Any, path: FieldPath, objects: Objects | None,
         if data is not None:
             key = str(cm.get("key"))
             return data[key] if key in data else f"configMapKeyRef:{cm['name']}/{key} (no such key)"
-        if unresolved is not None:
+        if unresolved is not None and name.startswith("DYN_"):
             unresolved.append(Unresolved(f"env {name}", "ConfigMap", cm["name"], path, None))
     elif isinstance(secret, dict) and isinstance(secret.get("name"), str):
         keys = objects.secrets.get(secret["name"])
         key = str(secret.get("key"))
         if keys is not None:
             return f"secretKeyRef:{secret['name']}/{key} ({'present' if key in keys else 'absent'})"
-        if unresolved is not None:
+        if unresolved is not None and name.startswith("DYN_"):
+            # Only the variables Dynamo reads as flags (facts/dynamo.md §3.3); a token is not.
             unresolved.append(Unresolved(f"env {name}", "Secret", secret["name"], path, None))
     return text
 
@@ -460,7 +461,9 @@ def _env_from(main: Mapping[str, Any], path: FieldPath, objects: Objects,
         elif isinstance(secret, dict) and isinstance(secret.get("name"), str):
             keys = objects.secrets.get(secret["name"])
             if keys is None:
-                unresolved.append(Unresolved("envFrom", "Secret", secret["name"], where, None))
+                # A Secret brought in whole is credentials (the hf-token Secret of every
+                # upstream example, like v1alpha1 `envFromSecret`): not reported; a `DYN_*`
+                # variable taken from a Secret key is (`_value_from`).
                 continue
             for key in sorted(keys):
                 yield prefix + key, Setting(f"secret:{secret['name']} (present)", where, "env",

@@ -383,6 +383,8 @@ class PdKey:
     # GPU, the model or the platform): then a side that leaves it unset cannot be compared.
     default: str | None = None
     json_field: str | None = None  # compare this field of a JSON value (the connector name)
+    # Values that leave the choice to the engine at run time: not compared.
+    engine_picks: tuple[str, ...] = ()
 
 
 PD_MUST_AGREE: tuple[PdKey, ...] = (
@@ -406,5 +408,6 @@ PD_MUST_AGREE: tuple[PdKey, ...] = (
     PdKey(("engine:kv_cache_config.dtype",), "KV cache dtype", TRTLLM,
           "TRT-LLM KvCacheConfig.dtype, default \"auto\"; facts/dynamo.md §4", default="auto"),
     PdKey(("engine:cache_transceiver_config.backend",), "KV transfer backend", TRTLLM,
-          "TRT-LLM CacheTransceiverConfig.backend; facts/dynamo.md §4"),
+          "TRT-LLM CacheTransceiverConfig.backend (DEFAULT: the engine picks one at run time); "
+          "facts/dynamo.md §4", engine_picks=("DEFAULT",)),
 )

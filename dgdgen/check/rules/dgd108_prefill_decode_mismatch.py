@@ -26,7 +26,8 @@ RULE = RuleMeta(
         "request. A side that leaves a setting unset is compared with the engine's default "
         "where it is fixed (vLLM and SGLang `--kv-cache-dtype auto`, SGLang page size 1 and "
         "transfer backend mooncake, TRT-LLM tokens_per_block 32); where the engine derives it "
-        "(vLLM's block size), only values set on both sides are compared."
+        "(vLLM's block size) or a value leaves the choice to the engine (TRT-LLM's `DEFAULT` "
+        "transfer backend), only values set on both sides are compared."
     ),
     remediation=(
         "Give the prefill and the decode workers the same value (or leave it unset on both)."
@@ -66,7 +67,8 @@ def check(ctx: Context) -> Iterator[Finding]:
                         continue
                     pv, ps = _value(p, key)
                     dv, ds = _value(d, key)
-                    if pv is None or dv is None or pv == dv:
+                    if pv is None or dv is None or pv == dv \
+                            or pv in key.engine_picks or dv in key.engine_picks:
                         continue
                     at = ds or ps
                     assert at is not None  # two defaults are equal

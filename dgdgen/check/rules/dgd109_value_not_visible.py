@@ -21,7 +21,10 @@ RULE = RuleMeta(
         "§3.3), so such a value can be a ModelDeploymentCard or KV-transfer input. dgdgen "
         "resolves the reference when the object is in the checked files (the same file or "
         "folder); when it is not, a change to it cannot be seen, and this finding says so "
-        "rather than reporting the DGD as unchanged. A Secret is read by key names only."
+        "rather than reporting the DGD as unchanged. Reported: `DYN_*` variables from a "
+        "ConfigMap or Secret key, `envFrom` ConfigMaps, mounted ConfigMap files named by a "
+        "flag. A Secret is read by key names only; one brought in whole by `envFrom` is taken "
+        "for credentials (as v1alpha1 `envFromSecret`) and not reported."
     ),
     remediation=(
         "Keep the ConfigMap (or Secret manifest) next to the DGD so it is checked with it, or "
