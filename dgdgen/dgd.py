@@ -291,6 +291,7 @@ def parse(doc: Any, *, source: Document | None = None) -> Dgd:
     t.mapping(meta, "labels", ("metadata",))
     t.mapping(meta, "annotations", ("metadata",))
     t.text(spec, "backendFramework", ("spec",))
+    _env_shape(t, spec, "envs" if version == "v1alpha1" else "env", ("spec",))
     key = "services" if version == "v1alpha1" else "components"
     comps = spec.get(key)
     expected = "a mapping" if version == "v1alpha1" else "a list"
@@ -319,6 +320,49 @@ def _components(doc: dict[str, Any], version: str, source: Document | None) -> d
                 raise _bad(source, path, "a component must be a mapping with a string name")
             out[comp["name"]] = _component_v1beta1(comp["name"], comp, path, _Shape(source))
     return out
+
+
+def _entries(t: _Shape, node: dict[str, Any], key: str, path: FieldPath
+             ) -> list[tuple[dict[str, Any], FieldPath]]:
+    """The items of a list of mappings (env, volumes, volumeMounts ...), each with its path."""
+    out = []
+    for i, item in enumerate(t.items(node, key, path)):
+        if not isinstance(item, dict):
+            raise _bad(t.source, path + (key, i), f"must be a mapping, got {_type_name(item)}")
+        out.append((item, path + (key, i)))
+    return out
+
+
+def _env_shape(t: _Shape, node: dict[str, Any], key: str, path: FieldPath) -> None:
+    """An environment list as the checker reads it (``value``, ``valueFrom`` references)."""
+    for item, ipath in _entries(t, node, key, path):
+        t.text(item, "name", ipath)
+        ref = t.mapping(item, "valueFrom", ipath)
+        for kind in ("configMapKeyRef", "secretKeyRef"):
+            sel = t.mapping(ref, kind, ipath + ("valueFrom",))
+            t.text(sel, "name", ipath + ("valueFrom", kind))
+            t.text(sel, "key", ipath + ("valueFrom", kind))
+
+
+def _pod_shape(t: _Shape, pod: dict[str, Any], ppath: FieldPath, main: dict[str, Any],
+               mpath: FieldPath) -> None:
+    """The pod and main-container fields the checker's facts read (:mod:`dgdgen.check.facts`):
+    a wrong shape there is an error at its line, as everywhere past :func:`parse`."""
+    for vol, vpath in _entries(t, pod, "volumes", ppath):
+        t.text(vol, "name", vpath)
+        cm = t.mapping(vol, "configMap", vpath)
+        t.text(cm, "name", vpath + ("configMap",))
+        for item, ipath in _entries(t, cm, "items", vpath + ("configMap",)):
+            t.text(item, "key", ipath)
+            t.text(item, "path", ipath)
+    _env_shape(t, main, "env", mpath)
+    for src, spath in _entries(t, main, "envFrom", mpath):
+        t.text(src, "prefix", spath)
+        for kind in ("configMapRef", "secretRef"):
+            t.text(t.mapping(src, kind, spath), "name", spath + (kind,))
+    for mount, mp in _entries(t, main, "volumeMounts", mpath):
+        for key in ("name", "mountPath", "subPath"):
+            t.text(mount, key, mp)
 
 
 def _bad(source: Document | None, path: FieldPath, message: str) -> InputError:
@@ -467,8 +511,13 @@ def _component_v1alpha1(name: str, svc: dict[str, Any], path: FieldPath, t: _Sha
                       mpath + ("resources", "limits"))
     multinode = t.mapping(svc, "multinode", path)
     nodes = t.count(multinode, "nodeCount", path + ("multinode",), 2) if multinode else 1
-    t.mapping(svc, "extraPodMetadata", path)
+    epm = t.mapping(svc, "extraPodMetadata", path)
+    t.mapping(epm, "labels", path + ("extraPodMetadata",))
+    t.mapping(epm, "annotations", path + ("extraPodMetadata",))
     t.mapping(svc, "annotations", path)
+    t.text(svc, "runtimeVersionOverride", path)
+    _env_shape(t, svc, "envs", path)
+    _pod_shape(t, eps, path + ("extraPodSpec",), mc, mpath)
     ctype = t.text(svc, "componentType", path) or ""
     return Component(
         name=name,
@@ -490,7 +539,10 @@ def _component_v1alpha1(name: str, svc: dict[str, Any], path: FieldPath, t: _Sha
 
 def _component_v1beta1(name: str, comp: dict[str, Any], path: FieldPath, t: _Shape) -> Component:
     pt = t.mapping(comp, "podTemplate", path)
-    t.mapping(pt, "metadata", path + ("podTemplate",))
+    pmeta = t.mapping(pt, "metadata", path + ("podTemplate",))
+    t.mapping(pmeta, "labels", path + ("podTemplate", "metadata"))
+    t.mapping(pmeta, "annotations", path + ("podTemplate", "metadata"))
+    t.text(comp, "runtimeVersionOverride", path)
     pspec = t.mapping(pt, "spec", path + ("podTemplate",))
     cpath = path + ("podTemplate", "spec")
     containers = t.items(pspec, "containers", cpath)
@@ -505,6 +557,7 @@ def _component_v1beta1(name: str, comp: dict[str, Any], path: FieldPath, t: _Sha
             break
     mpath = cpath + ("containers", index if index is not None else 0)
     command, args = t.strs(main, "command", mpath), t.strs(main, "args", mpath)
+    _pod_shape(t, pspec, cpath, main, mpath)
     mres = t.mapping(main, "resources", mpath)
     gpus = t.gpus(t.mapping(mres, "limits", mpath + ("resources",)), "nvidia.com/gpu",
                   mpath + ("resources", "limits"))

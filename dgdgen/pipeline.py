@@ -329,8 +329,8 @@ def decide_isolation(
                            key=lambda c: c.value):
         rename = any(c.category is category and c.field == "--served-model-name"
                      for c in v.changes)
-        reasons += (f"{requested}: {category.value} applied in place on {target.describe()}: "
-                    f"{roll_consequence(category, roll, rename=rename)}",)
+        reasons += ((f"{requested}: {category.value} applied in place on {target.describe()}: "
+                    f"{roll_consequence(category, roll, rename=rename)}"),)
     hold = parse_duration(rec.hold) or None
     steps = tuple(
         planmod.StepInput(w, hold if w < 100 else None) for w in rec.steps

@@ -776,7 +776,7 @@ class DynamoTarget(_Model):
     @classmethod
     def _quoted(cls, v: Any) -> Any:
         if isinstance(v, (int, float)) and not isinstance(v, bool):
-            raise ValueError(f"expected a string such as \"1.6\": quote it (YAML reads {v!r} "
+            raise ValueError(f"expected a string such as \"1.6\": quote it (YAML reads {v!r} "  # noqa: TRY004 (pydantic reports ValueError)
                              "as a number, and 1.10 as 1.1)")
         return v
 

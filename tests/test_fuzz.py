@@ -5,8 +5,8 @@ pairs for `diff`/`check`, and random output-path layouts for the tree writer. Wh
 * an exit-2 message names an input file, with its line where the input has one;
 * nothing is written on error (the output folder does not appear; a layout is left as it was).
 
-By default 2,340 inputs in all (600 specs, 400 stable DGDs, 700 DGD pairs, 40 renders, 600
-output layouts), about four minutes on two cores; ``DGDGEN_FUZZ_SCALE`` multiplies every count.
+By default 2,640 inputs in all (600 specs, 400 stable DGDs, 700 DGD pairs, 300 pod-field
+reshapes, 40 renders, 600 output layouts), about four minutes on two cores; ``DGDGEN_FUZZ_SCALE`` multiplies every count.
 The documented longer run (docs/robustness.md) is
 ``DGDGEN_FUZZ_SCALE=5 DGDGEN_FUZZ_SEED=N pytest tests/test_fuzz.py``: 11,700 inputs. Without a
 seed the runs are derandomized, so CI is reproducible; with one, each seed explores anew.
@@ -303,3 +303,91 @@ def _spec_for(dgd_text: str) -> str:
     for old, new in zip(["VllmDecodeWorker", "VllmPrefillWorker"], workers + workers):
         text = text.replace(old, new)
     return text
+
+
+# --------------------------------------------------------------------------- pod fields of facts
+
+# The fields the checker's facts read besides the command line: pod volumes and their ConfigMaps,
+# the main container's env (values and `valueFrom` references), envFrom and volume mounts, pod
+# labels and annotations; a ConfigMap beside the DGD. Each fuzz example gives one of them (or a
+# node under it) a random shape.
+_POD_ALPHA = {
+    "apiVersion": "nvidia.com/v1alpha1", "kind": "DynamoGraphDeployment",
+    "metadata": {"name": "pods"},
+    "spec": {"envs": [{"name": "DYN_ROUTER_MODE", "value": "kv"}], "services": {"VllmWorker": {
+        "componentType": "worker", "replicas": 1,
+        "envs": [{"name": "DYN_NAMESPACE_X", "valueFrom": {
+            "configMapKeyRef": {"name": "cfg", "key": "k"}}}],
+        "extraPodMetadata": {"labels": {"a": "b"}, "annotations": {"c": "d"}},
+        "extraPodSpec": {
+            "volumes": [{"name": "tmpl", "configMap": {"name": "cfg",
+                                                       "items": [{"key": "k", "path": "p"}]}}],
+            "mainContainer": {
+                "image": "img:1", "command": ["python3", "-m", "dynamo.vllm"],
+                "args": ["--model", "Qwen/Qwen3-0.6B", "--custom-jinja-template", "/etc/t/k"],
+                "env": [{"name": "DYN_CUSTOM_JINJA_TEMPLATE", "valueFrom": {
+                    "secretKeyRef": {"name": "s", "key": "k"}}}],
+                "envFrom": [{"configMapRef": {"name": "cfg"}, "prefix": "DYN_"}],
+                "volumeMounts": [{"name": "tmpl", "mountPath": "/etc/t", "subPath": "k"}]}}}}},
+}
+_POD_BETA = {
+    "apiVersion": "nvidia.com/v1beta1", "kind": "DynamoGraphDeployment",
+    "metadata": {"name": "pods"},
+    "spec": {"env": [{"name": "DYN_ROUTER_MODE", "value": "kv"}], "components": [{
+        "name": "VllmWorker", "type": "worker", "replicas": 1,
+        "podTemplate": {
+            "metadata": {"labels": {"a": "b"}, "annotations": {"c": "d"}},
+            "spec": {
+                "volumes": [{"name": "tmpl", "configMap": {"name": "cfg"}}],
+                "containers": [{
+                    "name": "main", "image": "img:1",
+                    "command": ["python3", "-m", "dynamo.vllm"],
+                    "args": ["--model", "Qwen/Qwen3-0.6B", "--custom-jinja-template", "/etc/t/k"],
+                    "env": [{"name": "X", "valueFrom": {
+                        "configMapKeyRef": {"name": "cfg", "key": "k"}}}],
+                    "envFrom": [{"secretRef": {"name": "s"}}],
+                    "volumeMounts": [{"name": "tmpl", "mountPath": "/etc/t"}]}]}}}]},
+}
+_CONFIGMAP = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg"},
+              "data": {"k": "{{ messages }}"}}
+_POD_FIELDS = frozenset({"volumes", "configMap", "items", "env", "envs", "envFrom",
+                         "volumeMounts", "valueFrom", "configMapKeyRef", "secretKeyRef",
+                         "configMapRef", "secretRef", "labels", "annotations", "metadata",
+                         "extraPodMetadata", "data"})
+
+
+@st.composite
+def pod_field_mutation(draw: st.DrawFn) -> tuple[str, str]:
+    """(base text, head text): the DGD and its ConfigMap, then one pod field reshaped."""
+    import copy
+
+    dgd = copy.deepcopy(draw(st.sampled_from([_POD_ALPHA, _POD_BETA])))
+    if draw(st.booleans()):  # TRT-LLM reads its engine-args file from the mounted ConfigMap
+        text = yamlio.dump(dgd).replace("dynamo.vllm", "dynamo.trtllm").replace(
+            "--custom-jinja-template", "--extra-engine-args")
+        dgd = yamlio.load_documents(text, "dgd.yaml")[0].data
+    cm = copy.deepcopy(_CONFIGMAP)
+    base = yamlio.dump_all([dgd, cm])
+    doc = draw(st.sampled_from([dgd, cm]))
+    paths = [p for p, _ in yamlio.iter_paths(doc)
+             if p and any(part in _POD_FIELDS for part in p if isinstance(part, str))]
+    path = draw(st.sampled_from(paths))
+    parent: Any = doc
+    for part in path[:-1]:
+        parent = parent[part]
+    parent[path[-1]] = draw(st.sampled_from([[{"name": "cfg"}], ["cfg"], {}, "cfg", 5, None])
+                            | VALUES)
+    return base, yamlio.dump_all([dgd, cm])
+
+
+@fuzz_settings(300)
+@given(pair=pod_field_mutation(), fmt=st.sampled_from(["text", "json"]))
+def test_fuzz_pod_fields_of_the_facts(sandbox: Path, pair: tuple[str, str], fmt: str) -> None:
+    d = _fresh(sandbox)
+    (d / "base.yaml").write_text(pair[0])
+    (d / "head.yaml").write_text(pair[1])
+    r = cli("diff", "--format", fmt, str(d / "base.yaml"), str(d / "head.yaml"))
+    assert_contract(r, ("base.yaml", "head.yaml"))
+    r = cli("check", "--format", fmt, str(d / "head.yaml"))
+    assert_contract(r, ("head.yaml",))
+    shutil.rmtree(d)

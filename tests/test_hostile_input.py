@@ -363,3 +363,24 @@ def test_steps_empty_with_analysis_warns(work: Path) -> None:
     (work / "rollout.yaml").write_text(ROLLOUT)
     r = cli("validate", str(work / "rollout.yaml"))
     assert r.code == 0 and "no steps given" not in r.err  # with its gated steps: silent
+
+
+@pytest.mark.parametrize("command", ["diff", "check"])
+def test_pod_volume_configmap_that_is_a_list_is_exit_2_at_its_line(work: Path,
+                                                                    command: str) -> None:
+    """A pod volume whose `configMap` is a list, not a mapping: one error at its line."""
+    text = (EXAMPLE / "dgd.yaml").read_text().replace(
+        "      extraPodSpec:\n        mainContainer:\n          image: nvcr.io/nvidia/ai-dynamo/"
+        "vllm-runtime:my-tag\n          workingDir: /workspace/examples/backends/vllm\n",
+        "      extraPodSpec:\n        volumes:\n          - name: tmpl\n            configMap:\n"
+        "              - name: cfg\n        mainContainer:\n          image: nvcr.io/nvidia/"
+        "ai-dynamo/vllm-runtime:my-tag\n          workingDir: /workspace/examples/backends/vllm\n"
+        "          volumeMounts:\n            - {name: tmpl, mountPath: /etc/t}\n", 1)
+    assert "configMap:\n              - name: cfg" in text
+    (work / "head.yaml").write_text(text)
+    line = text.splitlines().index("            configMap:") + 1
+    args = [str(EXAMPLE / "dgd.yaml")] if command == "diff" else []
+    r = cli(command, *args, str(work / "head.yaml"))
+    assert r.code == 2, r.err
+    assert f"head.yaml:{line}:" in r.err
+    assert "extraPodSpec.volumes[0].configMap: must be a mapping, got a list" in r.err

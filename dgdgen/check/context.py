@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from dgdgen.check.classify import Change, Verdict, classify, pair_dgds
-from dgdgen.check.facts import DgdFacts, configmaps_of, dgd_facts, line_of
+from dgdgen.check.facts import DgdFacts, Objects, configmaps_of, dgd_facts, line_of, secrets_of
 from dgdgen.check.inplace import DEFAULT_RUN_BY, Roll, RunBy, Target, roll_of
 from dgdgen.check.siblings import SiblingObject
 from dgdgen.dgd import Dgd, is_dgd, parse
@@ -108,21 +108,30 @@ def build(files: list[FileInput], release: str,
           sibling_loader: SiblingLoader | None = None,
           run_by: RunBy = DEFAULT_RUN_BY) -> Context:
     ctx = Context(release=release, files=files, sibling_loader=sibling_loader, run_by=run_by)
+    # ConfigMaps and Secrets of every checked file (the same file or folder): a DGD's env
+    # references and mounted files resolve against them, the file's own objects first.
+    every_head = [d.data for f in files for d in f.head]
+    every_base = [d.data for f in files for d in (f.base or [])]
     for f in files:
-        head_cms = configmaps_of(d.data for d in f.head)
+        head_objs = _objects(every_head, [d.data for d in f.head])
         heads = [parse(d.data, source=d) for d in f.head if is_dgd(d.data)]
         bases: list[Dgd] = []
-        base_cms: dict[str, dict[str, str]] = {}
+        base_objs = Objects()
         if f.base is not None:
-            base_cms = configmaps_of(d.data for d in f.base)
+            base_objs = _objects(every_base, [d.data for d in f.base])
             bases = [parse(d.data, source=d) for d in f.base if is_dgd(d.data)]
         for b, h in pair_dgds(bases, heads):
-            hf = dgd_facts(h, head_cms)
-            bf = dgd_facts(b, base_cms) if b is not None else None
+            hf = dgd_facts(h, objects=head_objs)
+            bf = dgd_facts(b, objects=base_objs) if b is not None else None
             v = classify(bf, hf, release) if bf is not None else None
             assert h.source is not None
             ctx.dgds.append(DgdPair(hf, bf, v, h.source))
     return ctx
+
+
+def _objects(every: list[Any], own: list[Any]) -> Objects:
+    return Objects({**configmaps_of(every), **configmaps_of(own)},
+                   {**secrets_of(every), **secrets_of(own)})
 
 
 def annotations_of(doc: Any) -> dict[str, str]:

@@ -100,13 +100,13 @@ def page(meta: RuleMeta) -> str:
         from dgdgen.check.inplace import table, which_runs_hashed
 
         lines += ["## By Dynamo release and worker namespaces", "",
-                  "`--dynamo-version` picks the release (default: the newest known) and "
+                  ("`--dynamo-version` picks the release (default: the newest known) and "
                   "`--workers-run-by` how the operator runs the worker pods (default: "
                   "`deployment`); together they decide whether an in-place roll puts each "
                   "worker generation in its own hash-suffixed Dynamo namespace or both in one "
-                  "(docs/checker.md, \"What applying in place does\").", "",
-                  "| release | worker backings | hash-suffixed worker namespaces | "
-                  "one shared namespace |", "| --- | --- | --- | --- |"]
+                  "(docs/checker.md, \"What applying in place does\")."), "",
+                  ("| release | worker backings | hash-suffixed worker namespaces | "
+                  "one shared namespace |"), "| --- | --- | --- | --- |"]
         lines += [f"| {r} | {which_runs_hashed(r)} | {hashed} | {shared} |"
                   for r, hashed, shared in table(Category(meta.category))]
         lines.append("")

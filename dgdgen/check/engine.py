@@ -77,6 +77,7 @@ class Report:
             "info": sum(f.severity is Severity.INFO for f in active),
             "suppressed": sum(f.suppressed for f in self.findings),
             "files": len(self.files),
+            "dgds": len(self.pairs),
         }
 
     def to_dict(self) -> dict[str, object]:

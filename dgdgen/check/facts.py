@@ -129,6 +129,8 @@ class ComponentFacts:
     annotations: Mapping[str, str]  # component-level (v1alpha1) / pod-template annotations
     pod_labels: Mapping[str, str]
     global_namespace: bool
+    # Values read from ConfigMaps / Secrets that are not among the checked files.
+    unresolved: tuple[Unresolved, ...] = ()
 
     @property
     def is_worker(self) -> bool:
@@ -365,7 +367,33 @@ def env_flag(name: str, backend: Backend) -> str | None:
 # --------------------------------------------------------------------------- environment
 
 
-def _env_list(value: Any, path: FieldPath, source: str) -> Iterator[tuple[str, Setting]]:
+@dataclass(frozen=True)
+class Objects:
+    """The ConfigMaps (name → data) and Secrets (name → key names only: a Secret's values are
+    never read) of the checked files, which env references and mounted files resolve against."""
+
+    configmaps: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    secrets: Mapping[str, frozenset[str]] = field(default_factory=dict)
+
+
+class Unresolved(NamedTuple):
+    """A value the worker reads from an object that is not among the checked files."""
+
+    what: str  # `env DYN_X`, `envFrom`, `--custom-jinja-template /etc/t/chat.jinja`
+    kind: str  # ConfigMap / Secret
+    name: str
+    path: FieldPath
+    flag: str | None  # the flag it sets, when known
+
+
+def _digest(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+
+def _env_list(value: Any, path: FieldPath, source: str, objects: Objects | None = None,
+              unresolved: list[Unresolved] | None = None) -> Iterator[tuple[str, Setting]]:
     if not isinstance(value, list):
         return
     for i, item in enumerate(value):
@@ -377,21 +405,87 @@ def _env_list(value: Any, path: FieldPath, source: str) -> Iterator[tuple[str, S
             if isinstance(v, bool):
                 text = "true" if v else "false"
         else:
-            text = "valueFrom:" + json.dumps(item.get("valueFrom"), sort_keys=True)
+            text = _value_from(item["name"], item.get("valueFrom"), path + (i,), objects,
+                               unresolved)
         yield item["name"], Setting(text, path + (i,), source, item["name"])
 
 
-def _component_env(dgd: Dgd, comp: Component) -> dict[str, Setting]:
+def _value_from(name: str, ref: Any, path: FieldPath, objects: Objects | None,
+                unresolved: list[Unresolved] | None) -> str:
+    """The value of a ``valueFrom`` variable: a ConfigMap key's value when the ConfigMap is among
+    the checked files; a Secret key only by name and presence (its value is never read); else
+    the reference itself, recorded as unresolved."""
+    text = "valueFrom:" + json.dumps(ref, sort_keys=True)
+    if not isinstance(ref, dict):
+        return text
+    objects = objects or Objects()
+    cm, secret = ref.get("configMapKeyRef"), ref.get("secretKeyRef")
+    if isinstance(cm, dict) and isinstance(cm.get("name"), str):
+        data = objects.configmaps.get(cm["name"])
+        if data is not None:
+            key = str(cm.get("key"))
+            return data[key] if key in data else f"configMapKeyRef:{cm['name']}/{key} (no such key)"
+        if unresolved is not None and name.startswith("DYN_"):
+            unresolved.append(Unresolved(f"env {name}", "ConfigMap", cm["name"], path, None))
+    elif isinstance(secret, dict) and isinstance(secret.get("name"), str):
+        keys = objects.secrets.get(secret["name"])
+        key = str(secret.get("key"))
+        if keys is not None:
+            return f"secretKeyRef:{secret['name']}/{key} ({'present' if key in keys else 'absent'})"
+        if unresolved is not None and name.startswith("DYN_"):
+            # Only the variables Dynamo reads as flags (facts/dynamo.md §3.3); a token is not.
+            unresolved.append(Unresolved(f"env {name}", "Secret", secret["name"], path, None))
+    return text
+
+
+def _env_from(main: Mapping[str, Any], path: FieldPath, objects: Objects,
+              unresolved: list[Unresolved]) -> Iterator[tuple[str, Setting]]:
+    """The variables ``envFrom`` brings in: each key of a ConfigMap of the checked files (with
+    its prefix), a Secret's keys by presence only; an object not in the files is unresolved."""
+    items = main.get("envFrom")
+    if not isinstance(items, list):
+        return
+    for i, src in enumerate(items):
+        if not isinstance(src, dict):
+            continue
+        prefix = str(src.get("prefix") or "")
+        cm, secret = src.get("configMapRef"), src.get("secretRef")
+        where = path + (i,)
+        if isinstance(cm, dict) and isinstance(cm.get("name"), str):
+            data = objects.configmaps.get(cm["name"])
+            if data is None:
+                unresolved.append(Unresolved("envFrom", "ConfigMap", cm["name"], where, None))
+                continue
+            for key, value in data.items():
+                yield prefix + key, Setting(value, where, "env", prefix + key)
+        elif isinstance(secret, dict) and isinstance(secret.get("name"), str):
+            keys = objects.secrets.get(secret["name"])
+            if keys is None:
+                # A Secret brought in whole is credentials (the hf-token Secret of every
+                # upstream example, like v1alpha1 `envFromSecret`): not reported; a `DYN_*`
+                # variable taken from a Secret key is (`_value_from`).
+                continue
+            for key in sorted(keys):
+                yield prefix + key, Setting(f"secret:{secret['name']} (present)", where, "env",
+                                            prefix + key)
+
+
+def _component_env(dgd: Dgd, comp: Component, objects: Objects,
+                   unresolved: list[Unresolved]) -> dict[str, Setting]:
     spec = dgd.doc.get("spec", {})
     env: dict[str, Setting] = {}
     dgd_key = "envs" if dgd.version == "v1alpha1" else "env"
-    env.update(_env_list(spec.get(dgd_key), ("spec", dgd_key), "dgd-env"))
+    env.update(_env_list(spec.get(dgd_key), ("spec", dgd_key), "dgd-env", objects, unresolved))
     node = dgd.component_doc(comp.name)
     if dgd.version == "v1alpha1":
-        env.update(_env_list(node.get("envs"), comp.path + ("envs",), "env"))
+        env.update(_env_list(node.get("envs"), comp.path + ("envs",), "env", objects,
+                             unresolved))
     if comp.container_path is not None:
         main = dgd.main_container(comp.name) or {}
-        env.update(_env_list(main.get("env"), comp.container_path + ("env",), "env"))
+        # envFrom first: an explicit `env` entry wins over it, as in the kubelet.
+        env.update(_env_from(main, comp.container_path + ("envFrom",), objects, unresolved))
+        env.update(_env_list(main.get("env"), comp.container_path + ("env",), "env", objects,
+                             unresolved))
     return env
 
 
@@ -429,6 +523,20 @@ def _mounted_configmaps(dgd: Dgd, comp: Component) -> list[tuple[str, str, str |
         if isinstance(m, dict) and m.get("name") in volumes and m.get("mountPath"):
             out.append((str(m["mountPath"]), str(volumes[m["name"]]), m.get("subPath")))
     return out
+
+
+def mounted_configmap(dgd: Dgd, comp: Component, path: str) -> tuple[str, str | None] | None:
+    """(ConfigMap name, key or None when unknown) of the file at ``path`` when it lies in a
+    ConfigMap volume of the main container; None when no ConfigMap is mounted there."""
+    for mount, cm_name, sub in _mounted_configmaps(dgd, comp):
+        mount_dir = mount.rstrip("/")
+        if sub:
+            if path == mount:
+                return cm_name, sub
+            continue
+        if path.startswith(mount_dir + "/"):
+            return cm_name, path[len(mount_dir) + 1:]
+    return None
 
 
 def resolve_engine_file(dgd: Dgd, comp: Component, path: str,
@@ -514,14 +622,18 @@ def _str_map(value: Any) -> dict[str, str]:
 
 
 def component_facts(dgd: Dgd, comp: Component,
-                    configmaps: Mapping[str, Mapping[str, str]] | None = None) -> ComponentFacts:
+                    configmaps: Mapping[str, Mapping[str, str]] | None = None,
+                    objects: Objects | None = None) -> ComponentFacts:
     backend = comp.backend
     if backend is Backend.UNKNOWN and comp.is_worker:
         backend = dgd.backend  # `backendFramework`, or another component's module
+    objects = objects or Objects(configmaps or {})
+    configmaps = objects.configmaps
+    unresolved: list[Unresolved] = []
     tokens, assigns = _tokens(comp.command, comp.args, comp.container_path)
     program = _program_index([t[0] for t in tokens])[1]
     raw = parse_flags(tokens, backend)
-    env = _component_env(dgd, comp)
+    env = _component_env(dgd, comp, objects, unresolved)
     for t in assigns:
         name, value = t[0].split("=", 1)
         env[name] = Setting(value, t[1], "env", name, t[2])
@@ -551,6 +663,30 @@ def component_facts(dgd: Dgd, comp: Component,
             flags["--served-model-name"] = names._replace(value=parts[0])
         if len(parts) > 1:
             flags[ALIASES_KEY] = names._replace(value=" ".join(parts[1:]))
+
+    # A flag naming a file in a mounted ConfigMap (`--custom-jinja-template
+    # /etc/tmpl/chat.jinja`): the file's contents are what the worker reads, so the value
+    # compared is the path with a digest of the contents when the ConfigMap is among the checked
+    # files. The engine-args file is read whole below.
+    for flag, s in list(flags.items()):
+        if flag == "--extra-engine-args" or not s.value.startswith("/"):
+            continue
+        where = mounted_configmap(dgd, comp, s.value)
+        if where is None:
+            continue  # a file of the image: the image is compared
+        data = configmaps.get(where[0])
+        if data is None:
+            unresolved.append(Unresolved(f"{flag} {s.value}", "ConfigMap", where[0], s.path,
+                                         flag))
+        elif where[1] is not None and where[1] in data:
+            flags[flag] = s._replace(
+                value=f"{s.value} (ConfigMap {where[0]}/{where[1]} sha256:"
+                      f"{_digest(data[where[1]])})")
+        else:
+            flags[flag] = s._replace(value=f"{s.value} (not in ConfigMap {where[0]})")
+    for i, u in enumerate(unresolved):
+        if u.flag is None and u.what.startswith("env "):
+            unresolved[i] = u._replace(flag=env_flag(u.what[4:], backend))
 
     engine: dict[str, Setting] = {}
     resolved = False
@@ -587,6 +723,7 @@ def component_facts(dgd: Dgd, comp: Component,
         annotations=annotations,
         pod_labels=labels,
         global_namespace=comp.global_namespace,
+        unresolved=tuple(unresolved),
     )
 
 
@@ -595,15 +732,33 @@ def configmaps_of(documents: Iterable[Any]) -> dict[str, dict[str, str]]:
     out: dict[str, dict[str, str]] = {}
     for d in documents:
         if isinstance(d, dict) and d.get("kind") == "ConfigMap" and d.get("apiVersion") == "v1":
-            name = (d.get("metadata") or {}).get("name")
+            meta = d.get("metadata")
+            name = meta.get("name") if isinstance(meta, dict) else None
             data = d.get("data")
             if isinstance(name, str) and isinstance(data, dict):
                 out[name] = {str(k): str(v) for k, v in data.items()}
     return out
 
 
-def dgd_facts(dgd: Dgd, configmaps: Mapping[str, Mapping[str, str]] | None = None) -> DgdFacts:
-    comps = {name: component_facts(dgd, c, configmaps) for name, c in dgd.components.items()}
+def secrets_of(documents: Iterable[Any]) -> dict[str, frozenset[str]]:
+    """Secret name → its key names (``data`` and ``stringData``), never the values."""
+    out: dict[str, frozenset[str]] = {}
+    for d in documents:
+        if isinstance(d, dict) and d.get("kind") == "Secret" and d.get("apiVersion") == "v1":
+            meta = d.get("metadata")
+            name = meta.get("name") if isinstance(meta, dict) else None
+            if isinstance(name, str):
+                keys = {str(k) for part in ("data", "stringData")
+                        if isinstance(d.get(part), dict) for k in d[part]}
+                out[name] = frozenset(keys)
+    return out
+
+
+def dgd_facts(dgd: Dgd, configmaps: Mapping[str, Mapping[str, str]] | None = None,
+              objects: Objects | None = None) -> DgdFacts:
+    objects = objects or Objects(configmaps or {})
+    comps = {name: component_facts(dgd, c, objects=objects)
+             for name, c in dgd.components.items()}
     meta = dgd.doc.get("metadata") or {}
     file = dgd.source.file if dgd.source is not None else "<inline>"
     return DgdFacts(

@@ -320,3 +320,52 @@ FLAG_LIFECYCLE: tuple[FlagStatus, ...] = (
                "--migration-limit on the frontend", "facts/dynamo.md §3.2",
                deprecated_since="1.3"),
 )
+
+
+# --------------------------------------------------------------------------- prefill / decode
+# Settings the prefill and the decode workers of one disaggregated graph must agree on: the
+# decode worker reads the KV blocks the prefill worker wrote, through the same connector
+# (facts/dynamo.md §4). Used by rule DGD108 on a single file; the same keys are KV-transfer
+# inputs above, so changing one side in place is DGD202.
+
+
+@dataclass(frozen=True)
+class PdKey:
+    """One setting that must be equal on prefill and decode workers."""
+
+    keys: tuple[str, ...]  # the flag / engine key, in order of precedence
+    what: str
+    backends: frozenset[Backend]
+    cite: str
+    # The value a worker that does not set it uses; None when the engine derives it (from the
+    # GPU, the model or the platform): then a side that leaves it unset cannot be compared.
+    default: str | None = None
+    json_field: str | None = None  # compare this field of a JSON value (the connector name)
+    # Values that leave the choice to the engine at run time: not compared.
+    engine_picks: tuple[str, ...] = ()
+
+
+PD_MUST_AGREE: tuple[PdKey, ...] = (
+    PdKey(("--block-size",), "KV block size", VLLM,
+          "vLLM CacheConfig.block_size (None: the platform picks it); facts/dynamo.md §4"),
+    PdKey(("--kv-cache-dtype",), "KV cache dtype", VLLM,
+          "vLLM CacheConfig.cache_dtype, default \"auto\"; facts/dynamo.md §4", default="auto"),
+    PdKey(("--kv-transfer-config",), "KV connector", VLLM,
+          "vLLM KVTransferConfig.kv_connector; facts/dynamo.md §4", json_field="kv_connector"),
+    PdKey(("--page-size",), "KV page size", SGLANG,
+          "SGLang ServerArgs.page_size (set to 1 when unset); facts/dynamo.md §4", default="1"),
+    PdKey(("--kv-cache-dtype",), "KV cache dtype", SGLANG,
+          "SGLang ServerArgs.kv_cache_dtype, default \"auto\"; facts/dynamo.md §4",
+          default="auto"),
+    PdKey(("--disaggregation-transfer-backend",), "KV transfer backend", SGLANG,
+          "SGLang ServerArgs.disaggregation_transfer_backend, default \"mooncake\"; "
+          "facts/dynamo.md §4", default="mooncake"),
+    PdKey(("engine:kv_cache_config.tokens_per_block",), "KV block size (tokens per block)",
+          TRTLLM, "TRT-LLM KvCacheConfig.tokens_per_block, default 32; facts/dynamo.md §3.3",
+          default="32"),
+    PdKey(("engine:kv_cache_config.dtype",), "KV cache dtype", TRTLLM,
+          "TRT-LLM KvCacheConfig.dtype, default \"auto\"; facts/dynamo.md §4", default="auto"),
+    PdKey(("engine:cache_transceiver_config.backend",), "KV transfer backend", TRTLLM,
+          "TRT-LLM CacheTransceiverConfig.backend (DEFAULT: the engine picks one at run time); "
+          "facts/dynamo.md §4", engine_picks=("DEFAULT",)),
+)

@@ -20,7 +20,9 @@ The JSON report (`--format json`) has a top-level boolean `isolation_required`, 
 `categories` found (mdc-checksum, kv-transfer, runtime-version), the risk grade, `findings`
 and per-DGD `verdicts` with every change.
 
-exit codes: 0 clean, 1 findings at or above --fail-on, 2 bad input or usage.
+exit codes: 0 clean, 1 findings at or above --fail-on, 2 bad input or usage, or nothing to
+compare (OLD or NEW holds no DynamoGraphDeployment: a job pointed at the wrong path must not
+pass).
 """
 
 
@@ -34,7 +36,15 @@ def run(args: argparse.Namespace) -> int:
     from dgdgen.check import engine, sources
 
     opts, fail_on = options(args, None)
+    from dgdgen.dgd import is_dgd
+    from dgdgen.errors import InputError, Location
+
     pair = sources.load_pair(args.old, args.new)
+    for shown, docs in ((pair.file, pair.head), (sources._display(args.old), pair.base or [])):
+        if not any(is_dgd(d.data) for d in docs):
+            # "0 error(s)" would be a verdict about nothing (`dgdgen policy test` refuses too).
+            raise InputError("holds no DynamoGraphDeployment: nothing to compare",
+                             location=Location(shown))
     report = engine.run([pair], opts, sources.sibling_loader([args.new]))
     emit(report, args)
     return 1 if report.failing(fail_on) else 0

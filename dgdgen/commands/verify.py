@@ -29,7 +29,8 @@ Documents of other kinds are reported with a "warning:" line and do not fail the
 (--skip-unknown-kinds leaves them out).
 
 exit codes: 0 every document is valid, 1 violations found, 2 bad input (a missing or unreadable
-file, malformed YAML) or usage.
+file, malformed YAML), usage, or nothing validated (no document of a kind dgdgen has a schema
+for: a job pointed at the wrong path must not pass).
 
 examples:
   dgdgen verify out/
@@ -102,8 +103,11 @@ def run(args: argparse.Namespace) -> int:
         if enabled:
             gc.enable()
     found: list[tuple[yamlio.Document, crd.Violation]] = crd.validate_documents(
-        documents, overlays=args.overlay, skip_unknown_kinds=args.skip_unknown_kinds
+        documents, overlays=args.overlay
     )
+    unvalidated = sum(v.rule == crd.UNKNOWN_KIND for _, v in found)
+    if args.skip_unknown_kinds:
+        found = [(doc, v) for doc, v in found if v.rule != crd.UNKNOWN_KIND]
     # Within a document, report in source order (documents keep their file order).
     order = {id(doc): i for i, doc in enumerate(documents)}
     located = sorted(
@@ -122,6 +126,13 @@ def run(args: argparse.Namespace) -> int:
         out.write(f"{prefix}{field + ': ' if field else ''}{violation.message}\n")
     checked = len(documents)
     summary = f"{checked} document(s) in {len(files)} file(s): "
+    if checked == unvalidated:
+        # Nothing was validated: "all valid" would be a claim about nothing.
+        sys.stderr.write(summary + "none validated (no document of a kind dgdgen has a "
+                         "schema for)\n")
+        return 2
     summary += f"{failures} violation(s)" if failures else "all valid"
+    if unvalidated:
+        summary += f" ({unvalidated} not validated)"
     sys.stderr.write(summary + "\n")
     return 1 if failures else 0

@@ -205,3 +205,33 @@ def test_check_against_git_base_and_index(tmp_path: Path) -> None:
     _git(repo, "add", "new.yaml")
     proc = dgdgen("check", "new.yaml", "-f", "json", cwd=repo)
     assert not json.loads(proc.stdout)["isolation_required"]
+
+
+def test_diff_of_files_without_a_dgd_compares_nothing_and_exits_2(tmp_path: Path) -> None:
+    """A CI job pointed at the wrong path (a rollout spec, a Service) must not go green."""
+    example = REPO / "examples" / "vllm-disagg-block-size"
+    service = tmp_path / "service.yaml"
+    service.write_text("apiVersion: v1\nkind: Service\nmetadata: {name: s}\nspec: {}\n")
+    for old, new, empty in ((example / "rollout.yaml", example / "dgd.yaml", "rollout.yaml"),
+                            (service, service, "service.yaml"),
+                            (example / "dgd.yaml", service, "service.yaml")):
+        r = dgdgen("diff", str(old), str(new))
+        assert r.returncode == 2, r.stdout + r.stderr
+        assert "0 error(s)" not in r.stdout
+        assert empty in r.stderr and "no DynamoGraphDeployment: nothing to compare" in r.stderr
+        assert "Traceback" not in r.stderr
+
+
+def test_check_says_when_no_dgd_was_among_the_files(tmp_path: Path) -> None:
+    """`check` is run by pre-commit on every staged YAML file (`types_or: [yaml]`), so a commit
+    of other YAML passes, but the summary says no DGD was checked."""
+    other = tmp_path / "workflow.yaml"
+    other.write_text("name: ci\non: push\n")
+    r = dgdgen("check", str(other))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.rstrip().endswith("; no DynamoGraphDeployment among them")
+    assert json.loads(dgdgen("check", str(other), "-f", "json").stdout)["summary"]["dgds"] == 0
+    dgd = dgdgen("check", str(SAFE / "new.yaml"))
+    assert "no DynamoGraphDeployment" not in dgd.stdout
+    assert json.loads(dgdgen("check", str(SAFE / "new.yaml"), "-f", "json").stdout)[
+        "summary"]["dgds"] == 1

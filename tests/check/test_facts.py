@@ -180,3 +180,60 @@ def test_trtllm_engine_args_precedence() -> None:
     assert eng["engine:cache_transceiver_config.backend"] == "UCX"
     assert eng["engine:kv_cache_config.tokens_per_block"] == "32"
     assert p.flags["--model"].value == "Qwen/Qwen3-0.6B"  # --model-path is an alias
+
+
+def test_configmap_and_secret_references_resolve_across_checked_files() -> None:
+    """A ConfigMap in another checked file (the same folder) resolves a `valueFrom`; a change to
+    it is a checksum change; a Secret is seen by key names only, never its value; a reference
+    to an object outside the checked files is DGD109, not silence."""
+    from dgdgen.check.context import FileInput
+    from dgdgen.check.engine import Options, run
+    from dgdgen.yamlio import load_documents_fast
+
+    dgd = """apiVersion: nvidia.com/v1beta1
+kind: DynamoGraphDeployment
+metadata: {name: agg}
+spec:
+  components:
+    - name: worker
+      type: worker
+      podTemplate:
+        spec:
+          containers:
+            - name: main
+              command: [python3, -m, dynamo.vllm]
+              args: [--model, m]
+              env:
+                - name: DYN_CUSTOM_JINJA_TEMPLATE
+                  valueFrom: {configMapKeyRef: {name: chat, key: path}}
+              envFrom:
+                - secretRef: {name: tokens}
+"""
+    cm = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: chat}\ndata: {path: /t/%s.jinja}\n"
+    secret = ("apiVersion: v1\nkind: Secret\nmetadata: {name: tokens}\n"
+              "stringData: {HF_TOKEN: s3cr3t-value}\n")
+
+    def files(version: str, with_secret: bool = True) -> list[FileInput]:
+        out = [FileInput("dgd.yaml", load_documents_fast(dgd, "dgd.yaml"),
+                         load_documents_fast(dgd, "dgd.yaml")),
+               FileInput("cm.yaml", load_documents_fast(cm % version, "cm.yaml"),
+                         load_documents_fast(cm % "a", "cm.yaml"))]
+        if with_secret:
+            out.append(FileInput("secret.yaml", load_documents_fast(secret, "secret.yaml"),
+                                 load_documents_fast(secret, "secret.yaml")))
+        return out
+
+    same = run(files("a"), Options())
+    assert not same.isolation_required and not same.findings
+    worker = same.pairs[0].head.components["worker"]
+    assert worker.flags["--custom-jinja-template"].value == "/t/a.jinja"
+    assert "s3cr3t-value" not in repr(worker)
+    assert worker.env["HF_TOKEN"].value == "secret:tokens (present)"
+    changed = run(files("b"), Options())
+    assert changed.categories == ["mdc-checksum"]
+    # the ConfigMap and the Secret not among the checked files: seen as unseeable
+    alone = run(files("a")[:1], Options())
+    hits = sorted(f.message for f in alone.findings if f.code == "DGD109")
+    assert len(hits) == 1, hits  # a Secret brought in whole is credentials: not reported
+    assert "ConfigMap 'chat'" in hits[0] and "--custom-jinja-template" in hits[0]
+    assert "mdc-checksum input" in hits[0]

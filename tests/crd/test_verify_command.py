@@ -87,9 +87,27 @@ def test_violations_exit_1_with_file_line(tmp_path: Path) -> None:
 def test_skip_unknown_kinds(tmp_path: Path) -> None:
     (tmp_path / "w.yaml").write_text(BAD.split("---\n")[1])
     result = verify("--skip-unknown-kinds", str(tmp_path))
-    assert (result.returncode, result.stdout) == (0, "")
+    assert (result.returncode, result.stdout) == (2, "")  # nothing validated
     result = verify(str(tmp_path))
-    assert result.returncode == 0 and "warning:" in result.stdout
+    assert result.returncode == 2 and "warning:" in result.stdout
+    (tmp_path / "a.yaml").write_text(GOOD)
+    result = verify("--skip-unknown-kinds", str(tmp_path))
+    assert (result.returncode, result.stdout) == (0, "")
+    assert "2 document(s) in 2 file(s): all valid (1 not validated)" in result.stderr
+
+
+def test_nothing_validated_is_not_all_valid(tmp_path: Path) -> None:
+    """`verify rollout.yaml` (a kind without a schema) validates nothing: exit 2, never
+    "all valid"; an empty directory likewise."""
+    rollout = REPO / "examples" / "vllm-disagg-block-size" / "rollout.yaml"
+    result = verify(str(rollout))
+    assert result.returncode == 2
+    assert "not validated" in result.stdout and "all valid" not in result.stderr
+    assert "none validated" in result.stderr
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = verify(str(empty))
+    assert result.returncode == 2 and "0 document(s) in 0 file(s): none validated" in result.stderr
 
 
 def test_overlay_option(tmp_path: Path) -> None:

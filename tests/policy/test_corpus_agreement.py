@@ -38,6 +38,12 @@ KNOWN_DIVERGENCES: dict[str, tuple[tuple[str, ...], tuple[str, ...], str]] = {
         (), ("DGD202",),
         "engine arguments in a ConfigMap: the DGD does not change, the ConfigMap is another "
         "object the policy never sees"),
+    "vllm-configmap-env-jinja-template": (
+        (), ("DGD201",),
+        "an env value from a configMapKeyRef: the ConfigMap changes, the DGD does not"),
+    "vllm-configmap-mounted-template-content": (
+        (), ("DGD201",),
+        "a flag naming a file of a mounted ConfigMap: the file changes, the DGD does not"),
     "vllm-kv-transfer-config-whitespace-only": (
         ("DGD202",), (),
         "JSON values are compared without blanks but not parsed: reordered keys look like a "

@@ -38,5 +38,9 @@ def render(report: Report, *, color: bool = False) -> str:
     summary = (f"{c['error']} error(s), {c['warning']} warning(s), {c['info']} info, "
                f"{c['suppressed']} suppressed in {c['files']} file(s); "
                f"{report.target.describe()}")
+    if not report.pairs:
+        # Routes and analysis templates have rules of their own, but a run that saw no DGD must
+        # say so rather than look like a clean DGD check (docs/checker.md, "Nothing checked").
+        summary += "; no DynamoGraphDeployment among them"
     lines.append(paint(_BOLD, summary))
     return "\n".join(lines) + "\n"

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from dgdgen.check.classify import MODEL_REMOVED_FIELD
 from dgdgen.check.context import Context
 from dgdgen.check.findings import Finding
 from dgdgen.check.flags import Category
-from dgdgen.check.classify import MODEL_REMOVED_FIELD
 from dgdgen.check.inplace import MODEL_REMOVED, RENAME_FIELDS, roll_consequence
 from dgdgen.check.rules import RuleMeta
 

@@ -162,6 +162,55 @@ case("vllm-worker-env-jinja-template", vllm_disagg,
          "    VllmDecodeWorker:\n      envFromSecret: hf-token-secret\n      envs:\n"
          "        - name: DYN_CUSTOM_JINJA_TEMPLATE\n          value: /templates/chat.jinja\n"),
      [MDC], note="DYN_CUSTOM_JINJA_TEMPLATE is --custom-jinja-template (facts §3.3)")
+# --- values from a ConfigMap of the same file (issue 24 item 1) -------------------------------
+_CM = ("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: chat\ndata:\n"
+       "  path: /templates/chat.jinja\n  note: first\n"
+       "  chat.jinja: \"{{ messages[0].content }}\"\n---\n")
+_CM_ENV = sub(vllm_disagg, "    VllmDecodeWorker:\n      envFromSecret: hf-token-secret\n",
+              "    VllmDecodeWorker:\n      envFromSecret: hf-token-secret\n      envs:\n"
+              "        - name: DYN_CUSTOM_JINJA_TEMPLATE\n          valueFrom:\n"
+              "            configMapKeyRef: {name: chat, key: path}\n")
+_CM_ENV = _CM + _CM_ENV
+case("vllm-configmap-env-jinja-template", _CM_ENV,
+     sub(_CM_ENV, "path: /templates/chat.jinja", "path: /templates/chat-v2.jinja"), [MDC],
+     note="DYN_CUSTOM_JINJA_TEMPLATE from a ConfigMap key of the same file: the key's value "
+          "changes")
+case("vllm-configmap-unrelated-key", _CM_ENV, sub(_CM_ENV, "note: first", "note: second"), [],
+     note="a ConfigMap key the worker does not read")
+_CM_FILE = _CM + sub(
+    sub(vllm_disagg, "            - decode\n",
+        "            - decode\n            - --custom-jinja-template\n"
+        "            - /etc/tmpl/chat.jinja\n          volumeMounts:\n"
+        "            - {name: tmpl, mountPath: /etc/tmpl}\n", 1),
+    "    VllmDecodeWorker:\n      envFromSecret: hf-token-secret\n      componentType: worker\n"
+    "      subComponentType: decode\n",
+    "    VllmDecodeWorker:\n      envFromSecret: hf-token-secret\n      componentType: worker\n"
+    "      subComponentType: decode\n", 1)
+_CM_FILE = sub(_CM_FILE, "          workingDir: /workspace/examples/backends/vllm\n"
+               "          command:\n          - python3\n          - -m\n          - dynamo.vllm\n"
+               "          args:\n            - --model\n            - Qwen/Qwen3-0.6B\n"
+               "            - --disaggregation-mode\n            - decode\n",
+               "          workingDir: /workspace/examples/backends/vllm\n"
+               "          command:\n          - python3\n          - -m\n          - dynamo.vllm\n"
+               "          args:\n            - --model\n            - Qwen/Qwen3-0.6B\n"
+               "            - --disaggregation-mode\n            - decode\n", 1)
+_CM_FILE = sub(_CM_FILE, "      extraPodSpec:\n        mainContainer:\n          image: "
+               "nvcr.io/nvidia/ai-dynamo/vllm-runtime:my-tag\n          workingDir: /workspace/"
+               "examples/backends/vllm\n          command:\n          - python3\n          - -m\n"
+               "          - dynamo.vllm\n          args:\n            - --model\n"
+               "            - Qwen/Qwen3-0.6B\n            - --disaggregation-mode\n"
+               "            - decode\n",
+               "      extraPodSpec:\n        volumes:\n          - name: tmpl\n"
+               "            configMap: {name: chat}\n        mainContainer:\n          image: "
+               "nvcr.io/nvidia/ai-dynamo/vllm-runtime:my-tag\n          workingDir: /workspace/"
+               "examples/backends/vllm\n          command:\n          - python3\n          - -m\n"
+               "          - dynamo.vllm\n          args:\n            - --model\n"
+               "            - Qwen/Qwen3-0.6B\n            - --disaggregation-mode\n"
+               "            - decode\n", 1)
+case("vllm-configmap-mounted-template-content", _CM_FILE,
+     sub(_CM_FILE, "{{ messages[0].content }}", "{{ messages[-1].content }}"), [MDC],
+     note="--custom-jinja-template names a file of a mounted ConfigMap of the same file: the "
+          "file's contents change, the flag does not")
 case("trtllm-dgd-env-max-seq-len", trt_mn,
      sub(trt_mn, "    - name: HF_HOME\n      value: \"/models\"\n",
          "    - name: HF_HOME\n      value: \"/models\"\n    - name: DYN_TRTLLM_MAX_SEQ_LEN\n"
@@ -292,6 +341,9 @@ SOURCES: dict[str, str] = {
     "vllm-worker-env-jinja-template": f"{RTP.format('chat-template')}; facts/dynamo.md §3.3",
     "trtllm-dgd-env-max-seq-len": f"{RTP.format('trtllm-max-seq-len')}; facts/dynamo.md §3.3",
     "trtllm-dgd-env-unrelated": "facts/dynamo.md §3.3",
+    "vllm-configmap-env-jinja-template": f"{RTP.format('chat-template')}; facts/dynamo.md §3.3",
+    "vllm-configmap-unrelated-key": "facts/dynamo.md §3.3",
+    "vllm-configmap-mounted-template-content": f"{RTP.format('chat-template')}; {F32}",
     "vllm-worker-router-mode-1.5": F32,
     "vllm-worker-router-mode-1.3": "facts/dynamo.md §3 history",
     "vllm-worker-router-mode-1.6": RTP.format("router-mode-kv"),
