@@ -13,7 +13,9 @@ generation is better and are dropped (the sign test's usual treatment).
   difference means something.
 * ``sign_test_samples`` — decided pairs needed to detect a loss share of
   ``max_loss_share + effect`` at α = 0.05 with power 0.8 (one-sample proportion formula).
-  Fewer decided pairs than that is Inconclusive, never a pass.
+  Fewer *scored* pairs than that is Inconclusive, never a pass. Scored, not decided: a tie is
+  evidence that the generations agree, so a candidate that ties on every prompt passes once
+  enough prompts were scored, instead of staying Inconclusive for ever.
 
 Pure functions, no I/O; checked against ``scipy.stats`` in tests/analysis/test_paired.py.
 """
@@ -119,8 +121,8 @@ def paired_verdict(
     if p < alpha:
         return PairedVerdict("Failed", wins, losses, ties, needed, p,
                              f"candidate worse: {counts}; sign test p={p:.4g} < {alpha}")
-    if decided < needed:
+    if len(pairs) < needed:
         return PairedVerdict("Inconclusive", wins, losses, ties, needed, p,
-                             f"{decided} decided pairs < {needed} needed ({counts})")
+                             f"{len(pairs)} scored pairs < {needed} needed ({counts})")
     return PairedVerdict("Successful", wins, losses, ties, needed, p,
                          f"{counts}; sign test p={p:.4g} >= {alpha}")

@@ -62,8 +62,11 @@ def ask(
     try:
         choice = data["choices"][0]
         msg = choice["message"]
+        usage = data.get("usage") or {}
+        tokens = usage.get("completion_tokens")
         return Answer(msg.get("content") or "", choice.get("finish_reason"),
-                      tuple(msg.get("tool_calls") or ()))
+                      tuple(msg.get("tool_calls") or ()),
+                      tokens if isinstance(tokens, int) else None)
     except (KeyError, IndexError, TypeError, AttributeError):
         raise RequestFailed(f"not a chat completion: {str(data)[:200]}") from None
 

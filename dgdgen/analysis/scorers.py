@@ -14,7 +14,10 @@ Scorers:
   parse as a JSON object (the OpenAI chat-completions ``tool_calls`` shape); an answer with no
   tool call scores 0 (the prompt asked for one).
 * ``untruncated`` — 1 unless the answer stopped because it hit the token limit
-  (``finish_reason == "length"``): length/truncation drift between generations.
+  (``finish_reason == "length"``): truncation drift between generations.
+* ``length`` — the answer's completion tokens (``usage.completion_tokens``): a candidate that
+  answers the same prompt with fewer tokens loses the pair (length drift, e.g. a shorter
+  context window cutting answers). Not bounded to [0, 1]; the paired test only compares.
 """
 
 from __future__ import annotations
@@ -30,7 +33,9 @@ import jsonschema
 
 from dgdgen.errors import InputError, Location
 
-SCORERS = ("exact", "prefix", "contains", "regex", "json", "toolcall", "untruncated")
+SCORERS = (
+    "exact", "prefix", "contains", "regex", "json", "toolcall", "untruncated", "length",
+)
 REFERENCE_SCORERS = frozenset({"exact", "prefix", "contains"})
 
 
@@ -46,6 +51,7 @@ class Answer:
     text: str
     finish_reason: str | None
     tool_calls: Sequence[Mapping[str, Any]] = field(default_factory=tuple)
+    completion_tokens: int | None = None
 
 
 def load_prompts(path: Path, text: str | None = None) -> list[Prompt]:
@@ -119,4 +125,7 @@ def score(
         return 1.0 if calls and all(_tool_call_ok(c) for c in calls) else 0.0
     if scorer == "untruncated":
         return 0.0 if answer.finish_reason == "length" else 1.0
+    if scorer == "length":
+        n = answer.completion_tokens
+        return None if n is None else float(n)
     raise ValueError(f"unknown scorer {scorer!r}")

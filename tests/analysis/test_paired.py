@@ -51,6 +51,10 @@ def test_verdicts() -> None:
     equal = [(1.0, 0.0)] * 20 + [(0.0, 1.0)] * 20 + [(1.0, 1.0)] * 10
     assert 40 >= needed
     assert paired_verdict(equal, max_loss_share=0.5, effect=0.2).verdict == "Successful"
-    few = [(1.0, 0.0), (0.0, 1.0)] + [(1.0, 1.0)] * 50  # many pairs but almost all ties
+    few = [(1.0, 0.0), (0.0, 1.0)] * 5 + [(1.0, 1.0)] * 5  # no evidence either way, too few
+    assert len(few) < needed
     v = paired_verdict(few, max_loss_share=0.5, effect=0.2)
-    assert v.verdict == "Inconclusive" and v.ties == 50 and v.needed == needed
+    assert v.verdict == "Inconclusive" and v.ties == 5 and v.needed == needed
+    all_ties = [(3.0, 3.0)] * needed  # the generations agree on every prompt
+    assert paired_verdict(all_ties, max_loss_share=0.5, effect=0.2).verdict == "Successful"
+    assert paired_verdict(all_ties[1:], max_loss_share=0.5, effect=0.2).verdict == "Inconclusive"

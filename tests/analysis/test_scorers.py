@@ -42,6 +42,8 @@ def test_regex_json_schema_toolcall_truncation() -> None:
     assert score("toolcall", P, Answer("plain text", "stop")) == 0.0
     assert score("untruncated", P, Answer("x", "stop")) == 1.0
     assert score("untruncated", P, Answer("x", "length")) == 0.0
+    assert score("length", P, Answer("", "length", (), 27)) == 27.0
+    assert score("length", P, Answer("x", "stop")) is None
 
 
 def test_prompt_set(tmp_path: Path) -> None:
