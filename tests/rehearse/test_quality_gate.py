@@ -1,0 +1,74 @@
+"""The paired quality gate against the real Dynamo 1.6.1 frontends and mockers.
+
+The mocker's text is random (its content is even empty through the 1.6.1 frontend), so text
+scorers cannot tell generations apart here. The degradation the mocker really produces is
+truncation: a candidate engine with a short ``--max-model-len`` stops each answer when prompt
+plus answer fill the window, so it answers the same prompt with fewer completion tokens than
+the stable (measured: 27 instead of 48 for a 37-token prompt at --max-model-len 64). The
+``length`` scorer sees that. The equal candidate runs the stable's configuration.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from dgdgen import runtime
+from dgdgen.analysis.paired import PairedVerdict, sign_test_samples
+
+pytestmark = [
+    pytest.mark.rehearse,
+    pytest.mark.skipif(not runtime.available(), reason="the Dynamo runtime is not installed"),
+]
+
+MODEL = "Qwen/Qwen3-0.6B"
+MAX_TOKENS = 48
+SHARE, EFFECT = 0.5, 0.25
+
+
+def _gate(candidate_args: list[str], n: int) -> PairedVerdict:
+    from dgdgen.analysis.paired import paired_verdict
+    from dgdgen.analysis.quality import collect
+    from dgdgen.analysis.scorers import Prompt, score
+    from dgdgen.runtime.model import make_model_dir
+    from dgdgen.runtime.procs import LocalDynamo
+
+    work = Path(tempfile.mkdtemp(prefix="dgdgen-quality-"))
+    model_dir = make_model_dir(work / "model")
+    base = ["--model-path", str(model_dir), "--model-name", MODEL, "--block-size", "16"]
+    with LocalDynamo(work) as rt:
+        urls = {}
+        for ns, extra in (("stable", []), ("cand", candidate_args)):
+            fe = rt.frontend(ns)
+            w = rt.mocker(ns, base + extra, name=f"w-{ns}")
+            rt.wait_frontend_up(fe)
+            rt.wait_worker_ready(w)
+            rt.wait_model_ready(fe, MODEL, workers=1)
+            urls[ns] = f"http://127.0.0.1:{fe.port}"
+        prompts = [Prompt(f"Say something about item {i}.", None, i + 1) for i in range(n)]
+        out = collect(prompts, stable_url=urls["stable"], candidate_url=urls["cand"],
+                      model=MODEL, max_tokens=MAX_TOKENS, seed=1, timeout=30)
+    pairs = []
+    for o in out:
+        assert o.error is None, o.error
+        assert o.stable is not None and o.candidate is not None
+        s, c = score("length", o.prompt, o.stable), score("length", o.prompt, o.candidate)
+        assert s is not None and c is not None
+        pairs.append((s, c))
+    return paired_verdict(pairs, max_loss_share=SHARE, effect=EFFECT)
+
+
+def test_truncating_candidate_fails_equal_passes_too_few_inconclusive() -> None:
+    from dgdgen.runtime.netns import run_isolated
+
+    needed = sign_test_samples(SHARE, EFFECT)
+    worse = run_isolated(_gate, ["--max-model-len", "64"], needed, timeout=300)
+    assert worse.verdict == "Failed", worse
+    assert worse.losses == needed and worse.wins == 0
+    equal = run_isolated(_gate, [], needed, timeout=300)
+    assert equal.verdict == "Successful", equal
+    assert equal.losses == 0
+    few = run_isolated(_gate, [], needed - 1, timeout=300)
+    assert few.verdict == "Inconclusive", few
