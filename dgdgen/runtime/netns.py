@@ -42,14 +42,15 @@ def _loopback_up() -> None:
 
 
 def _write(path: str, text: str) -> None:
-    with open(path, "w", encoding="ascii") as fh:
-        fh.write(text)
+    # Binary: no codec lookup, which can need imports the process may no longer be able to read.
+    with open(path, "wb") as fh:
+        fh.write(text.encode())
 
 
 def _read_sysctl(path: str) -> str | None:
     try:
-        with open(path, encoding="ascii") as fh:
-            return fh.read().strip()
+        with open(path, "rb") as fh:
+            return fh.read().decode().strip()
     except OSError:
         return None
 
