@@ -70,7 +70,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     which = p.add_mutually_exclusive_group()
     which.add_argument(
         "--step", type=state_selector, metavar="N",
-        help="render one state: a step number, baseline, rollback or cleanup"
+        help="render one state: a step number, baseline, rollback-NN, rollback or cleanup"
     )
     which.add_argument(
         "--all-steps", action="store_true", help="render every state (the default)"
