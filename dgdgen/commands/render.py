@@ -160,6 +160,12 @@ def _into(args: argparse.Namespace, spec: str) -> int:
     )
     for note in out.notes:
         sys.stderr.write(note + "\n")
+    if target.top is None and not (args.commit or args.init):
+        # Said every time: promote, rollback and the Argo CD Application all work on commits.
+        sys.stderr.write(
+            f"{os.path.relpath(target.into)}: not inside a Git work tree: files written, nothing "
+            "committed; promote and rollback need a repository (--init creates one there)\n"
+        )
     c = out.change
     sys.stderr.write(
         f"{os.path.relpath(target.into)}: {out.state.label}: {len(c.written)} written, "
