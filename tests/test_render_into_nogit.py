@@ -42,3 +42,22 @@ def test_into_a_repository_does_not(tmp_path: Path) -> None:
     assert again.returncode == 0, again.stderr
     assert NOTE not in first.stderr + again.stderr
     assert "0 written" in again.stderr
+
+
+def test_not_a_work_tree_error_names_its_path_once(tmp_path: Path) -> None:
+    into = tmp_path / "deploy"
+    for args in (
+        ["render", str(EXAMPLE), "--into", str(into), "--commit"],
+        ["promote", str(EXAMPLE), "--into", str(into)],
+    ):
+        r = subprocess.run(
+            [sys.executable, "-m", "dgdgen", *args],
+            check=False,
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            timeout=120,
+        )
+        assert r.returncode == 2, (args, r.stderr)
+        assert "not inside a Git work tree" in r.stderr, r.stderr
+        assert r.stderr.count(str(into)) == 1, r.stderr
