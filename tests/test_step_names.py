@@ -56,3 +56,19 @@ def test_unknown_backward_step_lists_the_real_ones(tmp_path: Path) -> None:
     assert "rollback-01, rollback-02, rollback and cleanup" in res.stderr
     assert "Traceback" not in res.stderr
     assert not (tmp_path / "x").exists()
+
+
+def test_state_folder_of_a_render_is_not_called_foreign(tmp_path: Path) -> None:
+    every = tmp_path / "out"
+    assert _dgdgen("render", str(EXAMPLE), "-o", str(every)).returncode == 0
+    before = sorted((every / "rollback").iterdir())
+    res = _dgdgen("render", str(EXAMPLE), "-o", str(every / "rollback"), "--step", "rollback")
+    assert res.returncode == 2
+    assert "not written by dgdgen" not in res.stderr
+    assert "one state's folder of the dgdgen render in" in res.stderr
+    assert sorted((every / "rollback").iterdir()) == before  # nothing half-written
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("mine\n", encoding="utf-8")
+    res = _dgdgen("render", str(EXAMPLE), "-o", str(foreign), "--step", "rollback")
+    assert res.returncode == 2 and "not written by dgdgen render" in res.stderr
