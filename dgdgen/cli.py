@@ -86,16 +86,20 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         module.add_arguments(p)
-        p.add_argument(
-            "--max-input-size", metavar="SIZE", default=None,
-            help="largest YAML file read, e.g. 8M, 64M (default 8M): larger files are refused, "
-                 "not read",
-        )
-        p.add_argument(
-            "--allow-outside-paths", action="store_true",
-            help="let a spec's `dgd:` name a file outside the spec's Git repository (or, "
-                 "outside one, the spec's folder)",
-        )
+        # Only where they act: `schema` reads nothing, `verify` reads YAML but no spec's `dgd:`.
+        common = getattr(module, "COMMON_OPTIONS", ("--max-input-size", "--allow-outside-paths"))
+        if "--max-input-size" in common:
+            p.add_argument(
+                "--max-input-size", metavar="SIZE", default=None,
+                help="largest YAML file read, e.g. 8M, 64M (default 8M): larger files are "
+                     "refused, not read",
+            )
+        if "--allow-outside-paths" in common:
+            p.add_argument(
+                "--allow-outside-paths", action="store_true",
+                help="let a spec's `dgd:` name a file outside the spec's Git repository (or, "
+                     "outside one, the spec's folder)",
+            )
         p.set_defaults(_module=module, _parser=p)
         for action in p._actions:  # `traffic show`, `rules list` ...: errors name the action too
             if isinstance(action, argparse._SubParsersAction):

@@ -32,8 +32,9 @@ class Prepared:
 
 
 def unknown_state(plan: planmod.Plan, selector: object, path: str) -> str:
-    return (f"the plan of {path} has steps 0..{len(plan.steps) - 1}, rollback and cleanup; "
-            f"there is no step {selector}")
+    backs = "".join(f"{s.label}, " for s in reversed(plan.rollback_steps))
+    return (f"the plan of {path} has steps 0..{len(plan.steps) - 1}, {backs}rollback and "
+            f"cleanup; there is no step {selector}")
 
 
 def _plan_input(loaded: LoadedSpec, stable: Generation, cand: Generation, mode: str,

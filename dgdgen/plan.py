@@ -180,6 +180,9 @@ class Plan:
             return self.cleanup
         if isinstance(selector, int) and 0 <= selector < len(self.steps):
             return self.steps[selector]
+        for back in self.rollback_steps:
+            if selector == back.label:  # rollback-NN, the same spelling as its folder
+                return back
         raise KeyError(selector)
 
     def to_dict(self) -> dict[str, Any]:

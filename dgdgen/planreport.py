@@ -44,7 +44,7 @@ def _reps(prepared: Prepared, gen: GenerationState) -> str:
 
 def _title(state: PlanStep) -> str:
     if state.kind == "rollback-step":
-        return f"rollback→{state.index}"
+        return state.label  # rollback-NN, as its folder and --step spell it
     return {"baseline": "0 baseline", "rollback": "rollback", "cleanup": "cleanup"}.get(
         state.kind, str(state.index)
     )

@@ -148,6 +148,18 @@ def remove_stale(parent: str, name: str) -> list[str]:
     return removed
 
 
+def _rendered_ancestor(target: str) -> str | None:
+    """The nearest enclosing directory that a dgdgen render wrote (holds the marker), if any."""
+    here = os.path.dirname(os.path.abspath(target))
+    while True:
+        if os.path.isfile(os.path.join(here, MARKER)):
+            return here
+        up = os.path.dirname(here)
+        if up == here:
+            return None
+        here = up
+
+
 def write_tree(target: str, files: Mapping[str, str], *, force: bool = False) -> None:
     """Replace directory ``target`` with exactly ``files`` (relative path → text)."""
     shown = target
@@ -160,6 +172,17 @@ def write_tree(target: str, files: Mapping[str, str], *, force: bool = False) ->
             raise InputError(f"cannot read the output directory: {_reason(exc)}",
                              location=Location(shown)) from None
         if entries and not os.path.exists(os.path.join(target, MARKER)) and not force:
+            owner = _rendered_ancestor(target)
+            if owner is not None:
+                # e.g. `render -o out/rollback/ --step rollback` after `render -o out/`: the folder
+                # was written by dgdgen, as one state of that all-steps render.
+                raise InputError(
+                    f"output directory is one state's folder of the dgdgen render in "
+                    f"{os.path.relpath(owner)}; replacing it alone would leave that render "
+                    "inconsistent: pick a folder outside it, or re-render the whole "
+                    f"{os.path.relpath(owner)}",
+                    location=Location(shown),
+                )
             raise InputError(
                 "output directory is not empty and was not written by dgdgen render; refusing to "
                 "replace it (pass --force to replace it anyway)",

@@ -60,7 +60,7 @@ def _order_cells(spec: Path) -> dict[str, str]:
 
 def _row_key(state: PlanStep) -> str:
     if state.kind == "rollback-step":
-        return f"rollback→{state.index}"
+        return f"rollback-{state.index:02d}"
     return {"baseline": "0", "rollback": "rollback", "cleanup": "cleanup"}.get(state.kind, str(state.index))
 
 

@@ -123,7 +123,7 @@ def test_plan_shows_rollback_gpus_and_the_drain(tmp_path: Path) -> None:
     rows = {line.split()[0]: line for line in r.stdout.splitlines() if line[:1].isalnum()}
     prepared = prepare(str(REPO / "examples/vllm-disagg-block-size/rollout.yaml"))
     for state in prepared.plan.rollback_steps:
-        row = rows[f"rollback→{state.index}"]
+        row = rows[f"rollback-{state.index:02d}"]
         assert f"{state.peak_gpus} (+{state.extra_gpus_peak})" in row
     assert f"{prepared.plan.rollback.peak_gpus} (+{prepared.plan.rollback.extra_gpus_peak})" in rows[
         "rollback"]

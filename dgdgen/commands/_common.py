@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Iterator
 from typing import TypeVar
@@ -33,8 +34,9 @@ def report_error(command: str, exc: BaseException) -> None:
 
 def state_selector(value: str) -> int | str:
     """``--step`` of the commands that take a plan state: a step number (0 is the baseline),
-    ``baseline``, ``rollback`` or ``cleanup``."""
-    if value in ("rollback", "cleanup"):
+    ``baseline``, ``rollback-NN`` (a backward step, named as its folder), ``rollback`` or
+    ``cleanup``."""
+    if value in ("rollback", "cleanup") or re.fullmatch(r"rollback-\d{2}", value):
         return value
     if value == "baseline":
         return 0
@@ -42,7 +44,8 @@ def state_selector(value: str) -> int | str:
         n = int(value)
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"expected a step number, 'baseline', 'rollback' or 'cleanup', got {value!r}"
+            f"expected a step number, 'baseline', 'rollback-NN', 'rollback' or 'cleanup', "
+            f"got {value!r}"
         ) from None
     if n < 0:
         raise argparse.ArgumentTypeError("step numbers start at 0 (the baseline)")

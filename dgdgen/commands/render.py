@@ -70,7 +70,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     which = p.add_mutually_exclusive_group()
     which.add_argument(
         "--step", type=state_selector, metavar="N",
-        help="render one state: a step number, baseline, rollback or cleanup"
+        help="render one state: a step number, baseline, rollback-NN, rollback or cleanup"
     )
     which.add_argument(
         "--all-steps", action="store_true", help="render every state (the default)"
@@ -160,6 +160,12 @@ def _into(args: argparse.Namespace, spec: str) -> int:
     )
     for note in out.notes:
         sys.stderr.write(note + "\n")
+    if target.top is None and not (args.commit or args.init):
+        # Said every time: promote, rollback and the Argo CD Application all work on commits.
+        sys.stderr.write(
+            f"{os.path.relpath(target.into)}: not inside a Git work tree: files written, nothing "
+            "committed; promote and rollback need a repository (--init creates one there)\n"
+        )
     c = out.change
     sys.stderr.write(
         f"{os.path.relpath(target.into)}: {out.state.label}: {len(c.written)} written, "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+COMMON_OPTIONS: tuple[str, ...] = ()  # reads no file
 HELP = "print the JSON Schema of the rollout spec (for editors and CI)"
 DESCRIPTION = """\
 Print the JSON Schema (draft 2020-12) of the DGDRollout spec. The same file ships as

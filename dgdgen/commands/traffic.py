@@ -65,10 +65,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     sw.add_argument("spec", metavar="SPEC", help="rollout spec file")
     sw.add_argument("--step", type=state_selector, required=True, metavar="N",
                     help="a step number, baseline, rollback or cleanup")
-    target = sw.add_mutually_exclusive_group(required=True)
-    target.add_argument("--socket", metavar="PATH", help="the proxy's `stats socket` path")
-    target.add_argument("--dry-run", action="store_true",
-                        help="print the runtime commands instead of sending them")
+    sw.add_argument("--socket", metavar="PATH", help="the proxy's `stats socket` path")
+    sw.add_argument("--dry-run", action="store_true",
+                    help="print the runtime commands instead of sending them; with --socket, "
+                    "exactly those a live run would send from the proxy's current weights "
+                    "(read, not changed)")
     sw.add_argument("--state-file", metavar="PATH",
                     help="then save `show servers state` here (the config's server-state-file) "
                     "so the weights survive a reload")
@@ -93,6 +94,7 @@ def _require_haproxy(prepared: Prepared) -> None:
 def run(args: argparse.Namespace) -> int:
     import json
 
+    from dgdgen.errors import InputError
     from dgdgen.pipeline import prepare
     from dgdgen.traffic import haproxy as hp
     from dgdgen.traffic import settings
@@ -140,12 +142,21 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(hp.config_text(prepared, state, state_backends(prepared, state)))
         return 0
     targets = hp.runtime_targets(prepared, state)
+    if args.socket is None and not args.dry_run:
+        raise InputError("set-weights needs --socket PATH (or --dry-run)")
     if args.dry_run:
-        for cmd in commands(hp.BACKEND, targets):
+        # The order depends on the weights the proxy has now (gains first, docs/traffic.md), so
+        # with --socket the dry run reads them and prints the live run's exact sequence.
+        current = None
+        if args.socket is not None:
+            current = RuntimeApi(args.socket, timeout=args.timeout).servers(hp.BACKEND)
+        for cmd in commands(hp.BACKEND, targets, current):
             sys.stdout.write(cmd + "\n")
         return 0
     api = RuntimeApi(args.socket, timeout=args.timeout)
     sent = api.apply(hp.BACKEND, targets)
+    for cmd in sent:  # the same lines, in the same order, as --dry-run --socket prints
+        sys.stdout.write(cmd + "\n")
     if args.state_file:
         api.save_state(args.state_file)
     split = ", ".join(f"{t.server}={t.weight}{'' if t.enabled else ' (maint)'}" for t in targets)

@@ -7,6 +7,7 @@ import gc
 import os
 import sys
 
+COMMON_OPTIONS = ("--max-input-size",)  # reads YAML files, never a spec's `dgd:`
 HELP = "validate manifests against the upstream CRD schemas and their CEL rules"
 
 DESCRIPTION = """\

@@ -168,7 +168,7 @@ def render_into(t: Target, selector: int | str | None, *, force: bool = False,
         t = Target(t.prepared, t.into, repo.init(t.into, t.prepared.loaded.spec.spec.gitops.branch))
         notes.append(f"initialised a Git repository in {t.into}")
     if commit and t.top is None:
-        raise InputError(f"{t.into} is not inside a Git work tree", location=Location(t.into),
+        raise InputError("not inside a Git work tree", location=Location(t.into),
                          hint="pass --init to create one, or drop --commit")
     if commit:
         assert t.top is not None
@@ -460,7 +460,7 @@ def _push_pending(t: Target, idx: tree.Index, state: PlanStep) -> Outcome | None
 
 def _prepare_move(t: Target) -> tuple[tree.Index, PlanStep]:
     if t.top is None:
-        raise InputError(f"{t.into} is not inside a Git work tree", location=Location(t.into),
+        raise InputError("not inside a Git work tree", location=Location(t.into),
                          hint="promotions are commits; see `dgdgen render --into PATH --init`")
     recovered = tree.recover(t.into)
     _finish_pending(t)

@@ -2,7 +2,12 @@
 
 The mocker's ZMQ PUB sockets bind ``tcp://0.0.0.0`` whatever ``DYN_EVENT_PLANE_HOST`` says
 (docs/rehearse.md, observed on Dynamo 1.6.1), so the only way to keep every socket on loopback is a
-network namespace whose only interface is ``lo``. ``unshare(CLONE_NEWNET)`` needs CAP_SYS_ADMIN.
+network namespace whose only interface is ``lo``. ``unshare(CLONE_NEWNET)`` needs CAP_SYS_ADMIN;
+as root it is used directly. Otherwise a new user namespace is created together with the network
+namespace (``unshare(CLONE_NEWUSER | CLONE_NEWNET)``, what ``unshare --user --map-root-user --net``
+does, user_namespaces(7)): the caller's uid/gid map to root inside, which grants CAP_NET_ADMIN over
+the new network namespace and nothing outside it. Where the kernel refuses that too, the error says
+why and what to change; nothing ever falls back to binding on the host's interfaces.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from typing import Any, TypeVar
 from dgdgen.runtime import RuntimeUnavailable
 
 CLONE_NEWNET = 0x40000000
+CLONE_NEWUSER = 0x10000000
 _SIOCGIFFLAGS = 0x8913
 _SIOCSIFFLAGS = 0x8914
 _IFF_UP = 0x1
@@ -35,23 +41,85 @@ def _loopback_up() -> None:
         fcntl.ioctl(s.fileno(), _SIOCSIFFLAGS, struct.pack("16sH14x", b"lo", flags | _IFF_UP))
 
 
+def _write(path: str, text: str) -> None:
+    # Binary: no codec lookup, which can need imports the process may no longer be able to read.
+    with open(path, "wb") as fh:
+        fh.write(text.encode())
+
+
+def _read_sysctl(path: str) -> str | None:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read().decode().strip()
+    except OSError:
+        return None
+
+
+def _userns_refusal_hint() -> str:
+    """Say which kernel setting refuses unprivileged user namespaces here, and what to do."""
+    hints = []
+    if _read_sysctl("/proc/sys/kernel/unprivileged_userns_clone") == "0":
+        hints.append(
+            "kernel.unprivileged_userns_clone=0 (enable with `sudo sysctl -w "
+            "kernel.unprivileged_userns_clone=1`)"
+        )
+    if _read_sysctl("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == "1":
+        hints.append(
+            "kernel.apparmor_restrict_unprivileged_userns=1 (allow it with `sudo sysctl -w "
+            "kernel.apparmor_restrict_unprivileged_userns=0` or an AppArmor profile granting "
+            "`userns,` to this Python)"
+        )
+    if _read_sysctl("/proc/sys/user/max_user_namespaces") == "0":
+        hints.append(
+            "user.max_user_namespaces=0 (raise it with `sudo sysctl -w user.max_user_namespaces=15000`)"
+        )
+    if not hints:
+        hints.append(
+            "a seccomp filter or container runtime forbids unshare (run on the host or in a privileged container)"
+        )
+    return "; ".join(hints) + "; or run as root"
+
+
 def enter_private_netns() -> None:
     """Move the calling (single-threaded) process into a new network namespace with ``lo`` up.
 
-    Every process started afterwards inherits it. Raises :class:`RuntimeUnavailable` with the
-    reason when the kernel refuses.
+    As root, only the network namespace is new. Otherwise a user namespace is created with it and
+    the caller's uid/gid are mapped to root inside. Every process started afterwards inherits it.
+    Raises :class:`RuntimeUnavailable` with the reason and the fix when the kernel refuses.
     """
     libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-    if libc.unshare(CLONE_NEWNET) != 0:
-        err = ctypes.get_errno()
-        raise RuntimeUnavailable(
-            f"cannot create a private network namespace: {os.strerror(err)} (unshare needs root "
-            "or CAP_SYS_ADMIN; the local Dynamo processes bind every interface otherwise)"
-        )
+    if os.geteuid() == 0:
+        if libc.unshare(CLONE_NEWNET) != 0:
+            err = ctypes.get_errno()
+            raise RuntimeUnavailable(
+                f"cannot create a private network namespace: {os.strerror(err)} (unshare needs "
+                "CAP_SYS_ADMIN; the local Dynamo processes bind every interface otherwise)"
+            )
+    else:
+        uid, gid = os.geteuid(), os.getegid()
+        if libc.unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0:
+            err = ctypes.get_errno()
+            raise RuntimeUnavailable(
+                f"cannot create an unprivileged user + network namespace: {os.strerror(err)}; "
+                f"the kernel refuses it here: {_userns_refusal_hint()}. The local Dynamo "
+                "processes bind every interface otherwise, so the rehearsal does not start"
+            )
+        try:
+            # setgroups must be denied before an unprivileged process may write gid_map
+            # (user_namespaces(7), "Interaction with system calls that change process UIDs or GIDs").
+            _write("/proc/self/setgroups", "deny")
+            _write("/proc/self/uid_map", f"0 {uid} 1")
+            _write("/proc/self/gid_map", f"0 {gid} 1")
+        except OSError as exc:
+            raise RuntimeUnavailable(
+                f"cannot map uid {uid}/gid {gid} in the new user namespace: {exc}"
+            ) from exc
     try:
         _loopback_up()
     except OSError as exc:
-        raise RuntimeUnavailable(f"cannot bring up loopback in the private namespace: {exc}") from exc
+        raise RuntimeUnavailable(
+            f"cannot bring up loopback in the private namespace: {exc}"
+        ) from exc
 
 
 def _child(conn: Any, func: Callable[..., Any], args: tuple[Any, ...]) -> None:
@@ -81,7 +149,9 @@ def run_isolated(func: Callable[..., T], *args: Any, timeout: float = 600.0) -> 
     child.close()
     try:
         if not parent.poll(timeout):
-            raise TimeoutError(f"{getattr(func, '__name__', func)} did not finish in {timeout:.0f} s")
+            raise TimeoutError(
+                f"{getattr(func, '__name__', func)} did not finish in {timeout:.0f} s"
+            )
         status, payload = parent.recv()
     except EOFError:
         status, payload = "error", ("EOFError", "the isolated child died without a result", "")

@@ -138,3 +138,22 @@ def test_dry_run_and_show() -> None:
         in r.stdout
     r = run_cli("traffic", "config", str(SPEC), "--step", "3")
     assert r.returncode == 0 and "weight 100" in r.stdout
+
+
+@needs_haproxy
+def test_dry_run_prints_what_the_live_run_sends(proxy: tuple[HAProxy, Loopback]) -> None:
+    # From step 1 to rollback the candidate leaves and the stable gains: the order depends on the
+    # proxy's current weights, which the dry run reads through --socket without changing them.
+    _, loop = proxy
+    _set(loop, "1")
+    api = RuntimeApi(loop.admin_socket)
+    before = api.servers(BACKEND)
+    dry = run_cli("traffic", "set-weights", str(SPEC), "--step", "rollback", "--socket",
+                  loop.admin_socket, "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert api.servers(BACKEND) == before  # a dry run changes nothing
+    live = run_cli("traffic", "set-weights", str(SPEC), "--step", "rollback", "--socket",
+                   loop.admin_socket)
+    assert live.returncode == 0, live.stderr
+    assert dry.stdout.splitlines() == live.stdout.splitlines()
+    assert len(live.stdout.splitlines()) >= 2
