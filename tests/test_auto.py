@@ -6,10 +6,10 @@ import shutil
 from pathlib import Path
 
 import pytest
+from gen_support import REPO
 
 from dgdgen.errors import InputError
 from dgdgen.pipeline import prepare
-from gen_support import REPO
 
 DGD = REPO / "examples" / "vllm-agg-auto" / "dgd.yaml"
 
@@ -46,14 +46,22 @@ def test_block_size_change_refused_in_place(tmp_path: Path) -> None:
     assert "r.yaml:9:3" in str(err.value)
 
 
-def test_in_place_without_migration_limit_is_noted() -> None:
-    # facts/dynamo.md §3.2: --migration-limit is a frontend flag; the example's frontend has none.
-    p = prepare(str(REPO / "examples" / "vllm-agg-auto" / "rollout.yaml"))
+def test_in_place_without_migration_limit_is_noted(tmp_path: Path) -> None:
+    # --migration-limit is a frontend flag (dynamo/frontend/frontend_args.py in 1.6.1); the
+    # upstream frontend of the example has none.
+    from example_support import upstream_copy
+
+    p = prepare(str(upstream_copy(tmp_path, "vllm-agg-auto")))
     assert p.mode == "in-place"
-    assert any("--migration-limit" in n and "Frontend" in n for n in p.plan.notes)
+    assert any("has no --migration-limit" in n and "Frontend" in n for n in p.plan.notes)
+    # the bundled example sets it, so the note is gone
+    bundled = prepare(str(REPO / "examples" / "vllm-agg-auto" / "rollout.yaml"))
+    assert not any("has no --migration-limit" in n for n in bundled.plan.notes)
 
 
-def test_separate_dgd_has_no_migration_note() -> None:
-    p = prepare(str(REPO / "examples" / "vllm-disagg-block-size" / "rollout.yaml"))
+def test_separate_dgd_has_no_in_place_migration_note(tmp_path: Path) -> None:
+    from example_support import upstream_copy
+
+    p = prepare(str(upstream_copy(tmp_path, "vllm-disagg-block-size")))
     assert p.mode == "separate-dgd"
-    assert not any("--migration-limit" in n for n in p.plan.notes)
+    assert not any("has no --migration-limit" in n for n in p.plan.notes)

@@ -11,8 +11,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from gen_support import EXAMPLES
+
 from dgdgen.output import all_files
 from dgdgen.pipeline import prepare
 
@@ -55,11 +55,18 @@ def test_at_least_the_required_examples() -> None:
 
 
 def test_example_dgds_are_upstream_copies() -> None:
-    """The example DGDs are the upstream files, unmodified (their git blob ids are recorded)."""
+    """The example DGDs are the upstream files (their git blob ids are recorded) plus, on the
+    frontend, the request-migration limit the plan asks of a stable that shrinks while it serves;
+    every added line is marked and they add nothing else."""
     import hashlib
+
+    from example_support import added_lines, upstream_text
 
     sources = (EXAMPLES[0].parent / "SOURCES.md").read_text()
     for example in EXAMPLES:
-        data = (example / "dgd.yaml").read_bytes()
+        data = upstream_text(example).encode()
         blob = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
         assert blob in sources, f"{example.name}/dgd.yaml differs from the upstream blob"
+        added = [ln.split("#")[0].strip() for ln in added_lines(example)]
+        assert "- name: DYN_MIGRATION_LIMIT" in added and 'value: "3"' in added, example.name
+        assert set(added) <= {"envs:", "env:", "- name: DYN_MIGRATION_LIMIT", 'value: "3"'}, added

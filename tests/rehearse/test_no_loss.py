@@ -6,10 +6,10 @@ route a request to a worker just as that worker unregisters, and without a reque
 limit it answers HTTP 503 "no backend worker available" (about one such request per stopped
 worker at this load). With one (`DYN_MIGRATION_LIMIT` on the frontend, what dgdgen renders on
 every candidate frontend and what `plan` asks of a stable that lacks it) the frontend moves the
-request to another worker. The rehearsals below run the block-size example with its stable
-frontend set as the plan note says, at 3x the scenarios' load, 5 times in a row; every one must
-keep every request. The same runs with the stable as upstream ships it are the "before" figure
-in docs/rehearse.md.
+request to another worker. The rehearsals below run the block-size example as bundled (its
+stable frontend sets the limit: examples/SOURCES.md), at 3x the scenarios' load, 5 times in a
+row; every one must keep every request. The same runs with the stable as upstream ships it
+(``prepare(..., stable_limit=False)``) are the "before" figure in docs/rehearse.md.
 """
 
 from __future__ import annotations
@@ -17,9 +17,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from example_support import upstream_text
 from rehearse_support import REPO, rehearse
 
 from dgdgen import migration, yamlio
+from dgdgen.dgd import parse
 
 pytestmark = [pytest.mark.slow, pytest.mark.rehearse]
 
@@ -30,14 +32,12 @@ LOAD = ("--time-scale", "0.02", "--rate", "60")
 
 def prepare(tmp: Path, *, stable_limit: bool) -> Path:
     """The example with two ungated steps (25 %, 50 %) so step 2 stops one decode and one prefill
-    worker of the stable while it still serves 50 %; the stable frontend with the migration
-    limit the plan note asks for when ``stable_limit``."""
-    docs = yamlio.load_file(str(EXAMPLE / "dgd.yaml"))
-    dgd = docs[0].data
-    if stable_limit:
-        main = dgd["spec"]["services"]["Frontend"]["extraPodSpec"]["mainContainer"]
-        main.setdefault("env", []).append({"name": migration.ENV, "value": str(migration.LIMIT)})
-    (tmp / "dgd.yaml").write_text(yamlio.dump(dgd))
+    worker of the stable while it still serves 50 %; the stable frontend as bundled (with the
+    migration limit the plan note asks for) when ``stable_limit``, else as upstream ships it."""
+    text = (EXAMPLE / "dgd.yaml").read_text() if stable_limit else upstream_text(EXAMPLE)
+    (tmp / "dgd.yaml").write_text(text)
+    assert (migration.unprotected(parse(yamlio.load_file(str(tmp / "dgd.yaml"))[0].data))
+            == ([] if stable_limit else ["Frontend"]))
     spec = yamlio.load_file(str(EXAMPLE / "rollout.yaml"))[0].data
     spec["spec"]["steps"] = [{"weight": 25, "pause": "10m"}, {"weight": 50, "pause": "10m"},
                              {"weight": 100}]
