@@ -90,7 +90,7 @@ def prepare(path: str) -> Prepared:
     reasons: tuple[str, ...] = ()
     if body.isolation in (Isolation.AUTO, Isolation.IN_PLACE):
         mode, auto_steps, reasons = decide_isolation(stable, cand, body.isolation.value,
-                                                     _target(loaded))
+                                                     target_of(loaded))
         if body.isolation is Isolation.IN_PLACE and mode != "in-place":
             raise InputError(
                 "isolation: in-place is not allowed for this change: "
@@ -282,7 +282,7 @@ def _with_notes(plan: planmod.Plan, notes: tuple[str, ...]) -> planmod.Plan:
     return dataclasses.replace(plan, notes=plan.notes + notes)
 
 
-def _target(loaded: LoadedSpec) -> Any:
+def target_of(loaded: LoadedSpec) -> Any:
     """The spec's Dynamo release and worker backing (an unknown release: exit 2 at its line)."""
     from dgdgen.check.flags import normalize_release
     from dgdgen.check.inplace import RunBy, Target
@@ -337,3 +337,13 @@ def decide_isolation(
         planmod.StepInput(w, hold if w < 100 else None) for w in rec.steps
     )
     return mode, steps, reasons
+
+
+def in_place_roll(prepared: Prepared) -> Any:
+    """How the operator would roll the candidate's workers in place on the spec's Dynamo release
+    and worker backing (``spec.dynamo``): hash-suffixed or shared worker namespaces, and why
+    (dgdgen.check.inplace; the rehearsal plays it)."""
+    from dgdgen.check.context import roll_of_dgd
+    from dgdgen.check.facts import dgd_facts
+
+    return roll_of_dgd(target_of(prepared.loaded), dgd_facts(prepared.candidate.dgd))

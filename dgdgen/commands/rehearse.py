@@ -23,8 +23,9 @@ Needs the `rehearse` extra and the Dynamo wheels, `haproxy`, `prometheus` and `g
 
 In place: a spec whose isolation is (or resolves to) `in-place`, or any spec with --in-place, is
 rehearsed as the Dynamo operator rolls an edited DGD: worker generations in hash-suffixed Dynamo
-namespaces ({k8s-ns}-{dgd}-{hash}; --worker-namespaces shared: one namespace, as older releases
-and Grove before 1.5.0 run them), the frontend selecting them by prefix, pods replaced per the
+namespaces ({k8s-ns}-{dgd}-{hash}) or old and new in one namespace, as the spec's Dynamo release
+and worker backing (spec.dynamo) say the operator would (--worker-namespaces overrides), the
+frontend selecting them by prefix, pods replaced per the
 components' maxSurge/maxUnavailable annotations (operator defaults 25%/25%; multinode one at a
 time), no gate and no rollback. The report shows the share of each configuration over the roll.
 
@@ -76,11 +77,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--side-by-side", action="store_true",
                    help="rehearse the change in place and as the gated rollout, each with a "
                    "healthy and a slowed candidate, and compare them (side-by-side.md/json)")
-    p.add_argument("--worker-namespaces", choices=("hashed", "shared"), default="hashed",
+    p.add_argument("--worker-namespaces", choices=("hashed", "shared"), default=None,
                    help="in place: each worker generation in its own hash-suffixed Dynamo "
                    "namespace behind a prefix-selecting frontend (the operator's managed rolling "
-                   "update, default) or old and new in one namespace (older releases, Grove "
-                   "before 1.5.0, DGDs not run by the operator)")
+                   "update) or old and new in one namespace (older releases, Grove before "
+                   "1.5.0, DGDs not run by the operator, a worker pinning --endpoint). Default: "
+                   "what the spec's spec.dynamo (version, workersRunBy) says the operator does")
     p.add_argument("--pod-startup", type=float, default=4.0, metavar="S",
                    help="in place: seconds from a new worker pod's creation to its process start "
                    "(image pull and model load; default 4)")
@@ -115,6 +117,13 @@ def run(args: argparse.Namespace) -> int:
     runtime.require()
     prepared = prepare(args.spec)  # bad input: exit 2 before anything starts
     in_place = args.in_place or prepared.mode == "in-place"
+    if (in_place or args.side_by_side) and args.worker_namespaces is None:
+        from dgdgen.pipeline import in_place_roll
+
+        roll = in_place_roll(prepared)
+        args.worker_namespaces = "hashed" if roll.hashed else "shared"
+        sys.stderr.write(f"worker namespaces: {args.worker_namespaces} ({roll.why}; "
+                         "--worker-namespaces overrides)\n")
     for name, found in (("haproxy", haproxy_binary()), ("prometheus", prometheus_binary()),
                         ("git", shutil.which("git"))):
         if not found:
