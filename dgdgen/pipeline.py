@@ -226,13 +226,27 @@ def _grace_notes(loaded: LoadedSpec, stable: Generation, cand: Generation,
                        for s in short)
     how = ("the operator replaces them under traffic" if plan.mode in ("in-place", "partition")
            else f"step(s) {', '.join(map(str, steps))}")
+    head = (f"stable pods that stop while the stable still serves ({how}) get their own "
+            f"termination grace period to finish their requests: {listed}, shorter than the "
+            f"{need} s a request may need (traffic.requestTimeout + {grace.MARGIN_SECONDS} s): ")
+    fix = (f"set {where}: {need} on them and roll that out first. "
+           "The candidate's pods get it already")
+    from dgdgen import migration
+    from dgdgen.check.facts import dgd_facts
+
+    workers = {w.name for w in dgd_facts(stable.dgd).workers()}
+    if all(s.component in workers for s in short) and not migration.unprotected(stable.dgd):
+        # A worker killed mid-stream: the stable's frontends migrate the stream to another
+        # worker and the client sees it whole (the 1.6.1 frontend's --migration-limit covers
+        # "worker disconnects ... incomplete streams"; tests/rehearse/test_kill_migrates.py).
+        return ((
+            head + "a stream still running when it ends continues on another worker through the "
+            "stable frontends' request migration (clients see it whole; its prompt is computed "
+            f"again there). To let such streams finish where they are, {fix}"),
+        )
     return ((
-        f"stable pods that stop while the stable still serves ({how}) get their own "
-        f"termination grace period to finish their requests: {listed}, shorter than the "
-        f"{need} s a request may need (traffic.requestTimeout + {grace.MARGIN_SECONDS} s): "
-        "longer streams on them are cut. dgdgen does not edit the running stable (that would "
-        f"restart it); set {where}: {need} on them and roll that out first. "
-        "The candidate's pods get it already"),
+        head + "longer streams on them are cut. dgdgen does not edit the running stable (that "
+        f"would restart it); {fix}"),
     )
 
 

@@ -124,7 +124,7 @@ def _candidate_grace(spec_path: Path) -> dict[str, dict[str, int | None]]:
 
 
 def _grace_notes(spec_path: Path) -> list[str]:
-    return [n for n in prepare(str(spec_path)).plan.notes if "termination grace period" in n]
+    return [n for n in prepare(str(spec_path)).plan.notes if n.startswith("stable pods that stop")]
 
 
 def test_a_longer_user_value_is_kept_and_a_shorter_one_raised(tmp_path: Path) -> None:
@@ -160,6 +160,18 @@ def test_the_note_goes_when_the_stable_covers_the_request_timeout(tmp_path: Path
                                                       "VllmPrefillWorker": need - 1}))
     notes = _grace_notes(one_short)
     assert len(notes) == 1 and f"VllmPrefillWorker {need - 1} s" in notes[0]
+
+
+def test_the_note_says_whether_a_killed_stream_migrates_or_is_cut(tmp_path: Path) -> None:
+    # The bundled stable's frontend migrates (examples/SOURCES.md): a worker stream that outlives
+    # the grace period continues elsewhere (tests/rehearse/test_kill_migrates.py on the real
+    # runtime); the upstream stable's frontend does not, and the stream is cut.
+    from example_support import upstream_copy
+
+    (bundled,) = _grace_notes(BLOCK_SIZE / "rollout.yaml")
+    assert "continues on another worker" in bundled and "are cut" not in bundled
+    (upstream,) = _grace_notes(upstream_copy(tmp_path, "vllm-disagg-block-size"))
+    assert "longer streams on them are cut" in upstream and "continues" not in upstream
 
 
 def test_a_stable_that_never_shrinks_while_serving_is_not_noted() -> None:

@@ -145,7 +145,9 @@ def run(args: argparse.Namespace) -> int:
     enter_private_netns()
     os.environ["HF_HUB_OFFLINE"] = "1"
     keep = args.workdir is not None
-    workdir = Path(args.workdir) if keep else Path(tempfile.mkdtemp(prefix="dgdgen-rehearse-"))
+    # absolute: the processes started below run in folders of their own
+    workdir = (Path(args.workdir).resolve() if keep
+               else Path(tempfile.mkdtemp(prefix="dgdgen-rehearse-")))
 
     def say(text: str) -> None:
         sys.stderr.write(text + "\n")
