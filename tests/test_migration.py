@@ -29,7 +29,10 @@ def _plan_notes(spec: Path) -> list[str]:
 
 
 def test_every_rendered_candidate_frontend_migrates_requests(tmp_path: Path) -> None:
-    _render(EXAMPLE / "rollout.yaml", tmp_path)
+    # the example with its stable as upstream ships it (no limit: examples/SOURCES.md)
+    spec = _copy(tmp_path, stable_limit=False)
+    tmp_path = tmp_path / "out"
+    _render(spec, tmp_path)
     seen = 0
     for f in sorted(tmp_path.glob("*/dynamographdeployment-bs32-*.yaml")):
         d = dgdmod.parse(yamlio.load_file(str(f))[0].data)
@@ -44,7 +47,9 @@ def test_every_rendered_candidate_frontend_migrates_requests(tmp_path: Path) -> 
 
 
 def _copy(tmp: Path, *, stable_limit: bool) -> Path:
-    dgd = yamlio.load_file(str(EXAMPLE / "dgd.yaml"))[0].data
+    from example_support import upstream_text
+
+    dgd = yamlio.load_documents(upstream_text(EXAMPLE), "dgd.yaml")[0].data
     if stable_limit:
         main = dgd["spec"]["services"]["Frontend"]["extraPodSpec"]["mainContainer"]
         main["env"] = [{"name": migration.ENV, "value": "2"}]
