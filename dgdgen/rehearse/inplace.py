@@ -203,7 +203,7 @@ def edited_dgd(prepared: Prepared) -> dgdmod.Dgd:
 
     if prepared.mode == "in-place":
         step = prepared.plan.steps[-1]
-        return dgdmod.parse(dgds._in_place(prepared, step)[0].obj)
+        return dgdmod.parse(dgds.in_place(prepared, step)[0].obj)
     # by hand: the candidate's own changes only (not the termination grace periods dgdgen gives
     # the pods of a candidate DGD it renders)
     d = prepared.candidate.dgd.copy()

@@ -178,7 +178,7 @@ def _partition(prepared: Prepared, state: PlanStep) -> list[Manifest]:
     return [Manifest(d.doc, overlays=(OVERLAY_PROPOSED,) if state.kind != "cleanup" else ())]
 
 
-def _in_place(prepared: Prepared, state: PlanStep) -> list[Manifest]:
+def in_place(prepared: Prepared, state: PlanStep) -> list[Manifest]:
     """The stable DGD updated with the candidate's changes and the operator's rolling-update
     annotations per worker component (facts/dynamo.md §2.3)."""
     if state.kind in ("baseline", "rollback"):
@@ -197,5 +197,5 @@ _MODES = {
     "separate-dgd": _separate,
     "worker-group": _worker_group,
     "partition": _partition,
-    "in-place": _in_place,
+    "in-place": in_place,
 }
