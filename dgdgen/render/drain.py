@@ -18,6 +18,7 @@ the baseline (DESIGN §4), and its first duty is to put traffic back on the stab
 
 from __future__ import annotations
 
+import copy
 import hashlib
 from typing import TYPE_CHECKING, Any
 
@@ -121,7 +122,9 @@ def job(prepared: Prepared, before: GenerationState, dgd_name: str) -> dict[str,
                 "metadata": {"labels": labels},
                 "spec": {
                     "restartPolicy": "Never",
-                    "automountServiceAccountToken": False,
+                    # the token reads the Service's EndpointSlices, nothing else (rbac below)
+                    "serviceAccountName": account_name(rollout),
+                    "automountServiceAccountToken": True,
                     "securityContext": {"runAsNonRoot": True, "runAsUser": UID,
                                         "seccompProfile": {"type": "RuntimeDefault"}},
                     "containers": [{
@@ -132,6 +135,9 @@ def job(prepared: Prepared, before: GenerationState, dgd_name: str) -> dict[str,
                             "--url", f"http://{host}:{FRONTEND_PORT}/metrics",
                             "--timeout", str(timeout),
                             "--zeros", str(ZEROS_PER_REPLICA * frontends),
+                            # unknown is not zero: a frontend that does not answer is drained
+                            # only when its Service has no serving endpoint left
+                            "--service", svc, "--namespace", ns,
                         ],
                         "securityContext": restricted,
                         "resources": {"requests": {"cpu": "10m", "memory": "64Mi"},
@@ -143,6 +149,41 @@ def job(prepared: Prepared, before: GenerationState, dgd_name: str) -> dict[str,
     }
 
 
+def account_name(rollout: str) -> str:
+    name = f"{rollout}-drain"
+    if len(name) <= 63:
+        return name
+    return f"{rollout[:63 - len('-drain') - 9]}-{hashlib.sha256(name.encode()).hexdigest()[:8]}" \
+        "-drain"
+
+
+def rbac(prepared: Prepared) -> list[dict[str, Any]]:
+    """The drain Jobs' ServiceAccount and the one right they need: read the EndpointSlices of the
+    namespace (their names are generated, so ``resourceNames`` cannot narrow it). Sync hooks in
+    the drain wave like the Jobs: Argo CD creates a wave's ServiceAccount, Role and RoleBinding
+    before its Jobs (kind order), and recreates them with the Jobs (BeforeHookCreation)."""
+    spec = prepared.loaded.spec
+    ns = spec.metadata.namespace
+    name = account_name(spec.metadata.name)
+    meta = {
+        "name": name, "namespace": ns,
+        "labels": {"app.kubernetes.io/managed-by": "dgdgen", LABEL_ROLLOUT: spec.metadata.name},
+        "annotations": {HOOK: "Sync", "argocd.argoproj.io/sync-wave": _drain_wave(),
+                        HOOK_DELETE: "BeforeHookCreation"},
+    }
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": copy.deepcopy(meta),
+         "automountServiceAccountToken": False},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": copy.deepcopy(meta),
+         "rules": [{"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"],
+                    "verbs": ["get", "list"]}]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+         "metadata": copy.deepcopy(meta),
+         "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": ns}],
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name}},
+    ]
+
+
 def _drain_wave() -> str:
     from dgdgen.render import waves
 
@@ -150,5 +191,8 @@ def _drain_wave() -> str:
 
 
 def render(prepared: Prepared, state: PlanStep, previous: PlanStep | None) -> list[Manifest]:
-    return [Manifest(job(prepared, before, name))
+    jobs = [Manifest(job(prepared, before, name))
             for _now, before, name in leaving(prepared, state, previous)]
+    if not jobs:
+        return []
+    return [Manifest(o) for o in rbac(prepared)] + jobs
