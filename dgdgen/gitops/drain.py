@@ -198,7 +198,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 sys.stderr.write("error: --namespace is needed outside a pod\n")
                 return 2
         service, ns = args.service, namespace
-        endpoints = lambda t: api.endpoints(ns, service, t)  # noqa: E731
+        endpoints = lambda t: api.endpoints(ns, service, t)
     drain(args.url, timeout=args.timeout, zeros=args.zeros, interval=args.interval,
           endpoints=endpoints, log=lambda m: print(m, flush=True))
     return 0
