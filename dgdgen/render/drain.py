@@ -150,11 +150,13 @@ def job(prepared: Prepared, before: GenerationState, dgd_name: str) -> dict[str,
 
 
 def account_name(rollout: str) -> str:
-    name = f"{rollout}-drain"
+    # `-drain-` in the name like the Jobs': every consumer that sets the drain hooks apart
+    # (rollback = baseline plus hooks) sets these apart too
+    name = f"{rollout}-drain-reader"
     if len(name) <= 63:
         return name
-    return f"{rollout[:63 - len('-drain') - 9]}-{hashlib.sha256(name.encode()).hexdigest()[:8]}" \
-        "-drain"
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    return f"{rollout[:63 - len('-drain-reader') - 9]}-{digest}-drain-reader"
 
 
 def rbac(prepared: Prepared) -> list[dict[str, Any]]:
