@@ -16,9 +16,18 @@ hold a request): with ``--service``, after a failed poll the Job reads the Servi
 EndpointSlices from the Kubernetes API with its service-account token (a Role allowing
 ``get``/``list`` on ``endpointslices`` in the namespace). An API it cannot read is unknown too.
 
+With ``--route``, the wait starts only once the route carries the new weights: the HTTPRoute's
+status reports, for every parent, ``Accepted`` and ``ResolvedRefs`` True at the route's current
+``metadata.generation`` (Gateway API: a condition's ``observedGeneration`` says which spec it
+describes). Before that the Gateway may still route by the old weights and send the leaving
+generation new requests, so an in-flight reading of 0 would mean nothing. A route that never gets
+there within the timeout fails the Job (exit 1), and with it the sync: shrinking a generation the
+route may still send traffic to would cut live requests.
+
 After ``--timeout`` (the route's request timeout: any request still open then has been ended by
 the gateway anyway) it stops waiting and says what it last knew. Exit 0 either way — the shrink
-must not be blocked forever — and 2 on bad usage. Standard library only.
+must not be blocked forever — 1 when the route never accepted the new weights, and 2 on bad
+usage. Standard library only.
 """
 
 from __future__ import annotations
@@ -91,6 +100,31 @@ def serving_endpoints(slices: Any) -> int:
     return n
 
 
+def route_accepted(route: Any) -> str | None:
+    """None when every parent of an HTTPRoute reports Accepted and ResolvedRefs True for its
+    current generation; else what is missing."""
+    if not isinstance(route, dict):
+        return "no route"
+    generation = (route.get("metadata") or {}).get("generation")
+    parents = ((route.get("status") or {}).get("parents")) or []
+    wanted = len(((route.get("spec") or {}).get("parentRefs")) or []) or 1
+    if len(parents) < wanted:
+        return f"{len(parents)} of {wanted} parent(s) report status"
+    for parent in parents:
+        name = ((parent.get("parentRef") or {}).get("name")) or "?"
+        conditions = {c.get("type"): c for c in parent.get("conditions") or []}
+        for kind in ("Accepted", "ResolvedRefs"):
+            c = conditions.get(kind)
+            if c is None:
+                return f"parent {name}: no {kind} condition"
+            if generation is not None and c.get("observedGeneration") != generation:
+                return (f"parent {name}: {kind} is for generation "
+                        f"{c.get('observedGeneration')}, the route is at {generation}")
+            if c.get("status") != "True":
+                return f"parent {name}: {kind} {c.get('status')} ({c.get('reason')})"
+    return None
+
+
 class Api:
     """The in-cluster Kubernetes API, read with the pod's service-account token."""
 
@@ -103,17 +137,15 @@ class Api:
         self.server = server
         self.credentials = Path(credentials)
 
-    def endpoints(self, namespace: str, service: str, timeout: float) -> int | None:
-        """Serving endpoints of ``service``; None when the API cannot be read."""
+    def get(self, path: str, timeout: float) -> Any:
+        """The JSON object at ``path``; None when the API cannot be read."""
         if self.server is None:
             return None
         try:
             token = (self.credentials / "token").read_text().strip()
         except OSError:
             return None
-        query = urllib.parse.urlencode({"labelSelector": f"{SERVICE_LABEL}={service}"})
-        url = (f"{self.server.rstrip('/')}/apis/discovery.k8s.io/v1/namespaces/"
-               f"{urllib.parse.quote(namespace, safe='')}/endpointslices?{query}")
+        url = self.server.rstrip("/") + path
         req = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}",
                                                    "Accept": "application/json"})
         context = None
@@ -125,10 +157,44 @@ class Api:
                 data = json.loads(resp.read().decode("utf-8"))
         except (urllib.error.URLError, OSError, ValueError):
             return None
-        if not isinstance(data, dict) or data.get("kind", "EndpointSliceList") \
-                != "EndpointSliceList":
+        return data if isinstance(data, dict) else None
+
+    def endpoints(self, namespace: str, service: str, timeout: float) -> int | None:
+        """Serving endpoints of ``service``; None when the API cannot be read."""
+        query = urllib.parse.urlencode({"labelSelector": f"{SERVICE_LABEL}={service}"})
+        data = self.get(f"/apis/discovery.k8s.io/v1/namespaces/"
+                        f"{urllib.parse.quote(namespace, safe='')}/endpointslices?{query}",
+                        timeout)
+        if data is None or data.get("kind", "EndpointSliceList") != "EndpointSliceList":
             return None
         return serving_endpoints(data)
+
+    def route(self, namespace: str, name: str, timeout: float) -> Any:
+        return self.get(f"/apis/gateway.networking.k8s.io/v1/namespaces/"
+                        f"{urllib.parse.quote(namespace, safe='')}/httproutes/"
+                        f"{urllib.parse.quote(name, safe='')}", timeout)
+
+
+def wait_route(read: Callable[[float], Any], *, deadline: float,
+               log: Callable[[str], None] = print,
+               clock: Callable[[], float] = time.monotonic,
+               sleep: Callable[[float], None] = time.sleep, interval: float = 1.0) -> bool:
+    """Wait until the route reports the new weights accepted; False at the deadline."""
+    last: str | None = None
+    while True:
+        route = read(min(10.0, max(interval, 1.0)))
+        missing = route_accepted(route) if route is not None else "route unreadable"
+        if missing is None:
+            log("route: Accepted and ResolvedRefs at its current generation")
+            return True
+        if missing != last:
+            log(f"route: waiting ({missing})")
+            last = missing
+        if clock() >= deadline:
+            log(f"route: not accepted at its current generation by the timeout ({missing}); "
+                "not draining a generation the route may still send requests to")
+            return False
+        sleep(interval)
 
 
 def drain(url: str, *, timeout: float, zeros: int, interval: float,
@@ -179,6 +245,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--service", help="the frontend Service: drained too when it has no serving "
                    "endpoint (read from the Kubernetes API)")
     p.add_argument("--namespace", help="its namespace (default: the pod's own)")
+    p.add_argument("--route", help="the HTTPRoute carrying the weights: wait until it reports "
+                   "them Accepted/ResolvedRefs before draining")
     p.add_argument("--api-server", help="Kubernetes API URL (default: the in-cluster one from "
                    "KUBERNETES_SERVICE_HOST/PORT)")
     p.add_argument("--credentials", default=CREDENTIALS,
@@ -188,17 +256,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write("error: --timeout >= 0, --zeros >= 1 and --interval > 0\n")
         return 2
     endpoints: Callable[[float], int | None] | None = None
+    api = Api(args.api_server, args.credentials)
+    namespace = args.namespace
+    if (args.service or args.route) and namespace is None:
+        try:
+            namespace = (Path(args.credentials) / "namespace").read_text().strip()
+        except OSError:
+            sys.stderr.write("error: --namespace is needed outside a pod\n")
+            return 2
+    ns = str(namespace)
     if args.service:
-        api = Api(args.api_server, args.credentials)
-        namespace = args.namespace
-        if namespace is None:
-            try:
-                namespace = (Path(args.credentials) / "namespace").read_text().strip()
-            except OSError:
-                sys.stderr.write("error: --namespace is needed outside a pod\n")
-                return 2
-        service, ns = args.service, namespace
+        service = args.service
         endpoints = lambda t: api.endpoints(ns, service, t)
+    started = time.monotonic()
+    if args.route:
+        route = args.route
+        if not wait_route(lambda t: api.route(ns, route, t), deadline=started + args.timeout,
+                          log=lambda m: print(m, flush=True), interval=args.interval):
+            return 1
+        left = max(0.0, args.timeout - (time.monotonic() - started))
+        args.timeout = left
     drain(args.url, timeout=args.timeout, zeros=args.zeros, interval=args.interval,
           endpoints=endpoints, log=lambda m: print(m, flush=True))
     return 0

@@ -93,6 +93,9 @@ def job(prepared: Prepared, before: GenerationState, dgd_name: str) -> dict[str,
     frontends = sum(before.replicas.get(c.name, c.replicas)
                     for c in prepared.stable.dgd.frontends()) or 1
     timeout = _timeout(prepared)
+    # the drain starts once the route reports the new weights accepted (HTTPRoute providers)
+    route = route_name(prepared)
+    route_args = ["--route", route] if route is not None else []
     host = f"{svc}.{ns}.svc.{spec.spec.cluster_domain}"
     labels = {"app.kubernetes.io/managed-by": "dgdgen", LABEL_ROLLOUT: rollout,
               LABEL_GENERATION: before.revision}
@@ -138,6 +141,7 @@ def job(prepared: Prepared, before: GenerationState, dgd_name: str) -> dict[str,
                             # unknown is not zero: a frontend that does not answer is drained
                             # only when its Service has no serving endpoint left
                             "--service", svc, "--namespace", ns,
+                            *route_args,
                         ],
                         "securityContext": restricted,
                         "resources": {"requests": {"cpu": "10m", "memory": "64Mi"},
@@ -159,6 +163,16 @@ def account_name(rollout: str) -> str:
     return f"{rollout[:63 - len('-drain-reader') - 9]}-{digest}-drain-reader"
 
 
+def route_name(prepared: Prepared) -> str | None:
+    """The HTTPRoute carrying the weights, or None (HAProxy: the shift wave's Deployment rollout
+    is the weight change, and Argo CD's Deployment health waits for it; none: a Service)."""
+    from dgdgen.traffic.settings import HTTPROUTE_PROVIDERS
+
+    if prepared.loaded.spec.spec.traffic.provider.value in HTTPROUTE_PROVIDERS:
+        return prepared.plan.rollout
+    return None
+
+
 def rbac(prepared: Prepared) -> list[dict[str, Any]]:
     """The drain Jobs' ServiceAccount and the one right they need: read the EndpointSlices of the
     namespace (their names are generated, so ``resourceNames`` cannot narrow it). Sync hooks in
@@ -173,12 +187,18 @@ def rbac(prepared: Prepared) -> list[dict[str, Any]]:
         "annotations": {HOOK: "Sync", "argocd.argoproj.io/sync-wave": _drain_wave(),
                         HOOK_DELETE: "BeforeHookCreation"},
     }
+    rules: list[dict[str, Any]] = [{"apiGroups": ["discovery.k8s.io"],
+                                    "resources": ["endpointslices"], "verbs": ["get", "list"]}]
+    route = route_name(prepared)
+    if route is not None:
+        # the one route, by name: its status says whether the new weights are in force
+        rules.append({"apiGroups": ["gateway.networking.k8s.io"], "resources": ["httproutes"],
+                      "resourceNames": [route], "verbs": ["get"]})
     return [
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": copy.deepcopy(meta),
          "automountServiceAccountToken": False},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": copy.deepcopy(meta),
-         "rules": [{"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"],
-                    "verbs": ["get", "list"]}]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+         "metadata": copy.deepcopy(meta), "rules": rules},
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
          "metadata": copy.deepcopy(meta),
          "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": ns}],

@@ -5,6 +5,7 @@ waits until nothing is in flight."""
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import subprocess
@@ -146,10 +147,15 @@ def _job_command(tmp_path: Path) -> list[str]:
     return [sys.executable, *cmd[1:]]
 
 
-def _with(cmd: list[str], **values: str) -> list[str]:
+def _with(cmd: list[str], *, route: bool = False, **values: str) -> list[str]:
+    """The command with ``values`` replaced; without its ``--route`` wait unless ``route`` (the
+    tests of the route wait are below)."""
     out = list(cmd)
     for k, v in values.items():
         out[out.index(f"--{k}") + 1] = v
+    if not route:
+        i = out.index("--route")
+        del out[i:i + 2]
     return out + ["--interval", "0.05"]
 
 
@@ -209,10 +215,12 @@ def test_a_reading_lost_between_zeros_breaks_the_run() -> None:
 
 
 @contextmanager
-def _api(slices: list[dict[str, Any]]) -> Iterator[tuple[str, list[tuple[str, str]]]]:
-    """The Kubernetes API's EndpointSlice list endpoint. A stand-in: no Kubernetes API server
-    runs on this machine; the answer has the discovery.k8s.io/v1 EndpointSliceList shape.
-    Yields (URL, [(path?query, Authorization)])."""
+def _api(slices: list[dict[str, Any]], routes: list[dict[str, Any]] | None = None
+         ) -> Iterator[tuple[str, list[tuple[str, str]]]]:
+    """The Kubernetes API's EndpointSlice list and HTTPRoute get endpoints. A stand-in: no
+    Kubernetes API server runs on this machine; the answers have the discovery.k8s.io/v1
+    EndpointSliceList and gateway.networking.k8s.io/v1 HTTPRoute shapes (``routes``: one per
+    read, the last repeating). Yields (URL, [(path?query, Authorization)])."""
     seen: list[tuple[str, str]] = []
 
     class H(BaseHTTPRequestHandler):
@@ -221,8 +229,13 @@ def _api(slices: list[dict[str, Any]]) -> Iterator[tuple[str, list[tuple[str, st
 
         def do_GET(self) -> None:
             seen.append((self.path, self.headers.get("Authorization", "")))
-            body = json.dumps({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSliceList",
-                               "metadata": {}, "items": slices}).encode()
+            if "/httproutes/" in self.path and routes:
+                route = routes.pop(0) if len(routes) > 1 else routes[0]
+                body = json.dumps(route).encode()
+            else:
+                body = json.dumps({"apiVersion": "discovery.k8s.io/v1",
+                                   "kind": "EndpointSliceList", "metadata": {},
+                                   "items": slices}).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
@@ -306,8 +319,14 @@ def test_the_drain_job_may_read_endpointslices_and_nothing_else(tmp_path: Path) 
                and d["metadata"]["name"] == account}
     assert set(by_kind) == {"ServiceAccount", "Role", "RoleBinding"}
     role, binding = by_kind["Role"], by_kind["RoleBinding"]
-    assert role["rules"] == [{"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"],
-                              "verbs": ["get", "list"]}]
+    cmd = job["spec"]["template"]["spec"]["containers"][0]["command"]
+    route = cmd[cmd.index("--route") + 1]
+    assert route in [d["metadata"]["name"] for d in docs if d["kind"] == "HTTPRoute"]
+    assert role["rules"] == [
+        {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"],
+         "verbs": ["get", "list"]},
+        {"apiGroups": ["gateway.networking.k8s.io"], "resources": ["httproutes"],
+         "resourceNames": [route], "verbs": ["get"]}]
     assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
                                   "name": role["metadata"]["name"]}
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": account,
@@ -336,3 +355,63 @@ def test_shared_frontend_skip_is_the_only_mode_skip() -> None:
         else:
             assert "Job" not in kinds, ex.name
 
+
+
+def _route_doc(tmp_path: Path, generation: int, observed: int, accepted: str = "True"
+               ) -> dict[str, Any]:
+    """The rendered HTTPRoute of the draining step, as the API returns it with a status."""
+    p = prepare(str(EXAMPLE / "rollout.yaml"))
+    last = len(p.plan.steps) - 1
+    docs = _docs(state_files(p, p.plan.steps[last], p.plan.steps[last - 1]))
+    route = copy.deepcopy(next(d for d in docs if d["kind"] == "HTTPRoute"))
+    route["status"] = {"parents": [{
+        "parentRef": ref, "controllerName": "example.com/gateway",
+        "conditions": [{"type": t, "status": accepted if t == "Accepted" else "True",
+                        "reason": t if accepted == "True" else "NotAllowedByListeners",
+                        "message": "", "observedGeneration": observed,
+                        "lastTransitionTime": "2026-01-01T00:00:00Z"}
+                       for t in ("Accepted", "ResolvedRefs")],
+    } for ref in route["spec"]["parentRefs"]]}
+    assert crd.validate(route) == []  # spec and status as the HTTPRoute CRD defines them
+    route["metadata"]["generation"] = generation
+    return route
+
+
+def _route_run(tmp_path: Path, routes: list[dict[str, Any]], timeout: str
+               ) -> tuple[subprocess.CompletedProcess[str], list[int], list[str]]:
+    creds = tmp_path / "sa"
+    creds.mkdir(exist_ok=True)
+    (creds / "token").write_text("tok\n")
+    cmd = _job_command(tmp_path)
+    with _frontend([0]) as (url, served), _api([], routes) as (api, seen):
+        r = subprocess.run(_with(cmd, route=True, url=url, timeout=timeout)
+                           + ["--api-server", api, "--credentials", str(creds)],
+                           capture_output=True, text=True, timeout=120, check=False,
+                           env=_no_cluster_env())
+    return r, served, [path for path, _auth in seen]
+
+
+def test_the_drain_waits_for_the_route_to_accept_the_new_weights(tmp_path: Path) -> None:
+    stale = _route_doc(tmp_path, generation=3, observed=2)  # still the old weights' status
+    fresh = _route_doc(tmp_path, generation=3, observed=3)
+    r, served, paths = _route_run(tmp_path, [stale, stale, stale, fresh], "60")
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = r.stdout
+    assert "route: waiting (parent " in out and "is for generation 2, the route is at 3" in out
+    assert out.index("route: Accepted and ResolvedRefs") < out.index("request(s) in flight")
+    assert "drained (4 polls in a row at 0)" in out
+    route_reads = [p for p in paths if "/httproutes/" in p]
+    assert len(route_reads) == 4  # the frontend was polled only after the fourth read
+    assert len(served) == 4
+    ns = _job_command(tmp_path)[_job_command(tmp_path).index("--namespace") + 1]
+    assert route_reads[0] == (f"/apis/gateway.networking.k8s.io/v1/namespaces/{ns}/httproutes/"
+                              f"{fresh['metadata']['name']}")
+
+
+def test_a_route_that_never_accepts_fails_the_hook(tmp_path: Path) -> None:
+    refused = _route_doc(tmp_path, generation=3, observed=3, accepted="False")
+    r, served, _paths = _route_run(tmp_path, [refused], "1")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "Accepted False (NotAllowedByListeners)" in r.stdout
+    assert "not draining a generation the route may still send requests to" in r.stdout
+    assert served == []  # no in-flight reading means anything while the route is not in force
