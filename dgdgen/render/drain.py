@@ -7,7 +7,11 @@ weights move) and *shrink* (:mod:`dgdgen.render.waves`): Argo CD applies the shi
 until it is Healthy, runs the Job to completion, then shrinks. A promotion commit and the
 workflow (which waits for that sync operation) get the same drain. The Job runs
 ``python3 -m dgdgen.gitops.drain`` in the promotion image against the generation's frontend
-Service. It exists only where each generation has its own frontend (``separate-dgd``,
+Service; with an HTTPRoute provider it first waits until the route reports the new weights
+Accepted/ResolvedRefs at its current generation, and a frontend that does not answer counts as
+drained only when its Service has no serving endpoint. For those two API reads it runs under its
+own ServiceAccount, whose Role allows ``get``/``list`` on EndpointSlices and ``get`` on that one
+route (:func:`rbac`, hooks of the same wave). It exists only where each generation has its own frontend (``separate-dgd``,
 ``worker-group``) and the generation's DGD really shrinks in the shrink wave; a shared frontend
 (``partition``, ``in-place``) cannot tell the generations' requests apart (facts/dynamo-runtime.md,
 Metrics: the frontend's gauges carry only ``model``).
