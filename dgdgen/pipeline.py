@@ -110,6 +110,7 @@ def prepare(path: str) -> Prepared:
         ) from None
     notes = reasons + _migration_notes(cand, mode) + _model_name_notes(stable, cand)
     notes += _grace_notes(loaded, stable, cand, plan) + _shrink_notes(stable, cand, plan)
+    notes += _frontend_resource_notes(stable, cand)
     if notes:
         plan = _with_notes(plan, notes)
     base, cand_name = _names(loaded, stable, cand, mode)
@@ -288,6 +289,30 @@ def _shrink_notes(stable: Generation, cand: Generation, plan: planmod.Plan) -> t
         "grace period; the candidate's frontends get "
         f"{migration.ENV}={migration.LIMIT} for its own shrinks"),
     )
+
+
+def _frontend_resource_notes(stable: Generation, cand: Generation) -> tuple[str, ...]:
+    """Frontends that request no CPU or memory run as BestEffort pods: scheduled onto any node
+    however full, and the first evicted under node pressure — which takes that generation's only
+    entry point (its Service, pool or HAProxy server) away while it carries traffic. dgdgen does
+    not invent a size (it depends on the request rate; the Dynamo 1.6.1 frontend idles near
+    120 MiB RSS) and does not edit the running stable; it says so here (docs/traffic.md,
+    Frontend readiness and resources)."""
+    from dgdgen import frontends
+
+    out = []
+    for role, gen in (("stable", stable), ("candidate", cand)):
+        bare = frontends.frontends_without_requests(gen.dgd)
+        if bare:
+            where = ("resources.requests" if gen.dgd.version == "v1alpha1"
+                     else "podTemplate.spec.containers[main].resources.requests")
+            out.append(
+                f"{role} frontend(s) {', '.join(bare)} request no CPU or memory: BestEffort "
+                "pods, placed on any node and evicted first under node pressure, taking the "
+                f"generation's entry point with them; set {where} (cpu, memory) in the "
+                f"{role}'s DGD"
+            )
+    return tuple(out)
 
 
 def _with_notes(plan: planmod.Plan, notes: tuple[str, ...]) -> planmod.Plan:

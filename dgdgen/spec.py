@@ -339,12 +339,21 @@ class Gamma(_Model):
 
 class EndpointPicker(_Model):
     """The endpoint picker (EPP) of each generation's InferencePool. Following the upstream
-    rollout pattern, every pool has its own EPP, here the Service ``{pool}{nameSuffix}``."""
+    rollout pattern, every pool has its own EPP; dgdgen renders it with the pool — the Gateway
+    API Inference Extension v1.5.0 EPP as its `inferencepool` chart deploys it (Deployment,
+    Service `{pool}{nameSuffix}`, RBAC, plugins ConfigMap; docs/traffic.md)."""
 
-    name_suffix: str = Field("-epp", description="EPP Service name = pool name + this suffix.")
-    port: int = Field(9002, ge=1, le=65535, description="EPP gRPC port.")
+    name_suffix: str = Field("-epp", description="EPP name = pool name + this suffix (the "
+                             "upstream chart's `{release}-epp`).")
+    port: int = Field(9002, ge=1, le=65535, description="EPP gRPC (ext-proc) port.")
     failure_mode: Literal["FailOpen", "FailClose"] = Field(
-        "FailClose", description="What the Gateway does when the EPP does not answer."
+        "FailOpen", description="What the Gateway does when the EPP does not answer: FailOpen "
+        "(the upstream chart's default) lets it pick an endpoint of the pool itself; FailClose "
+        "fails the pool's share of requests."
+    )
+    image: str = Field(
+        "registry.k8s.io/gateway-api-inference-extension/epp:v1.5.0",
+        description="EPP image (the release the rendered objects follow)."
     )
 
 
@@ -358,10 +367,9 @@ class InferencePoolSettings(_Model):
     app_protocol: Literal["http", "kubernetes.io/h2c"] | None = Field(
         None, description="Protocol to the pods (default http, HTTP/1.1)."
     )
-    endpoint_picker: EndpointPicker | None = Field(
-        None, description="The EPP each generation's pool routes through (required: dgdgen "
-        "does not deploy one; GAIE v1.6.0 ships none). Deploy an EPP Service {pool}{nameSuffix} "
-        "per generation."
+    endpoint_picker: EndpointPicker = Field(
+        default_factory=lambda: EndpointPicker.model_validate({}),
+        description="The EPP rendered for each generation's pool."
     )
 
 

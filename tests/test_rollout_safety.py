@@ -423,28 +423,39 @@ def test_every_gate_window_can_reach_its_minimum_request_count() -> None:
 # --------------------------------------------------------------------- InferencePool EPP
 
 
-def test_inference_pool_without_a_named_endpoint_picker_is_refused(tmp_path: Path) -> None:
-    from gen_support import run_cli
-
+def test_every_inference_pool_routes_through_a_rendered_endpoint_picker(tmp_path: Path) -> None:
+    """Never a pool pointing at nothing: in every state, with the example's settings and with
+    none at all, each pool's endpointPickerRef names a Service rendered in that same state, on
+    a port it serves, and that Service and its Deployment are Ready (earlier wave) before the
+    route gives the pool weight."""
     def drop_epp(s: Any) -> None:
         del s["traffic"]["inferencePool"]["endpointPicker"]
 
-    spec = _variant(tmp_path, "trtllm-disagg-v1beta1", drop_epp)
-    r = run_cli("validate", str(spec))
-    assert r.returncode == 2, r.stdout + r.stderr
-    assert "spec.traffic.inferencePool.endpointPicker" in r.stderr
-    assert "needs an endpoint picker" in r.stderr and f"{spec}:" in r.stderr
-    assert "Traceback" not in r.stderr
-    # named: every pool references its EPP, and the pools exist before the route gives weight
-    prepared = prepare(str(REPO / "examples/trtllm-disagg-v1beta1/rollout.yaml"))
-    objs = _objects(prepared, prepared.plan.steps[1])
-    pools = [o for o in objs.values() if o["kind"] == "InferencePool"]
-    (route,) = [o for o in objs.values() if o["kind"] == "HTTPRoute"]
-    assert len(pools) == 2
-    for pool in pools:
-        assert pool["spec"]["endpointPickerRef"]["name"] == pool["metadata"]["name"] + "-epp"
-        wave = int(pool["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"])
-        assert wave < int(route["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"])
+    for spec in (REPO / "examples/trtllm-disagg-v1beta1/rollout.yaml",
+                 _variant(tmp_path, "trtllm-disagg-v1beta1", drop_epp)):
+        prepared = prepare(str(spec))
+        checked = 0
+        for state in prepared.plan.all_states():
+            objs = list(_objects(prepared, state).values())
+            pools = [o for o in objs if o["kind"] == "InferencePool"]
+            (route,) = [o for o in objs if o["kind"] == "HTTPRoute"]
+            route_wave = int(route["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"])
+            for pool in pools:
+                ref = pool["spec"]["endpointPickerRef"]
+                (svc,) = [o for o in objs if o["kind"] == "Service"
+                          and o["metadata"]["name"] == ref["name"]]
+                assert ref["port"]["number"] in [p["port"] for p in svc["spec"]["ports"]]
+                (dep,) = [o for o in objs if o["kind"] == "Deployment"
+                          and o["metadata"]["name"] == ref["name"]]
+                pod_labels = dep["spec"]["template"]["metadata"]["labels"]
+                assert svc["spec"]["selector"].items() <= pod_labels.items()
+                args = dep["spec"]["template"]["spec"]["containers"][0]["args"]
+                assert args[args.index("--pool-name") + 1] == pool["metadata"]["name"]
+                for o in (pool, svc, dep):
+                    wave = int(o["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"])
+                    assert wave < route_wave, (state.label, o["kind"])
+                checked += 1
+        assert checked >= 8
 
 
 # --------------------------------------------------------------------- no churn at step 0

@@ -224,8 +224,10 @@ def written_kinds(prepared: Prepared) -> list[tuple[str, str]]:
 
 def app_project(prepared: Prepared) -> dict[str, Any]:
     """Allows only this repository, the rollout's namespace(s) and the kinds its states write;
-    no cluster-scoped kinds. A kind not listed (a RoleBinding, a Secret) cannot be synced by an
-    Application of this project even if someone commits it to the rendered path."""
+    no cluster-scoped kinds. A kind not listed (a Secret, a ClusterRoleBinding) cannot be synced
+    by an Application of this project even if someone commits it to the rendered path (the drain
+    hook's and the endpoint pickers' accounts bring Role and RoleBinding into the list: see
+    docs/gitops.md)."""
     g = _gitops(prepared)
     ns = prepared.loaded.spec.metadata.namespace
     destinations: list[dict[str, str]] = []

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -306,7 +308,9 @@ class Rehearsal:
         gen = str(((job.get("metadata") or {}).get("labels") or {}).get(
             "dgdgen.dev/generation", "?"))
         t = time.monotonic()
-        r = subprocess.run(argv, capture_output=True, text=True, check=False)
+        with self._api() as (api, credentials):
+            argv += ["--api-server", api, "--credentials", credentials]
+            r = subprocess.run(argv, capture_output=True, text=True, check=False)
         took = time.monotonic() - t
         last = (r.stdout.strip().splitlines() or [""])[-1]
         self.drains.append((gen, took, r.returncode))
@@ -363,6 +367,58 @@ class Rehearsal:
         return r.returncode
 
     # ------------------------------------------------------------------ traffic and metrics
+
+    @contextmanager
+    def _api(self) -> Iterator[tuple[str, str]]:
+        """The two Kubernetes API reads of the drain hook, answered from the rehearsal's cluster:
+        a Service's EndpointSlices (one serving endpoint per running frontend process behind it)
+        and the HTTPRoute. The rehearsal applies a route to its proxy synchronously, in the
+        shift wave, before any hook runs: it reports the route Accepted and ResolvedRefs at the
+        generation it holds, as a Gateway that has programmed it would."""
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        run = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                path, _, query = self.path.partition("?")
+                body: dict[str, Any] | None = None
+                if path.endswith("/endpointslices"):
+                    service = query.rsplit("%3D", 1)[-1]
+                    n = len(run.cluster.service_frontends(service))
+                    body = {"kind": "EndpointSliceList", "items": [{"endpoints": [
+                        {"addresses": [f"127.0.0.{i + 1}"], "conditions": {"serving": True}}
+                        for i in range(n)]}]}
+                elif "/httproutes/" in path:
+                    route = run.cluster.objects.get(("HTTPRoute", path.rsplit("/", 1)[-1]))
+                    if route is not None:
+                        ok = [{"type": t, "status": "True", "observedGeneration": 1}
+                              for t in ("Accepted", "ResolvedRefs")]
+                        body = {**route, "metadata": {**route["metadata"], "generation": 1},
+                                "status": {"parents": [
+                                    {"parentRef": ref, "conditions": ok}
+                                    for ref in route["spec"].get("parentRefs") or []]}}
+                data = json.dumps(body).encode()
+                self.send_response(200 if body is not None else 404)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        creds = Path(tempfile.mkdtemp(prefix="dgdgen-api-"))
+        (creds / "token").write_text("rehearsal\n")
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        try:
+            yield f"http://127.0.0.1:{server.server_address[1]}", str(creds)
+        finally:
+            server.shutdown()
+            server.server_close()
+            thread.join()
 
     def _service_port(self, service: str) -> int | None:
         procs = self.cluster.service_frontends(service)

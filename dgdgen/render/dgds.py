@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from dgdgen import dgd as dgdmod
-from dgdgen import grace, migration
+from dgdgen import frontends, grace, migration
 from dgdgen.generation import ANN_BASE_NAME, ANN_REVISION
 from dgdgen.render import Manifest
 
@@ -82,6 +82,9 @@ def _candidate_template(prepared: Prepared) -> dgdmod.Dgd:
     grace.apply(d, grace.required_seconds(prepared.loaded.spec.spec), only)
     # its frontends migrate a request routed to a worker that is stopping (dgdgen.migration)
     migration.apply(d, only)
+    if prepared.mode in ("separate-dgd", "worker-group"):
+        # ready only while its model is served, not on /health (dgdgen.frontends)
+        frontends.apply(d)
     return d
 
 

@@ -7,7 +7,11 @@ weights move) and *shrink* (:mod:`dgdgen.render.waves`): Argo CD applies the shi
 until it is Healthy, runs the Job to completion, then shrinks. A promotion commit and the
 workflow (which waits for that sync operation) get the same drain. The Job runs
 ``python3 -m dgdgen.gitops.drain`` in the promotion image against the generation's frontend
-Service. It exists only where each generation has its own frontend (``separate-dgd``,
+Service; with an HTTPRoute provider it first waits until the route reports the new weights
+Accepted/ResolvedRefs at its current generation, and a frontend that does not answer counts as
+drained only when its Service has no serving endpoint. For those two API reads it runs under its
+own ServiceAccount, whose Role allows ``get``/``list`` on EndpointSlices and ``get`` on that one
+route (:func:`rbac`, hooks of the same wave). It exists only where each generation has its own frontend (``separate-dgd``,
 ``worker-group``) and the generation's DGD really shrinks in the shrink wave; a shared frontend
 (``partition``, ``in-place``) cannot tell the generations' requests apart (facts/dynamo-runtime.md,
 Metrics: the frontend's gauges carry only ``model``).
@@ -18,6 +22,7 @@ the baseline (DESIGN §4), and its first duty is to put traffic back on the stab
 
 from __future__ import annotations
 
+import copy
 import hashlib
 from typing import TYPE_CHECKING, Any
 
@@ -92,6 +97,9 @@ def job(prepared: Prepared, before: GenerationState, dgd_name: str) -> dict[str,
     frontends = sum(before.replicas.get(c.name, c.replicas)
                     for c in prepared.stable.dgd.frontends()) or 1
     timeout = _timeout(prepared)
+    # the drain starts once the route reports the new weights accepted (HTTPRoute providers)
+    route = route_name(prepared)
+    route_args = ["--route", route] if route is not None else []
     host = f"{svc}.{ns}.svc.{spec.spec.cluster_domain}"
     labels = {"app.kubernetes.io/managed-by": "dgdgen", LABEL_ROLLOUT: rollout,
               LABEL_GENERATION: before.revision}
@@ -121,7 +129,9 @@ def job(prepared: Prepared, before: GenerationState, dgd_name: str) -> dict[str,
                 "metadata": {"labels": labels},
                 "spec": {
                     "restartPolicy": "Never",
-                    "automountServiceAccountToken": False,
+                    # the token reads the Service's EndpointSlices, nothing else (rbac below)
+                    "serviceAccountName": account_name(rollout),
+                    "automountServiceAccountToken": True,
                     "securityContext": {"runAsNonRoot": True, "runAsUser": UID,
                                         "seccompProfile": {"type": "RuntimeDefault"}},
                     "containers": [{
@@ -132,6 +142,10 @@ def job(prepared: Prepared, before: GenerationState, dgd_name: str) -> dict[str,
                             "--url", f"http://{host}:{FRONTEND_PORT}/metrics",
                             "--timeout", str(timeout),
                             "--zeros", str(ZEROS_PER_REPLICA * frontends),
+                            # unknown is not zero: a frontend that does not answer is drained
+                            # only when its Service has no serving endpoint left
+                            "--service", svc, "--namespace", ns,
+                            *route_args,
                         ],
                         "securityContext": restricted,
                         "resources": {"requests": {"cpu": "10m", "memory": "64Mi"},
@@ -143,6 +157,59 @@ def job(prepared: Prepared, before: GenerationState, dgd_name: str) -> dict[str,
     }
 
 
+def account_name(rollout: str) -> str:
+    # `-drain-` in the name like the Jobs': every consumer that sets the drain hooks apart
+    # (rollback = baseline plus hooks) sets these apart too
+    name = f"{rollout}-drain-reader"
+    if len(name) <= 63:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    return f"{rollout[:63 - len('-drain-reader') - 9]}-{digest}-drain-reader"
+
+
+def route_name(prepared: Prepared) -> str | None:
+    """The HTTPRoute carrying the weights, or None (HAProxy: the shift wave's Deployment rollout
+    is the weight change, and Argo CD's Deployment health waits for it; none: a Service)."""
+    from dgdgen.traffic.settings import HTTPROUTE_PROVIDERS
+
+    if prepared.loaded.spec.spec.traffic.provider.value in HTTPROUTE_PROVIDERS:
+        return prepared.plan.rollout
+    return None
+
+
+def rbac(prepared: Prepared) -> list[dict[str, Any]]:
+    """The drain Jobs' ServiceAccount and the one right they need: read the EndpointSlices of the
+    namespace (their names are generated, so ``resourceNames`` cannot narrow it). Sync hooks in
+    the drain wave like the Jobs: Argo CD creates a wave's ServiceAccount, Role and RoleBinding
+    before its Jobs (kind order), and recreates them with the Jobs (BeforeHookCreation)."""
+    spec = prepared.loaded.spec
+    ns = spec.metadata.namespace
+    name = account_name(spec.metadata.name)
+    meta = {
+        "name": name, "namespace": ns,
+        "labels": {"app.kubernetes.io/managed-by": "dgdgen", LABEL_ROLLOUT: spec.metadata.name},
+        "annotations": {HOOK: "Sync", "argocd.argoproj.io/sync-wave": _drain_wave(),
+                        HOOK_DELETE: "BeforeHookCreation"},
+    }
+    rules: list[dict[str, Any]] = [{"apiGroups": ["discovery.k8s.io"],
+                                    "resources": ["endpointslices"], "verbs": ["get", "list"]}]
+    route = route_name(prepared)
+    if route is not None:
+        # the one route, by name: its status says whether the new weights are in force
+        rules.append({"apiGroups": ["gateway.networking.k8s.io"], "resources": ["httproutes"],
+                      "resourceNames": [route], "verbs": ["get"]})
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": copy.deepcopy(meta),
+         "automountServiceAccountToken": False},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+         "metadata": copy.deepcopy(meta), "rules": rules},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+         "metadata": copy.deepcopy(meta),
+         "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": ns}],
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name}},
+    ]
+
+
 def _drain_wave() -> str:
     from dgdgen.render import waves
 
@@ -150,5 +217,8 @@ def _drain_wave() -> str:
 
 
 def render(prepared: Prepared, state: PlanStep, previous: PlanStep | None) -> list[Manifest]:
-    return [Manifest(job(prepared, before, name))
+    jobs = [Manifest(job(prepared, before, name))
             for _now, before, name in leaving(prepared, state, previous)]
+    if not jobs:
+        return []
+    return [Manifest(o) for o in rbac(prepared)] + jobs

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from dgdgen.errors import InputError, PlanError
 from dgdgen.generation import LABEL_GENERATION, LABEL_ROLE, LABEL_ROLLOUT
 from dgdgen.render import Manifest
+from dgdgen.render import epp as eppmod
 from dgdgen.render.services import FRONTEND_PORT, MANAGED_BY, frontend_selector, service
 from dgdgen.traffic import haproxy as hp
 from dgdgen.traffic import settings
@@ -157,7 +158,7 @@ def render_inference_pool(prepared: Prepared, state: PlanStep,
     from dgdgen.spec import InferencePoolSettings
 
     s = prepared.loaded.spec.spec.traffic.inference_pool or InferencePoolSettings.model_validate({})
-    out = []
+    out: list[Manifest] = []
     refs = []
     for b in routed(backends):
         name = pool_name(b)
@@ -169,24 +170,28 @@ def render_inference_pool(prepared: Prepared, state: PlanStep,
         }
         if s.app_protocol is not None:
             spec["appProtocol"] = s.app_protocol
-        if s.endpoint_picker is not None:
-            epp = name + s.endpoint_picker.name_suffix
-            if len(epp) > LABEL_MAX:
-                field = ("spec", "traffic", "inferencePool", "endpointPicker", "nameSuffix")
-                raise PlanError(
-                    f"endpoint picker Service name {epp!r} is longer than {LABEL_MAX} characters",
-                    location=prepared.loaded.location(field), field=field,
-                )
-            spec["endpointPickerRef"] = {
-                "group": "",
-                "kind": "Service",
-                "name": epp,
-                "port": {"number": s.endpoint_picker.port},
-                "failureMode": s.endpoint_picker.failure_mode,
-            }
+        picker = s.endpoint_picker
+        epp_name = eppmod.name(name, picker)
+        if len(epp_name) > LABEL_MAX:
+            field = ("spec", "traffic", "inferencePool", "endpointPicker", "nameSuffix")
+            raise PlanError(
+                f"endpoint picker Service name {epp_name!r} is longer than {LABEL_MAX} characters",
+                location=prepared.loaded.location(field), field=field,
+            )
+        # the pool routes through the EPP rendered right here, never a Service nobody deploys
+        spec["endpointPickerRef"] = {
+            "group": "",
+            "kind": "Service",
+            "name": epp_name,
+            "port": {"number": picker.port},
+            "failureMode": picker.failure_mode,
+        }
         labels = {LABEL_ROLE: ROLE}
         if b.revision is not None:
             labels[LABEL_GENERATION] = b.revision
+        own = _labels(prepared, **({LABEL_GENERATION: b.revision} if b.revision else {}))
+        out.extend(Manifest(o) for o in eppmod.objects(
+            name, prepared.loaded.spec.metadata.namespace, picker, own))
         out.append(Manifest({
             "apiVersion": INFERENCE_API,
             "kind": "InferencePool",

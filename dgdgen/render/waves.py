@@ -107,9 +107,13 @@ def wave_of(prepared: Prepared, state: PlanStep, previous: PlanStep | None,
         return None
     if kind == DGD_KIND:
         return dgd_wave(prepared, state, previous, str(obj["metadata"]["name"]))
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    if labels.get("dgdgen.dev/role") == "epp":
+        # a pool's endpoint picker (its Deployment and ConfigMap too) is Ready before the route
+        # gives the pool weight (dgdgen.render.epp)
+        return GROW
     if kind in SHIFT_KINDS:
         return SHIFT
-    labels = (obj.get("metadata") or {}).get("labels") or {}
     if kind == "Service" and labels.get("dgdgen.dev/role") == "switch":
         # provider none, two frontends: the Service whose selector carries the traffic
         return SHIFT

@@ -62,27 +62,6 @@ def check(loaded: LoadedSpec) -> None:
                 )
                 hint = "use provider haproxy (stick table), or see docs/traffic.md"
             raise InputError(message, location=loaded.location(field), field=field, hint=hint)
-    if provider == "inference-pool" and (
-            traffic.inference_pool is None or traffic.inference_pool.endpoint_picker is None):
-        # Every pool routes through its endpoint picker. dgdgen cannot render one "as GAIE
-        # documents it": GAIE v1.6.0 (the vendored InferencePool CRD) ships no EPP — its
-        # implementation and charts were removed in PR #2967 (commit a70292c1, 2026-06-16) — and
-        # without endpointPickerRef a conformant Gateway may leave the pool Accepted=False
-        # (EndpointPickerRefMissing, conformance test inferencepool_missing_epp_ref), so the
-        # candidate's share would fail. The user names the EPP each generation's pool uses.
-        epp_field: tuple[str, ...] = base + ("inferencePool", "endpointPicker")
-        raise InputError(
-            "traffic provider 'inference-pool' needs an endpoint picker (EPP) per pool, and "
-            "dgdgen does not deploy one (Gateway API Inference Extension v1.6.0 ships none; its "
-            "EPP moved out of the project): name the EPP Service each generation's pool uses",
-            location=loaded.location(base + ("inferencePool",)
-                                     if traffic.inference_pool is not None
-                                     else base + ("provider",)),
-            field=epp_field,
-            hint="add under spec.traffic: inferencePool: {endpointPicker: {nameSuffix: -epp, "
-            "port: 9002}} and deploy an EPP Service {pool}-epp per generation before its "
-            "pool gets weight (docs/traffic.md, inference-pool)",
-        )
     if provider == "haproxy" and "path" in traffic.model_fields_set and traffic.path != "/":
         field = base + ("path",)
         raise InputError(

@@ -5,6 +5,9 @@ waits until nothing is in flight."""
 
 from __future__ import annotations
 
+import copy
+import json
+import os
 import subprocess
 import sys
 import threading
@@ -18,7 +21,7 @@ from typing import Any
 from gitops_support import EXAMPLE
 
 from dgdgen import crd, yamlio
-from dgdgen.gitops.drain import inflight
+from dgdgen.gitops.drain import drain, inflight
 from dgdgen.output import state_files
 from dgdgen.pipeline import prepare
 from dgdgen.render import waves
@@ -144,10 +147,15 @@ def _job_command(tmp_path: Path) -> list[str]:
     return [sys.executable, *cmd[1:]]
 
 
-def _with(cmd: list[str], **values: str) -> list[str]:
+def _with(cmd: list[str], *, route: bool = False, **values: str) -> list[str]:
+    """The command with ``values`` replaced; without its ``--route`` wait unless ``route`` (the
+    tests of the route wait are below)."""
     out = list(cmd)
     for k, v in values.items():
         out[out.index(f"--{k}") + 1] = v
+    if not route:
+        i = out.index("--route")
+        del out[i:i + 2]
     return out + ["--interval", "0.05"]
 
 
@@ -173,12 +181,166 @@ def test_the_drain_is_bounded_by_the_timeout(tmp_path: Path) -> None:
     assert "still 2 in flight after 0.5s (the request timeout); continuing" in r.stdout
 
 
-def test_a_frontend_that_is_gone_has_nothing_in_flight(tmp_path: Path) -> None:
+def _no_cluster_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith("KUBERNETES_")}
+
+
+def test_an_unreachable_frontend_is_unknown_not_zero(tmp_path: Path) -> None:
+    """Nothing listening (the issue's `--url http://127.0.0.1:9/metrics`) and no Kubernetes API
+    to ask: the drain is unknown, never "drained"; it waits for the whole timeout."""
     with _frontend([0]) as (url, _served):
         dead = url  # the server stops below: nothing listens on this port any more
-    r = subprocess.run(_with(_job_command(tmp_path), url=dead), capture_output=True, text=True,
-                       timeout=120, check=False)
-    assert r.returncode == 0 and "drained" in r.stdout
+    cmd = _with(_job_command(tmp_path), url=dead, timeout="1.5")
+    cmd += ["--credentials", str(tmp_path / "none")]
+    started = time.monotonic()
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False,
+                       env=_no_cluster_env())
+    took = time.monotonic() - started
+    assert r.returncode == 0, r.stderr
+    assert "drained" not in r.stdout, r.stdout
+    assert "no answer (in flight unknown)" in r.stdout
+    assert "in flight still unknown after 1.5s (the request timeout); continuing" in r.stdout
+    assert took >= 1.5
+
+
+def test_a_reading_lost_between_zeros_breaks_the_run() -> None:
+    """0, no answer, 0, 0, 0: the unknown reading in between does not count as a zero."""
+    readings: list[float | None] = [0, None, 0, 0, 0, 0]
+    log: list[str] = []
+    t = [0.0]
+    done = drain("u", timeout=100, zeros=4, interval=1, log=log.append,
+                 probe=lambda _u, _t: readings.pop(0), clock=lambda: t[0],
+                 sleep=lambda s: t.__setitem__(0, t[0] + s))
+    assert done and readings == [] and t[0] == 5.0  # six polls: the last four are the run
+
+
+@contextmanager
+def _api(slices: list[dict[str, Any]], routes: list[dict[str, Any]] | None = None
+         ) -> Iterator[tuple[str, list[tuple[str, str]]]]:
+    """The Kubernetes API's EndpointSlice list and HTTPRoute get endpoints. A stand-in: no
+    Kubernetes API server runs on this machine; the answers have the discovery.k8s.io/v1
+    EndpointSliceList and gateway.networking.k8s.io/v1 HTTPRoute shapes (``routes``: one per
+    read, the last repeating). Yields (URL, [(path?query, Authorization)])."""
+    seen: list[tuple[str, str]] = []
+
+    class H(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            seen.append((self.path, self.headers.get("Authorization", "")))
+            if "/httproutes/" in self.path and routes:
+                route = routes.pop(0) if len(routes) > 1 else routes[0]
+                body = json.dumps(route).encode()
+            else:
+                body = json.dumps({"apiVersion": "discovery.k8s.io/v1",
+                                   "kind": "EndpointSliceList", "metadata": {},
+                                   "items": slices}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), H)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", seen
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _slice(service: str, *serving: bool) -> dict[str, Any]:
+    obj = {
+        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+        "metadata": {"name": f"{service}-abcde", "namespace": "inference",
+                     "labels": {"kubernetes.io/service-name": service}},
+        "addressType": "IPv4",
+        "ports": [{"name": "http", "port": 8000, "protocol": "TCP"}],
+        "endpoints": [{"addresses": [f"10.0.0.{i + 1}"],
+                       "conditions": {"ready": s, "serving": s, "terminating": not s}}
+                      for i, s in enumerate(serving)],
+    }
+    return obj
+
+
+def _api_run(tmp_path: Path, slices: list[dict[str, Any]], timeout: str
+             ) -> tuple[subprocess.CompletedProcess[str], float, list[tuple[str, str]]]:
+    creds = tmp_path / "sa"
+    creds.mkdir(exist_ok=True)
+    (creds / "token").write_text("tok-123\n")
+    cmd = _job_command(tmp_path)
+    service = cmd[cmd.index("--service") + 1]
+    with _frontend([0]) as (url, _served):
+        dead = url
+    with _api([_slice(service, *s) for s in slices]) as (api, seen):
+        started = time.monotonic()
+        r = subprocess.run(_with(cmd, url=dead, timeout=timeout)
+                           + ["--api-server", api, "--credentials", str(creds)],
+                           capture_output=True, text=True, timeout=120, check=False,
+                           env=_no_cluster_env())
+        took = time.monotonic() - started
+    return r, took, seen
+
+
+def test_a_service_without_serving_endpoints_is_drained(tmp_path: Path) -> None:
+    # every frontend pod gone, or only terminating ones that no longer serve
+    for slices in ([], [()], [(False,)]):
+        r, took, seen = _api_run(tmp_path, slices, "60")
+        assert r.returncode == 0, r.stderr
+        assert "its Service has no serving endpoint: drained" in r.stdout, (slices, r.stdout)
+        assert took < 30
+        path, auth = seen[0]
+        cmd = _job_command(tmp_path)
+        service, ns = cmd[cmd.index("--service") + 1], cmd[cmd.index("--namespace") + 1]
+        assert path == (f"/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices?"
+                        f"labelSelector=kubernetes.io%2Fservice-name%3D{service}")
+        assert auth == "Bearer tok-123"
+
+
+def test_a_service_with_a_serving_endpoint_is_not_drained_by_no_answer(tmp_path: Path) -> None:
+    r, took, _seen = _api_run(tmp_path, [(False, True)], "1.5")
+    assert "drained" not in r.stdout, r.stdout
+    assert "no answer (in flight unknown; 1 serving endpoint(s))" in r.stdout
+    assert took >= 1.5
+
+
+def test_the_drain_job_may_read_endpointslices_and_nothing_else(tmp_path: Path) -> None:
+    p = prepare(str(EXAMPLE / "rollout.yaml"))
+    last = len(p.plan.steps) - 1
+    docs = _docs(state_files(p, p.plan.steps[last], p.plan.steps[last - 1]))
+    job = next(d for d in docs if d["kind"] == "Job")
+    pod = job["spec"]["template"]["spec"]
+    account = pod["serviceAccountName"]
+    assert pod["automountServiceAccountToken"] is True
+    by_kind = {d["kind"]: d for d in docs
+               if d["kind"] in ("ServiceAccount", "Role", "RoleBinding")
+               and d["metadata"]["name"] == account}
+    assert set(by_kind) == {"ServiceAccount", "Role", "RoleBinding"}
+    role, binding = by_kind["Role"], by_kind["RoleBinding"]
+    cmd = job["spec"]["template"]["spec"]["containers"][0]["command"]
+    route = cmd[cmd.index("--route") + 1]
+    assert route in [d["metadata"]["name"] for d in docs if d["kind"] == "HTTPRoute"]
+    assert role["rules"] == [
+        {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"],
+         "verbs": ["get", "list"]},
+        {"apiGroups": ["gateway.networking.k8s.io"], "resources": ["httproutes"],
+         "resourceNames": [route], "verbs": ["get"]}]
+    assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                                  "name": role["metadata"]["name"]}
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": account,
+                                    "namespace": job["metadata"]["namespace"]}]
+    for obj in by_kind.values():
+        anns = obj["metadata"]["annotations"]
+        # created in the Job's own wave, before it (Argo CD orders a wave's hooks by kind)
+        assert anns["argocd.argoproj.io/hook"] == "Sync" and anns[WAVE] == waves.DRAIN
+        if crd.known(obj["apiVersion"], obj["kind"]):
+            assert crd.validate(obj) == [], obj["kind"]
+    # no drain, no account
+    first = _docs(state_files(p, p.plan.steps[1], p.plan.steps[0]))
+    if "Job" not in [d["kind"] for d in first]:
+        assert "RoleBinding" not in [d["kind"] for d in first]
 
 
 def test_shared_frontend_skip_is_the_only_mode_skip() -> None:
@@ -193,3 +355,63 @@ def test_shared_frontend_skip_is_the_only_mode_skip() -> None:
         else:
             assert "Job" not in kinds, ex.name
 
+
+
+def _route_doc(tmp_path: Path, generation: int, observed: int, accepted: str = "True"
+               ) -> dict[str, Any]:
+    """The rendered HTTPRoute of the draining step, as the API returns it with a status."""
+    p = prepare(str(EXAMPLE / "rollout.yaml"))
+    last = len(p.plan.steps) - 1
+    docs = _docs(state_files(p, p.plan.steps[last], p.plan.steps[last - 1]))
+    route = copy.deepcopy(next(d for d in docs if d["kind"] == "HTTPRoute"))
+    route["status"] = {"parents": [{
+        "parentRef": ref, "controllerName": "example.com/gateway",
+        "conditions": [{"type": t, "status": accepted if t == "Accepted" else "True",
+                        "reason": t if accepted == "True" else "NotAllowedByListeners",
+                        "message": "", "observedGeneration": observed,
+                        "lastTransitionTime": "2026-01-01T00:00:00Z"}
+                       for t in ("Accepted", "ResolvedRefs")],
+    } for ref in route["spec"]["parentRefs"]]}
+    assert crd.validate(route) == []  # spec and status as the HTTPRoute CRD defines them
+    route["metadata"]["generation"] = generation
+    return route
+
+
+def _route_run(tmp_path: Path, routes: list[dict[str, Any]], timeout: str
+               ) -> tuple[subprocess.CompletedProcess[str], list[int], list[str]]:
+    creds = tmp_path / "sa"
+    creds.mkdir(exist_ok=True)
+    (creds / "token").write_text("tok\n")
+    cmd = _job_command(tmp_path)
+    with _frontend([0]) as (url, served), _api([], routes) as (api, seen):
+        r = subprocess.run(_with(cmd, route=True, url=url, timeout=timeout)
+                           + ["--api-server", api, "--credentials", str(creds)],
+                           capture_output=True, text=True, timeout=120, check=False,
+                           env=_no_cluster_env())
+    return r, served, [path for path, _auth in seen]
+
+
+def test_the_drain_waits_for_the_route_to_accept_the_new_weights(tmp_path: Path) -> None:
+    stale = _route_doc(tmp_path, generation=3, observed=2)  # still the old weights' status
+    fresh = _route_doc(tmp_path, generation=3, observed=3)
+    r, served, paths = _route_run(tmp_path, [stale, stale, stale, fresh], "60")
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = r.stdout
+    assert "route: waiting (parent " in out and "is for generation 2, the route is at 3" in out
+    assert out.index("route: Accepted and ResolvedRefs") < out.index("request(s) in flight")
+    assert "drained (4 polls in a row at 0)" in out
+    route_reads = [p for p in paths if "/httproutes/" in p]
+    assert len(route_reads) == 4  # the frontend was polled only after the fourth read
+    assert len(served) == 4
+    ns = _job_command(tmp_path)[_job_command(tmp_path).index("--namespace") + 1]
+    assert route_reads[0] == (f"/apis/gateway.networking.k8s.io/v1/namespaces/{ns}/httproutes/"
+                              f"{fresh['metadata']['name']}")
+
+
+def test_a_route_that_never_accepts_fails_the_hook(tmp_path: Path) -> None:
+    refused = _route_doc(tmp_path, generation=3, observed=3, accepted="False")
+    r, served, _paths = _route_run(tmp_path, [refused], "1")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "Accepted False (NotAllowedByListeners)" in r.stdout
+    assert "not draining a generation the route may still send requests to" in r.stdout
+    assert served == []  # no in-flight reading means anything while the route is not in force

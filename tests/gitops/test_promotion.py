@@ -106,9 +106,12 @@ def test_rollback_is_byte_identical_to_the_baseline(ws: Workspace) -> None:
     # bytes on disk, not just in Git
     for name, text in _manifests(baseline).items():
         assert (ws.into / name).read_bytes() == text.encode()
-    # the same files, plus the drain hook of the candidate this commit removes
-    extra = sorted(set(p.name for p in ws.into.iterdir()) - set(baseline))
-    assert extra == ["job-qwen-router-drain-bs32.yaml"], extra
+    # the same files, plus the drain hook of the candidate this commit removes (with the
+    # account it reads EndpointSlices with)
+    extra = sorted({p.name for p in ws.into.iterdir()} - set(baseline))
+    assert extra == ["job-qwen-router-drain-bs32.yaml", "role-qwen-router-drain-reader.yaml",
+                     "rolebinding-qwen-router-drain-reader.yaml",
+                     "serviceaccount-qwen-router-drain-reader.yaml"], extra
     assert set(baseline) <= {p.name for p in ws.into.iterdir()}
     # finished: no further moves
     assert cli("promote", spec, "--into", into).code == 2
