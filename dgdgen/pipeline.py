@@ -101,6 +101,7 @@ def prepare(path: str) -> Prepared:
             )
         if not steps:
             steps = auto_steps
+    require_operator_capabilities(loaded, mode)
     _warn_ungated(loaded, steps)
     try:
         plan = planmod.make_plan(_plan_input(loaded, stable, cand, mode, steps))
@@ -115,6 +116,56 @@ def prepare(path: str) -> Prepared:
         plan = _with_notes(plan, notes)
     base, cand_name = _names(loaded, stable, cand, mode)
     return Prepared(loaded, stable, cand, mode, plan, base, cand_name)
+
+
+# The isolation modes that write a field proposed in ai-dynamo/dynamo#15214 (and in no released
+# DGD CRD), with the operator capability the proposed-fields overlay names for that field.
+PROPOSED_MODES = {"worker-group": "workerGroupName", "partition": "partition"}
+
+
+def require_operator_capabilities(loaded: LoadedSpec, mode: str) -> None:
+    """A proposed field reaches the output only when the spec states that the cluster's operator
+    implements it (``spec.dynamo.operatorCapabilities``): a released operator's API server drops
+    an undeclared field (or rejects the DGD), so a `worker-group` candidate would join the
+    stable's pool and a `partition` would roll every replica at once. The stable DGD is checked
+    too: one left by an earlier worker-group or partition rollout carries the fields, and
+    rendering it re-emits them."""
+    from dgdgen.crd import overlays
+    from dgdgen.render.dgds import OVERLAY_PROPOSED
+
+    needs = overlays.load(OVERLAY_PROPOSED).capabilities()  # field -> capability
+    have = set(loaded.spec.spec.dynamo.operator_capabilities)
+    hint_field = "spec.dynamo.operatorCapabilities"
+    if mode in PROPOSED_MODES:
+        field_name = PROPOSED_MODES[mode]
+        cap = needs[field_name]
+        if cap not in have:
+            where = ("spec", "isolation")
+            raise InputError(
+                f"isolation {mode!r} writes the per-component field `{field_name}`, which is "
+                "proposed in Dynamo's DEP \"Revision-aware DGD rollout and release groups\" "
+                "(ai-dynamo/dynamo#15214) and in no released DynamoGraphDeployment CRD: a released "
+                "operator's API server drops it, so the rendered DGDs would not do what the plan "
+                "says; this mode needs the operator capability " + repr(cap),
+                location=loaded.location(where), field=where,
+                hint=f"if this cluster's Dynamo operator implements the proposal, state it: "
+                f"{hint_field}: [{cap}]; otherwise use isolation separate-dgd (released "
+                "operators)",
+            )
+    stable = loaded.stable
+    for comp in stable.components.values():
+        node = stable.component_doc(comp.name)
+        for field_name, cap in needs.items():
+            if field_name in node and cap not in have:
+                path = tuple(comp.path) + (field_name,)
+                raise InputError(
+                    f"the stable DGD sets `{field_name}`, a field proposed in ai-dynamo/dynamo"
+                    "#15214 and in no released DynamoGraphDeployment CRD; the rendered DGDs would "
+                    f"carry it, and it needs the operator capability {cap!r}",
+                    location=stable.location(path), field=path,
+                    hint=f"if this cluster's Dynamo operator implements the proposal, state it in "
+                    f"the rollout spec: {hint_field}: [{cap}]",
+                )
 
 
 def _warn_ungated(loaded: LoadedSpec, steps: tuple[planmod.StepInput, ...]) -> None:

@@ -24,12 +24,14 @@ Model (docs/planning.md explains it with examples):
   frontend's in-flight requests finish (bounded by the request timeout, ``drain_seconds``) before
   its workers go. A generation that still serves part of the traffic cannot drain at its
   frontend (new requests keep arriving); the workers it loses finish their requests on SIGTERM.
-* Rollback walks the steps backwards, one transition per step (``rollback_steps``, then the
-  ``rollback`` state, which restores the stable exactly as before the rollout and removes the
-  candidate). Each backward transition shifts first where the stable's running replicas can carry
-  the share it gets back, and otherwise grows the stable only as far as the surge budget allows;
-  a rollback the budget cannot hold is refused. Cleanup removes the stable once the candidate
-  carries 100 %.
+* Rollback goes straight to the ``rollback`` state (the stable exactly as before the rollout,
+  the candidate removed) wherever the surge budget holds that transition; only where it does not
+  does it step back through the earliest forward step's replicas it can reach
+  (``rollback_steps``), giving the stable all the traffic it can carry there
+  (:func:`_rollback_path`). Each backward transition shifts first where the stable's running
+  replicas can carry the share it gets back, and otherwise grows the stable only as far as the
+  surge budget allows; a rollback the budget cannot hold is refused. Cleanup removes the stable
+  once the candidate carries 100 %.
 """
 
 from __future__ import annotations
@@ -173,6 +175,16 @@ class Plan:
         between = [s for s in self.rollback_steps if s.index < index]
         return tuple(between) + (self.rollback,)
 
+    def rollback_origin(self, state: PlanStep) -> PlanStep:
+        """The forward step a rollback state's transition is planned from (its peak, order and
+        capacity figures): the one before it on the path from the last step."""
+        chain = self.rollback_steps
+        last = len(self.steps) - 1
+        if state.kind == "rollback":
+            return self.steps[chain[-1].index if chain else last]
+        i = next(k for k, b in enumerate(chain) if b.label == state.label)
+        return self.steps[chain[i - 1].index if i else last]
+
     def state(self, selector: int | str) -> PlanStep:
         if selector in ("rollback", -1):
             return self.rollback
@@ -294,15 +306,8 @@ def make_plan(inp: PlanInput) -> Plan:
             kind="rollback", label="rollback",
         )
     else:
-        frm = last
-        for j in range(len(out) - 2, 0, -1):
-            fwd = out[j]
-            back = _backward(frm, fwd.stable, fwd.candidate, "rollback-step", j,
-                             f"rollback-{j:02d}", comps, surge, headroom, cand_T, inp)
-            rollback_steps.append(back)
-            frm = fwd
-        rollback = _backward(frm, baseline_stable, absent_cand, "rollback", -1, "rollback",
-                             comps, surge, headroom, cand_T, inp)
+        rollback, rollback_steps = _rollback_path(out, baseline_stable, absent_cand, comps, surge,
+                                                  headroom, cand_T, inp)
     final_c = cand_state(100)
     cleanup = PlanStep(
         -2, "cleanup", "cleanup", stable_state(0, present=False), final_c, None, None,
@@ -310,6 +315,8 @@ def make_plan(inp: PlanInput) -> Plan:
         extra_gpus_peak=max(0, last.candidate.gpus + last.stable.gpus - _full_gpus(comps)),
     )
     notes = []
+    if inp.mode != "in-place":
+        notes.append(_rollback_note(len(out) - 1, rollback_steps, inp))
     if inp.mode == "partition":
         notes.append(
             "partition: both revisions share one frontend, which splits traffic between worker "
@@ -324,6 +331,72 @@ def make_plan(inp: PlanInput) -> Plan:
         baseline_gpus=baseline_stable.gpus, notes=tuple(notes),
         rollback_steps=tuple(rollback_steps),
     )
+
+
+def _rollback_path(
+    out: Sequence[PlanStep], baseline_stable: GenerationState, absent_cand: GenerationState,
+    comps: Sequence[ComponentInput], surge: Mapping[str, int], headroom: float,
+    cand_T: Mapping[str, int], inp: PlanInput,
+) -> tuple[PlanStep, list[PlanStep]]:
+    """The rollback from the last step: straight to the ``rollback`` state (the stable at full
+    size with all traffic) wherever the surge budget holds that transition; otherwise to the
+    earliest step's replicas it does hold (``rollback-NN``), with the stable carrying all the
+    traffic its replicas there can carry, and on from there. A forward step whose stable is at
+    full size is never a rollback state: from it all traffic can go back at once. Each
+    transition is planned from the forward step with the same replicas (the candidate carries
+    its larger forward share there, so peaks are the larger of the two ways in), which keeps it
+    valid for a rollback that starts at any earlier step (:meth:`Plan.rollback_from`)."""
+    chain: list[PlanStep] = []
+    cur = len(out) - 1
+    while True:
+        try:
+            final = _backward(out[cur], baseline_stable, absent_cand, "rollback", -1, "rollback",
+                              comps, surge, headroom, cand_T, inp)
+            return final, chain
+        except PlanError as direct:
+            # earliest first: step back as little as the budget allows
+            options = [j for j in range(1, cur) if out[j].stable.capacity < 1 - 1e-9]
+            chosen = None
+            for j in options:
+                try:
+                    chosen = _backward(out[cur], *_rollback_targets(out[j], inp), "rollback-step",
+                                       j, f"rollback-{j:02d}", comps, surge, headroom, cand_T,
+                                       inp)
+                    break
+                except PlanError:
+                    if j == options[-1]:
+                        raise
+            if chosen is None:
+                raise direct from None
+            chain.append(chosen)
+            cur = chosen.index
+
+
+def _rollback_targets(fwd: PlanStep, inp: PlanInput) -> tuple[GenerationState, GenerationState]:
+    """The generations of a rollback state that keeps forward step ``fwd``'s replicas: the
+    stable takes all the traffic those replicas carry (its capacity, rounded down to a whole
+    percent), not the share the forward step gave it — a rollback moves traffic off the
+    candidate as fast as the stable can serve it. In ``partition`` the one frontend splits by
+    worker counts, so the forward weights are what those replicas get."""
+    if inp.mode == "partition":
+        return fwd.stable, fwd.candidate
+    share = min(100, math.floor(round(fwd.stable.capacity * 100, 9)))
+    share = max(share, fwd.stable.weight)
+    return (dataclasses.replace(fwd.stable, weight=share),
+            dataclasses.replace(fwd.candidate, weight=100 - share))
+
+
+def _rollback_note(last: int, chain: Sequence[PlanStep], inp: PlanInput) -> str:
+    if not chain:
+        return ("rollback: one state from every step: the stable returns to full size within "
+                "capacity.maxSurge while the candidate still serves, then takes all traffic back")
+    states = ", ".join(f"{b.label} (stable {b.stable.weight}%)" for b in chain)
+    share = ("the most its replicas there carry" if inp.mode != "partition" else
+             "its share of the worker counts")
+    return (f"rollback from step {last} passes through {states}, each giving the stable {share}: "
+            "regrowing the whole stable next to the candidate's replicas at once would exceed "
+            f"capacity.maxSurge; from step {chain[-1].index} or earlier the rollback is one "
+            "state")
 
 
 def _size(c: ComponentInput) -> int:

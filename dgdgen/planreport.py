@@ -52,15 +52,12 @@ def _title(state: PlanStep) -> str:
 
 def _predecessor(plan: Plan, state: PlanStep) -> PlanStep | None:
     """The state a transition into ``state`` starts from: the previous step going forward; going
-    back, the step after the one ``rollback-NN`` restores (``rollback`` starts from step 1, the
-    last state of every rollback path, :meth:`Plan.rollback_from`); cleanup follows the last
-    step."""
+    back, the forward step the transition is planned from (:meth:`Plan.rollback_origin`);
+    cleanup follows the last step."""
     if state.kind == "step":
         return plan.steps[state.index - 1]
-    if state.kind == "rollback-step":
-        return plan.steps[state.index + 1]
-    if state.kind == "rollback":
-        return plan.steps[1]
+    if state.kind in ("rollback-step", "rollback"):
+        return plan.rollback_origin(state)
     if state.kind == "cleanup":
         return plan.steps[-1]
     return None

@@ -779,6 +779,14 @@ class DynamoTarget(_Model):
         "worker generation in its own hash-suffixed Dynamo namespace on every release), "
         "`grove` or `lws` (hash-suffixed from 1.5, one shared Dynamo namespace before), "
         "`unmanaged` (old and new workers share one Dynamo namespace whatever the release).")
+    operator_capabilities: list[Literal["dgd-worker-groups", "dgd-partitioned-rollout"]] = Field(
+        default_factory=list, description="Capabilities from Dynamo's enhancement proposal "
+        "\"Revision-aware DGD rollout and release groups\" (ai-dynamo/dynamo issue #15214) that "
+        "this cluster's Dynamo operator implements. No released operator does: the fields are in "
+        "no released DGD CRD, and a released API server drops them. `dgd-worker-groups` "
+        "(per-component `workerGroupName`) allows isolation `worker-group`; "
+        "`dgd-partitioned-rollout` (per-component `partition`) allows isolation `partition`. "
+        "Without it those modes are refused.")
 
     @field_validator("version", mode="before")
     @classmethod

@@ -190,6 +190,6 @@ def test_unknown_step_of_stdout_render_names_the_states(work: Path) -> None:
     r = run_cli("render", str(spec), "--stdout", "--step", "9")
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert (
-        "has steps 0..3, rollback-01, rollback-02, rollback and cleanup; there is no step 9"
+        "has steps 0..3, rollback-02, rollback and cleanup; there is no step 9"
         in r.stderr
     )

@@ -73,7 +73,7 @@ def test_rendered_grace_period_per_component_per_state(example: Path) -> None:
             for name, node in comps.items():
                 base = name
                 if prepared.mode == "worker-group":
-                    cand = node["workerGroupName"] == prepared.candidate.revision
+                    cand = node.get("workerGroupName") == prepared.candidate.revision
                     base = name.removesuffix(f"-{prepared.candidate.revision}")
                 elif prepared.mode == "separate-dgd":
                     cand = m.name == prepared.candidate_name

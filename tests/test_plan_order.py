@@ -27,10 +27,10 @@ def _transitions(plan: Plan) -> dict[str, PlanStep]:
 
     for a, b in itertools.pairwise(steps):
         put(a, b)
-    for k in range(1, len(steps)):
-        path = (steps[k], *plan.rollback_from(k))
-        for a, b in itertools.pairwise(path):
-            put(a, b)
+    # a rollback state is reached from several steps; its figures are planned from one origin,
+    # the state before it on the path from the last step (Plan.rollback_origin)
+    for back in (*plan.rollback_steps, plan.rollback):
+        put(plan.rollback_origin(back), back)
     put(steps[-1], plan.cleanup)
     return before
 
@@ -118,11 +118,11 @@ def test_order_shows_the_stable_making_room_under_headroom(tmp_path: Path) -> No
 
 
 def test_a_rollback_that_shifts_first_and_regrows_nothing_does_not_say_grow() -> None:
-    example = next(p for p in EXAMPLES if p.name == "vllm-disagg-block-size")
+    example = next(p for p in EXAMPLES if p.name == "vllm-agg-blue-green")
     plan = prepare(str(example / "rollout.yaml")).plan
-    # step 1 keeps the whole stable: rolling back from it moves weights and removes the candidate
+    # blue-green keeps the whole stable: rolling back moves weights and removes the candidate
     assert plan.rollback.shift_first
-    assert plan.rollback.stable.replicas == plan.steps[1].stable.replicas
+    assert plan.rollback.stable.replicas == plan.rollback_origin(plan.rollback).stable.replicas
     assert "grow" not in _order_cells(example / "rollout.yaml")["rollback"]
 
 

@@ -101,7 +101,7 @@ def _check(inp: PlanInput) -> None:
             if state.kind == "step":
                 before, leaving, other = plan.steps[state.index - 1].stable, s, c
             else:
-                before, leaving, other = plan.steps[state.index + 1].candidate, c, s
+                before, leaving, other = plan.rollback_origin(state).candidate, c, s
             at_shift = {k: (before.replicas[k] if state.shift_first
                             else state.peak_replicas[k] - other.replicas[k])
                         for k in leaving.replicas}
@@ -124,15 +124,25 @@ def _check(inp: PlanInput) -> None:
     # rollback restores the baseline exactly
     assert plan.rollback.stable == plan.steps[0].stable
     assert not plan.rollback.candidate.present
-    # rollback walks back through every step: from step k it restores k-1, ..., 1, baseline
+    # rollback from step k passes only through earlier steps' replicas, and only those where
+    # the stable is short of full size; there the stable takes all the traffic it can carry
+    # (in partition the worker counts carry the weights: the forward ones)
     if inp.mode != "in-place":
         n = len(plan.steps) - 1
         for k in range(1, n + 1):
             path = plan.rollback_from(k)
-            assert [p.index for p in path[:-1]] == list(range(k - 1, 0, -1))
+            indices = [p.index for p in path[:-1]]
+            assert indices == sorted(indices, reverse=True) and all(0 < i < k for i in indices)
             for p in path[:-1]:
-                assert p.stable == plan.steps[p.index].stable
-                assert p.candidate == plan.steps[p.index].candidate
+                fwd = plan.steps[p.index]
+                assert p.stable.replicas == fwd.stable.replicas
+                assert p.candidate.replicas == fwd.candidate.replicas
+                cap = _cap(p.stable.replicas, comps, "s")
+                assert cap < 1, (p.label, cap)
+                want = fwd.stable.weight if inp.mode == "partition" else math.floor(
+                    cap * 100 + 1e-9)
+                assert p.stable.weight == want, (p.label, p.stable.weight, cap)
+                assert p.candidate.weight == 100 - want
     assert plan.cleanup.candidate.weight == 100 and not plan.cleanup.stable.present
 
 

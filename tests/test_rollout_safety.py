@@ -105,14 +105,48 @@ def test_rollback_walks_back_within_the_surge_budget() -> None:
              for n in surge}
     last = len(plan.steps) - 1
     path = plan.rollback_from(last)
-    assert [s.label for s in path] == [f"rollback-{i:02d}" for i in range(last - 1, 0, -1)] + [
-        "rollback"]
+    # step 1 (25 %) keeps the stable at full size: never a rollback state (see below)
+    assert [s.label for s in path] == ["rollback-02", "rollback"]
     for state in path:
         assert state.extra_gpus_peak <= budget, (state.label, state.extra_gpus_peak, budget)
         for name, extra in surge.items():
             assert state.peak_replicas[name] - sizes[name] <= extra, (state.label, name)
     one_shot = plan.rollback.stable.gpus + plan.steps[last].candidate.gpus - plan.baseline_gpus
     assert one_shot > budget  # the case the stepped rollback exists for
+
+
+def test_rollback_moves_traffic_off_the_candidate_as_far_as_the_stable_carries_it() -> None:
+    """Step 1 of the block-size example sends 25 % to the candidate with the stable still at full
+    size: from step 2 the first rollback commit gives the stable all traffic at once (0 % on the
+    candidate being rolled back), not step 1's 75/25 again. From step 3 the surge budget forces
+    a stop at step 2's replicas, where the stable (half its size) takes 50 %, all it carries."""
+    from dgdgen.plan import Budget, ComponentInput, PlanInput, StepInput, make_plan
+
+    plan = prepare(str(REPO / "examples/vllm-disagg-block-size/rollout.yaml")).plan
+    assert plan.steps[1].stable.capacity == 1.0 and plan.steps[1].candidate.weight == 25
+    for k in (1, 2):
+        first = plan.rollback_from(k)[0]
+        assert first.kind == "rollback" and first.candidate.weight == 0, (k, first.label)
+    (back, final) = plan.rollback_from(3)
+    assert back.label == "rollback-02" and back.stable.capacity == 0.5
+    assert back.weights == (50, 50) and final.kind == "rollback"
+    assert any("rollback from step 3 passes through rollback-02 (stable 50%)" in n
+               and "from step 2 or earlier the rollback is one state" in n for n in plan.notes)
+
+    # A rollback state carries what its stable can serve, not the forward step's share: at
+    # ceil(0.7 * 10) = 7 of 10 replicas, the stable takes 70 % even where the forward step gave
+    # it 65 %; and where the surge budget holds a rollback in one transition there is no
+    # intermediate state at all.
+    comps = (ComponentInput("F", "frontend", 1, 1, 0, 0), ComponentInput("W", "aggregated", 10,
+                                                                         10, 1, 1))
+    steps = (StepInput(35), StepInput(70), StepInput(100))
+    tight = make_plan(PlanInput("r", "separate-dgd", "canary", comps, steps,
+                                max_surge=Budget(4)))
+    assert [(s.label, s.weights) for s in tight.rollback_steps] == [
+        ("rollback-02", (30, 70)), ("rollback-01", (70, 30))]
+    roomy = make_plan(PlanInput("r", "separate-dgd", "canary", comps, steps,
+                                max_surge=Budget("100%")))
+    assert roomy.rollback_steps == () and roomy.rollback_from(3) == (roomy.rollback,)
 
 
 def test_plan_shows_rollback_gpus_and_the_drain(tmp_path: Path) -> None:

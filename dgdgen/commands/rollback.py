@@ -1,4 +1,4 @@
-"""dgdgen rollback SPEC: all traffic back on the stable generation, as one commit."""
+"""dgdgen rollback SPEC: the next state of the rollback path, as one commit."""
 
 from __future__ import annotations
 
@@ -6,10 +6,14 @@ import argparse
 
 from dgdgen.commands import _gitops
 
-HELP = "return all traffic to the stable generation (one commit)"
+HELP = "step the rollout back towards the stable generation (one state per commit)"
 DESCRIPTION = """\
-Re-render the rollout's directory in the rollback state — the stable generation at full size with
-all traffic, byte-identical to the baseline before the rollout — and commit it. The candidate's
+Re-render the rollout's directory in the next state of its rollback path and commit it. Where the
+surge budget holds it, that is the rollback state itself — the stable generation at full size
+with all traffic, byte-identical to the baseline before the rollout. Where it does not, the path
+first passes through rollback-NN states (`dgdgen plan` lists them and says why), each giving the
+stable all the traffic it can carry; run `dgdgen rollback` again once each is Synced and Healthy
+(the commit message says how many states remain; the rollout workflow does this itself). The candidate's
 objects are removed from Git; Argo CD prunes them last (PruneLast), after the route has moved.
 A failed gate never blocks a rollback. Refuses on a dirty work tree and on a finished rollout.
 

@@ -555,7 +555,7 @@ def rollback(t: Target, *, push: bool = False) -> Outcome:
                      + (f" ({res.message})" if res.message else ""))
     if target.kind == "rollback-step":
         subject = (f"roll back towards {target.stable.revision}: {target.label}, step "
-                   f"{target.index}'s weights (from {_title(state)})")
+                   f"{target.index}'s replicas (from {_title(state)})")
         extra.append(f"rollback continues: {len(path) - 1} more state(s); run `dgdgen rollback` "
                      "again once this one is Synced and Healthy")
     else:

@@ -5,6 +5,7 @@ the stable (or candidate) generation has it."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +31,23 @@ ANN_CAPABILITY = "dgdgen.dev/requires-operator-capability"
 
 
 def render(prepared: Prepared, state: PlanStep) -> Sequence[Manifest]:
-    return _MODES[prepared.mode](prepared, state)
+    out = []
+    for m in _MODES[prepared.mode](prepared, state):
+        # A stable left by a worker-group or partition rollout carries the proposed fields in
+        # any mode (allowed only with the spec's opt-in, pipeline.require_operator_capabilities).
+        if OVERLAY_PROPOSED not in m.overlays and _has_proposed_fields(m.obj):
+            m = dataclasses.replace(m, overlays=m.overlays + (OVERLAY_PROPOSED,))
+        out.append(m)
+    return out
+
+
+def _has_proposed_fields(doc: dict[str, Any]) -> bool:
+    from dgdgen.crd import overlays
+
+    fields = overlays.load(OVERLAY_PROPOSED).capabilities()
+    spec = doc.get("spec") or {}
+    comps = spec.get("components") or list((spec.get("services") or {}).values())
+    return any(isinstance(c, dict) and any(f in c for f in fields) for c in comps)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -114,9 +131,11 @@ def group_component_name(name: str, revision: str) -> str:
 
 
 def _worker_group(prepared: Prepared, state: PlanStep) -> list[Manifest]:
-    """One DGD; every component once per generation, each copy in its own worker group (the
-    proposed ``workerGroupName``: the operator appends a per-group hash to the Dynamo namespace,
-    so each group's frontend sees only its own workers)."""
+    """One DGD; every component once per generation, the candidate's copies in their own worker
+    group (the proposed ``workerGroupName``: the operator appends a per-group hash to the Dynamo
+    namespace, so each group's frontend sees only its own workers). The stable's components are
+    kept exactly as they run, in the group they already have (none: the default group): naming
+    their group now would change their Dynamo namespace and restart the serving generation."""
     # The stable DGD is the shell (metadata, graph-wide spec); its component list is rebuilt.
     d = prepared.stable.dgd.copy()
     _namespaced(d, prepared.loaded.spec.metadata.namespace)
@@ -131,7 +150,8 @@ def _worker_group(prepared: Prepared, state: PlanStep) -> list[Manifest]:
         _set_replicas(src, gen.replicas)
         for name in src.components:
             node = copy.deepcopy(src.component_doc(name))
-            node["workerGroupName"] = gen.revision
+            if suffix:
+                node["workerGroupName"] = gen.revision
             new_name = group_component_name(name, gen.revision) if suffix else name
             entries.append((new_name, node))
     if d.version == "v1alpha1":

@@ -126,13 +126,12 @@ def test_workflow_template_shape() -> None:
     assert "resource" not in templates["wait-synced"]
     assert templates["wait-synced"]["container"]["args"][0] == WAIT_SCRIPT
     exit_steps = [s[0] for s in templates["on-exit"]["steps"]]
-    # the rollback path from the last step: rollback-02, rollback-01, rollback — one commit
-    # each, each Synced before the next
+    # the rollback path from the last step: rollback-02, rollback — one commit each, each
+    # Synced before the next
     assert [s["name"] for s in exit_steps] == [
-        "rollback", "rollback-synced", "rollback-2", "rollback-2-synced",
-        "rollback-3", "rollback-3-synced"]
-    assert {"name": "revision", "value": "{{steps.rollback-3.outputs.parameters.commit}}"} in \
-        exit_steps[5]["arguments"]["parameters"]
+        "rollback", "rollback-synced", "rollback-2", "rollback-2-synced"]
+    assert {"name": "revision", "value": "{{steps.rollback-2.outputs.parameters.commit}}"} in \
+        exit_steps[3]["arguments"]["parameters"]
     assert all(s["when"] == "{{workflow.status}} != Succeeded" for s in exit_steps)
     assert exit_steps[0]["arguments"]["parameters"][0] == {"name": "action", "value": "rollback"}
     assert {"name": "revision", "value": "{{steps.rollback.outputs.parameters.commit}}"} in \

@@ -88,19 +88,21 @@ def test_rollback_is_byte_identical_to_the_baseline(ws: Workspace) -> None:
     assert cli("promote", spec, "--into", into).code == 0
     assert cli("gate", spec, "--into", into, "--result", "passed").code == 0
     assert cli("promote", spec, "--into", into).code == 0
+    assert cli("gate", spec, "--into", into, "--result", "passed").code == 0
+    assert cli("promote", spec, "--into", into).code == 0
     assert any("bs32" in name for name in ws.files())
-    # one state per commit, back through step 1's weights, so every transition stays within
-    # the surge budget (the plan's rollback path)
+    # one state per commit: from step 3 the surge budget forces a stop at step 2's replicas
+    # (the plan's rollback path), so every transition stays within the budget
     r = cli("rollback", spec, "--into", into, "--push")
     assert r.code == 0, r.err
-    assert ws.log()[0] == ("qwen-router: roll back towards bs16: rollback-01, step 1's weights "
-                           "(from step 2)")
+    assert ws.log()[0] == ("qwen-router: roll back towards bs16: rollback-02, step 2's replicas "
+                           "(from step 3)")
     assert "rollback continues" in git(ws.work, "log", "-1", "--format=%B")
     r = cli("promote", spec, "--into", into)
     assert r.code == 2 and "a rollback is in progress" in r.err
     r = cli("rollback", spec, "--into", into, "--push")
     assert r.code == 0, r.err
-    assert ws.log()[0] == "qwen-router: roll back to bs16 (from rollback-01)"
+    assert ws.log()[0] == "qwen-router: roll back to bs16 (from rollback-02)"
     after = ws.files()
     assert _manifests(after) == _manifests(baseline)
     # bytes on disk, not just in Git

@@ -270,13 +270,12 @@ def test_workflow_scripts_gate_and_rollback_for_real(ws: Workspace, tmp_path: Pa
         r = run("rollback")
         assert r.returncode == 0, r.stderr
         assert "qwen-router: terminated the running sync operation" in r.stdout
-        # the rollback path goes back through step 1's weights: the exit handler's next
-        # rollback step commits the rest
-        assert subject() == ("qwen-router: roll back towards bs16: rollback-01, step 1's "
-                             "weights (from step 2)")
+        # from step 2 the surge budget holds a direct return: one state, all traffic on the
+        # stable; the exit handler's next rollback step commits nothing more
+        assert subject() == "qwen-router: roll back to bs16 (from step 2)"
         assert run("rollback").returncode == 0
     assert ("DELETE", "/api/v1/applications/qwen-router/operation", {}) in fake.calls
-    assert subject() == "qwen-router: roll back to bs16 (from rollback-01)"
+    assert subject() == "qwen-router: roll back to bs16 (from step 2)"
     index = json.loads(git(ws.remote, "show", "main:deploy/qwen-router/.dgdgen-index"))
     assert index["step"] == "rollback"
 
