@@ -89,8 +89,9 @@ def check_query(text: str) -> None:
                 i += 1
             i += 1
             continue
-        if kind == "ident" and (value.lower() in _WORDS or nxt == "("):
-            i += 1  # a keyword or a function call
+        if kind == "ident" and (value.lower() in _WORDS | _GROUPING or nxt == "("
+                                or nxt.lower() in ("by", "without")):
+            i += 1  # a keyword, a function call or an aggregation (`sum by (le) (…)`)
             continue
         if kind == "ident" and nxt != "{":
             raise QueryError(f"selector {value!r} has no {{{GENERATION}}}: it would read both "

@@ -134,7 +134,7 @@ def check_gates(loaded: LoadedSpec) -> None:
     defs = metric_defs(analysis)
     seen: set[str] = set()
     for i, cm in enumerate(analysis.custom_metrics):
-        field = ("spec", "analysis", "customMetrics", i)
+        field: tuple[str | int, ...] = ("spec", "analysis", "customMetrics", i)
         if cm.name in seen:
             raise InputError(f"custom metric {cm.name!r} is defined twice",
                              location=loaded.location(field + ("name",)), field=field + ("name",))
@@ -148,7 +148,7 @@ def check_gates(loaded: LoadedSpec) -> None:
                     hint=f"scope every selector to one generation: metric{{{custom.GENERATION}}}",
                 ) from None
     for name, metrics in analysis.gates.items():
-        field: tuple[str | int, ...] = ("spec", "analysis", "gates", name)
+        field = ("spec", "analysis", "gates", name)
         if name in BUILTIN_GATES:
             raise InputError(
                 f"gate {name!r} is built in; choose another name for a custom gate",
