@@ -612,6 +612,26 @@ class CustomMetric(_Model):
         return self
 
 
+class Experiment(_Model):
+    """An A/B experiment (docs/analysis.md, "A/B experiments"): the step gated `experiment`
+    holds both generations at its weight until the planned sample is in, then
+    `dgdgen experiment` decides with a Mann-Whitney U test."""
+
+    metric: str = Field(description="What one sample value is (one per user or request), e.g. "
+                        "'user rating 1-5'; shown with the decision.")
+    minimum_detectable_effect: float = Field(
+        gt=0, lt=0.5, description="Smallest effect worth detecting, as a win rate above one half "
+        "(0.1: the candidate beats the stable in 60 % of random pairs); sizes the sample."
+    )
+    better: Literal["lower", "higher"] = Field("higher", description="Which values are better.")
+    alpha: float = Field(0.05, gt=0, lt=0.5, description="Two-sided significance level.")
+    power: float = Field(0.8, ge=0.5, lt=1, description="Chance to detect the effect.")
+    on_no_difference: Literal["promote", "rollback"] = Field(
+        "promote", description="What a decision of no difference records: `promote` (the gate "
+        "passes) or `rollback` (the gate fails)."
+    )
+
+
 # kube-prometheus-stack's Prometheus selects PodMonitors labelled `release: <Helm release>`
 # (podMonitorSelectorNilUsesHelmValues: true, the chart default); docs/analysis.md.
 DEFAULT_MONITOR_LABELS = {"release": "kube-prometheus-stack"}
@@ -677,6 +697,9 @@ class Analysis(_Model):
     gates: dict[str, list[str]] = Field(
         default_factory=dict, description="Extra named gates: gate name -> metric names "
         "(built-in gates: slo, latency, errors, absolute, probe)."
+    )
+    experiment: Experiment | None = Field(
+        None, description="A/B experiment settings for the step gated `experiment`."
     )
     custom_metrics: list[CustomMetric] = Field(
         default_factory=list, max_length=32, description="Metrics from your own PromQL "

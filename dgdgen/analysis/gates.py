@@ -11,6 +11,8 @@ errors     error rate, absolute and relative
 absolute   the absolute SLOs only (no comparison with the stable generation)
 probe      the canary probe only
 custom     every custom metric (``analysis.customMetrics``; ``slo`` includes them too)
+experiment the A/B experiment (``analysis.experiment``): no AnalysisRun; ``dgdgen experiment``
+           decides from the samples (:mod:`dgdgen.analysis.experiment`)
 =========  ==================================================================================
 
 ``analysis.gates`` adds named gates as lists of metric names. Every traffic gate also gets the
@@ -82,7 +84,9 @@ BUILTIN_GATES: dict[str, tuple[str, ...]] = {
     "absolute": tuple(n for n in _TRAFFIC if not METRICS[n].relative),
     "probe": ("probe",),
     "custom": (),
+    "experiment": (),
 }
+EXPERIMENT = "experiment"
 
 
 def _custom_defs(cm: Any) -> list[MetricDef]:
@@ -179,6 +183,8 @@ def check_gates(loaded: LoadedSpec) -> None:
                 f"unknown gate {step.gate!r}", location=loaded.location(field), field=field,
                 hint=f"did you mean {guess!r}?" if guess else f"expected one of: {', '.join(known)}",
             )
+        if step.gate == EXPERIMENT:
+            check_experiment(loaded, i)
         if step.gate == "custom" and not analysis.custom_metrics:
             raise InputError(
                 "gate 'custom' needs spec.analysis.customMetrics",
@@ -189,6 +195,32 @@ def check_gates(loaded: LoadedSpec) -> None:
                 "gate 'probe' needs spec.analysis.probe (prompts and expected replies)",
                 location=loaded.location(field), field=field,
             )
+
+
+def check_experiment(loaded: LoadedSpec, i: int) -> None:
+    """An experiment step needs its settings, both generations at a split, and stickiness
+    where the traffic provider has it (HAProxy); Gateway API v1 has none (docs/traffic.md)."""
+    body = loaded.spec.spec
+    field: tuple[str | int, ...] = ("spec", "steps", i, "gate")
+    if body.analysis.experiment is None:
+        raise InputError("gate 'experiment' needs spec.analysis.experiment",
+                         location=loaded.location(field), field=field)
+    w = body.steps[i].weight
+    if not 0 < w < 100:
+        f = ("spec", "steps", i, "weight")
+        raise InputError(f"an experiment holds both generations at a split; weight {w} gives "
+                         "one generation nothing", location=loaded.location(f), field=f)
+    if body.traffic.provider.value == "haproxy" and body.traffic.sticky is None:
+        sf = ("spec", "traffic", "sticky")
+        raise InputError(
+            "an experiment over HAProxy needs spec.traffic.sticky: without it one user's "
+            "requests land on both generations and the samples are not independent",
+            location=loaded.location(("spec", "traffic")), field=f,
+            hint="sticky: {cookie: SESSION} or {header: X-User-Id}")
+
+
+def experiment_share(state: PlanStep) -> float:
+    return state.candidate.weight / 100
 
 
 def gate_metrics(analysis: Any, gate: str) -> tuple[str, ...]:
@@ -286,7 +318,7 @@ def step_gate(prepared: Prepared, state: PlanStep) -> StepGate | None:
     from dgdgen.spec import parse_duration
 
     analysis = prepared.loaded.spec.spec.analysis
-    if not analysis.enabled or state.kind != "step" or not state.gate:
+    if not analysis.enabled or state.kind != "step" or not state.gate or state.gate == EXPERIMENT:
         return None
     field = ("spec", "steps", state.index - 1, "gate")
     w = state.candidate.weight

@@ -97,7 +97,8 @@ def warnings(prepared: Prepared) -> list[str]:
 
 
 def used_gates(prepared: Prepared) -> list[str]:
-    return sorted({s.gate for s in prepared.plan.steps if s.gate and s.kind == "step"})
+    return sorted({s.gate for s in prepared.plan.steps
+                   if s.gate and s.kind == "step" and s.gate != gates.EXPERIMENT})
 
 
 def analysis_template(prepared: Prepared, gate: str) -> dict[str, Any]:
