@@ -215,7 +215,7 @@ def check_experiment(loaded: LoadedSpec, i: int) -> None:
         raise InputError(
             "an experiment over HAProxy needs spec.traffic.sticky: without it one user's "
             "requests land on both generations and the samples are not independent",
-            location=loaded.location(("spec", "traffic")), field=f,
+            location=loaded.location(("spec", "traffic")), field=sf,
             hint="sticky: {cookie: SESSION} or {header: X-User-Id}")
 
 
