@@ -305,3 +305,10 @@ def test_analyze_evaluates_custom_metrics(prometheus: str, tmp_path: Path, case:
     table = run_cli("analyze", str(path), "--step", "2", "--prometheus", prometheus, "--time", at)
     assert "custom-thumbs-down-vs-stable" in table.stdout
     assert f"verdict: {SCENARIOS[case][2]}" in table.stdout
+
+
+def test_plan_names_the_minimum_sample(tmp_path: Path) -> None:
+    r = run_cli("plan", str(write_spec(tmp_path, spec_text())))
+    assert r.returncode == 0, r.stderr
+    assert ("note: step 2: custom metric(s) Inconclusive below checkout 200, thumbs-down 200 "
+            "events per generation") in r.stdout, r.stdout

@@ -134,3 +134,22 @@ def test_an_experiment_needs_a_split(tmp_path: Path) -> None:
                                                "    - weight: 100\n      gate: experiment\n")
     r = run_cli("plan", str(_spec(tmp_path, text)))
     assert r.returncode == 2 and "holds both generations at a split" in r.stderr, r.stderr
+
+
+def test_plan_shows_the_planned_sample_and_stickiness(tmp_path: Path) -> None:
+    text = _spec(tmp_path).read_text().replace("    - weight: 50\n      gate: experiment\n",
+                                               "    - weight: 20\n      gate: experiment\n")
+    spec = _spec(tmp_path, text)
+    n_s, n_c = experiment_samples(0.1, 0.2)
+    r = run_cli("plan", str(spec))
+    assert r.returncode == 0, r.stderr
+    assert (f"note: step 1: A/B experiment on user rating 1-5: both generations held at 80/20 "
+            f"until {n_s} stable and {n_c} candidate samples") in r.stdout, r.stdout
+    assert "Gateway API v1 HTTPRoute has no session persistence" in r.stdout
+    data = json.loads(run_cli("plan", str(spec), "--format", "json").stdout)
+    assert data["experiments"][0]["stableSamples"] == n_s
+    # no AnalysisTemplate for the experiment gate: dgdgen experiment decides
+    out = tmp_path / "out"
+    assert run_cli("render", str(spec), "-o", str(out)).returncode == 0
+    assert not [p for p in out.rglob("*.yaml") if "experiment" in p.read_text()
+                and "AnalysisTemplate" in p.read_text()]
