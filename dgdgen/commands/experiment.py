@@ -44,7 +44,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--record", metavar="PATH",
                    help="record the decision as the step's gate result in the Git tree at PATH")
     p.add_argument("--push", action="store_true", help="with --record: push the commit")
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("--format", choices=("text", "json"), default="text",
+                   help="text: the decision for a person; json: the same as data (default: text)")
 
 
 def read_samples(path: str, stable: str, candidate: str) -> tuple[list[float], list[float]]:
