@@ -312,3 +312,28 @@ def test_plan_names_the_minimum_sample(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     assert ("note: step 2: custom metric(s) Inconclusive below checkout 200, thumbs-down 200 "
             "events per generation") in r.stdout, r.stdout
+
+
+def test_rendered_tree_verifies_against_the_crds(tmp_path: Path) -> None:
+    """Every manifest of every state validates against the upstream CRDs (`dgdgen verify`), and
+    the custom metrics' rendered queries parse as PromQL."""
+    from dgdgen.analysis import gates
+
+    spec = write_spec(tmp_path, spec_text())
+    out = tmp_path / "out"
+    r = run_cli("render", str(spec), "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    v = run_cli("verify", str(out))
+    assert v.returncode == 0, v.stdout + v.stderr
+    import yaml
+
+    templates = [d for p in sorted(out.rglob("*.yaml")) for d in yaml.safe_load_all(p.read_text())
+                 if d and d.get("kind") == "AnalysisTemplate"]
+    custom = [m for t in templates for m in t["spec"]["metrics"] if m["name"].startswith("custom-")]
+    assert len(custom) >= 4
+    promql_parser = pytest.importorskip("promql_parser")
+    for t in templates:
+        args = {a["name"]: a.get("value", "x") for a in t["spec"]["args"]}
+        for m in gates.resolve_args(t["spec"]["metrics"], args):
+            if m["name"].startswith("custom-"):
+                promql_parser.parse(m["provider"]["prometheus"]["query"])

@@ -151,5 +151,7 @@ def test_plan_shows_the_planned_sample_and_stickiness(tmp_path: Path) -> None:
     # no AnalysisTemplate for the experiment gate: dgdgen experiment decides
     out = tmp_path / "out"
     assert run_cli("render", str(spec), "-o", str(out)).returncode == 0
+    v = run_cli("verify", str(out))
+    assert v.returncode == 0, v.stdout + v.stderr
     assert not [p for p in out.rglob("*.yaml") if "experiment" in p.read_text()
                 and "AnalysisTemplate" in p.read_text()]

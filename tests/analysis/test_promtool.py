@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 import yaml
-from analysis_support import gate_metrics
 from analysis.synth import (
     MINUTES,
     STABLE_TTFT_MEDIAN,
@@ -24,6 +23,7 @@ from analysis.synth import (
     lognormal_cumulative,
     scenario,
 )
+from analysis_support import gate_metrics
 
 PROMTOOL = shutil.which("promtool")
 pytestmark = pytest.mark.skipif(PROMTOOL is None, reason="promtool (Debian prometheus) missing")
