@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from analysis.synth import MINUTES, scenario
 from analysis_support import EXAMPLE
+from analysis.synth import MINUTES, scenario
 from gen_support import run_cli
 
 PROMETHEUS, PROMTOOL = shutil.which("prometheus"), shutil.which("promtool")

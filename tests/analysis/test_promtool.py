@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 import yaml
+from analysis_support import gate_metrics
 from analysis.synth import (
     MINUTES,
     STABLE_TTFT_MEDIAN,
@@ -23,7 +24,6 @@ from analysis.synth import (
     lognormal_cumulative,
     scenario,
 )
-from analysis_support import gate_metrics
 
 PROMTOOL = shutil.which("promtool")
 pytestmark = pytest.mark.skipif(PROMTOOL is None, reason="promtool (Debian prometheus) missing")
