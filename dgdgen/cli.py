@@ -34,6 +34,7 @@ COMMANDS: dict[str, str] = {
     "rules": "dgdgen.commands.rules",
     "traffic": "dgdgen.commands.traffic",
     "analyze": "dgdgen.commands.analyze",
+    "experiment": "dgdgen.commands.experiment",
     "status": "dgdgen.commands.status",
     "promote": "dgdgen.commands.promote",
     "gate": "dgdgen.commands.gate",

@@ -126,7 +126,7 @@ def _gate_cells(st: PlanStep, gated: dict[int, StepGate]) -> list[str]:
     sg = gated.get(st.index) if st.kind == "step" else None
     if sg is None:
         return ["-", "-"]
-    traffic = any(m != "probe" for m in sg.metrics)
+    traffic = "requests" in sg.metrics  # custom metrics count their own events (notes)
     return [
         str(sg.min_requests) if traffic else "-",
         _duration(sg.min_bake_seconds) if sg.min_bake_seconds else "-",
@@ -187,7 +187,57 @@ def _gate_notes(prepared: Prepared) -> list[str]:
             )
         for metric, why in sg.dropped:
             lines.append(f"note: step {sg.index}: gate {sg.gate} leaves out {metric}: {why}")
+        custom = {cm.name: cm.min_samples for cm in a.custom_metrics}
+        shown = sorted({m.removesuffix("-vs-stable").removeprefix("custom-")
+                        for m in sg.metrics if m.startswith("custom-")})
+        if shown:
+            lines.append(f"note: step {sg.index}: custom metric(s) Inconclusive below "
+                         + ", ".join(f"{n} {custom[n]}" for n in shown)
+                         + " events per generation in the window")
+    lines += _experiment_notes(prepared)
     return lines
+
+
+def experiment_plan(prepared: Prepared) -> list[dict[str, object]]:
+    """The experiment steps: split, planned sample, stickiness."""
+    from dgdgen.analysis.experiment import experiment_samples
+    from dgdgen.analysis.gates import EXPERIMENT, experiment_share
+
+    a = prepared.loaded.spec.spec.analysis
+    traffic = prepared.loaded.spec.spec.traffic
+    if a.experiment is None:
+        return []
+    out: list[dict[str, object]] = []
+    for st in prepared.plan.steps:
+        if st.kind != "step" or st.gate != EXPERIMENT:
+            continue
+        n_s, n_c = experiment_samples(a.experiment.minimum_detectable_effect,
+                                      experiment_share(st), alpha=a.experiment.alpha,
+                                      power=a.experiment.power)
+        if traffic.sticky is not None:
+            sticky = (f"sticky per user by {'cookie' if traffic.sticky.cookie else 'header'} "
+                      f"{traffic.sticky.cookie or traffic.sticky.header}")
+        elif traffic.provider.value == "haproxy":
+            sticky = "not sticky"
+        else:
+            sticky = ("not sticky: Gateway API v1 HTTPRoute has no session persistence, one user "
+                      "can reach both generations; take one sample per request")
+        out.append({"step": st.index, "candidateWeight": st.candidate.weight,
+                    "stableSamples": n_s, "candidateSamples": n_c, "sticky": sticky,
+                    "metric": a.experiment.metric,
+                    "minimumDetectableEffect": a.experiment.minimum_detectable_effect})
+    return out
+
+
+def _experiment_notes(prepared: Prepared) -> list[str]:
+    return [
+        f"note: step {e['step']}: A/B experiment on {e['metric']}: both generations held at "
+        f"{100 - int(str(e['candidateWeight']))}/{e['candidateWeight']} until {e['stableSamples']} "
+        f"stable and {e['candidateSamples']} candidate samples (win rate "
+        f"{0.5 + float(str(e['minimumDetectableEffect'])):g} detectable); then `dgdgen "
+        f"experiment` decides; {e['sticky']}"
+        for e in experiment_plan(prepared)
+    ]
 
 
 def _header(prepared: Prepared) -> list[str]:
@@ -236,6 +286,9 @@ def as_json(prepared: Prepared) -> str:
             }
             for sg in _gates(prepared).values()
         ]
+        experiments = experiment_plan(prepared)
+        if experiments:
+            data["experiments"] = experiments
     return json.dumps(data, indent=2) + "\n"
 
 

@@ -573,6 +573,73 @@ class Hooks(_Model):
     )
 
 
+class CustomMetric(_Model):
+    """A gate metric from PromQL the user writes (docs/analysis.md, "Custom metrics"): evaluated
+    once per generation through the labels the rendered PodMonitors add, compared with an
+    absolute threshold and/or with the stable generation, Inconclusive below ``minSamples``."""
+
+    name: str = Field(description="Metric name (lower-case letters, digits, '-'); the gate "
+                      "metrics are custom-NAME (absolute) and custom-NAME-vs-stable (relative).")
+    query: str = Field(description="PromQL giving one value for one generation. Every vector "
+                       "selector must carry ${generation} among its matchers (it becomes the "
+                       "namespace, rollout and generation labels) and a range may use ${window}.")
+    samples: str = Field(description="PromQL counting the events behind `query` for one "
+                         "generation in the window (same placeholders), e.g. the feedback count "
+                         "under a thumbs-down rate.")
+    min_samples: int = Field(ge=1, description="Events per generation below which the metric is "
+                             "Inconclusive, never a pass.")
+    better: Literal["lower", "higher"] = Field(
+        "lower", description="Which direction is better (a refusal rate: lower; a KPI: higher)."
+    )
+    threshold: float | None = Field(
+        None, description="Absolute bound on the candidate: at most this (better: lower) or at "
+        "least this (better: higher)."
+    )
+    max_difference: float | None = Field(
+        None, ge=0, description="The candidate may be worse than the stable by at most this "
+        "(absolute difference, in the query's unit)."
+    )
+    max_ratio: float | None = Field(
+        None, gt=1, description="The candidate may be worse than the stable by at most this factor "
+        "(candidate/stable for better: lower, stable/candidate for better: higher)."
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not re.match(r"^[a-z][a-z0-9-]{0,30}$", v):
+            raise ValueError(f"a metric name is lower-case letters, digits and '-', got {v!r}")
+        return v
+
+    @model_validator(mode="after")
+    def _bounds(self) -> "CustomMetric":
+        if self.threshold is None and self.max_difference is None and self.max_ratio is None:
+            raise ValueError("give `threshold`, `maxDifference` or `maxRatio` (or several)")
+        if self.max_difference is not None and self.max_ratio is not None:
+            raise ValueError("give one of `maxDifference` or `maxRatio`, not both")
+        return self
+
+
+class Experiment(_Model):
+    """An A/B experiment (docs/analysis.md, "A/B experiments"): the step gated `experiment`
+    holds both generations at its weight until the planned sample is in, then
+    `dgdgen experiment` decides with a Mann-Whitney U test."""
+
+    metric: str = Field(description="What one sample value is (one per user or request), e.g. "
+                        "'user rating 1-5'; shown with the decision.")
+    minimum_detectable_effect: float = Field(
+        gt=0, lt=0.5, description="Smallest effect worth detecting, as a win rate above one half "
+        "(0.1: the candidate beats the stable in 60 % of random pairs); sizes the sample."
+    )
+    better: Literal["lower", "higher"] = Field("higher", description="Which values are better.")
+    alpha: float = Field(0.05, gt=0, lt=0.5, description="Two-sided significance level.")
+    power: float = Field(0.8, ge=0.5, lt=1, description="Chance to detect the effect.")
+    on_no_difference: Literal["promote", "rollback"] = Field(
+        "promote", description="What a decision of no difference records: `promote` (the gate "
+        "passes) or `rollback` (the gate fails)."
+    )
+
+
 # kube-prometheus-stack's Prometheus selects PodMonitors labelled `release: <Helm release>`
 # (podMonitorSelectorNilUsesHelmValues: true, the chart default); docs/analysis.md.
 DEFAULT_MONITOR_LABELS = {"release": "kube-prometheus-stack"}
@@ -638,6 +705,14 @@ class Analysis(_Model):
     gates: dict[str, list[str]] = Field(
         default_factory=dict, description="Extra named gates: gate name -> metric names "
         "(built-in gates: slo, latency, errors, absolute, probe)."
+    )
+    experiment: Experiment | None = Field(
+        None, description="A/B experiment settings for the step gated `experiment`."
+    )
+    custom_metrics: list[CustomMetric] = Field(
+        default_factory=list, max_length=32, description="Metrics from your own PromQL "
+        "(custom-NAME, custom-NAME-vs-stable); the `custom` gate runs them all, `slo` includes "
+        "them."
     )
 
     @field_validator("gates")

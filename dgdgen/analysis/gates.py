@@ -10,6 +10,9 @@ latency    TTFT p95/p99 and ITL p95, absolute and relative
 errors     error rate, absolute and relative
 absolute   the absolute SLOs only (no comparison with the stable generation)
 probe      the canary probe only
+custom     every custom metric (``analysis.customMetrics``; ``slo`` includes them too)
+experiment the A/B experiment (``analysis.experiment``): no AnalysisRun; ``dgdgen experiment``
+           decides from the samples (:mod:`dgdgen.analysis.experiment`)
 =========  ==================================================================================
 
 ``analysis.gates`` adds named gates as lists of metric names. Every traffic gate also gets the
@@ -44,6 +47,8 @@ class MetricDef:
     slo_field: str | None  # Slos attribute that switches an absolute metric off when null
     quantile: float | None = None
     lower_bound: bool = False  # the value must reach the bound (requests) instead of stay below
+    fail_below: bool = False  # a custom metric where higher is better: fails below its bound
+    args: tuple[tuple[str, str], ...] = ()  # a custom metric's own bound and minimum sample
 
 
 def _lat(name: str, q: float, hist: str, slo: str) -> list[MetricDef]:
@@ -78,7 +83,42 @@ BUILTIN_GATES: dict[str, tuple[str, ...]] = {
     "errors": tuple(n for n in _TRAFFIC if METRICS[n].family == "errors"),
     "absolute": tuple(n for n in _TRAFFIC if not METRICS[n].relative),
     "probe": ("probe",),
+    "custom": (),
+    "experiment": (),
 }
+EXPERIMENT = "experiment"
+
+
+def _custom_defs(cm: Any) -> list[MetricDef]:
+    from dgdgen.analysis import custom
+
+    names = custom.arg_names(cm.name)
+    base = custom.PREFIX + cm.name
+    floor = (names["min_samples"], str(cm.min_samples))
+    out = []
+    if cm.threshold is not None:
+        out.append(MetricDef(base, "custom", False, lambda: custom.absolute_query(cm),
+                             names["threshold"], None, fail_below=cm.better == "higher",
+                             args=((names["threshold"], number(cm.threshold)), floor)))
+    rel = "max_ratio" if cm.max_ratio is not None else "max_difference"
+    bound = getattr(cm, rel)
+    if bound is not None:
+        out.append(MetricDef(base + custom.RELATIVE_SUFFIX, "custom", True,
+                             lambda: custom.relative_query(cm), names[rel], None,
+                             args=((names[rel], number(bound)), floor)))
+    return out
+
+
+def metric_defs(analysis: Any) -> dict[str, MetricDef]:
+    """The built-in metrics and the spec's custom ones, by name."""
+    out = dict(METRICS)
+    for cm in analysis.custom_metrics:
+        out.update((m.name, m) for m in _custom_defs(cm))
+    return out
+
+
+def _custom_names(analysis: Any) -> tuple[str, ...]:
+    return tuple(n for n, m in metric_defs(analysis).items() if m.family == "custom")
 
 # Modes where one frontend serves both revisions: frontend metrics cannot tell them apart.
 SHARED_FRONTEND_MODES = ("partition", "in-place")
@@ -91,23 +131,41 @@ def gate_names(analysis: Any) -> list[str]:
 
 def check_gates(loaded: LoadedSpec) -> None:
     """Refuse unknown gate and metric names (with a did-you-mean), at their file:line."""
+    from dgdgen.analysis import custom
+
     body = loaded.spec.spec
     analysis = body.analysis
+    defs = metric_defs(analysis)
+    seen: set[str] = set()
+    for i, cm in enumerate(analysis.custom_metrics):
+        field: tuple[str | int, ...] = ("spec", "analysis", "customMetrics", i)
+        if cm.name in seen:
+            raise InputError(f"custom metric {cm.name!r} is defined twice",
+                             location=loaded.location(field + ("name",)), field=field + ("name",))
+        seen.add(cm.name)
+        for key, text in (("query", cm.query), ("samples", cm.samples)):
+            try:
+                custom.check_query(text)
+            except custom.QueryError as exc:
+                raise InputError(
+                    f"{key} {exc}", location=loaded.location(field + (key,)), field=field + (key,),
+                    hint=f"scope every selector to one generation: metric{{{custom.GENERATION}}}",
+                ) from None
     for name, metrics in analysis.gates.items():
-        field: tuple[str | int, ...] = ("spec", "analysis", "gates", name)
+        field = ("spec", "analysis", "gates", name)
         if name in BUILTIN_GATES:
             raise InputError(
                 f"gate {name!r} is built in; choose another name for a custom gate",
                 location=loaded.location(field), field=field,
             )
         for j, metric in enumerate(metrics):
-            if metric not in METRICS:
-                guess = did_you_mean(metric, METRICS)
+            if metric not in defs:
+                guess = did_you_mean(metric, defs)
                 raise InputError(
                     f"unknown metric {metric!r}", location=loaded.location(field + (j,)),
                     field=field + (j,),
                     hint=f"did you mean {guess!r}?" if guess
-                    else f"expected one of: {', '.join(METRICS)}",
+                    else f"expected one of: {', '.join(defs)}",
                 )
             if metric == "probe" and analysis.probe is None:
                 raise InputError(
@@ -125,6 +183,13 @@ def check_gates(loaded: LoadedSpec) -> None:
                 f"unknown gate {step.gate!r}", location=loaded.location(field), field=field,
                 hint=f"did you mean {guess!r}?" if guess else f"expected one of: {', '.join(known)}",
             )
+        if step.gate == EXPERIMENT:
+            check_experiment(loaded, i)
+        if step.gate == "custom" and not analysis.custom_metrics:
+            raise InputError(
+                "gate 'custom' needs spec.analysis.customMetrics",
+                location=loaded.location(field), field=field,
+            )
         if step.gate == "probe" and analysis.probe is None:
             raise InputError(
                 "gate 'probe' needs spec.analysis.probe (prompts and expected replies)",
@@ -132,24 +197,57 @@ def check_gates(loaded: LoadedSpec) -> None:
             )
 
 
+def check_experiment(loaded: LoadedSpec, i: int) -> None:
+    """An experiment step needs its settings, both generations at a split, and stickiness
+    where the traffic provider has it (HAProxy); Gateway API v1 has none (docs/traffic.md)."""
+    body = loaded.spec.spec
+    field: tuple[str | int, ...] = ("spec", "steps", i, "gate")
+    if body.analysis.experiment is None:
+        raise InputError("gate 'experiment' needs spec.analysis.experiment",
+                         location=loaded.location(field), field=field)
+    w = body.steps[i].weight
+    if not 0 < w < 100:
+        f = ("spec", "steps", i, "weight")
+        raise InputError(f"an experiment holds both generations at a split; weight {w} gives "
+                         "one generation nothing", location=loaded.location(f), field=f)
+    if body.traffic.provider.value == "haproxy" and body.traffic.sticky is None:
+        sf = ("spec", "traffic", "sticky")
+        raise InputError(
+            "an experiment over HAProxy needs spec.traffic.sticky: without it one user's "
+            "requests land on both generations and the samples are not independent",
+            location=loaded.location(("spec", "traffic")), field=sf,
+            hint="sticky: {cookie: SESSION} or {header: X-User-Id}")
+
+
+def experiment_share(state: PlanStep) -> float:
+    return state.candidate.weight / 100
+
+
 def gate_metrics(analysis: Any, gate: str) -> tuple[str, ...]:
-    names = BUILTIN_GATES.get(gate) or tuple(analysis.gates.get(gate, ()))
+    defs = metric_defs(analysis)
+    if gate in BUILTIN_GATES:
+        names = BUILTIN_GATES[gate]
+        if gate in ("slo", "custom"):
+            names += _custom_names(analysis)
+    else:
+        names = tuple(analysis.gates.get(gate, ()))
     out = []
     for n in names:
-        m = METRICS[n]
+        m = defs[n]
         if n == "probe" and analysis.probe is None:
             continue
         if m.slo_field and getattr(analysis.slos, m.slo_field) is None:
             continue  # that absolute SLO is switched off
         out.append(n)
-    if any(METRICS[n].family in ("latency", "errors") for n in out) and "requests" not in out:
+    if any(defs[n].family in ("latency", "errors") for n in out) and "requests" not in out:
         out.insert(0, "requests")
     return tuple(out)
 
 
 def required_samples(analysis: Any, metric: str) -> int:
-    """Requests per generation the metric needs (:mod:`dgdgen.analysis.stats`)."""
-    m = METRICS[metric]
+    """Requests per generation the metric needs (:mod:`dgdgen.analysis.stats`); a custom
+    metric counts its own events (``minSamples``) and needs no requests here."""
+    m = metric_defs(analysis)[metric]
     if m.family == "latency":
         assert m.quantile is not None
         return stats.quantile_samples(m.quantile, analysis.max_regression, analysis.latency_spread)
@@ -220,13 +318,14 @@ def step_gate(prepared: Prepared, state: PlanStep) -> StepGate | None:
     from dgdgen.spec import parse_duration
 
     analysis = prepared.loaded.spec.spec.analysis
-    if not analysis.enabled or state.kind != "step" or not state.gate:
+    if not analysis.enabled or state.kind != "step" or not state.gate or state.gate == EXPERIMENT:
         return None
     field = ("spec", "steps", state.index - 1, "gate")
     w = state.candidate.weight
+    defs = metric_defs(analysis)
     metrics, dropped = [], []
     for n in gate_metrics(analysis, state.gate):
-        m = METRICS[n]
+        m = defs[n]
         why = None
         if m.family != "probe" and w == 0:
             why = "the candidate gets no traffic at this step"
@@ -247,8 +346,8 @@ def step_gate(prepared: Prepared, state: PlanStep) -> StepGate | None:
         )
     samples = max([required_samples(analysis, n) for n in metrics] + [1])
     min_requests = analysis.min_requests or samples
-    traffic = any(METRICS[n].family != "probe" for n in metrics)
-    relative = any(METRICS[n].relative for n in metrics)
+    traffic = any(defs[n].family != "probe" for n in metrics)
+    relative = any(defs[n].relative for n in metrics)
     bake = None
     if analysis.expected_request_rate and traffic:
         share = min(w, 100 - w) / 100 if relative else w / 100
@@ -304,32 +403,36 @@ def threshold_args(analysis: Any, metrics: tuple[str, ...] | list[str]) -> dict[
         "max-regression": analysis.max_regression,
         "max-error-rate-increase": analysis.max_error_rate_increase,
     }
+    defs = metric_defs(analysis)
     out: dict[str, str] = {}
     for n in metrics:
-        bound = METRICS[n].bound_arg
+        bound = defs[n].bound_arg
         if bound in values and values[bound] is not None:
             out[bound] = number(values[bound])
+        out.update(defs[n].args)
     return out
 
 
 # --------------------------------------------------------------------------- Argo metrics
 
 
-def conditions(metric: str) -> tuple[str, str]:
+def conditions(metric: str, analysis: Any = None) -> tuple[str, str]:
     """(successCondition, failureCondition), inside the expr subset of
     :mod:`dgdgen.analysis.expr`. An empty or NaN result satisfies neither: Inconclusive."""
-    m = METRICS[metric]
+    m = METRICS[metric] if analysis is None else metric_defs(analysis)[metric]
     bound = queries.arg(m.bound_arg or "")
     has = "len(result) > 0 && !isNaN(result[0])"
     if m.lower_bound:  # requests: too few is Inconclusive, never Failed
         return f"{has} && result[0] >= {bound}", "false"
+    if m.fail_below:  # a custom metric where higher is better
+        return f"{has} && result[0] >= {bound}", f"{has} && result[0] < {bound}"
     return f"{has} && result[0] <= {bound}", f"{has} && result[0] > {bound}"
 
 
 def argo_metric(
     analysis: Any, metric: str, timing: Timing, *, probe_url: str = "{{args.candidate-url}}"
 ) -> dict[str, Any]:
-    m = METRICS[metric]
+    m = metric_defs(analysis)[metric]
     out: dict[str, Any] = {"name": metric}
     if metric == "probe":
         from dgdgen.analysis.probe import job_provider
@@ -344,7 +447,7 @@ def argo_metric(
     out["count"] = timing.count
     out["failureLimit"] = analysis.failure_limit
     out["consecutiveErrorLimit"] = analysis.consecutive_error_limit
-    ok, bad = conditions(metric)
+    ok, bad = conditions(metric, analysis)
     out["successCondition"] = ok
     out["failureCondition"] = bad
     prom: dict[str, Any] = {}

@@ -322,6 +322,17 @@ def _skip_trailers(notes: list[str]) -> list[str]:
     return [f"Dgdgen-Skip-Gate: {n}" for n in notes]
 
 
+def _experiment_trailers(idx: tree.Index, state: PlanStep) -> list[str]:
+    """The decision of an experiment step (`dgdgen experiment --record`), carried by the commit
+    that promotes or rolls back from it."""
+    from dgdgen.analysis.gates import EXPERIMENT
+
+    res = _gate_of(idx, state)
+    if state.gate != EXPERIMENT or res is None or not res.message:
+        return []
+    return ["Dgdgen-Experiment: " + " ".join(res.message.split())]
+
+
 def _move(t: Target, idx: tree.Index, frm: PlanStep, to: PlanStep, subject: str,
           extra: list[str], push: bool, trailers: list[str] | None = None) -> Outcome:
     assert t.top is not None
@@ -536,7 +547,8 @@ def promote(t: Target, to: int | None = None, *, push: bool = False,
     else:
         extra.append("next: cleanup" + (f", after the gate {target.gate}" if target.gate else ""))
     subject = f"promote to step {to} ({target.candidate.revision} at {target.candidate.weight}%)"
-    return _move(t, idx, state, target, subject, extra, push, _skip_trailers(notes))
+    return _move(t, idx, state, target, subject, extra, push,
+                 _skip_trailers(notes) + _experiment_trailers(idx, state))
 
 
 def rollback(t: Target, *, push: bool = False) -> Outcome:
@@ -560,7 +572,7 @@ def rollback(t: Target, *, push: bool = False) -> Outcome:
                      "again once this one is Synced and Healthy")
     else:
         subject = f"roll back to {target.stable.revision} (from {_title(state)})"
-    out = _move(t, idx, state, target, subject, extra, push)
+    out = _move(t, idx, state, target, subject, extra, push, _experiment_trailers(idx, state))
     if t.prepared.loaded.spec.spec.analysis.hooks.enabled:
         from dgdgen.gitops.argocd import app_names
 

@@ -17,7 +17,9 @@ For each step of the plan the workflow
 3. **analyses** (without hooks): creates the step's AnalysisRun (metrics inlined,
    ``generateName``) and waits for its phase with the same verdicts;
 4. **records the gate** as passed in Git (``dgdgen gate``) — a gated step without analysis first
-   waits for a person (``argo resume``): a gate nobody judged is never passed;
+   waits for a person (``argo resume``): a gate nobody judged is never passed; an A/B
+   experiment step waits too, and then requires the decision that ``dgdgen experiment --record``
+   recorded to be passed (anything else fails the workflow, which rolls back);
 5. **bakes**: a ``suspend`` for the step's pause.
 
 An exit handler rolls back when the workflow did not succeed: it terminates every running sync
@@ -39,6 +41,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from dgdgen import yamlio
+from dgdgen.analysis.gates import EXPERIMENT
 from dgdgen.gitops import argocd
 
 if TYPE_CHECKING:
@@ -75,6 +78,14 @@ case "$ACTION" in
     result=$(field 'print((d.get("gate") or {}).get("result", ""))')
     if [ "$result" != passed ]; then
       dgdgen gate "$SPEC" --into "$INTO" --step "$TO" --result passed --message "$MESSAGE" --push
+    fi ;;
+  require-gate)
+    want=$(printf 'step-%02d' "$TO")
+    if [ "$at" != "$want" ]; then echo "the rollout is at $at, not $want" >&2; exit 1; fi
+    result=$(field 'print((d.get("gate") or {}).get("result", "not recorded"))')
+    if [ "$result" != passed ]; then
+      echo "the experiment of $want is $result: record its decision with dgdgen experiment --record before resuming" >&2
+      exit 1
     fi ;;
   cleanup)
     if [ "$at" != cleanup ]; then dgdgen cleanup "$SPEC" --into "$INTO" --push; fi ;;
@@ -309,8 +320,14 @@ def workflow_template(prepared: Prepared) -> dict[str, Any]:
                         assert approve is not None
                         approve(name=f"step-{i}-approve")
                         message = "approved with argo resume (workflow {{workflow.name}})"
-                    git_action(name=f"step-{i}-gate", arguments={
-                        "action": "gate", "to": str(i), "message": message})
+                    if state.gate == EXPERIMENT:
+                        # the decision is recorded by `dgdgen experiment --record`; resuming
+                        # never passes it: anything but passed fails the workflow (rollback)
+                        git_action(name=f"step-{i}-gate",
+                                   arguments={"action": "require-gate", "to": str(i)})
+                    else:
+                        git_action(name=f"step-{i}-gate", arguments={
+                            "action": "gate", "to": str(i), "message": message})
                 if state.pause_seconds:
                     bake(name=f"step-{i}-bake",
                          arguments={"duration": str(state.pause_seconds)})

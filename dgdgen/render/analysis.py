@@ -97,7 +97,8 @@ def warnings(prepared: Prepared) -> list[str]:
 
 
 def used_gates(prepared: Prepared) -> list[str]:
-    return sorted({s.gate for s in prepared.plan.steps if s.gate and s.kind == "step"})
+    return sorted({s.gate for s in prepared.plan.steps
+                   if s.gate and s.kind == "step" and s.gate != gates.EXPERIMENT})
 
 
 def analysis_template(prepared: Prepared, gate: str) -> dict[str, Any]:
@@ -123,9 +124,10 @@ def analysis_template(prepared: Prepared, gate: str) -> dict[str, Any]:
         {"name": "rollout", "value": prepared.loaded.spec.metadata.name},
         {"name": "candidate"},
     ]
-    if any(gates.METRICS[n].relative for n in metrics):
+    defs = gates.metric_defs(analysis)
+    if any(defs[n].relative for n in metrics):
         args.append({"name": "stable"})
-    if any(gates.METRICS[n].family != "probe" for n in metrics):
+    if any(defs[n].family != "probe" for n in metrics):
         args.append({"name": "window", "value": gates.duration(base_window)})
         args.append({"name": "min-requests", "value": str(analysis.min_requests or samples)})
     args += [{"name": k, "value": v} for k, v in gates.threshold_args(analysis, metrics).items()]

@@ -1,0 +1,157 @@
+"""dgdgen experiment SPEC --samples FILE: decide the A/B experiment of the step gated
+`experiment`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from dgdgen.analysis.experiment import Decision
+    from dgdgen.load import LoadedSpec
+
+HELP = "decide an A/B experiment step (Mann-Whitney U) from its samples"
+DESCRIPTION = """\
+Decide the experiment step (the step whose gate is `experiment`, spec.analysis.experiment):
+read one value per user or request from --samples (JSON Lines: {"generation": REVISION or
+"stable"/"candidate", "value": NUMBER}), and, once both generations reached the sample sized
+from minimumDetectableEffect and the step's split, decide with a two-sided Mann-Whitney U test:
+candidate-better, no-difference or stable-better, with the win rate and the rank-biserial effect
+size. Before that the decision is `undecided` (the sample is fixed in advance: deciding on an
+early look would inflate the error rate).
+
+exit codes: 0 the gate passes (candidate-better, or no-difference with onNoDifference: promote),
+1 it fails, 2 bad input, 3 undecided.
+
+With --record PATH the decision is recorded as the step's gate result in the rendered Git tree
+(one commit, like `dgdgen gate`); `dgdgen promote` or `dgdgen rollback` then carries it in a
+Dgdgen-Experiment trailer, and `dgdgen status` shows it.
+
+examples:
+  dgdgen experiment rollout.yaml --samples ratings.jsonl
+  dgdgen experiment rollout.yaml --samples ratings.jsonl --record deploy/qwen
+"""
+
+EXIT_FAILED = 1
+EXIT_UNDECIDED = 3
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("spec", metavar="SPEC", help="rollout spec file")
+    p.add_argument("--samples", required=True, metavar="FILE",
+                   help="JSON Lines, one {generation, value} per user or request")
+    p.add_argument("--record", metavar="PATH",
+                   help="record the decision as the step's gate result in the Git tree at PATH")
+    p.add_argument("--push", action="store_true", help="with --record: push the commit")
+    p.add_argument("--format", choices=("text", "json"), default="text",
+                   help="text: the decision for a person; json: the same as data (default: text)")
+
+
+def read_samples(path: str, stable: str, candidate: str) -> tuple[list[float], list[float]]:
+    """(stable values, candidate values); one clear error at file:line for a bad line."""
+    import json
+    import math
+
+    from dgdgen.errors import InputError, Location
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            lines = fh.read().splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"--samples: cannot read {path}: {exc}") from None
+    out: dict[str, list[float]] = {"stable": [], "candidate": []}
+    names = {stable: "stable", candidate: "candidate", "stable": "stable",
+             "candidate": "candidate"}
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            doc = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"not JSON: {exc.msg}", location=Location(path, n)) from None
+        if not isinstance(doc, dict) or set(doc) != {"generation", "value"}:
+            raise InputError("expected an object with exactly `generation` and `value`",
+                             location=Location(path, n))
+        gen, value = doc["generation"], doc["value"]
+        if gen not in names:
+            raise InputError(f"generation: expected {stable!r}, {candidate!r}, 'stable' or "
+                             f"'candidate', got {gen!r}", location=Location(path, n))
+        if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                or not math.isfinite(value):
+            raise InputError(f"value: expected a finite number, got {value!r}",
+                             location=Location(path, n))
+        out[names[gen]].append(float(value))
+    for role, values in out.items():
+        if not values:
+            raise InputError(f"--samples: {path} has no value of the {role} generation")
+    return out["stable"], out["candidate"]
+
+
+def result_of(loaded: LoadedSpec, d: Decision) -> str:
+    from dgdgen.analysis import experiment as ex
+
+    cfg = loaded.spec.spec.analysis.experiment
+    assert cfg is not None
+    if d.decision == ex.UNDECIDED:
+        return "inconclusive"
+    if d.decision == ex.NO_DIFFERENCE:
+        return "passed" if cfg.on_no_difference == "promote" else "failed"
+    return "passed" if d.decision == ex.CANDIDATE_BETTER else "failed"
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+
+    from dgdgen.analysis import experiment as ex
+    from dgdgen.analysis.gates import EXPERIMENT, experiment_share
+    from dgdgen.errors import InputError
+    from dgdgen.pipeline import prepare
+
+    prepared = prepare(args.spec)
+    loaded = prepared.loaded
+    cfg = loaded.spec.spec.analysis.experiment
+    steps = [s for s in prepared.plan.steps if s.kind == "step" and s.gate == EXPERIMENT]
+    if cfg is None or not steps:
+        raise InputError("the rollout has no experiment step (a step with gate: experiment and "
+                         "spec.analysis.experiment)",
+                         location=loaded.location(("spec", "steps")), field=("spec", "steps"))
+    state = steps[0]
+    target = None
+    if args.record:
+        from dgdgen.gitops import actions
+
+        target = actions.open_target(args.spec, args.record)
+        if target.top is None:
+            raise InputError(f"--record: {target.into} is not inside a Git work tree")
+        _idx, cur, _prev = actions.current(target)
+        if cur.index != state.index or cur.kind != "step":
+            raise InputError(f"--record: {target.rel} is at {cur.label}, not the experiment "
+                             f"step {state.index}")
+    stable, candidate = read_samples(args.samples, state.stable.revision,
+                                     state.candidate.revision)
+    d = ex.decide(stable, candidate, mde=cfg.minimum_detectable_effect,
+                  candidate_share=experiment_share(state), better=cfg.better, alpha=cfg.alpha,
+                  power=cfg.power)
+    result = result_of(loaded, d)
+    if args.format == "json":
+        sys.stdout.write(json.dumps({
+            "step": state.index, "metric": cfg.metric, "better": cfg.better,
+            "decision": d.decision, "gate": result, "winRate": d.win_rate, "effect": d.effect,
+            "u": d.u, "pValue": d.p_value, "stable": {"n": d.n_stable, "needed": d.needed_stable},
+            "candidate": {"n": d.n_candidate, "needed": d.needed_candidate},
+        }, indent=2) + "\n")
+    else:
+        sys.stdout.write(
+            f"step {state.index} experiment: {cfg.metric} ({cfg.better} is better), candidate "
+            f"{state.candidate.revision} at {state.candidate.weight}% vs stable "
+            f"{state.stable.revision}\n{d.summary()}\ngate: {result}\n")
+    if target is not None:
+        from dgdgen.gitops import actions
+
+        out = actions.record_gate(target, result, step=state.index,
+                                  message=f"experiment {d.summary()}", push=args.push)
+        sys.stderr.write(out.message if out.message.endswith("\n") else out.message + "\n")
+    if result == "passed":
+        return 0
+    return EXIT_UNDECIDED if result == "inconclusive" else EXIT_FAILED
