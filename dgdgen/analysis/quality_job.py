@@ -143,3 +143,47 @@ def job_provider(q: Any, rollout: str) -> dict[str, Any]:
             }
         }
     }
+
+
+# quality_gate's exit status → the measurement phase Argo Rollouts and `dgdgen analyze` use; a
+# bad-input exit (2) is an Error, which aborts like Failed.
+PHASES = {0: "Successful", 1: "Failed", 3: "Inconclusive", 2: "Error"}
+
+
+def run_local(
+    prepared: Any, arg_map: dict[str, str], *, stable_url: str | None = None,
+    candidate_url: str | None = None,
+) -> tuple[str, str]:
+    """Run the rendered quality gate's command here (``dgdgen analyze``, the rehearsal): the
+    same module and arguments as the Job, the prompt set and rubric read from the repository."""
+    import contextlib
+    import io
+    import tempfile
+
+    from dgdgen.analysis import quality_gate
+
+    loaded = prepared.loaded
+    q = loaded.spec.spec.analysis.quality
+    urls = dict(arg_map)
+    if stable_url:
+        urls["stable-url"] = stable_url
+    if candidate_url:
+        urls["candidate-url"] = candidate_url
+    load_prompt_set(loaded)
+    with tempfile.TemporaryDirectory(prefix="dgdgen-quality-") as tmp:
+        local = {f"{MOUNT}/{PROMPTS_KEY}": str(prompt_path(loaded))}
+        if q.judge is not None:
+            rubric = Path(tmp) / RUBRIC_KEY
+            rubric.write_text(q.judge.rubric, encoding="utf-8")
+            local[f"{MOUNT}/{RUBRIC_KEY}"] = str(rubric)
+        argv = []
+        for a in command(q)[3:]:
+            a = local.get(a, a)
+            for k in ("stable-url", "candidate-url"):
+                a = a.replace("{{args." + k + "}}", urls[k])
+            argv.append(a)
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = quality_gate.main(argv)
+    detail = (out.getvalue() + err.getvalue()).strip().splitlines()
+    return PHASES.get(code, "Error"), detail[-1] if detail else f"exit {code}"
