@@ -156,3 +156,23 @@ def test_gate_quality_needs_the_section(tmp_path: Path) -> None:
     path = _spec(tmp_path, quality="")
     r = run_cli("validate", str(path))
     assert r.returncode == 2 and "gate 'quality' needs spec.analysis.quality" in r.stderr
+
+
+def test_plan_shows_the_quality_gate_and_a_too_small_prompt_set(tmp_path: Path) -> None:
+    from dgdgen.analysis.paired import sign_test_samples
+
+    needed = sign_test_samples(0.5, 0.2)
+    path = _spec(tmp_path)
+    r = run_cli("plan", str(path))
+    assert r.returncode == 0, r.stderr
+    assert ("quality gate (step 1): 2 prompts of prompts.jsonl to the stable and the candidate "
+            "(4 requests), scorer untruncated") in r.stdout
+    assert f"Inconclusive below {needed} scored pairs" in r.stdout
+    assert f"2 prompts < {needed} pairs needed" in r.stdout
+    row = next(t for t in r.stdout.splitlines() if t.startswith("1 "))
+    assert row.split()[-2:] == ["-", "-"]  # no request minimum: the Job sends its own requests
+    many = "".join(f'{{"prompt": "p{i}"}}\n' for i in range(needed))
+    path = _spec(tmp_path, prompts=many)
+    r = run_cli("plan", str(path), "--format", "markdown")
+    assert r.returncode == 0 and f"{needed} prompts of prompts.jsonl" in r.stdout
+    assert "pairs needed" not in r.stdout

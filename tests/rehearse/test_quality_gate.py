@@ -81,10 +81,11 @@ def _analyze(candidate_args: list[str], n: int) -> tuple[int, str]:
     import io
     import shutil
 
+    from gen_support import REPO
+
     from dgdgen.cli import main
     from dgdgen.runtime.model import make_model_dir
     from dgdgen.runtime.procs import LocalDynamo
-    from gen_support import REPO
 
     work = Path(tempfile.mkdtemp(prefix="dgdgen-quality-"))
     repo = work / "repo"
