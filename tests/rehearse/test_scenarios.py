@@ -165,6 +165,10 @@ def test_quality_gate_rolls_back_a_truncating_candidate(tmp_path: Path) -> None:
     assert first["verdict"] == "Failed", (first, log)
     assert data["result"] == "rolled-back"
     assert data["states"][-1]["state"] == "rollback"
+    # the report shows the gate like the latency gates: its verdict and the pairs behind it
+    report = (tmp_path / "report" / "report.md").read_text()
+    assert "| quality: Failed |" in report
+    assert f"candidate worse: 0 wins, {n} losses, 0 ties" in report
 
 
 @pytest.mark.parametrize(("prompts_less", "verdict"), [(0, "Successful"), (1, "Inconclusive")])
@@ -178,6 +182,8 @@ def test_quality_gate_equal_candidate(tmp_path: Path, prompts_less: int, verdict
     code, data, log = rehearse(tmp_path, spec, *FAST)
     first = next(s for s in data["states"] if s["gate"])
     assert first["verdict"] == verdict, (first, log)
+    report = (tmp_path / "report" / "report.md").read_text()
+    assert f"| quality: {verdict} |" in report and f"0 losses, {n} ties" in report
     if verdict == "Successful":
         assert code == 0 and data["result"] == "completed", log
     else:
