@@ -16,6 +16,10 @@ if TYPE_CHECKING:
 ROLE_ABBR = {"frontend": "fe", "aggregated": "agg", "prefill": "pre", "decode": "dec", "other": "oth"}
 
 
+# Metrics measured by a Job that sends its own requests: no live traffic, no request minimum.
+_JOB_METRICS = frozenset({"probe", "quality"})
+
+
 def _duration(seconds: int | None) -> str:
     if not seconds:
         return "-"
@@ -126,7 +130,8 @@ def _gate_cells(st: PlanStep, gated: dict[int, StepGate]) -> list[str]:
     sg = gated.get(st.index) if st.kind == "step" else None
     if sg is None:
         return ["-", "-"]
-    traffic = "requests" in sg.metrics  # custom metrics count their own events (notes)
+    # custom metrics count their own events (notes); Job metrics (probe, quality) no requests
+    traffic = "requests" in sg.metrics
     return [
         str(sg.min_requests) if traffic else "-",
         _duration(sg.min_bake_seconds) if sg.min_bake_seconds else "-",
@@ -173,7 +178,7 @@ def _gate_notes(prepared: Prepared) -> list[str]:
     a = prepared.loaded.spec.spec.analysis
     lines = []
     gated = _gates(prepared)
-    traffic = any(m != "probe" for sg in gated.values() for m in sg.metrics)
+    traffic = any(m not in _JOB_METRICS for sg in gated.values() for m in sg.metrics)
     if a.expected_request_rate is None and traffic:
         lines.append("note: analysis: set spec.analysis.expectedRequestRate to see the minimum "
                      "bake time per gated step")
@@ -195,6 +200,32 @@ def _gate_notes(prepared: Prepared) -> list[str]:
                          + ", ".join(f"{n} {custom[n]}" for n in shown)
                          + " events per generation in the window")
     lines += _experiment_notes(prepared)
+    quality_steps = [str(sg.index) for sg in gated.values() if "quality" in sg.metrics]
+    if quality_steps:
+        lines += _quality_notes(prepared, quality_steps)
+    return lines
+
+
+def _quality_notes(prepared: Prepared, steps: list[str]) -> list[str]:
+    """What the quality gate sends and decides, and a prompt set too small to ever pass."""
+    from dgdgen.analysis.paired import sign_test_samples
+    from dgdgen.analysis.quality_job import load_prompt_set
+
+    q = prepared.loaded.spec.spec.analysis.quality
+    _, prompts = load_prompt_set(prepared.loaded)
+    needed = sign_test_samples(q.max_loss_share, q.effect)
+    judge = f", {2 * len(prompts)} judge calls (both orders)" if q.judge is not None else ""
+    lines = [
+        (f"quality gate (step {', '.join(steps)}): {len(prompts)} prompts of {q.prompts} to the "
+        f"stable and the candidate ({2 * len(prompts)} requests{judge}), scorer {q.scorer}; "
+        f"Failed when the candidate loses significantly more than {q.max_loss_share:g} of the "
+        f"decided pairs (sign test), Inconclusive below {needed} scored pairs")
+    ]
+    if len(prompts) < needed:
+        lines.append(
+            f"note: quality gate: {len(prompts)} prompts < {needed} pairs needed: the gate can "
+            "only end Failed or Inconclusive; add prompts or raise spec.analysis.quality.effect"
+        )
     return lines
 
 

@@ -564,6 +564,116 @@ class Probe(_Model):
     )
 
 
+class SecretKeyRef(_Model):
+    """A key of a Secret in the rollout's namespace (the value never appears in the spec)."""
+
+    name: str = Field(description="Secret name.")
+    key: str = Field(description="Key in the Secret's data.")
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if len(v) > 253 or not _HOSTNAME.match(v) or v.startswith("*"):
+            raise ValueError(f"must be a Secret name (DNS-1123 subdomain), got {v!r}")
+        return v
+
+    @field_validator("key")
+    @classmethod
+    def _key(cls, v: str) -> str:
+        # A Secret data key (k8s.io/apimachinery IsConfigMapKey): [-._a-zA-Z0-9]+, ≤253.
+        if not re.fullmatch(r"[-._a-zA-Z0-9]{1,253}", v):
+            raise ValueError(f"must be a Secret key ([-._a-zA-Z0-9]+), got {v!r}")
+        return v
+
+
+class QualityJudge(_Model):
+    """LLM-as-judge: an OpenAI-compatible endpoint asked, in both orders, which answer is better
+    under the rubric (docs/analysis.md). A judge failure counts as an error, never as a win."""
+
+    url: str = Field(description="Base URL of the judge's OpenAI-compatible API "
+                     "(`…/v1/chat/completions` is appended).")
+    model: str = Field(description="Model name the judge serves.")
+    rubric: str = Field(min_length=1, description="What makes one answer better than the other.")
+    api_key: SecretKeyRef | None = Field(
+        None, description="The judge's API key, only by reference to a Secret (passed to the "
+        "Job as DGDGEN_JUDGE_API_KEY through `secretKeyRef`)."
+    )
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, v: str) -> str:
+        if not re.match(r"^https?://[^\s/]+", v):
+            raise ValueError(f"expected an http:// or https:// URL, got {v!r}")
+        return v
+
+
+class QualityGate(_Model):
+    """The paired quality gate: every prompt of the set goes to the stable and the candidate
+    frontend (temperature 0, fixed seed and max tokens), each answer is scored, and a sign test
+    fails the step when the candidate loses more pairs than allowed; Inconclusive, never a pass,
+    below the minimum sample (docs/analysis.md, quality gate). Used by the built-in gate
+    `quality` (and by `slo` when set)."""
+
+    prompts: str = Field(
+        description="JSONL prompt set, relative to the spec file, inside the repository: one "
+        "object a line, `prompt` (string) and optional `reference` (string). Rendered into a "
+        "ConfigMap."
+    )
+    model: str = Field(description="Served model name sent in every request.")
+    scorer: Literal["exact", "prefix", "contains", "regex", "json", "toolcall", "untruncated",
+                    "length", "judge"] = Field(
+        "untruncated", description="How each answer is scored (docs/analysis.md): reference "
+        "matches (exact, prefix, contains), regex, json, toolcall, untruncated (finish reason "
+        "is not `length`), length (completion tokens), or judge (pairwise LLM-as-judge)."
+    )
+    pattern: str | None = Field(None, description="Pattern of the `regex` scorer (re.search).")
+    max_loss_share: float = Field(
+        0.5, gt=0, lt=1, description="Share of decided pairs the candidate may lose without "
+        "failing (0.5: no worse than the stable)."
+    )
+    effect: float = Field(
+        0.2, gt=0, lt=0.5, description="Extra loss share the minimum sample is sized to detect "
+        "(alpha 0.05, power 0.8), like the latency gates' max regression."
+    )
+    max_tokens: int = Field(256, ge=1, le=32768, description="max_tokens of every request.")
+    seed: int = Field(0, ge=0, description="Seed of every request (and of the judge's).")
+    timeout_seconds: int = Field(60, ge=1, le=3600, description="Per-request timeout.")
+    image: Image = Field(
+        description="Image of the quality-gate Job: has dgdgen installed "
+        "(`python -m dgdgen.analysis.quality_gate`). Pin it by digest."
+    )
+    judge: QualityJudge | None = Field(None, description="Required by the `judge` scorer.")
+
+    @field_validator("prompts")
+    @classmethod
+    def _prompts(cls, v: str) -> str:
+        if not v.endswith(".jsonl") or v.startswith("/"):
+            raise ValueError(f"expected a relative path to a .jsonl file, got {v!r}")
+        return v
+
+    @field_validator("pattern")
+    @classmethod
+    def _pattern(cls, v: str | None) -> str | None:
+        if v is not None:
+            try:
+                re.compile(v)
+            except re.error as e:
+                raise ValueError(f"not a regular expression: {e}") from None
+        return v
+
+    @model_validator(mode="after")
+    def _scorer_needs(self) -> "QualityGate":
+        if self.scorer == "judge" and self.judge is None:
+            raise ValueError("scorer 'judge' needs `judge` (url, model, rubric)")
+        if self.scorer != "judge" and self.judge is not None:
+            raise ValueError(f"`judge` is set but scorer is {self.scorer!r}; set scorer: judge")
+        if self.scorer == "regex" and self.pattern is None:
+            raise ValueError("scorer 'regex' needs `pattern`")
+        if self.scorer != "regex" and self.pattern is not None:
+            raise ValueError(f"`pattern` is set but scorer is {self.scorer!r}")
+        return self
+
+
 class Hooks(_Model):
     enabled: bool = Field(
         False, description="Annotate each step's AnalysisRun as an Argo CD PostSync hook."
@@ -692,6 +802,9 @@ class Analysis(_Model):
     )
     hooks: Hooks = Field(default_factory=Hooks)
     probe: Probe | None = None
+    quality: QualityGate | None = Field(
+        None, description="Paired quality gate (built-in gate `quality`)."
+    )
     monitor_labels: dict[str, str] = Field(
         default_factory=lambda: dict(DEFAULT_MONITOR_LABELS),
         description="Labels on the rendered PodMonitors that your Prometheus' "
@@ -704,7 +817,7 @@ class Analysis(_Model):
     )
     gates: dict[str, list[str]] = Field(
         default_factory=dict, description="Extra named gates: gate name -> metric names "
-        "(built-in gates: slo, latency, errors, absolute, probe)."
+        "(built-in gates: slo, latency, errors, absolute, probe, quality)."
     )
     experiment: Experiment | None = Field(
         None, description="A/B experiment settings for the step gated `experiment`."

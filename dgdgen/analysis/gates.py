@@ -73,18 +73,21 @@ METRICS: dict[str, MetricDef] = {
         MetricDef("error-rate-vs-stable", "errors", True, queries.relative_error_rate,
                   "max-error-rate-increase", None),
         MetricDef("probe", "probe", False, None, None, None),
+        # Family "probe": a Job metric that sends its own requests, so it needs no live traffic.
+        MetricDef("quality", "probe", False, None, None, None),
     ]
 }
 
-_TRAFFIC = [n for n in METRICS if n not in ("requests", "probe")]
+_TRAFFIC = [n for n in METRICS if n not in ("requests", "probe", "quality")]
 BUILTIN_GATES: dict[str, tuple[str, ...]] = {
-    "slo": tuple(_TRAFFIC) + ("probe",),
+    "slo": tuple(_TRAFFIC) + ("probe", "quality"),
     "latency": tuple(n for n in _TRAFFIC if METRICS[n].family == "latency"),
     "errors": tuple(n for n in _TRAFFIC if METRICS[n].family == "errors"),
     "absolute": tuple(n for n in _TRAFFIC if not METRICS[n].relative),
     "probe": ("probe",),
     "custom": (),
     "experiment": (),
+    "quality": ("quality",),
 }
 EXPERIMENT = "experiment"
 
@@ -172,6 +175,11 @@ def check_gates(loaded: LoadedSpec) -> None:
                     "the probe metric needs spec.analysis.probe", location=loaded.location(
                         field + (j,)), field=field + (j,),
                 )
+            if metric == "quality" and analysis.quality is None:
+                raise InputError(
+                    "the quality metric needs spec.analysis.quality", location=loaded.location(
+                        field + (j,)), field=field + (j,),
+                )
     known = gate_names(analysis)
     for i, step in enumerate(body.steps):
         if step.gate is None:
@@ -195,6 +203,15 @@ def check_gates(loaded: LoadedSpec) -> None:
                 "gate 'probe' needs spec.analysis.probe (prompts and expected replies)",
                 location=loaded.location(field), field=field,
             )
+        if step.gate == "quality" and analysis.quality is None:
+            raise InputError(
+                "gate 'quality' needs spec.analysis.quality (prompt set, scorer, image)",
+                location=loaded.location(field), field=field,
+            )
+    if analysis.quality is not None:
+        from dgdgen.analysis.quality_job import load_prompt_set
+
+        load_prompt_set(loaded)  # the prompt file is checked at validate time, at its line
 
 
 def check_experiment(loaded: LoadedSpec, i: int) -> None:
@@ -235,6 +252,8 @@ def gate_metrics(analysis: Any, gate: str) -> tuple[str, ...]:
     for n in names:
         m = defs[n]
         if n == "probe" and analysis.probe is None:
+            continue
+        if n == "quality" and analysis.quality is None:
             continue
         if m.slo_field and getattr(analysis.slos, m.slo_field) is None:
             continue  # that absolute SLO is switched off
@@ -386,6 +405,21 @@ def step_gate(prepared: Prepared, state: PlanStep) -> StepGate | None:
         svc = candidate_service(prepared, state.candidate.revision)
         domain = prepared.loaded.spec.spec.cluster_domain
         args["candidate-url"] = f"http://{svc}.{ns}.svc.{domain}:8000"
+    if "quality" in metrics:
+        ns = prepared.loaded.spec.metadata.namespace
+        domain = prepared.loaded.spec.spec.cluster_domain
+        from dgdgen.traffic.weights import state_backends
+
+        if prepared.mode in SHARED_FRONTEND_MODES:
+            f = ("spec", "analysis", "quality")
+            raise InputError(
+                f"the quality gate compares the stable and the candidate frontend; in mode "
+                f"{prepared.mode!r} one frontend serves both revisions",
+                location=prepared.loaded.location(f), field=f,
+                hint="use a strategy with a frontend per generation",
+            )
+        for b in state_backends(prepared, state):
+            args[f"{b.role}-url"] = f"http://{b.service}.{ns}.svc.{domain}:8000"
     return StepGate(
         index=state.index, label=state.label, gate=state.gate, metrics=tuple(metrics),
         dropped=tuple(dropped), min_requests=min_requests, min_bake_seconds=bake,
@@ -430,7 +464,8 @@ def conditions(metric: str, analysis: Any = None) -> tuple[str, str]:
 
 
 def argo_metric(
-    analysis: Any, metric: str, timing: Timing, *, probe_url: str = "{{args.candidate-url}}"
+    analysis: Any, metric: str, timing: Timing, *, probe_url: str = "{{args.candidate-url}}",
+    rollout: str = "",
 ) -> dict[str, Any]:
     m = metric_defs(analysis)[metric]
     out: dict[str, Any] = {"name": metric}
@@ -440,6 +475,13 @@ def argo_metric(
         out.update({"count": 1, "failureLimit": 0, "consecutiveErrorLimit":
                     analysis.consecutive_error_limit})
         out["provider"] = job_provider(analysis.probe, probe_url)
+        return out
+    if metric == "quality":
+        from dgdgen.analysis.quality_job import job_provider as quality_provider
+
+        out.update({"count": 1, "failureLimit": 0, "consecutiveErrorLimit":
+                    analysis.consecutive_error_limit})
+        out["provider"] = quality_provider(analysis.quality, rollout)
         return out
     if timing.initial_delay:
         out["initialDelay"] = duration(timing.initial_delay)

@@ -359,12 +359,28 @@ class Rehearsal:
     def _gate(self, obs: StateObservation, n: int) -> int:
         self.say(f"[{obs.label}] gate {obs.gate}: dgdgen analyze --step {n} --record deploy")
         r = _dgdgen(self.repo, "analyze", self.spec_rel, "--step", str(n), "--prometheus",
-                    self.prom.url, "--record", "deploy")
+                    self.prom.url, "--record", "deploy", *self._quality_urls(n))
         obs.verdict = VERDICTS.get(r.returncode, f"error (exit {r.returncode})")
         obs.analyze_output = (r.stdout + r.stderr).strip()
         self.event(f"{obs.label}: gate {obs.gate} {obs.verdict}")
         self.say(f"[{obs.label}] gate {obs.gate}: {obs.verdict}")
         return r.returncode
+
+    def _quality_urls(self, n: int) -> list[str]:
+        """The quality gate's frontend URLs, each in-cluster Service mapped to the local frontend
+        it selects (as the drain hook's URL): `analyze` then runs the rendered gate's command
+        against the real frontends of this step."""
+        from dgdgen.analysis import gates
+
+        sg = gates.step_gate(self.prepared, self.prepared.plan.state(n))
+        if sg is None or "quality" not in sg.metrics:
+            return []
+        out = []
+        for key in ("stable-url", "candidate-url"):
+            host = sg.arg_map[key].split("//", 1)[1].split("/", 1)[0]
+            port = self._service_port(host.split(".")[0])
+            out += [f"--{key}", f"http://127.0.0.1:{port or 9}"]
+        return out
 
     # ------------------------------------------------------------------ traffic and metrics
 

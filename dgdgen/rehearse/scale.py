@@ -63,6 +63,12 @@ def write_scaled_spec(
             changes.append(Change(f"spec.steps[{i}].pause", step["pause"], new))
             step["pause"] = new
     analysis = spec.get("analysis")
+    quality = analysis.get("quality") if isinstance(analysis, dict) else None
+    if isinstance(quality, dict) and isinstance(quality.get("prompts"), str):
+        # the quality gate's prompt set, read by `validate`, the ConfigMap and `analyze`
+        shutil.copyfile((spec_path.parent / quality["prompts"]).resolve(),
+                        dest_dir / "quality-prompts.jsonl")
+        quality["prompts"] = "quality-prompts.jsonl"
     if isinstance(analysis, dict) and analysis.get("enabled"):
         for key, default in (("window", "5m"), ("interval", "1m")):
             old = analysis.get(key, default)

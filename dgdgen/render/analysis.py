@@ -131,8 +131,10 @@ def analysis_template(prepared: Prepared, gate: str) -> dict[str, Any]:
         args.append({"name": "window", "value": gates.duration(base_window)})
         args.append({"name": "min-requests", "value": str(analysis.min_requests or samples)})
     args += [{"name": k, "value": v} for k, v in gates.threshold_args(analysis, metrics).items()]
-    if "probe" in metrics:
+    if "probe" in metrics or "quality" in metrics:
         args.append({"name": "candidate-url"})
+    if "quality" in metrics:
+        args.append({"name": "stable-url"})
     return {
         "apiVersion": "argoproj.io/v1alpha1",
         "kind": "AnalysisTemplate",
@@ -143,7 +145,9 @@ def analysis_template(prepared: Prepared, gate: str) -> dict[str, Any]:
         },
         "spec": {
             "args": args,
-            "metrics": [gates.argo_metric(analysis, n, timing) for n in metrics],
+            "metrics": [gates.argo_metric(analysis, n, timing,
+                                          rollout=prepared.loaded.spec.metadata.name)
+                        for n in metrics],
         },
     }
 
@@ -173,7 +177,8 @@ def _run(prepared: Prepared, state: PlanStep, *, hook: bool, standalone: bool) -
         "metadata": metadata,
         "spec": {
             "args": [{"name": k, "value": v} for k, v in sg.args],
-            "metrics": [gates.argo_metric(analysis, n, sg.timing) for n in sg.metrics],
+            "metrics": [gates.argo_metric(analysis, n, sg.timing, rollout=rollout)
+                        for n in sg.metrics],
         },
     }
 
@@ -195,6 +200,19 @@ def render(prepared: Prepared, state: PlanStep) -> Sequence[Manifest]:
         for gen in (state.stable, state.candidate):
             if gen.present:
                 out.append(Manifest(pod_monitor(prepared, gen.revision)))
+    if analysis.quality is not None and any(
+            "quality" in gates.gate_metrics(analysis, g) for g in used_gates(prepared)):
+        from dgdgen.analysis import quality_job
+
+        rollout = prepared.loaded.spec.metadata.name
+        out.append(Manifest({
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": quality_job.config_map_name(rollout),
+                         "namespace": prepared.loaded.spec.metadata.namespace,
+                         "labels": _labels(prepared)},
+            "data": quality_job.config_map_data(prepared.loaded),
+        }))
     out += [Manifest(analysis_template(prepared, g)) for g in used_gates(prepared)]
     run = _run(prepared, state, hook=analysis.hooks.enabled, standalone=False)
     if run is not None:

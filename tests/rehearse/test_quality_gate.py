@@ -72,3 +72,67 @@ def test_truncating_candidate_fails_equal_passes_too_few_inconclusive() -> None:
     assert equal.losses == 0
     few = run_isolated(_gate, [], needed - 1, timeout=300)
     assert few.verdict == "Inconclusive", few
+
+
+def _analyze(candidate_args: list[str], n: int) -> tuple[int, str]:
+    """`dgdgen analyze` of a spec whose step 1 is gated by `quality` (scorer `length`), against
+    two real frontends: the same module and arguments as the rendered Job."""
+    import contextlib
+    import io
+    import shutil
+
+    from gen_support import REPO
+
+    from dgdgen.cli import main
+    from dgdgen.runtime.model import make_model_dir
+    from dgdgen.runtime.procs import LocalDynamo
+
+    work = Path(tempfile.mkdtemp(prefix="dgdgen-quality-"))
+    repo = work / "repo"
+    repo.mkdir()
+    (repo / ".git").mkdir()
+    example = REPO / "examples" / "vllm-agg-blue-green"
+    shutil.copy(example / "dgd.yaml", repo / "dgd.yaml")
+    text = (example / "rollout.yaml").read_text().replace("gate: smoke", "gate: quality")
+    text = text.replace("      smoke: [probe]\n", "      smoke: [probe]\n    quality:\n"
+                        "      prompts: prompts.jsonl\n      model: " + MODEL + "\n"
+                        "      scorer: length\n      maxTokens: " + str(MAX_TOKENS) + "\n"
+                        "      effect: " + str(EFFECT) + "\n      seed: 1\n"
+                        "      image: registry.example/dgdgen:1\n")
+    (repo / "rollout.yaml").write_text(text)
+    (repo / "prompts.jsonl").write_text("".join(
+        f'{{"prompt": "Say something about item {i}."}}\n' for i in range(n)))
+    model_dir = make_model_dir(work / "model")
+    base = ["--model-path", str(model_dir), "--model-name", MODEL, "--block-size", "16"]
+    with LocalDynamo(work) as rt:
+        urls = {}
+        for ns, extra in (("stable", []), ("cand", candidate_args)):
+            fe = rt.frontend(ns)
+            w = rt.mocker(ns, base + extra, name=f"w-{ns}")
+            rt.wait_frontend_up(fe)
+            rt.wait_worker_ready(w)
+            rt.wait_model_ready(fe, MODEL, workers=1)
+            urls[ns] = f"http://127.0.0.1:{fe.port}"
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            code = main(["analyze", str(repo / "rollout.yaml"), "--step", "1",
+                         "--stable-url", urls["stable"], "--candidate-url", urls["cand"],
+                         "--format", "json"])
+    return code, out.getvalue()
+
+
+def test_analyze_runs_the_rendered_quality_gate() -> None:
+    import json
+
+    from dgdgen.runtime.netns import run_isolated
+
+    needed = sign_test_samples(SHARE, EFFECT)
+    for args, n, code, phase in ((["--max-model-len", "64"], needed, 1, "Failed"),
+                                 ([], needed, 0, "Successful"),
+                                 ([], needed - 1, 3, "Inconclusive")):
+        got, out = run_isolated(_analyze, args, n, timeout=300)
+        assert got == code, out
+        report = json.loads(out)
+        assert report["phase"] == phase
+        (row,) = report["metrics"]
+        assert row["metric"] == "quality" and row["phase"] == phase, row

@@ -110,3 +110,68 @@ def test_blue_green_switch_service_moves_all_traffic(tmp_path: Path) -> None:
     assert switched["observed"]["green"] == 100.0, switched
     before = next(s for s in data["states"] if s["state"] == "step-01")
     assert before["observed"]["blue"] == 100.0, before
+
+
+def _quality_spec(tmp: Path, candidate_args: dict, prompts: int) -> str:
+    """Blue/green with the quality gate (scorer `length`) on the first step, where the candidate
+    has no traffic yet: the gate sends its own prompts to both real frontends."""
+    import shutil
+
+    from dgdgen import yamlio
+
+    src = Path(__file__).resolve().parents[2] / "examples" / "vllm-agg-blue-green"
+    (tmp / ".git").mkdir(exist_ok=True)
+    shutil.copy(src / "dgd.yaml", tmp / "dgd.yaml")
+    spec = yamlio.load_file(str(src / "rollout.yaml"))[0].data
+    spec["spec"]["candidate"]["components"] = {"VllmDecodeWorker": {"args": {"set": candidate_args}}}
+    spec["spec"]["steps"] = [{"weight": 0, "pause": "10m", "gate": "quality"},
+                             {"weight": 100, "pause": "10m"}]
+    spec["spec"]["analysis"] = {
+        "enabled": True, "monitorLabels": {},
+        "quality": {"prompts": "prompts.jsonl", "model": "Qwen/Qwen3-0.6B", "scorer": "length",
+                    "maxTokens": 48, "seed": 1, "effect": 0.25,
+                    "image": "registry.example/dgdgen:1"},
+    }
+    (tmp / "rollout.yaml").write_text(yamlio.dump(spec))
+    (tmp / "prompts.jsonl").write_text("".join(
+        f'{{"prompt": "Say something about item {i}."}}\n' for i in range(prompts)))
+    return str(tmp / "rollout.yaml")
+
+
+def test_quality_gate_rolls_back_a_truncating_candidate(tmp_path: Path) -> None:
+    # A candidate with a 64-token context window answers each prompt with fewer tokens than the
+    # stable's 48: the quality gate fails at the first step and the rollout is rolled back.
+    from dgdgen.analysis.paired import sign_test_samples
+
+    n = sign_test_samples(0.5, 0.25)
+    spec = _quality_spec(tmp_path, {"--max-model-len": 64}, n)
+    code, data, log = rehearse(tmp_path, spec, *FAST)
+    assert code == 1, log
+    first = next(s for s in data["states"] if s["gate"])
+    assert first["state"] == "step-01" and first["gate"] == "quality", first
+    assert first["verdict"] == "Failed", (first, log)
+    assert data["result"] == "rolled-back"
+    assert data["states"][-1]["state"] == "rollback"
+    # the report shows the gate like the latency gates: its verdict and the pairs behind it
+    report = (tmp_path / "report" / "report.md").read_text()
+    assert "| quality: Failed |" in report
+    assert f"candidate worse: 0 wins, {n} losses, 0 ties" in report
+
+
+@pytest.mark.parametrize(("prompts_less", "verdict"), [(0, "Successful"), (1, "Inconclusive")])
+def test_quality_gate_equal_candidate(tmp_path: Path, prompts_less: int, verdict: str) -> None:
+    # The same engine limits on both sides: every pair ties. Enough pairs pass; one pair fewer
+    # than the minimum sample is Inconclusive, which never passes.
+    from dgdgen.analysis.paired import sign_test_samples
+
+    n = sign_test_samples(0.5, 0.25) - prompts_less
+    spec = _quality_spec(tmp_path, {"--max-num-seqs": 64}, n)
+    code, data, log = rehearse(tmp_path, spec, *FAST)
+    first = next(s for s in data["states"] if s["gate"])
+    assert first["verdict"] == verdict, (first, log)
+    report = (tmp_path / "report" / "report.md").read_text()
+    assert f"| quality: {verdict} |" in report and f"0 losses, {n} ties" in report
+    if verdict == "Successful":
+        assert code == 0 and data["result"] == "completed", log
+    else:
+        assert code == 1 and data["result"] == "rolled-back", log
