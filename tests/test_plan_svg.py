@@ -128,3 +128,19 @@ def test_png_is_the_svg_rasterised() -> None:
     assert raw[:8] == b"\x89PNG\r\n\x1a\n"
     width, height = struct.unpack(">II", raw[16:24])
     assert (width, height) == (int(root.get("width", 0)), int(root.get("height", 0)))
+
+
+def test_output_option_writes_the_picture_atomically(tmp_path: Path) -> None:
+    """`plan --format svg -o FILE` writes the same bytes as standard output; an unwritable FILE
+    is one error, exit 2, and leaves nothing behind."""
+    example = REPO / "examples" / "vllm-disagg-block-size"
+    out = tmp_path / "plan.svg"
+    done = run_cli("plan", str(example / "rollout.yaml"), "--format", "svg", "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == ""
+    assert out.read_text(encoding="utf-8") == _svg(example)[0]
+    bad = tmp_path / "missing" / "plan.svg"
+    done = run_cli("plan", str(example / "rollout.yaml"), "--format", "svg", "-o", str(bad))
+    assert done.returncode == 2
+    assert f"cannot write {bad}" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "missing").exists()

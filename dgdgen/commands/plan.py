@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 HELP = "show the steps of a rollout: weights, replicas, GPUs, capacity, gates"
@@ -22,7 +23,7 @@ formats:
 
 example:
   dgdgen plan examples/vllm-disagg-block-size/rollout.yaml --format markdown >> $GITHUB_STEP_SUMMARY
-  dgdgen plan examples/vllm-disagg-block-size/rollout.yaml --format svg > plan.svg
+  dgdgen plan examples/vllm-disagg-block-size/rollout.yaml --format svg -o plan.svg
 """
 
 
@@ -32,6 +33,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "-f", "--format", choices=("table", "json", "markdown", "svg", "png"), default="table",
         help="output format (default: table)",
     )
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="write to FILE (atomically) instead of standard output")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -42,7 +45,29 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "png":
         from dgdgen.planreport import png
 
-        sys.stdout.buffer.write(png(prepared))
+        data = png(prepared)
+    else:
+        data = FORMATS[args.format](prepared).encode("utf-8")
+    if args.output is None or args.output == "-":
+        sys.stdout.buffer.write(data)
         return 0
-    sys.stdout.write(FORMATS[args.format](prepared))
+    _write(args.output, data)
     return 0
+
+
+def _write(path: str, data: bytes) -> None:
+    """Write through a temporary file in the same folder, so a failed run leaves nothing
+    half-written where the picture or table is expected."""
+    from dgdgen.errors import InputError
+
+    tmp = path + ".tmp"
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except OSError as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise InputError(f"cannot write {path}: {exc.strerror}") from None
