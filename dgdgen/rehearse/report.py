@@ -334,11 +334,18 @@ def write_report(out: Outcome, dest: Path) -> dict[str, Any]:
     return data
 
 
+def split_text(shares: dict[str, Any], unit: str = " %") -> str:
+    """``{"bs16": 75, "bs32": 25}`` as ``bs16 75 % / bs32 25 %``: the summary is read by people,
+    not parsed (report.json carries the data)."""
+    return " / ".join(f"{g} {v}{unit}" for g, v in shares.items()) or "—"
+
+
 def summary_lines(data: dict[str, Any]) -> list[str]:
     out = []
     for s in data["states"]:
         err = s["splitErrorPoints"]
-        out.append(f"  {s['state']:<9} planned {s['planned']} observed {s['observed']} "
+        out.append(f"  {s['state']:<9} planned {split_text(s['planned'])}, observed "
+                   f"{split_text(s['observed'])} "
                    f"(±{'—' if err is None else err}) requests {s['requests']} failed {s['failed']}"
                    f" truncated {s['truncated']}"
                    + (f" gate {s['gate']}: {s['verdict']}" if s["verdict"] else ""))

@@ -115,3 +115,21 @@ def test_failed_requests_are_listed_with_their_state() -> None:
     lines = summary_lines({"states": [], "failures": listed})
     assert lines[2] == "  failed at 15.0 s in step-01: status 0 (connection refused)"
     assert lines[1] == "  failed at 11.5 s in step-01 (traffic moving): truncated, served by bs16"
+
+
+def test_summary_lines_read_as_text_not_python_dicts() -> None:
+    """The rehearse summary names each generation with its share; no Python dict reaches it."""
+    from dgdgen.rehearse import inplace
+    from dgdgen.rehearse.report import summary_lines
+
+    lines = summary_lines({"states": [{
+        "state": "step-01", "planned": {"bs16": 75, "bs32": 25},
+        "observed": {"bs16": 74.12, "bs32": 25.88}, "splitErrorPoints": 0.88, "requests": 40,
+        "failed": 0, "truncated": 0, "gate": "slo", "verdict": "Successful"}], "failures": []})
+    assert lines == ["  step-01   planned bs16 75 % / bs32 25 %, observed bs16 74.12 % / "
+                     "bs32 25.88 % (±0.88) requests 40 failed 0 truncated 0 gate slo: Successful"]
+    lines = inplace.summary_lines({"served": {"stable": 30, "candidate": 10}, "segments": [{
+        "start": 0.0, "end": 12.5, "workers": {"stable": 2, "candidate": 1},
+        "expectedCandidatePercent": 33.3, "observedCandidatePercent": 25.0, "requests": 40}]})
+    assert not any("{" in line or "'" in line for line in lines), lines
+    assert "workers stable 2 / candidate 1, candidate 33.3 % of workers" in lines[1]
