@@ -65,6 +65,10 @@ def state_rows(out: Outcome) -> list[StateRow]:
     return rows
 
 
+# the resolution of the latency series queried from Prometheus, seconds
+_STEP = 1.0
+
+
 def _series(out: Outcome, metric: str) -> dict[str, list[tuple[float, float]]]:
     """p95 of a frontend histogram per generation over the rehearsal, from Prometheus."""
     window = next((c.rehearsed for c in out.scaled.changes if c.field == "spec.analysis.window"),
@@ -72,7 +76,7 @@ def _series(out: Outcome, metric: str) -> dict[str, list[tuple[float, float]]]:
     rollout = out.prepared.loaded.spec.metadata.name
     expr = (f"histogram_quantile(0.95, sum by (le, dgdgen_generation) "
             f"(rate({metric}_bucket{{dgdgen_rollout=\"{rollout}\"}}[{window}])))")
-    res = out.prometheus.query_range(expr, out.t0_wall, out.t0_wall + out.duration, 1.0)
+    res = out.prometheus.query_range(expr, out.t0_wall, out.t0_wall + out.duration, _STEP)
     series: dict[str, list[tuple[float, float]]] = {}
     for item in res:
         gen = str((item.get("metric") or {}).get("dgdgen_generation", "?"))
@@ -333,7 +337,7 @@ def to_svg(out: Outcome, rows: list[StateRow]) -> str:
         lx += 30 + 6.2 * len(label)
     ET.SubElement(legend, "text", {"x": f"{lx:.1f}", "y": f"{ly + 4:.1f}", "class": "legend-label",
                                    "style": _CHART_FONT}).text = (
-        "latency lines stop where a generation served nothing for a window")
+        "latency lines end a second after a generation's last request")
     ET.indent(svg)
     return ET.tostring(svg, encoding="unicode") + "\n"
 
@@ -342,7 +346,8 @@ def _serving(out: Outcome, series: dict[str, list[tuple[float, float]]]
              ) -> dict[str, list[list[tuple[float, float]]]]:
     """Each generation's latency points, cut into runs where it served requests: a rate over a
     window keeps its last value for a window after the traffic left (after a rollback the
-    candidate serves nothing), which would draw a line for a generation no longer serving."""
+    candidate serves nothing), which would draw a line for a generation no longer serving, and
+    a gap longer than the window has no value to draw."""
     from dgdgen.spec import parse_duration
 
     window = next((c.rehearsed for c in out.scaled.changes if c.field == "spec.analysis.window"),
@@ -364,7 +369,10 @@ def _serving(out: Outcome, series: dict[str, list[tuple[float, float]]]
         for t, v in pts:
             while j < len(starts) and starts[j] < t - span:
                 j += 1
-            if j < len(starts) and starts[j] <= t:
+            # served within the window before t, and still served after it (the value a rate
+            # holds once the traffic left is stale: the line ends a query step after the last
+            # request, not a window later)
+            if j < len(starts) and starts[j] <= t and starts[-1] >= t - _STEP:
                 current.append((t, v))
             elif current:
                 runs.append(current)
