@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import sys
@@ -112,6 +113,57 @@ class _Sampler(threading.Thread):
             self.procs_peak = max(self.procs_peak, len(pids))
 
 
+def sample_warnings(original: Prepared, scaled: Prepared, opts: Options) -> list[str]:
+    """Before the run: the gates whose minimum sample cannot arrive in the step's scaled bake at
+    the rehearsal's load, each with what would let it (a higher rate, a larger time scale, or a
+    lower ``--min-requests``). Such a gate reads Inconclusive, and Inconclusive never passes, so
+    a healthy candidate would be rolled back for want of data (docs/rehearse.md)."""
+    from dgdgen.analysis.gates import METRICS, step_gate
+
+    steps = scaled.plan.steps
+    # each state's bake after its split moved (the apply before it is not counted: the estimate
+    # errs towards warning)
+    waits = [max(st.pause_seconds or 0, opts.settle + 1.0) for st in steps]
+    out = []
+    for n, step in enumerate(steps):
+        sg = step_gate(scaled, step) if step.gate else None
+        if sg is None or sg.min_requests is None:
+            continue
+        if not any(METRICS[m].family != "probe" for m in sg.metrics):
+            continue
+        relative = any(METRICS[m].relative for m in sg.metrics)
+        gens = ("candidate", "stable") if relative else ("candidate",)
+        # the requests each generation serves inside the gate's window, which reaches back into
+        # the states before this one
+        counts = {}
+        for gen in gens:
+            left, count = float(sg.window_seconds), 0.0
+            for k in range(n, -1, -1):
+                took = min(waits[k], left)
+                count += opts.rate * getattr(steps[k], gen).weight / 100 * took
+                left -= took
+                if left <= 0:
+                    break
+            counts[gen] = count
+        gen = min(counts, key=lambda g: counts[g])
+        expected = counts[gen]
+        if expected >= sg.min_requests:
+            continue
+        factor = sg.min_requests / max(expected, 1e-9)
+        fixes = [f"--rate {math.ceil(opts.rate * factor)}"]
+        if original.plan.steps[n].pause_seconds:
+            fixes.append(f"--time-scale {math.ceil(100 * opts.time_scale * factor) / 100:g}")
+        if math.floor(expected) >= 1:
+            fixes.append(f"--min-requests {math.floor(expected)}")
+        out.append(
+            f"warning: gate {step.gate!r} of step {n} cannot collect its sample: it needs "
+            f"{sg.min_requests} requests per generation in its {sg.window_seconds} s window but "
+            f"the {gen} gets about {expected:.0f} at {opts.rate:g} requests/s and time scale "
+            f"{opts.time_scale:g}, so it will read Inconclusive and the rollout rolls back; use "
+            + " or ".join(fixes))
+    return out
+
+
 def _dgdgen(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ)
     env.setdefault("GIT_AUTHOR_NAME", "dgdgen rehearse")
@@ -175,7 +227,8 @@ class Rehearsal:
         self.spec_rel = "rollout/rollout.yaml"
         self.repo = repo
         self.deploy = repo / "deploy"
-        self.plan = prepare(str(repo / self.spec_rel)).plan
+        scaled_prepared = prepare(str(repo / self.spec_rel))
+        self.plan = scaled_prepared.plan
         self.prepared = prepared
         candidate_rev = self.plan.candidate_revision
         slow = opts.candidate_slowdown
@@ -188,6 +241,8 @@ class Rehearsal:
 
         self.say(f"rehearsal of {opts.spec} in {workdir} (time scale {opts.time_scale:g}, "
                  f"{opts.rate:g} requests/s)")
+        for line in sample_warnings(prepared, scaled_prepared, opts):
+            self.say(line)
         model_dir = make_model_dir(workdir / "model")
         states: list[StateObservation] = []
         load: Load | None = None
