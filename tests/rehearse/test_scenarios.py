@@ -143,6 +143,10 @@ def test_gate_that_cannot_collect_its_sample_is_inconclusive(tmp_path: Path) -> 
     assert code == 1, log
     first_gate = next(s for s in data["states"] if s["gate"])
     assert first_gate["verdict"] == "Inconclusive", first_gate
+    # said before the run started, with the ways out
+    warned = log.index("warning: gate 'slo' of step 1 cannot collect its sample")
+    assert warned < log.index("load: "), log
+    assert "--rate " in log[warned:] and "--min-requests " in log[warned:]
     assert data["result"] == "rolled-back"
     assert data["failed"] == 0 and data["truncated"] == 0, log
     moves = [e["event"] for e in data["events"] if "traffic set-weights" in e["event"]]
