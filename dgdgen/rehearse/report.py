@@ -92,6 +92,19 @@ def _series(out: Outcome, metric: str) -> dict[str, list[tuple[float, float]]]:
     return series
 
 
+def wall_seconds_by(out: Outcome) -> dict[str, float]:
+    """The wall time per phase; what no phase holds (the set-up before the first state, the
+    proxy and Prometheus starting, the load stopping) is "other"."""
+    phases = dict(out.phases)
+    phases["other (set-up, proxy and Prometheus start, load stop)"] = round(
+        max(0.0, out.duration - sum(phases.values())), 1)
+    return phases
+
+
+def wall_text(by: dict[str, float]) -> str:
+    return "; ".join(f"{k} {v:g} s" for k, v in by.items())
+
+
 def to_json(out: Outcome, rows: list[StateRow]) -> dict[str, Any]:
     recs = out.records
     return {
@@ -107,6 +120,7 @@ def to_json(out: Outcome, rows: list[StateRow]) -> dict[str, Any]:
         "scaled": [{"field": c.field, "original": c.original, "rehearsed": c.rehearsed}
                    for c in out.scaled.changes],
         "wallSeconds": round(out.duration, 1),
+        "wallSecondsBy": wall_seconds_by(out),
         "requests": len(recs),
         "streams": sum(1 for r in recs if r.outcome.stream),
         "failed": sum(1 for r in recs if not r.outcome.ok and not r.outcome.truncated),
@@ -169,6 +183,8 @@ def to_markdown(out: Outcome, rows: list[StateRow], data: dict[str, Any]) -> str
         (f"**Result: {out.result}** (exit {out.exit_code}) — {data['requests']} requests "
         f"({data['streams']} streamed), {data['failed']} failed, {data['truncated']} truncated, "
         f"{data['wallSeconds']} s."),
+        "",
+        f"Wall time: {wall_text(data['wallSecondsBy'])}.",
         "",
         f"Real Dynamo {__import__('dgdgen.runtime', fromlist=['x']).DYNAMO_VERSION} frontends and "
         "mocker workers (one process per rendered replica), a real HAProxy ("

@@ -84,6 +84,16 @@ class Outcome:
     options: Options
     reloads: int
     prepared: Prepared
+    # where the wall time went, seconds per phase (PHASES), in that order
+    phases: dict[str, float] = field(default_factory=dict)
+
+
+# The phases of a rehearsal's wall time: the GitOps commands (separate dgdgen processes, each
+# paying Python's start-up), applying a state (starting frontends and mockers, waiting for them
+# to register, moving the traffic, draining), baking at the scaled clock, and the gates
+# (`dgdgen analyze` against Prometheus).
+PHASES = ("GitOps commands", "apply (processes start, register, traffic moves)", "bake",
+          "gates")
 
 
 class _Sampler(threading.Thread):
@@ -188,6 +198,7 @@ class Rehearsal:
         self.opts = opts
         self.say = progress
         self.events: list[tuple[float, str]] = []
+        self.phases = dict.fromkeys(PHASES, 0.0)
         self.t0 = time.monotonic()
 
     def event(self, text: str) -> None:
@@ -315,11 +326,43 @@ class Rehearsal:
             duration=self.now(), prometheus=prom, rss_peak_mb=sampler.rss_peak,
             processes_peak=sampler.procs_peak, drains=drains, events=self.events,
             workdir=workdir, options=opts, reloads=proxy.reloads, prepared=prepared,
+            phases={k: round(v, 1) for k, v in self.phases.items()},
         )
+
+    def _timed(self, phase: str, began: float) -> None:
+        self.phases[phase] += time.monotonic() - began
+
+    def _commit(self, *args: str) -> str:
+        began = time.monotonic()
+        try:
+            return self._commit_untimed(*args)
+        finally:
+            self._timed("GitOps commands", began)
+
+    def _apply_state(self, state: PlanStep, states: list[StateObservation]) -> StateObservation:
+        began = time.monotonic()
+        try:
+            return self._apply_state_untimed(state, states)
+        finally:
+            self._timed("apply (processes start, register, traffic moves)", began)
+
+    def _bake(self, obs: StateObservation, seconds: float) -> None:
+        began = time.monotonic()
+        try:
+            self._bake_untimed(obs, seconds)
+        finally:
+            self._timed("bake", began)
+
+    def _gate(self, obs: StateObservation, n: int) -> int:
+        began = time.monotonic()
+        try:
+            return self._gate_untimed(obs, n)
+        finally:
+            self._timed("gates", began)
 
     # ------------------------------------------------------------------ steps
 
-    def _commit(self, *args: str) -> str:
+    def _commit_untimed(self, *args: str) -> str:
         r = _dgdgen(self.repo, args[0], self.spec_rel, *args[1:])
         if r.returncode != 0:
             raise RuntimeError(f"dgdgen {' '.join(args)} failed ({r.returncode}):\n"
@@ -369,7 +412,8 @@ class Rehearsal:
                    f"{took:.1f} s: {last}")
         self.say(f"[{state.label}] drain {gen}: {took:.1f} s ({last})")
 
-    def _apply_state(self, state: PlanStep, states: list[StateObservation]) -> StateObservation:
+    def _apply_state_untimed(self, state: PlanStep,
+                             states: list[StateObservation]) -> StateObservation:
         planned = {state.stable.revision: state.stable.weight,
                    state.candidate.revision: state.candidate.weight}
         obs = StateObservation(
@@ -400,14 +444,14 @@ class Rehearsal:
         obs.replicas_observed = self.cluster.replicas()
         return obs
 
-    def _bake(self, obs: StateObservation, seconds: float) -> None:
+    def _bake_untimed(self, obs: StateObservation, seconds: float) -> None:
         wait = max(seconds, self.opts.settle + 1.0)
         end = obs.traffic_moved + wait
         self.say(f"[{obs.label}] bake {wait:.0f} s")
         while self.now() < end:
             time.sleep(min(0.5, end - self.now()))
 
-    def _gate(self, obs: StateObservation, n: int) -> int:
+    def _gate_untimed(self, obs: StateObservation, n: int) -> int:
         self.say(f"[{obs.label}] gate {obs.gate}: dgdgen analyze --step {n} --record deploy")
         r = _dgdgen(self.repo, "analyze", self.spec_rel, "--step", str(n), "--prometheus",
                     self.prom.url, "--record", "deploy")

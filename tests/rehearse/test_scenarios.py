@@ -116,6 +116,14 @@ def test_slow_candidate_is_rolled_back(tmp_path: Path) -> None:
     back = data["states"][-1]
     stable = next(g for g, w in back["planned"].items() if w == 100)
     assert back["observed"][stable] == 100.0, back
+    # where the wall time went: the phases add up to it, the bakes are at least the states'
+    # scaled pauses, the one gate took some time, and the report and summary say so
+    by = data["wallSecondsBy"]
+    assert sum(by.values()) == pytest.approx(data["wallSeconds"], abs=0.5), by
+    assert by["bake"] >= sum(s["seconds"] for s in data["states"][1:2]) * 0.5, by
+    assert by["gates"] > 0 and by["GitOps commands"] > 0, by
+    assert "Wall time: GitOps commands " in (tmp_path / "report" / "report.md").read_text()
+    assert "wall time: GitOps commands " in log
     # the candidate's latency lines end with its traffic: no point later than two seconds
     # (a query step and the drain of the requests in flight) after the rollback moved it away
     svg = _chart_reads_at_a_glance(tmp_path / "report" / "chart.svg", data)
