@@ -372,7 +372,7 @@ FORMATS: dict[str, Callable[[Prepared], str]] = {
 
 SVG_NS = "http://www.w3.org/2000/svg"
 _STABLE, _CANDIDATE, _INK, _MUTED = "#4c78a8", "#f58518", "#222222", "#777777"
-_COL_W, _LEFT, _TRAFFIC_TOP, _TRAFFIC_H, _GPU_TOP, _GPU_H = 150, 150, 96, 110, 262, 150
+_COL_W, _LEFT, _TRAFFIC_TOP, _TRAFFIC_H, _GPU_TOP, _GPU_H = 150, 150, 126, 110, 292, 150
 _BAR_W = 56
 
 
@@ -436,7 +436,18 @@ def svg(prepared: Prepared) -> str:
     for i, (name, colour) in enumerate(((f"stable {p.stable_revision}", _STABLE),
                                         (f"candidate {p.candidate_revision}", _CANDIDATE))):
         add(legend, "rect", x=12 + 190 * i, y=56, width=12, height=12, fill=colour)
-        add(legend, "text", name, x=30 + 190 * i, y=66, fill=_INK)
+        add(legend, "text", name, x=30 + 190 * i, y=66, fill=_INK, class_="legend-label")
+    # what the marks mean: the bar is the GPUs held in the state; the tick is the most held at
+    # once during the move into it (both generations up); the dashed line is the planner's limit
+    add(legend, "line", x1=392, y1=62, x2=412, y2=62, stroke=_INK, stroke_width=2)
+    add(legend, "text", "peak: most GPUs during the move into the state", x=418, y=66,
+        fill=_INK, class_="legend-label")
+    add(legend, "line", x1=12, y1=80, x2=32, y2=80, stroke="#d62728", stroke_dasharray="6 4",
+        stroke_width=1.5)
+    add(legend, "text", f"surge budget: {budget} GPUs (full size plus maxSurge)", x=38, y=84,
+        fill=_INK, class_="legend-label surge-budget-label")
+    add(legend, "text", "bars under GPUs: GPUs held in the state", x=392, y=84, fill=_INK,
+        class_="legend-label")
 
     for y, label in ((_TRAFFIC_TOP + _TRAFFIC_H / 2, "traffic %"),
                      (_GPU_TOP + _GPU_H / 2, "GPUs")):
@@ -455,8 +466,20 @@ def svg(prepared: Prepared) -> str:
                y1=gpu_y(budget), x2=width - 10, y2=gpu_y(budget), stroke="#d62728",
                stroke_dasharray="6 4", stroke_width=1.5)
     tip(line, f"surge budget: {budget} GPUs (full size plus maxSurge)")
-    add(root, "text", f"surge budget {budget}", x=width - 12, y=gpu_y(budget) - 4,
-        text_anchor="end", fill="#d62728", class_="surge-budget-label")
+    # the GPU scale: whole numbers from 0 to the top, at most six of them
+    every = max(1, -(-top_gpus // 5))
+    for n in range(0, top_gpus + 1, every):
+        add(root, "line", x1=_LEFT - 14, y1=gpu_y(n), x2=_LEFT - 10, y2=gpu_y(n), stroke=_MUTED)
+        add(root, "text", str(n), x=_LEFT - 16, y=gpu_y(n) + 4, text_anchor="end", fill=_MUTED,
+            class_="gpu-tick", data_gpus=n)
+    forward = sum(1 for st in states if st.kind in ("baseline", "step"))
+    if forward < len(states):
+        # rollback and cleanup are where a rollout can end, not steps after the last one
+        sx = _LEFT + _COL_W * forward - 20
+        add(root, "line", class_="ends-separator", x1=sx, y1=_TRAFFIC_TOP - 30, x2=sx,
+            y2=rows_top + 90, stroke=_MUTED, stroke_dasharray="2 3")
+        add(root, "text", "ends: from whichever step the rollout stops at", x=sx + 6,
+            y=_TRAFFIC_TOP - 30, fill=_MUTED, class_="ends-label")
 
     for col, st in enumerate(states):
         x0 = _LEFT + _COL_W * col
@@ -495,7 +518,12 @@ def svg(prepared: Prepared) -> str:
                    stroke=_INK, stroke_width=2)
         tip(peak, f"peak during the move into this state: {st.peak_gpus} GPUs "
             f"(+{st.extra_gpus_peak} above the full size)")
-        add(g, "text", f"peak {st.peak_gpus}", x=bx + _BAR_W + 8, y=gpu_y(st.peak_gpus) + 4,
+        # above the tick, and clear of the budget line: a label within a line's height under
+        # the line goes above it instead of being struck through
+        label_y = gpu_y(st.peak_gpus) - 5
+        if label_y - 12 < gpu_y(budget) < label_y + 4:
+            label_y = gpu_y(budget) - 5
+        add(g, "text", f"peak {st.peak_gpus}", x=bx + _BAR_W / 2, y=label_y, text_anchor="middle",
             fill=_INK, class_="peak-label")
         cells = (("replicas stable", _reps(prepared, st.stable)),
                  ("replicas candidate", _reps(prepared, st.candidate)),

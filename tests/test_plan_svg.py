@@ -128,3 +128,75 @@ def test_png_is_the_svg_rasterised() -> None:
     assert raw[:8] == b"\x89PNG\r\n\x1a\n"
     width, height = struct.unpack(">II", raw[16:24])
     assert (width, height) == (int(root.get("width", 0)), int(root.get("height", 0)))
+
+
+def test_output_option_writes_the_picture_atomically(tmp_path: Path) -> None:
+    """`plan --format svg -o FILE` writes the same bytes as standard output; an unwritable FILE
+    is one error, exit 2, and leaves nothing behind."""
+    example = REPO / "examples" / "vllm-disagg-block-size"
+    out = tmp_path / "plan.svg"
+    done = run_cli("plan", str(example / "rollout.yaml"), "--format", "svg", "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == ""
+    assert out.read_text(encoding="utf-8") == _svg(example)[0]
+    bad = tmp_path / "missing" / "plan.svg"
+    done = run_cli("plan", str(example / "rollout.yaml"), "--format", "svg", "-o", str(bad))
+    assert done.returncode == 2
+    assert f"cannot write {bad}" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "missing").exists()
+
+
+def _boxes(root: ET.Element) -> list[tuple[str, float, float, float, float]]:
+    """The box each text occupies, from its position, anchor and size: DejaVu Sans advances at
+    most about 0.62 em per character (0.68 em bold), ascends 0.76 em and descends 0.24 em."""
+    boxes = []
+    parents = {c: p for p in root.iter() for c in p}
+    for el in root.iter("{http://www.w3.org/2000/svg}text"):
+        text = el.text or ""
+        size = float(el.get("font-size") or 12)
+        bold = el.get("font-weight") == "bold"
+        width = len(text) * size * (0.68 if bold else 0.62)
+        x, y = float(el.get("x", 0)), float(el.get("y", 0))
+        anchor = el.get("text-anchor", "start")
+        left = x - {"start": 0.0, "middle": width / 2, "end": width}[anchor]
+        assert parents.get(el) is not None
+        boxes.append((text, left, y - 0.76 * size, left + width, y + 0.24 * size))
+    return boxes
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)
+def test_svg_reads_at_a_glance(example: Path) -> None:
+    """No two labels overlap, no label is struck through by the surge-budget line, the GPU axis
+    has values, the legend explains the bar, the peak tick and the budget line, and the ends
+    (rollback, cleanup) are set apart from the forward steps."""
+    _, root = _svg(example)
+    boxes = _boxes(root)
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1:]:
+            apart = a[3] <= b[1] or b[3] <= a[1] or a[4] <= b[2] or b[4] <= a[2]
+            assert apart, f"{a[0]!r} overlaps {b[0]!r}"
+    line = _one(root, "surge-budget", tag="line")
+    ly = float(line.get("y1", 0))
+    for text, left, top, right, bottom in boxes:
+        crosses = top < ly < bottom and left < float(line.get("x2", 0)) \
+            and right > float(line.get("x1", 0))
+        assert not crosses, f"the surge-budget line strikes through {text!r}"
+    ticks = [e for e in root.iter("{http://www.w3.org/2000/svg}text") if "gpu-tick" in _cls(e)]
+    values = [int(e.text or "-1") for e in ticks]
+    assert values[0] == 0 and len(values) >= 2 and values == sorted(values)
+    budget = int(line.get("data-gpus", -1))
+    assert values[-1] + (values[1] - values[0]) > budget  # the scale reaches the budget
+    for e in ticks:  # each value sits at its height on the GPU axis
+        slope = (float(line.get("y1", 0)) - (float(ticks[0].get("y", 0)) - 4)) / budget
+        assert float(e.get("y", 0)) - 4 == pytest.approx(
+            float(ticks[0].get("y", 0)) - 4 + slope * int(e.text or 0), abs=0.05)
+    legend = " | ".join(e.text or "" for e in root.iter("{http://www.w3.org/2000/svg}text")
+                        if "legend-label" in _cls(e))
+    assert "peak: most GPUs during the move into the state" in legend
+    assert f"surge budget: {budget} GPUs" in legend and "GPUs held in the state" in legend
+    sep = _one(root, "ends-separator", tag="line")
+    groups = [g for g in root.iterfind("svg:g", NS) if "state" in _cls(g)]
+    for g in groups:
+        x = float(_one(g, "gpus", "stable", tag="rect").get("x", 0))
+        forward = g.get("data-kind") in ("baseline", "step")
+        assert (x < float(sep.get("x1", 0))) == forward, g.get("data-state")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 HELP = "show the steps of a rollout: weights, replicas, GPUs, capacity, gates"
@@ -16,13 +17,14 @@ formats:
   table     aligned text (default)
   json      the plan as data
   markdown  a pull-request summary with mermaid charts of weights and replicas per step
-  svg       a picture: per state the traffic split, the replicas and GPUs of each generation,
-            the peak of each move against the surge budget line, pauses, gates, bake times
+  svg       a picture: per state the traffic split, the replicas and GPUs of each generation
+            on a GPU scale, the peak of each move against the surge budget line, pauses, gates,
+            bake times, a legend; rollback and cleanup set apart as the ends a rollout can reach
   png       the same picture as PNG (drawn from the SVG by rsvg-convert, librsvg)
 
 example:
   dgdgen plan examples/vllm-disagg-block-size/rollout.yaml --format markdown >> $GITHUB_STEP_SUMMARY
-  dgdgen plan examples/vllm-disagg-block-size/rollout.yaml --format svg > plan.svg
+  dgdgen plan examples/vllm-disagg-block-size/rollout.yaml --format svg -o plan.svg
 """
 
 
@@ -32,6 +34,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "-f", "--format", choices=("table", "json", "markdown", "svg", "png"), default="table",
         help="output format (default: table)",
     )
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="write to FILE (atomically) instead of standard output")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -42,7 +46,29 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "png":
         from dgdgen.planreport import png
 
-        sys.stdout.buffer.write(png(prepared))
+        data = png(prepared)
+    else:
+        data = FORMATS[args.format](prepared).encode("utf-8")
+    if args.output is None or args.output == "-":
+        sys.stdout.buffer.write(data)
         return 0
-    sys.stdout.write(FORMATS[args.format](prepared))
+    _write(args.output, data)
     return 0
+
+
+def _write(path: str, data: bytes) -> None:
+    """Write through a temporary file in the same folder, so a failed run leaves nothing
+    half-written where the picture or table is expected."""
+    from dgdgen.errors import InputError
+
+    tmp = path + ".tmp"
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except OSError as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise InputError(f"cannot write {path}: {exc.strerror}") from None

@@ -133,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
             )
     import signal
 
-    from dgdgen.rehearse.report import summary_lines, write_report
+    from dgdgen.rehearse.report import summary_lines, wall_text, write_report
     from dgdgen.rehearse.run import Options, Rehearsal
     from dgdgen.runtime.netns import enter_private_netns
 
@@ -182,6 +182,7 @@ def run(args: argparse.Namespace) -> int:
             shutil.rmtree(workdir, ignore_errors=True)
     print(f"rehearsal {data['result']}: {data['requests']} requests, {data['failed']} failed, "
           f"{data['truncated']} truncated, {data['wallSeconds']} s")
+    print(f"  wall time: {wall_text(data['wallSecondsBy'])}")
     for line in summary_lines(data):
         print(line)
     print(f"report: {Path(args.report) / 'report.md'}")

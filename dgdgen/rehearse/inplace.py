@@ -50,6 +50,7 @@ from dgdgen.pipeline import Prepared, prepare
 from dgdgen.rehearse.cluster import ApplyError
 from dgdgen.rehearse.load import Load, Record
 from dgdgen.rehearse.proxy import Proxy
+from dgdgen.rehearse.report import split_text
 from dgdgen.runtime.metrics import scrape
 from dgdgen.runtime.mocker import mocker_invocation
 from dgdgen.runtime.model import make_model_dir
@@ -883,7 +884,8 @@ def summary_lines(data: dict[str, Any]) -> list[str]:
     out = ["  served: " + ", ".join(f"{k} {v}" for k, v in data["served"].items())]
     for s in data["segments"]:
         obs = s["observedCandidatePercent"]
-        out.append(f"  {s['start']:>7.1f}–{s['end']:<7.1f} s workers {s['workers']} candidate "
+        workers = split_text(s["workers"], unit="")
+        out.append(f"  {s['start']:>7.1f}–{s['end']:<7.1f} s workers {workers}, candidate "
                    f"{s['expectedCandidatePercent']} % of workers, "
                    f"{'—' if obs is None else obs} % of {s['requests']} requests")
     return out

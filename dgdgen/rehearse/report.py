@@ -65,6 +65,10 @@ def state_rows(out: Outcome) -> list[StateRow]:
     return rows
 
 
+# the resolution of the latency series queried from Prometheus, seconds
+_STEP = 1.0
+
+
 def _series(out: Outcome, metric: str) -> dict[str, list[tuple[float, float]]]:
     """p95 of a frontend histogram per generation over the rehearsal, from Prometheus."""
     window = next((c.rehearsed for c in out.scaled.changes if c.field == "spec.analysis.window"),
@@ -72,7 +76,7 @@ def _series(out: Outcome, metric: str) -> dict[str, list[tuple[float, float]]]:
     rollout = out.prepared.loaded.spec.metadata.name
     expr = (f"histogram_quantile(0.95, sum by (le, dgdgen_generation) "
             f"(rate({metric}_bucket{{dgdgen_rollout=\"{rollout}\"}}[{window}])))")
-    res = out.prometheus.query_range(expr, out.t0_wall, out.t0_wall + out.duration, 1.0)
+    res = out.prometheus.query_range(expr, out.t0_wall, out.t0_wall + out.duration, _STEP)
     series: dict[str, list[tuple[float, float]]] = {}
     for item in res:
         gen = str((item.get("metric") or {}).get("dgdgen_generation", "?"))
@@ -86,6 +90,19 @@ def _series(out: Outcome, metric: str) -> dict[str, list[tuple[float, float]]]:
                 pts.append((float(t) - out.t0_wall, f))
         series[gen] = pts
     return series
+
+
+def wall_seconds_by(out: Outcome) -> dict[str, float]:
+    """The wall time per phase; what no phase holds (the set-up before the first state, the
+    proxy and Prometheus starting, the load stopping) is "other"."""
+    phases = dict(out.phases)
+    phases["other (set-up, proxy and Prometheus start, load stop)"] = round(
+        max(0.0, out.duration - sum(phases.values())), 1)
+    return phases
+
+
+def wall_text(by: dict[str, float]) -> str:
+    return "; ".join(f"{k} {v:g} s" for k, v in by.items())
 
 
 def to_json(out: Outcome, rows: list[StateRow]) -> dict[str, Any]:
@@ -103,6 +120,7 @@ def to_json(out: Outcome, rows: list[StateRow]) -> dict[str, Any]:
         "scaled": [{"field": c.field, "original": c.original, "rehearsed": c.rehearsed}
                    for c in out.scaled.changes],
         "wallSeconds": round(out.duration, 1),
+        "wallSecondsBy": wall_seconds_by(out),
         "requests": len(recs),
         "streams": sum(1 for r in recs if r.outcome.stream),
         "failed": sum(1 for r in recs if not r.outcome.ok and not r.outcome.truncated),
@@ -166,6 +184,8 @@ def to_markdown(out: Outcome, rows: list[StateRow], data: dict[str, Any]) -> str
         f"({data['streams']} streamed), {data['failed']} failed, {data['truncated']} truncated, "
         f"{data['wallSeconds']} s."),
         "",
+        f"Wall time: {wall_text(data['wallSecondsBy'])}.",
+        "",
         f"Real Dynamo {__import__('dgdgen.runtime', fromlist=['x']).DYNAMO_VERSION} frontends and "
         "mocker workers (one process per rendered replica), a real HAProxy ("
         + ("standing in for the Gateway with the HTTPRoute's weights" if out.stand_in
@@ -183,7 +203,7 @@ def to_markdown(out: Outcome, rows: list[StateRow], data: dict[str, Any]) -> str
         *[f"| `{c.field}` | {c.original} | {c.rehearsed} |" for c in out.scaled.changes],
         "",
         (f"| state | planned % ({'/'.join(gens)}) | observed % | split error (points) | requests "
-        "| failed | truncated | TTFT p95 (s) | gate | replicas |"),
+        f"| failed | truncated | client TTFT p95 (s) ({'/'.join(gens)}) | gate | replicas |"),
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in rows:
@@ -195,7 +215,12 @@ def to_markdown(out: Outcome, rows: list[StateRow], data: dict[str, Any]) -> str
                          for g, m in sorted(r.replicas.items()))
         lines.append(f"| {r.label} | {planned} | {observed} | {err} | {r.requests} | {r.failed} "
                      f"| {r.truncated} | {ttft} | {gate} | {reps} |")
-    lines += ["", (f"Peak: {data['processesPeak']} processes, {data['rssPeakMB']} MB RSS; "
+    lines += ["", ("Client TTFT p95: measured by the load generator on the requests that started "
+              "after the state's traffic settled, per generation that served them. A gate reads "
+              "the frontends' histograms in Prometheus over its own window and compares as its "
+              "spec says, so the two can differ (few requests, a window reaching into the state "
+              "before); the gate's own figures are under Gates."),
+              "", (f"Peak: {data['processesPeak']} processes, {data['rssPeakMB']} MB RSS; "
               f"{data['proxyReloads']} proxy reloads."), "", "![chart](chart.svg)", ""]
     if data["failures"]:
         lines += ["## Failed requests", "",
@@ -216,14 +241,30 @@ def to_markdown(out: Outcome, rows: list[StateRow], data: dict[str, Any]) -> str
     return "\n".join(lines)
 
 
+_CHART_FONT = "font: 10px sans-serif"
+
+
+def _ticks(vmax: float, n: int = 4) -> list[float]:
+    """Round axis values from 0 up to at least vmax (1, 2 or 5 times a power of ten apart)."""
+    raw = max(vmax, 1e-9) / n
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
+    return [round(step * i, 10) for i in range(math.ceil(vmax / step - 1e-9) + 1)]
+
+
+def _num(v: float) -> str:
+    return f"{v:g}"
+
+
 def to_svg(out: Outcome, rows: list[StateRow]) -> str:
     width, left, right = 900, 70, 20
-    panels = [("candidate traffic share (%)", 160), ("TTFT p95 (s)", 120), ("ITL p95 (s)", 120),
-              ("workers", 90)]
-    height = sum(h + 40 for _, h in panels) + 30
+    panels = [("candidate traffic share (%)", 160, "%"), ("TTFT p95 (s)", 120, "s"),
+              ("ITL p95 (s)", 120, "s"), ("worker processes", 90, "")]
+    height = sum(h + 56 for _, h, _ in panels) + 70
     svg = ET.Element("svg", xmlns="http://www.w3.org/2000/svg", width=str(width),
                      height=str(height), viewBox=f"0 0 {width} {height}")
     ET.SubElement(svg, "title").text = f"dgdgen rehearse: {out.options.spec}"
+    ET.SubElement(svg, "rect", x="0", y="0", width=str(width), height=str(height), fill="#ffffff")
     total = max(out.duration, 1.0)
 
     def x(t: float) -> float:
@@ -233,43 +274,129 @@ def to_svg(out: Outcome, rows: list[StateRow]) -> str:
     cand = out.prepared.plan.candidate_revision
     color = {stable: COLORS["stable"], cand: COLORS["candidate"]}
     top = 20.0
-    ttft = _series(out, "dynamo_frontend_time_to_first_token_seconds")
-    itl = _series(out, "dynamo_frontend_inter_token_latency_seconds")
-    for title, h in panels:
+    ttft = _serving(out, _series(out, "dynamo_frontend_time_to_first_token_seconds"))
+    itl = _serving(out, _series(out, "dynamo_frontend_inter_token_latency_seconds"))
+    time_ticks = _ticks(total, 8)
+    for title, h, unit in panels:
         g = ET.SubElement(svg, "g", {"class": "panel", "data-title": title})
-        ET.SubElement(g, "text", x=str(left), y=str(top + 12), style="font: 12px sans-serif"
-                      ).text = title
+        ET.SubElement(g, "text", {"x": str(left), "y": str(top + 12), "class": "panel-title",
+                                  "style": "font: 12px sans-serif"}).text = title
         y0, y1 = top + 20, top + 20 + h
         ET.SubElement(g, "rect", x=str(left), y=str(y0), width=str(width - left - right),
                       height=str(h), fill="none", stroke="#999")
         for s in out.states:
             ET.SubElement(g, "line", x1=f"{x(s.started):.1f}", x2=f"{x(s.started):.1f}",
                           y1=str(y0), y2=str(y1), stroke="#ddd")
+        # the time axis under every panel, in seconds of the scaled clock
+        for t in time_ticks:
+            if t > total:
+                break
+            ET.SubElement(g, "line", x1=f"{x(t):.1f}", x2=f"{x(t):.1f}", y1=str(y1),
+                          y2=str(y1 + 4), stroke="#999")
+            ET.SubElement(g, "text", {"x": f"{x(t):.1f}", "y": f"{y1 + 14:.1f}",
+                                      "text-anchor": "middle", "class": "x-tick",
+                                      "style": _CHART_FONT}).text = f"{_num(t)} s"
         if title.startswith("candidate"):
+            vmax = 100.0
             _traffic_panel(g, out, rows, x, y0, h)
-        elif title.startswith("workers"):
-            _replica_panel(g, out, x, y0, h, color)
+        elif title.startswith("worker"):
+            vmax = float(_replica_panel(g, out, x, y0, h, color))
         else:
             series = ttft if title.startswith("TTFT") else itl
-            vmax = max((v for pts in series.values() for _, v in pts), default=1.0) or 1.0
-            ET.SubElement(g, "text", {"x": str(left - 5), "y": str(y0 + 10), "text-anchor": "end",
-                                      "style": "font: 10px sans-serif"}).text = f"{vmax:.3g}"
-            for gen, pts in sorted(series.items()):
-                if not pts:
-                    continue
-                d = " ".join(f"{'M' if i == 0 else 'L'}{x(t):.1f},{y1 - h * v / vmax:.1f}"
-                             for i, (t, v) in enumerate(pts))
-                ET.SubElement(g, "path", {"d": d, "fill": "none", "stroke": color.get(gen, "#555"),
-                                          "class": "series", "data-generation": gen})
-        top = y1 + 20
+            peak = max((v for segs in series.values() for pts in segs for _, v in pts),
+                       default=0.0)
+            vmax = _ticks(peak or 1.0)[-1]
+            for gen, segs in sorted(series.items()):
+                for pts in segs:
+                    d = " ".join(f"{'M' if i == 0 else 'L'}{x(t):.1f},{y1 - h * v / vmax:.1f}"
+                                 for i, (t, v) in enumerate(pts))
+                    ET.SubElement(g, "path", {"d": d, "fill": "none",
+                                              "stroke": color.get(gen, "#555"),
+                                              "class": "series", "data-generation": gen})
+        for v in _ticks(vmax, 2 if h < 100 else 4):
+            if v > vmax + 1e-9:
+                break
+            yv = y1 - h * v / vmax
+            ET.SubElement(g, "line", x1=str(left - 4), x2=str(left), y1=f"{yv:.1f}",
+                          y2=f"{yv:.1f}", stroke="#999")
+            ET.SubElement(g, "text", {"x": str(left - 6), "y": f"{yv + 3:.1f}",
+                                      "text-anchor": "end", "class": "y-tick",
+                                      "style": _CHART_FONT}).text = _num(v) + (
+                                          f" {unit}" if unit else "")
+        top = y1 + 36
+    ET.SubElement(svg, "text", {"x": str(left), "y": f"{top - 8:.1f}", "class": "axis-title",
+                                "style": _CHART_FONT}).text = (
+        "time since the rehearsal started, seconds of the scaled clock "
+        f"(×{out.options.time_scale:g})")
     legend = ET.SubElement(svg, "g", {"class": "legend"})
-    for i, (gen, c) in enumerate(color.items()):
-        ET.SubElement(legend, "rect", x=str(left + 160 * i), y=str(height - 18), width="10",
-                      height="10", fill=c)
-        ET.SubElement(legend, "text", x=str(left + 160 * i + 14), y=str(height - 9),
-                      style="font: 11px sans-serif").text = gen
+    ly = top + 14
+    items: list[tuple[str, dict[str, str], str]] = [
+        (gen, {"stroke": c, "stroke-width": "3"},
+         f"{gen} ({'stable' if gen == stable else 'candidate'})")
+        for gen, c in color.items()]
+    items += [("planned", {"stroke": "#333", "stroke-dasharray": "4 3"}, "planned candidate share"),
+              ("observed", {"stroke": COLORS["candidate"]}, "observed candidate share")]
+    lx = float(left)
+    for key, style, label in items:
+        ET.SubElement(legend, "line", {"x1": f"{lx:.1f}", "x2": f"{lx + 18:.1f}", "y1": f"{ly:.1f}",
+                                       "y2": f"{ly:.1f}", "data-key": key, **style})
+        ET.SubElement(legend, "text", {"x": f"{lx + 22:.1f}", "y": f"{ly + 4:.1f}",
+                                       "class": "legend-label", "style": _CHART_FONT}).text = label
+        lx += 30 + 6.2 * len(label)
+    lx, ly = float(left), ly + 18
+    for ok, label in ((True, "gate passed (Successful)"),
+                      (False, "gate not passed (Failed or Inconclusive)")):
+        ET.SubElement(legend, "circle", {"cx": f"{lx + 5:.1f}", "cy": f"{ly:.1f}", "r": "5",
+                                         "fill": "#2ca02c" if ok else "#d62728"})
+        ET.SubElement(legend, "text", {"x": f"{lx + 14:.1f}", "y": f"{ly + 4:.1f}",
+                                       "class": "legend-label", "style": _CHART_FONT}).text = label
+        lx += 30 + 6.2 * len(label)
+    ET.SubElement(legend, "text", {"x": f"{lx:.1f}", "y": f"{ly + 4:.1f}", "class": "legend-label",
+                                   "style": _CHART_FONT}).text = (
+        "latency lines end a second after a generation's last request")
     ET.indent(svg)
     return ET.tostring(svg, encoding="unicode") + "\n"
+
+
+def _serving(out: Outcome, series: dict[str, list[tuple[float, float]]]
+             ) -> dict[str, list[list[tuple[float, float]]]]:
+    """Each generation's latency points, cut into runs where it served requests: a rate over a
+    window keeps its last value for a window after the traffic left (after a rollback the
+    candidate serves nothing), which would draw a line for a generation no longer serving, and
+    a gap longer than the window has no value to draw."""
+    from dgdgen.spec import parse_duration
+
+    window = next((c.rehearsed for c in out.scaled.changes if c.field == "spec.analysis.window"),
+                  "15s")
+    try:
+        span = float(parse_duration(str(window)))
+    except ValueError:
+        span = 15.0
+    served: dict[str, list[float]] = {}
+    for r in out.records:
+        if r.outcome.served_by:
+            served.setdefault(r.outcome.served_by, []).append(r.start)
+    out_series: dict[str, list[list[tuple[float, float]]]] = {}
+    for gen, pts in series.items():
+        starts = sorted(served.get(gen, []))
+        runs: list[list[tuple[float, float]]] = []
+        current: list[tuple[float, float]] = []
+        j = 0
+        for t, v in pts:
+            while j < len(starts) and starts[j] < t - span:
+                j += 1
+            # served within the window before t, and still served after it (the value a rate
+            # holds once the traffic left is stale: the line ends a query step after the last
+            # request, not a window later)
+            if j < len(starts) and starts[j] <= t and starts[-1] >= t - _STEP:
+                current.append((t, v))
+            elif current:
+                runs.append(current)
+                current = []
+        if current:
+            runs.append(current)
+        out_series[gen] = runs
+    return out_series
 
 
 def _traffic_panel(g: ET.Element, out: Outcome, rows: list[StateRow], x: Any, y0: float,
@@ -301,15 +428,29 @@ def _traffic_panel(g: ET.Element, out: Outcome, rows: list[StateRow], x: Any, y0
     for s in out.states:
         if s.verdict:
             ok = s.verdict == "Successful"
-            ET.SubElement(g, "circle", {"cx": f"{x(s.ended):.1f}", "cy": f"{y0 + 8:.1f}", "r": "5",
-                                        "fill": "#2ca02c" if ok else "#d62728", "class": "gate",
-                                        "data-verdict": s.verdict, "data-state": s.label})
-        ET.SubElement(g, "text", x=f"{x(s.started) + 2:.1f}", y=f"{y1 - 3:.1f}",
-                      style="font: 9px sans-serif").text = s.label
+            dot = ET.SubElement(g, "circle", {"cx": f"{x(s.ended):.1f}", "cy": f"{y0 + 8:.1f}",
+                                              "r": "5", "fill": "#2ca02c" if ok else "#d62728",
+                                              "class": "gate", "data-verdict": s.verdict,
+                                              "data-state": s.label})
+            ET.SubElement(dot, "title").text = f"{s.label}: gate {s.gate} {s.verdict}"
+    # state names under the panel's floor, each in the first of three rows where it does not
+    # touch its neighbour (9 px text is about 5.5 px a character); a name with no room is left
+    # to the tooltip of its state line rather than drawn over another
+    ends = [float("-inf")] * 3
+    for s in out.states:
+        sx = x(s.started) + 2
+        wide = 5.5 * len(s.label)
+        row = next((i for i, e in enumerate(ends) if sx >= e + 4), None)
+        if row is None:
+            continue
+        ends[row] = sx + wide
+        ET.SubElement(g, "text", {"x": f"{sx:.1f}", "y": f"{y1 - 3 - 10 * row:.1f}",
+                                  "class": "state-label", "style": "font: 9px sans-serif"}
+                      ).text = s.label
 
 
 def _replica_panel(g: ET.Element, out: Outcome, x: Any, y0: float, h: float,
-                   color: dict[str, str]) -> None:
+                   color: dict[str, str]) -> int:
     y1 = y0 + h
     peak = max((sum(n for c, n in m.items()) for s in out.states
                 for m in s.replicas_observed.values()), default=1) or 1
@@ -322,6 +463,7 @@ def _replica_panel(g: ET.Element, out: Outcome, x: Any, y0: float, h: float,
                      for i, (t, n) in enumerate(pts))
         ET.SubElement(g, "path", {"d": d, "fill": "none", "stroke": c, "class": "replicas",
                                   "data-generation": gen})
+    return peak
 
 
 def write_report(out: Outcome, dest: Path) -> dict[str, Any]:
@@ -334,11 +476,18 @@ def write_report(out: Outcome, dest: Path) -> dict[str, Any]:
     return data
 
 
+def split_text(shares: dict[str, Any], unit: str = " %") -> str:
+    """``{"bs16": 75, "bs32": 25}`` as ``bs16 75 % / bs32 25 %``: the summary is read by people,
+    not parsed (report.json carries the data)."""
+    return " / ".join(f"{g} {v}{unit}" for g, v in shares.items()) or "—"
+
+
 def summary_lines(data: dict[str, Any]) -> list[str]:
     out = []
     for s in data["states"]:
         err = s["splitErrorPoints"]
-        out.append(f"  {s['state']:<9} planned {s['planned']} observed {s['observed']} "
+        out.append(f"  {s['state']:<9} planned {split_text(s['planned'])}, observed "
+                   f"{split_text(s['observed'])} "
                    f"(±{'—' if err is None else err}) requests {s['requests']} failed {s['failed']}"
                    f" truncated {s['truncated']}"
                    + (f" gate {s['gate']}: {s['verdict']}" if s["verdict"] else ""))

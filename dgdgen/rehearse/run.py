@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -85,6 +86,16 @@ class Outcome:
     options: Options
     reloads: int
     prepared: Prepared
+    # where the wall time went, seconds per phase (PHASES), in that order
+    phases: dict[str, float] = field(default_factory=dict)
+
+
+# The phases of a rehearsal's wall time: the GitOps commands (separate dgdgen processes, each
+# paying Python's start-up), applying a state (starting frontends and mockers, waiting for them
+# to register, moving the traffic, draining), baking at the scaled clock, and the gates
+# (`dgdgen analyze` against Prometheus).
+PHASES = ("GitOps commands", "apply (processes start, register, traffic moves)", "bake",
+          "gates")
 
 
 class _Sampler(threading.Thread):
@@ -114,6 +125,57 @@ class _Sampler(threading.Thread):
             self.procs_peak = max(self.procs_peak, len(pids))
 
 
+def sample_warnings(original: Prepared, scaled: Prepared, opts: Options) -> list[str]:
+    """Before the run: the gates whose minimum sample cannot arrive in the step's scaled bake at
+    the rehearsal's load, each with what would let it (a higher rate, a larger time scale, or a
+    lower ``--min-requests``). Such a gate reads Inconclusive, and Inconclusive never passes, so
+    a healthy candidate would be rolled back for want of data (docs/rehearse.md)."""
+    from dgdgen.analysis.gates import METRICS, step_gate
+
+    steps = scaled.plan.steps
+    # each state's bake after its split moved (the apply before it is not counted: the estimate
+    # errs towards warning)
+    waits = [max(st.pause_seconds or 0, opts.settle + 1.0) for st in steps]
+    out = []
+    for n, step in enumerate(steps):
+        sg = step_gate(scaled, step) if step.gate else None
+        if sg is None or sg.min_requests is None:
+            continue
+        if not any(METRICS[m].family != "probe" for m in sg.metrics):
+            continue
+        relative = any(METRICS[m].relative for m in sg.metrics)
+        gens = ("candidate", "stable") if relative else ("candidate",)
+        # the requests each generation serves inside the gate's window, which reaches back into
+        # the states before this one
+        counts = {}
+        for gen in gens:
+            left, count = float(sg.window_seconds), 0.0
+            for k in range(n, -1, -1):
+                took = min(waits[k], left)
+                count += opts.rate * getattr(steps[k], gen).weight / 100 * took
+                left -= took
+                if left <= 0:
+                    break
+            counts[gen] = count
+        gen = min(counts, key=lambda g: counts[g])
+        expected = counts[gen]
+        if expected >= sg.min_requests:
+            continue
+        factor = sg.min_requests / max(expected, 1e-9)
+        fixes = [f"--rate {math.ceil(opts.rate * factor)}"]
+        if original.plan.steps[n].pause_seconds:
+            fixes.append(f"--time-scale {math.ceil(100 * opts.time_scale * factor) / 100:g}")
+        if math.floor(expected) >= 1:
+            fixes.append(f"--min-requests {math.floor(expected)}")
+        out.append(
+            f"warning: gate {step.gate!r} of step {n} cannot collect its sample: it needs "
+            f"{sg.min_requests} requests per generation in its {sg.window_seconds} s window but "
+            f"the {gen} gets about {expected:.0f} at {opts.rate:g} requests/s and time scale "
+            f"{opts.time_scale:g}, so it will read Inconclusive and the rollout rolls back; use "
+            + " or ".join(fixes))
+    return out
+
+
 def _dgdgen(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ)
     env.setdefault("GIT_AUTHOR_NAME", "dgdgen rehearse")
@@ -138,6 +200,7 @@ class Rehearsal:
         self.opts = opts
         self.say = progress
         self.events: list[tuple[float, str]] = []
+        self.phases = dict.fromkeys(PHASES, 0.0)
         self.t0 = time.monotonic()
 
     def event(self, text: str) -> None:
@@ -177,7 +240,8 @@ class Rehearsal:
         self.spec_rel = "rollout/rollout.yaml"
         self.repo = repo
         self.deploy = repo / "deploy"
-        self.plan = prepare(str(repo / self.spec_rel)).plan
+        scaled_prepared = prepare(str(repo / self.spec_rel))
+        self.plan = scaled_prepared.plan
         self.prepared = prepared
         candidate_rev = self.plan.candidate_revision
         slow = opts.candidate_slowdown
@@ -190,6 +254,8 @@ class Rehearsal:
 
         self.say(f"rehearsal of {opts.spec} in {workdir} (time scale {opts.time_scale:g}, "
                  f"{opts.rate:g} requests/s)")
+        for line in sample_warnings(prepared, scaled_prepared, opts):
+            self.say(line)
         model_dir = make_model_dir(workdir / "model")
         states: list[StateObservation] = []
         load: Load | None = None
@@ -262,11 +328,43 @@ class Rehearsal:
             duration=self.now(), prometheus=prom, rss_peak_mb=sampler.rss_peak,
             processes_peak=sampler.procs_peak, drains=drains, events=self.events,
             workdir=workdir, options=opts, reloads=proxy.reloads, prepared=prepared,
+            phases={k: round(v, 1) for k, v in self.phases.items()},
         )
+
+    def _timed(self, phase: str, began: float) -> None:
+        self.phases[phase] += time.monotonic() - began
+
+    def _commit(self, *args: str) -> str:
+        began = time.monotonic()
+        try:
+            return self._commit_untimed(*args)
+        finally:
+            self._timed("GitOps commands", began)
+
+    def _apply_state(self, state: PlanStep, states: list[StateObservation]) -> StateObservation:
+        began = time.monotonic()
+        try:
+            return self._apply_state_untimed(state, states)
+        finally:
+            self._timed("apply (processes start, register, traffic moves)", began)
+
+    def _bake(self, obs: StateObservation, seconds: float) -> None:
+        began = time.monotonic()
+        try:
+            self._bake_untimed(obs, seconds)
+        finally:
+            self._timed("bake", began)
+
+    def _gate(self, obs: StateObservation, n: int) -> int:
+        began = time.monotonic()
+        try:
+            return self._gate_untimed(obs, n)
+        finally:
+            self._timed("gates", began)
 
     # ------------------------------------------------------------------ steps
 
-    def _commit(self, *args: str) -> str:
+    def _commit_untimed(self, *args: str) -> str:
         r = _dgdgen(self.repo, args[0], self.spec_rel, *args[1:])
         if r.returncode != 0:
             raise RuntimeError(f"dgdgen {' '.join(args)} failed ({r.returncode}):\n"
@@ -318,7 +416,8 @@ class Rehearsal:
                    f"{took:.1f} s: {last}")
         self.say(f"[{state.label}] drain {gen}: {took:.1f} s ({last})")
 
-    def _apply_state(self, state: PlanStep, states: list[StateObservation]) -> StateObservation:
+    def _apply_state_untimed(self, state: PlanStep,
+                             states: list[StateObservation]) -> StateObservation:
         planned = {state.stable.revision: state.stable.weight,
                    state.candidate.revision: state.candidate.weight}
         obs = StateObservation(
@@ -349,14 +448,14 @@ class Rehearsal:
         obs.replicas_observed = self.cluster.replicas()
         return obs
 
-    def _bake(self, obs: StateObservation, seconds: float) -> None:
+    def _bake_untimed(self, obs: StateObservation, seconds: float) -> None:
         wait = max(seconds, self.opts.settle + 1.0)
         end = obs.traffic_moved + wait
         self.say(f"[{obs.label}] bake {wait:.0f} s")
         while self.now() < end:
             time.sleep(min(0.5, end - self.now()))
 
-    def _gate(self, obs: StateObservation, n: int) -> int:
+    def _gate_untimed(self, obs: StateObservation, n: int) -> int:
         self.say(f"[{obs.label}] gate {obs.gate}: dgdgen analyze --step {n} --record deploy")
         r = _dgdgen(self.repo, "analyze", self.spec_rel, "--step", str(n), "--prometheus",
                     self.prom.url, "--record", "deploy", *self._quality_urls(n))

@@ -115,3 +115,62 @@ def test_failed_requests_are_listed_with_their_state() -> None:
     lines = summary_lines({"states": [], "failures": listed})
     assert lines[2] == "  failed at 15.0 s in step-01: status 0 (connection refused)"
     assert lines[1] == "  failed at 11.5 s in step-01 (traffic moving): truncated, served by bs16"
+
+
+def test_summary_lines_read_as_text_not_python_dicts() -> None:
+    """The rehearse summary names each generation with its share; no Python dict reaches it."""
+    from dgdgen.rehearse import inplace
+    from dgdgen.rehearse.report import summary_lines
+
+    lines = summary_lines({"states": [{
+        "state": "step-01", "planned": {"bs16": 75, "bs32": 25},
+        "observed": {"bs16": 74.12, "bs32": 25.88}, "splitErrorPoints": 0.88, "requests": 40,
+        "failed": 0, "truncated": 0, "gate": "slo", "verdict": "Successful"}], "failures": []})
+    assert lines == [("  step-01   planned bs16 75 % / bs32 25 %, observed bs16 74.12 % / "
+                      "bs32 25.88 % (±0.88) requests 40 failed 0 truncated 0 gate slo: Successful")]
+    lines = inplace.summary_lines({"served": {"stable": 30, "candidate": 10}, "segments": [{
+        "start": 0.0, "end": 12.5, "workers": {"stable": 2, "candidate": 1},
+        "expectedCandidatePercent": 33.3, "observedCandidatePercent": 25.0, "requests": 40}]})
+    assert not any("{" in line or "'" in line for line in lines), lines
+    assert "workers stable 2 / candidate 1, candidate 33.3 % of workers" in lines[1]
+
+
+def _warnings(tmp: Path, example: str, rate: float, scale: float,
+              min_requests: int | None) -> list[str]:
+    from dgdgen.pipeline import prepare
+    from dgdgen.rehearse.run import Options, sample_warnings
+
+    spec = REPO / "examples" / example / "rollout.yaml"
+    original = prepare(str(spec))
+    dest = tmp / f"{example}-{rate}-{scale}-{min_requests}"
+    scaled = write_scaled_spec(original.loaded.document.data, spec, dest, time_scale=scale,
+                               request_rate=rate, min_requests=min_requests)
+    opts = Options(spec=spec, time_scale=scale, rate=rate, min_requests=min_requests)
+    return sample_warnings(original, prepare(str(scaled.path)), opts)
+
+
+def test_gates_that_cannot_collect_their_sample_are_named_before_the_run(tmp_path: Path) -> None:
+    """At the defaults (0.05, 20 requests/s) the transfer-backend example's 5 % step cannot
+    collect its sample: the warning says so and offers a rate, a time scale and a minimum
+    sample, and each of those, applied, clears the warning."""
+    import re
+
+    lines = _warnings(tmp_path, "sglang-disagg-transfer-backend", 20.0, 0.05, None)
+    assert lines and all(line.startswith("warning: gate ") for line in lines), lines
+    first = lines[0]
+    assert "cannot collect its sample" in first and "Inconclusive" in first
+    fixes = dict(re.findall(r"--(rate|time-scale|min-requests) ([0-9.]+)", first))
+    assert set(fixes) == {"rate", "time-scale", "min-requests"}, first
+    step = re.search(r"of step (\d+)", first)
+    assert step is not None
+
+    def cleared(rate: float, scale: float, mr: int | None) -> bool:
+        return not any(f"of step {step.group(1)} " in line
+                       for line in _warnings(tmp_path, "sglang-disagg-transfer-backend",
+                                             rate, scale, mr))
+
+    assert cleared(float(fixes["rate"]), 0.05, None)
+    assert cleared(20.0, float(fixes["time-scale"]), None)
+    assert cleared(20.0, 0.05, int(fixes["min-requests"]))
+    # a healthy-enough setting for the example's other gates says nothing
+    assert _warnings(tmp_path, "vllm-disagg-block-size", 25.0, 0.05, 150) == []

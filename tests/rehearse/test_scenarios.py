@@ -20,6 +20,42 @@ FAST = ("--time-scale", "0.02", "--rate", "20")
 HEALTHY = ("--time-scale", "0.05", "--rate", "25", "--min-requests", "150")
 
 
+NS = "{http://www.w3.org/2000/svg}"
+
+
+def _chart_reads_at_a_glance(chart: Path, data: dict) -> ET.Element:
+    """The rehearsal chart's structure: every panel has values on both axes, the legend names
+    each generation, planned vs observed and the gate dots, and no two texts overlap (boxes
+    from position, anchor and font size: sans-serif advances at most ~0.62 em a character)."""
+    svg = ET.parse(chart).getroot()
+    boxes = []
+    for el in svg.iter(f"{NS}text"):
+        size = float((el.get("style") or "font: 12px").split("font:")[1].split("px")[0])
+        width = len(el.text or "") * size * 0.62
+        x, y = float(el.get("x", 0)), float(el.get("y", 0))
+        left = x - {"start": 0.0, "middle": width / 2, "end": width}[el.get("text-anchor", "start")]
+        boxes.append((el.text, left, y - 0.76 * size, left + width, y + 0.24 * size))
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1:]:
+            assert a[3] <= b[1] or b[3] <= a[1] or a[4] <= b[2] or b[4] <= a[2], (a, b)
+    for panel in svg.iter(f"{NS}g"):
+        if panel.get("class") != "panel":
+            continue
+        ys = [t.text or "" for t in panel.iter(f"{NS}text") if t.get("class") == "y-tick"]
+        xs = [t.text or "" for t in panel.iter(f"{NS}text") if t.get("class") == "x-tick"]
+        assert len(ys) >= 2 and ys[0].startswith("0"), (panel.get("data-title"), ys)
+        assert len(xs) >= 3 and all(t.endswith(" s") for t in xs), xs
+        assert float(xs[-1][:-2]) <= data["wallSeconds"] + 1e-6
+    legend = " | ".join(t.text or "" for t in svg.iter(f"{NS}text")
+                        if t.get("class") == "legend-label")
+    for gen in data["states"][0]["planned"]:
+        assert gen in legend
+    for words in ("planned candidate share", "observed candidate share", "gate passed",
+                  "gate not passed"):
+        assert words in legend, legend
+    return svg
+
+
 def _moving_states(data: dict) -> list[dict]:
     return [s for s in data["states"] if s["splitErrorPoints"] is not None]
 
@@ -48,8 +84,8 @@ def test_healthy_candidate_reaches_cleanup(tmp_path: Path) -> None:
     # and the cleanup drain it, each well before its (scaled) request timeout of 90 s
     assert len(data["drains"]) >= 2, data["drains"]
     assert all(d["exitCode"] == 0 and d["seconds"] < 60 for d in data["drains"]), data["drains"]
-    svg = ET.parse(tmp_path / "report" / "chart.svg").getroot()
-    ns = "{http://www.w3.org/2000/svg}"
+    svg = _chart_reads_at_a_glance(tmp_path / "report" / "chart.svg", data)
+    ns = NS
     assert svg.findall(f".//{ns}path[@class='observed']")
     assert len(svg.findall(f".//{ns}circle[@class='gate']")) == len(gated)
     assert "| step-01 |" in (tmp_path / "report" / "report.md").read_text()
@@ -67,6 +103,30 @@ def test_slow_candidate_is_rolled_back(tmp_path: Path) -> None:
     back = data["states"][-1]
     stable = next(g for g, w in back["planned"].items() if w == 100)
     assert back["observed"][stable] == 100.0, back
+    # where the wall time went: the phases add up to it, the bakes are at least the states'
+    # scaled pauses, the one gate took some time, and the report and summary say so
+    by = data["wallSecondsBy"]
+    assert sum(by.values()) == pytest.approx(data["wallSeconds"], abs=0.5), by
+    assert by["bake"] >= sum(s["seconds"] for s in data["states"][1:2]) * 0.5, by
+    assert by["gates"] > 0 and by["GitOps commands"] > 0, by
+    assert "Wall time: GitOps commands " in (tmp_path / "report" / "report.md").read_text()
+    assert "wall time: GitOps commands " in log
+    # the candidate's latency lines end with its traffic: no point later than two seconds
+    # (a query step and the drain of the requests in flight) after the rollback moved it away
+    svg = _chart_reads_at_a_glance(tmp_path / "report" / "chart.svg", data)
+    candidate = next(g for g, w in back["planned"].items() if w == 0)
+    width = float(svg.get("width", 0))
+    per_second = (width - 70 - 20) / max(data["wallSeconds"], 1.0)
+    for panel in svg.iter(f"{NS}g"):
+        if panel.get("data-title") not in ("TTFT p95 (s)", "ITL p95 (s)"):
+            continue
+        rollback_x = max(float(line.get("x1", 0)) for line in panel.iter(f"{NS}line")
+                         if line.get("stroke") == "#ddd")
+        paths = [p for p in panel.iter(f"{NS}path") if p.get("data-generation") == candidate]
+        assert paths, panel.get("data-title")
+        last = max(float(pt.split(",")[0]) for p in paths
+                   for pt in p.get("d", "").replace("M", " ").replace("L", " ").split())
+        assert last <= rollback_x + 2.5 * per_second, (panel.get("data-title"), last, rollback_x)
 
 
 def test_gate_that_cannot_collect_its_sample_is_inconclusive(tmp_path: Path) -> None:
@@ -78,6 +138,10 @@ def test_gate_that_cannot_collect_its_sample_is_inconclusive(tmp_path: Path) -> 
     assert code == 1, log
     first_gate = next(s for s in data["states"] if s["gate"])
     assert first_gate["verdict"] == "Inconclusive", first_gate
+    # said before the run started, with the ways out
+    warned = log.index("warning: gate 'slo' of step 1 cannot collect its sample")
+    assert warned < log.index("load: "), log
+    assert "--rate " in log[warned:] and "--min-requests " in log[warned:]
     assert data["result"] == "rolled-back"
     assert data["failed"] == 0 and data["truncated"] == 0, log
     moves = [e["event"] for e in data["events"] if "traffic set-weights" in e["event"]]
