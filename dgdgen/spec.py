@@ -362,7 +362,7 @@ class InferencePoolSettings(_Model):
 
     target_port: int = Field(
         8000, ge=1, le=65535, description="Port of the selected pods (the Dynamo frontend's HTTP "
-        "port, facts/dynamo.md §8)."
+        "port, 8000 in the upstream DGD examples)."
     )
     app_protocol: Literal["http", "kubernetes.io/h2c"] | None = Field(
         None, description="Protocol to the pods (default http, HTTP/1.1)."
@@ -395,7 +395,7 @@ class HaproxyHealthCheck(_Model):
         None, description="Path HAProxy checks on each generation's frontend. Default: "
         "`/v1/models/{served model}/ready`, which answers 404 while the frontend has no workers "
         "for the model; the frontend's `/health` answers 200 even with zero workers "
-        "(facts/dynamo-runtime.md, Endpoints), so it cannot take a workerless generation out "
+        "(observed on Dynamo 1.6.1, docs/traffic.md), so it cannot take a workerless generation out "
         "of rotation."
     )
     interval: Duration = "2s"

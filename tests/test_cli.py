@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import zipfile
@@ -113,3 +114,27 @@ def test_installed_wheel_behaves_like_the_checkout(tmp_path: Path) -> None:
     for f in golden.rglob("*"):
         if f.is_file():
             assert (out / f.relative_to(golden)).read_bytes() == f.read_bytes()
+
+
+_WORDS = (
+    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+    "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen",
+    "nineteen", "twenty",
+)
+_NUMBERS = {w: n for n, w in enumerate(_WORDS)}
+
+
+def test_performance_doc_counts_the_commands_the_parser_registers() -> None:
+    """docs/performance.md states how many commands `--help` builds; the figure must be today's."""
+    import argparse
+
+    from dgdgen.cli import build_parser
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    registered = len(sub.choices)
+    text = (REPO / "docs" / "performance.md").read_text()
+    total = re.findall(r"\(([a-z-]+) commands registered\)", text)
+    others = re.findall(r"the other ([a-z-]+) subparsers", text)
+    assert total and others, "docs/performance.md no longer states the command count"
+    assert [_NUMBERS[w] for w in total] == [registered] * len(total)
+    assert [_NUMBERS[w] for w in others] == [registered - 1] * len(others)

@@ -318,7 +318,7 @@ def _component_changes(b: ComponentFacts, h: ComponentFacts, release: str, disag
         out.append(Change(name, cat, "runtimeVersionOverride", b.runtime_version_override,
                           h.runtime_version_override,
                           "declared runtime version changes", h.path + ("runtimeVersionOverride",),
-                          cite="facts/dynamo.md §1.2"))
+                          cite="ai-dynamo/dynamo deploy/operator/api (DGD spec)"))
     if b.replicas != h.replicas:
         out.append(Change(name, Category.SAFE, "replicas", str(b.replicas), str(h.replicas),
                           "replica count changes", h.path + ("replicas",)))
@@ -332,7 +332,7 @@ def _component_changes(b: ComponentFacts, h: ComponentFacts, release: str, disag
         for cat in cats:
             out.append(Change(name, cat, "role", b.role.value, h.role.value,
                               f"role {b.role.value} → {h.role.value} changes worker_type",
-                              h.path, cite="facts/dynamo.md §3.2"))
+                              h.path, cite="ai-dynamo/dynamo lib/llm/src/model_card.rs mdcsum()"))
     backend = h.backend if h.backend is not Backend.UNKNOWN else b.backend
     if (worker and b.backend is not h.backend
             and Backend.UNKNOWN not in (b.backend, h.backend)):

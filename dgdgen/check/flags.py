@@ -104,7 +104,7 @@ def normalize_release(value: str | None) -> str:
 # facts/dynamo.md §3 (`lib/llm/src/model_card.rs` `mdcsum()`) and §3.2 (flag → field map from
 # components/src/dynamo/{vllm/main.py,sglang/register.py,trtllm/workers/llm_worker.py}).
 
-_CARD = "facts/dynamo.md §3.2"
+_CARD = "ai-dynamo/dynamo lib/llm/src/model_card.rs mdcsum(), components/src/dynamo/{vllm,sglang,trtllm}"
 
 # The worker-side router flags (ai-dynamo 1.6.1 `add_worker_router_arguments`: RouterArgGroup +
 # KvRouterArgGroup; alias spellings are canonicalised by dgdgen.check.facts).
@@ -121,7 +121,7 @@ MDC_INPUTS: tuple[Input, ...] = (
     # dynamo/common/configuration/utils.py split_served_model_names in ai-dynamo 1.6.1) are the
     # card's `aliases`, hashed since Aug 2026 (facts/dynamo.md §3 item 11, §3.3).
     Input((ALIASES_KEY,), Category.MDC, "aliases (extra served model names)", VLLM | SGLANG,
-          "facts/dynamo.md §3 item 11, §3.3", since="1.5"),
+          "ai-dynamo/dynamo lib/llm/src/model_card.rs (aliases)", since="1.5"),
     # The model id names the files whose contents are hashed (config, tokenizer,
     # tokenizer_config, generation_config) and `source_path` (facts §3 items 2–3).
     Input(("--model",), Category.MDC, "source_path and model file checksums",
@@ -147,7 +147,7 @@ MDC_INPUTS: tuple[Input, ...] = (
           until="1.4"),
     Input(("engine:kv_cache_config.tokens_per_block",), Category.MDC,
           "kv_cache_block_size (reported by the engine, #12023)", TRTLLM,
-          "facts/dynamo.md §3.3, upstream #12023", since="1.4"),
+          "upstream #12023", since="1.4"),
     # worker_type / needs and the worker router config entered the checksum by July 2026
     # (facts §3 history, §3.3 "release-dependent inputs").
     Input(("--disaggregation-mode", "--is-prefill-worker"), Category.MDC, "worker_type / needs",
@@ -160,7 +160,7 @@ MDC_INPUTS: tuple[Input, ...] = (
     # mode was requested, leaving router_config off the card"); runtime-verified for
     # --router-mode kv (facts/dynamo-runtime.md; tests/check/test_runtime_truth.py).
     Input(("--router-mode",), Category.MDC, "router_config", ALL,
-          "facts/dynamo-runtime.md; ai-dynamo 1.6.1 router_args.py", since="1.6"),
+          "ai-dynamo 1.6.1 router_args.py; tests/check/test_runtime_truth.py", since="1.6"),
     Input(_ROUTER_KEYS, Category.MDC, "router_config (with a worker --router-mode)", ALL,
           "ai-dynamo 1.6.1 router_args.py build_router_config", since="1.6",
           requires="--router-mode"),
@@ -170,7 +170,7 @@ MDC_INPUTS: tuple[Input, ...] = (
 # facts/dynamo.md §4. Only meaningful for workers of a disaggregated DGD: old decode workers must
 # be able to take KV blocks from new prefill workers (DESIGN.md §1).
 
-_KV = "facts/dynamo.md §4"
+_KV = "ai-dynamo/dynamo components/src/dynamo/{vllm,sglang,trtllm} (KV-transfer flags)"
 
 KV_INPUTS: tuple[Input, ...] = (
     Input(("--disaggregation-mode", "--is-prefill-worker"), Category.KV, "disaggregation role",
@@ -232,7 +232,7 @@ SAFE_KEYS: frozenset[str] = frozenset({
 UNKNOWN_ENGINE_FILE_MDC = Input(
     ("--extra-engine-args",), Category.MDC,
     "engine arguments file (contents unknown: may set max_seq_len / tokens_per_block)",
-    TRTLLM, "facts/dynamo.md §3.2–3.3",
+    TRTLLM, "ai-dynamo/dynamo components/src/dynamo/trtllm/backend_args.py",
 )
 
 # CLI flag → TRT-LLM engine key (facts §3.3: YAML applied after the CLI, overrides last).
@@ -300,16 +300,16 @@ class FlagStatus:
 FLAG_LIFECYCLE: tuple[FlagStatus, ...] = (
     # facts/dynamo.md §3.2 note: deprecated 2026-02-23 (#6483), removed 2026-07-24 (#12089).
     FlagStatus("--is-prefill-worker", VLLM, "--disaggregation-mode prefill",
-               "upstream #6483 (deprecated), #12089 (removed); facts/dynamo.md §3.2",
+               "upstream #6483 (deprecated), #12089 (removed)",
                deprecated_since="1.3", removed_since="1.4"),
     # facts/dynamo.md §4: `--connector` / DYN_CONNECTOR is rejected for vLLM since #6450.
     FlagStatus("--connector", VLLM,
                "--kv-transfer-config '{\"kv_connector\":\"NixlConnector\",\"kv_role\":\"kv_both\"}'",
-               "upstream #6450; facts/dynamo.md §4", removed_since="1.3", env="DYN_CONNECTOR"),
+               "upstream #6450", removed_since="1.3", env="DYN_CONNECTOR"),
     # facts/dynamo.md §3.2: TRT-LLM `--model-path` is an obsolete alias of `--model`
     # (components/src/dynamo/trtllm/backend_args.py `obsolete_flag`).
     FlagStatus("--model-path", TRTLLM, "--model",
-               "facts/dynamo.md §3.2; components/src/dynamo/trtllm/backend_args.py",
+               "ai-dynamo/dynamo components/src/dynamo/trtllm/backend_args.py",
                deprecated_since="1.3"),
     # components/src/dynamo/trtllm/backend_args.py: "The deprecated `--publish-events-and-metrics`
     # alias retains its original combined behavior for one release."
@@ -317,7 +317,7 @@ FLAG_LIFECYCLE: tuple[FlagStatus, ...] = (
                "components/src/dynamo/trtllm/backend_args.py", deprecated_since="1.5"),
     # facts/dynamo.md §3.2: `--migration-limit` is now a frontend flag.
     FlagStatus("--migration-limit", VLLM | SGLANG | TRTLLM,
-               "--migration-limit on the frontend", "facts/dynamo.md §3.2",
+               "--migration-limit on the frontend", "ai-dynamo 1.6.1 frontend_args.py",
                deprecated_since="1.3"),
 )
 
@@ -347,25 +347,23 @@ class PdKey:
 
 PD_MUST_AGREE: tuple[PdKey, ...] = (
     PdKey(("--block-size",), "KV block size", VLLM,
-          "vLLM CacheConfig.block_size (None: the platform picks it); facts/dynamo.md §4"),
+          "vLLM CacheConfig.block_size (None: the platform picks it)"),
     PdKey(("--kv-cache-dtype",), "KV cache dtype", VLLM,
-          "vLLM CacheConfig.cache_dtype, default \"auto\"; facts/dynamo.md §4", default="auto"),
+          "vLLM CacheConfig.cache_dtype, default \"auto\"", default="auto"),
     PdKey(("--kv-transfer-config",), "KV connector", VLLM,
-          "vLLM KVTransferConfig.kv_connector; facts/dynamo.md §4", json_field="kv_connector"),
+          "vLLM KVTransferConfig.kv_connector", json_field="kv_connector"),
     PdKey(("--page-size",), "KV page size", SGLANG,
-          "SGLang ServerArgs.page_size (set to 1 when unset); facts/dynamo.md §4", default="1"),
+          "SGLang ServerArgs.page_size (set to 1 when unset)", default="1"),
     PdKey(("--kv-cache-dtype",), "KV cache dtype", SGLANG,
-          "SGLang ServerArgs.kv_cache_dtype, default \"auto\"; facts/dynamo.md §4",
+          "SGLang ServerArgs.kv_cache_dtype, default \"auto\"",
           default="auto"),
     PdKey(("--disaggregation-transfer-backend",), "KV transfer backend", SGLANG,
-          "SGLang ServerArgs.disaggregation_transfer_backend, default \"mooncake\"; "
-          "facts/dynamo.md §4", default="mooncake"),
+          "SGLang ServerArgs.disaggregation_transfer_backend, default \"mooncake\"", default="mooncake"),
     PdKey(("engine:kv_cache_config.tokens_per_block",), "KV block size (tokens per block)",
-          TRTLLM, "TRT-LLM KvCacheConfig.tokens_per_block, default 32; facts/dynamo.md §3.3",
+          TRTLLM, "TRT-LLM KvCacheConfig.tokens_per_block, default 32",
           default="32"),
     PdKey(("engine:kv_cache_config.dtype",), "KV cache dtype", TRTLLM,
-          "TRT-LLM KvCacheConfig.dtype, default \"auto\"; facts/dynamo.md §4", default="auto"),
+          "TRT-LLM KvCacheConfig.dtype, default \"auto\"", default="auto"),
     PdKey(("engine:cache_transceiver_config.backend",), "KV transfer backend", TRTLLM,
-          "TRT-LLM CacheTransceiverConfig.backend (DEFAULT: the engine picks one at run time); "
-          "facts/dynamo.md §4", engine_picks=("DEFAULT",)),
+          "TRT-LLM CacheTransceiverConfig.backend (DEFAULT: the engine picks one at run time)", engine_picks=("DEFAULT",)),
 )

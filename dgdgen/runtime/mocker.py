@@ -77,7 +77,7 @@ _TRTLLM_VIA_ENGINE = {
     "--extra-engine-args": "carried key by key (the effective engine arguments)",
     "--override-engine-args": "carried key by key (the effective engine arguments)",
     "--kv-block-size": "since #12023 only an unused fallback: the engine's tokens_per_block is "
-                       "the card's block size (facts/dynamo.md §3.3)",
+                       "the card's block size",
 }
 # The worker-side router flags: the mocker registers them with the same parser as the backends
 # (ai-dynamo 1.6.1 `add_worker_router_arguments`, dynamo/mocker/args.py), and they reach the

@@ -18,7 +18,7 @@ RULE = RuleMeta(
         "histogram_quantile and ratios over no traffic return NaN, and every comparison with NaN "
         "is false: `successCondition: result[0] <= 2.0` then fails the step when there is no "
         "traffic, `failureCondition: result[0] > 2.0` alone passes it, both together give "
-        "Inconclusive (facts/argo.md §1.6, Argo Rollouts utils/evaluate). A gate must decide "
+        "Inconclusive (Argo Rollouts utils/evaluate/evaluate.go). A gate must decide "
         "no-data explicitly — DESIGN.md §3: too little traffic is inconclusive, never a pass."
     ),
     remediation=(

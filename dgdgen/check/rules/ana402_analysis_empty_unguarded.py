@@ -19,7 +19,7 @@ RULE = RuleMeta(
         "When the series does not exist yet (a new generation, a filter that matches nothing) "
         "the Prometheus provider returns an empty vector, `result[0]` raises, and the "
         "measurement is an Error; after more than consecutiveErrorLimit (4) errors the run ends "
-        "as Error and the rollout aborts (facts/argo.md §1.6). `default(result, 0)` does not "
+        "as Error and the rollout aborts (Argo Rollouts metricproviders/prometheus/prometheus.go). `default(result, 0)` does not "
         "help for Prometheus."
     ),
     remediation=(

@@ -17,7 +17,7 @@ RULE = RuleMeta(
     rationale=(
         "A suppression is a decision someone must be able to review later. Peer checkers require "
         "a reason (kube-linter `ignore-check.kube-linter.io/<check>: \"<reason>\"`, Checkov "
-        "`checkov.io/skip1: ID=reason`; conftest #432 asks for one; facts/peers.md §3.2, §4)."
+        "`checkov.io/skip1: ID=reason`; conftest #432 asks for one)."
     ),
     remediation=f'Write the reason after the code: `{ANNOTATION}: "DGD105: dev cluster, a '
                 'capacity gap is acceptable"`.',

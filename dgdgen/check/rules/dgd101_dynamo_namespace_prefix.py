@@ -19,12 +19,12 @@ RULE = RuleMeta(
     rationale=(
         "The operator derives the Dynamo namespace as {k8s-namespace}-{dgd-name} (PR #4126) and "
         "a frontend discovers every namespace that string-starts-with its own "
-        "(lib/llm/src/namespace.rs NamespaceFilter::Prefix; facts/dynamo.md §2.1). The frontend "
+        "(lib/llm/src/namespace.rs NamespaceFilter::Prefix). The frontend "
         "of `qwen` therefore also routes to the workers of `qwen-canary` (or `qwen2`) in the "
         "same Kubernetes namespace: a canary gets production traffic, or the model is split "
         "between two cards. Observed on Dynamo 1.6.1: a frontend selecting `inference-foo` by "
         "prefix split one model's requests 11/19 across `inference-foo` and `inference-foo-bar` "
-        "although their checksums differed (facts/dynamo-runtime.md; runtime-verified by "
+        "although their checksums differed (runtime-verified by "
         "tests/check/test_runtime_truth.py)."
     ),
     remediation=(

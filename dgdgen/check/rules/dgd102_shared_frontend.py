@@ -17,7 +17,7 @@ RULE = RuleMeta(
             "worker DGDs.",
     rationale=(
         "With globalDynamoNamespace: true the Dynamo namespace is the constant `dynamo` "
-        "(facts/dynamo.md §2.1), so a global frontend discovers the workers of every DGD that "
+        "(ai-dynamo/dynamo deploy/operator/api/v1beta1/dynamocomponentdeployment_types.go ComputeDynamoNamespace), so a global frontend discovers the workers of every DGD that "
         "registers there (the upstream shared_frontend example, deleted in #7059). A rollout of "
         "one worker DGD reaches the shared frontend, which cannot be given its own generation: "
         "namespace isolation and per-generation metrics (facts §5) are impossible."

@@ -18,7 +18,7 @@ RULE = RuleMeta(
         "Deprecated flags are removed a few releases later, and the replacement usually changes "
         "what the worker publishes: vLLM --is-prefill-worker was deprecated on 2026-02-23 "
         "(#6483) and removed on 2026-07-24 (#12089); TRT-LLM --model-path is an obsolete alias "
-        "of --model; --migration-limit moved to the frontend (facts/dynamo.md §3.2). Switching "
+        "of --model; --migration-limit moved to the frontend (ai-dynamo 1.6.1 frontend_args.py). Switching "
         "spellings during an image bump turns one risky change into two."
     ),
     remediation="Switch to the replacement the message names, in a change of its own.",

@@ -19,7 +19,7 @@ RULE = RuleMeta(
             "capacity drops to zero during the rollout.",
     rationale=(
         "Grove replaces pods one at a time with fixed maxUnavailable 1 / maxSurge 0 "
-        "(RollingRecreate, facts/dynamo.md §2.4; multinode components always run on Grove or "
+        "(RollingRecreate, ai-dynamo/grove; multinode components always run on Grove or "
         "LWS), `nvidia.com/deployment-strategy: Recreate` scales the old pods to 0 first, and "
         "a max-surge of 0 leaves only maxUnavailable to make progress (facts §2.3). With one "
         "replica each of these takes the component's whole capacity away until the new pod is "

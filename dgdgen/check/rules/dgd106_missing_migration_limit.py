@@ -19,7 +19,8 @@ RULE = RuleMeta(
         "During a rolling update old workers drain and stop; a request in flight on a stopping "
         "worker fails unless the frontend migrates it to another worker, which it only does "
         "with a migration limit above 0 (`--migration-limit` is a frontend flag, "
-        "facts/dynamo.md §3.2; the frontend exports dynamo_frontend_model_migration_total, §5). "
+        "ai-dynamo 1.6.1 frontend_args.py; the frontend exports "
+        "dynamo_frontend_model_migration_total, prometheus_names.py). "
         "Streaming requests of long generations are the ones cut."
     ),
     remediation=(

@@ -17,8 +17,8 @@ RULE = RuleMeta(
     rationale=(
         "A worker's settings may come from `env[].valueFrom` (configMapKeyRef / secretKeyRef), "
         "`envFrom` or a file of a mounted ConfigMap passed as a flag (`--custom-jinja-template "
-        "/etc/tmpl/chat.jinja`). Dynamo reads `DYN_*` variables as flags (facts/dynamo.md "
-        "§3.3), so such a value can be a ModelDeploymentCard or KV-transfer input. dgdgen "
+        "/etc/tmpl/chat.jinja`). Dynamo reads `DYN_*` variables as flags (ai-dynamo "
+        "1.6.1 common/configuration/groups/runtime_args.py `env_var`), so such a value can be a ModelDeploymentCard or KV-transfer input. dgdgen "
         "resolves the reference when the object is in the checked files (the same file or "
         "folder); when it is not, a change to it cannot be seen, and this finding says so "
         "rather than reporting the DGD as unchanged. Reported: `DYN_*` variables from a "

@@ -19,7 +19,7 @@ RULE = RuleMeta(
     rationale=(
         "The operator records the current worker generation in the DGD annotations "
         "nvidia.com/current-worker-hash and nvidia.com/current-worker-hash-v2, and in the pod "
-        "label nvidia.com/dynamo-worker-hash (facts/dynamo.md §2.2, internal/consts/consts.go). "
+        "label nvidia.com/dynamo-worker-hash (ai-dynamo/dynamo deploy/operator/internal/consts/consts.go). "
         "Losing them (kubectl replace, helm upgrade --force, a manifest exported without them) "
         "makes the operator treat the DGD as a first deploy and orphan the old generation "
         "(issue #13495, open; fix attempt PR #13509 closed)."

@@ -17,7 +17,7 @@ RULE = RuleMeta(
     rationale=(
         "Gateway API weights are relative: each backend gets weight / sum(weights); `weight: 0` "
         "means no traffic for that entry, and the CRD does not define what happens when all "
-        "weights of a rule are 0 (facts/traffic.md §1, backendRefs[].weight). Implementations "
+        "weights of a rule are 0 (Gateway API v1.6.1 HTTPRoute CRD, backendRefs[].weight). Implementations "
         "answer 500/503 or drop the rule: the model is unreachable."
     ),
     remediation="Give at least one backend of the rule a weight above 0 (the stable generation "

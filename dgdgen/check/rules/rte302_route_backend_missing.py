@@ -20,7 +20,7 @@ RULE = RuleMeta(
             "rendered next to it.",
     rationale=(
         "An invalid backendRef's share of traffic MUST get HTTP 500, and a Service without ready "
-        "endpoints SHOULD get 503 (facts/traffic.md §1): a route that points a weighted backend "
+        "endpoints SHOULD get 503 (Gateway API v1.6.1 HTTPRoute CRD, backendRefs): a route that points a weighted backend "
         "at a generation whose Service or InferencePool is not rendered fails that share of "
         "requests as soon as it syncs. In the rendered-manifests pattern every backend of a "
         "route lives in the same rendered tree."
@@ -35,7 +35,7 @@ RULE = RuleMeta(
 def _known(ctx: Context, file: str) -> set[tuple[str, str]]:
     """(kind, name) of the objects rendered in the checked files and next to ``file``. A DGD
     frontend component is served by the operator's Service `{dgd}-{component}` (lower case,
-    the DynamoComponentDeployment name, facts/dynamo.md §2.3 `GetDCDResourceName`)."""
+    the DynamoComponentDeployment name, ai-dynamo/dynamo deploy/operator `GetDCDResourceName`)."""
     out: set[tuple[str, str]] = set()
     # The siblings' Services, InferencePools and DGDs, as facts (DGDs that do not parse left out).
     for sib in ctx.siblings(file):
