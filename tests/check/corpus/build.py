@@ -107,6 +107,11 @@ case("vllm-tp-size-aggregated", vllm_agg,
      sub(vllm_agg, "            - Qwen/Qwen3-0.6B\n",
          "            - Qwen/Qwen3-0.6B\n            - --tensor-parallel-size\n            - \"2\"\n"),
      [], note="aggregated: no KV transfer between workers")
+case("vllm-served-model-name-equals-model-path", vllm_agg,
+     sub(vllm_agg, "            - Qwen/Qwen3-0.6B\n",
+         "            - Qwen/Qwen3-0.6B\n            - --served-model-name\n"
+         "            - Qwen/Qwen3-0.6B\n"),
+     [], note="the name the worker derives from --model anyway: display_name unchanged")
 case("vllm-attention-backend-disagg", vllm_disagg,
      sub(vllm_disagg, "            - Qwen/Qwen3-0.6B\n",
          "            - Qwen/Qwen3-0.6B\n            - --attention-backend\n"
@@ -338,6 +343,8 @@ SOURCES: dict[str, str] = {
     "sglang-transfer-backend-nixl-to-mooncake-v1beta1": F4,
     "vllm-tp-size-disagg-multinode": F4,
     "vllm-tp-size-aggregated": f"{F4} (aggregated: no KV hand-off)",
+    "vllm-served-model-name-equals-model-path": f"{PARSER} (dynamo/vllm/args.py: "
+                                                "served_model_name defaults to [model])",
     "vllm-attention-backend-disagg": NIXL,
     "vllm-disable-hybrid-kv-cache-manager-disagg": NIXL,
     "vllm-attention-backend-aggregated": f"{NIXL} (aggregated: no KV hand-off); {PARSER}",
