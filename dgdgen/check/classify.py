@@ -301,6 +301,28 @@ def _norm(value: str | None) -> str | None:
         return text
 
 
+# Without --served-model-name the worker registers its model path as the served name (the
+# card's display_name), so setting the flag to exactly that path changes nothing. TRT-LLM leaves
+# the name unset instead (ai-dynamo 1.6.1 dynamo/trtllm/backend_args.py) and is not modelled.
+SERVED_NAME_DEFAULT_CITE: dict[Backend, str] = {
+    Backend.VLLM: "ai-dynamo 1.6.1 dynamo/vllm/args.py (served_model_name = [model])",
+    Backend.SGLANG: "ai-dynamo 1.6.1 dynamo/sglang/args.py (served_model_name = model_path)",
+}
+
+
+def _served_name_is_default(b: ComponentFacts, h: ComponentFacts, bs: Setting | None,
+                            hs: Setting | None, backend: Backend) -> bool:
+    """One side sets a single --served-model-name equal to the model path, the other leaves it
+    unset, and the model path is the same on both sides."""
+    if backend not in SERVED_NAME_DEFAULT_CITE or (bs is None) == (hs is None):
+        return False
+    s = hs or bs
+    assert s is not None
+    names = s.value.split()
+    return (len(names) == 1 and b.model is not None and b.model == h.model
+            and names[0] == b.model)
+
+
 def _component_changes(b: ComponentFacts, h: ComponentFacts, release: str, disagg: bool
                        ) -> list[Change]:
     out: list[Change] = []
@@ -354,6 +376,17 @@ def _component_changes(b: ComponentFacts, h: ComponentFacts, release: str, disag
             out.extend(_engine_file_change(name, b, h, bs, hs, release, disagg))
             continue
         if _norm(bs.value if bs else None) == _norm(hs.value if hs else None):
+            continue
+        if key == "--served-model-name" and _served_name_is_default(b, h, bs, hs, backend):
+            s = hs or bs
+            assert s is not None
+            out.append(Change(name, Category.SAFE, key, bs.value if bs else None,
+                              hs.value if hs else None,
+                              f"--served-model-name {_describe(bs.value if bs else None)} → "
+                              f"{_describe(hs.value if hs else None)} equals the name the "
+                              f"{backend.value} worker derives from the model path (card "
+                              "unchanged)", s.path, s.offset, "head" if hs else "base",
+                              SERVED_NAME_DEFAULT_CITE[backend]))
             continue
         out.extend(_classified(name, key, bs, hs, backend, release, disagg, worker,
                                _either(b, h)))

@@ -171,6 +171,8 @@ MDC_INPUTS: tuple[Input, ...] = (
 # be able to take KV blocks from new prefill workers (DESIGN.md §1).
 
 _KV = "ai-dynamo/dynamo components/src/dynamo/{vllm,sglang,trtllm} (KV-transfer flags)"
+_NIXL = ("vllm-project/vllm vllm/distributed/kv_transfer/kv_connector/v1/nixl/metadata.py "
+         "compute_nixl_compatibility_hash (fe6adf39a0a9); ai-dynamo 1.6.1 pins vllm==0.31.0")
 
 KV_INPUTS: tuple[Input, ...] = (
     Input(("--disaggregation-mode", "--is-prefill-worker"), Category.KV, "disaggregation role",
@@ -186,6 +188,17 @@ KV_INPUTS: tuple[Input, ...] = (
     # change is a KV-cache dtype change (vLLM CacheConfig / SGLang ServerArgs behaviour).
     Input(("--dtype",), Category.KV, "KV cache dtype (follows the model dtype)",
           VLLM | SGLANG, _KV),
+    # vLLM's NIXL connector refuses a peer whose compatibility hash differs from its own. Beside
+    # the vLLM version (the image: runtime-version), the model (a card input) and the two dtypes
+    # above, the hash covers the attention backend and whether the hybrid KV cache manager is on
+    # (vllm-project/vllm vllm/distributed/kv_transfer/kv_connector/v1/nixl/metadata.py,
+    # compute_nixl_compatibility_hash, commit fe6adf39a0a9; ai-dynamo 1.6.1 pins
+    # vllm==0.31.0 in its [vllm] extra). Tensor-parallel size and block size are checked after
+    # the hash (_validate_remote_agent_handshake) and are listed above.
+    Input(("--attention-backend",), Category.KV,
+          "attention backend (NIXL compatibility hash)", VLLM, _NIXL),
+    Input(("--disable-hybrid-kv-cache-manager",), Category.KV,
+          "hybrid KV cache manager on/off (NIXL compatibility hash)", VLLM, _NIXL),
     # Context / sequence length (vLLM --max-model-len, SGLang --context-length, TRT-LLM
     # max_seq_len) is a card input (context_length, §3.2), not a KV-transfer change: the KV block
     # layout a prefill worker hands over (block size, dtype, heads, sharding) does not depend on

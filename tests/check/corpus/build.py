@@ -50,6 +50,8 @@ def case(name: str, old: str, new: str, categories: list[str], risk: str = "conf
 
 
 F32, F4, PARSER = "facts/dynamo.md §3.2", "facts/dynamo.md §4", "ai-dynamo 1.6.1 argument parsers"
+NIXL = ("vllm-project/vllm vllm/distributed/kv_transfer/kv_connector/v1/nixl/metadata.py "
+        "compute_nixl_compatibility_hash (fe6adf39a0a9; Dynamo 1.6.1 pins vllm 0.31.0)")
 RTP = "runtime:{}"  # a probe of tests/check/test_runtime_truth.py (Dynamo 1.6.1)
 
 
@@ -105,6 +107,25 @@ case("vllm-tp-size-aggregated", vllm_agg,
      sub(vllm_agg, "            - Qwen/Qwen3-0.6B\n",
          "            - Qwen/Qwen3-0.6B\n            - --tensor-parallel-size\n            - \"2\"\n"),
      [], note="aggregated: no KV transfer between workers")
+case("vllm-served-model-name-equals-model-path", vllm_agg,
+     sub(vllm_agg, "            - Qwen/Qwen3-0.6B\n",
+         "            - Qwen/Qwen3-0.6B\n            - --served-model-name\n"
+         "            - Qwen/Qwen3-0.6B\n"),
+     [], note="the name the worker derives from --model anyway: display_name unchanged")
+case("vllm-attention-backend-disagg", vllm_disagg,
+     sub(vllm_disagg, "            - Qwen/Qwen3-0.6B\n",
+         "            - Qwen/Qwen3-0.6B\n            - --attention-backend\n"
+         "            - FLASHINFER\n"),
+     [KV], note="the attention backend is hashed in the NIXL handshake; not a card input")
+case("vllm-disable-hybrid-kv-cache-manager-disagg", vllm_disagg,
+     sub(vllm_disagg, "            - Qwen/Qwen3-0.6B\n",
+         "            - Qwen/Qwen3-0.6B\n            - --disable-hybrid-kv-cache-manager\n", 1),
+     [KV], note="hybrid KV cache manager on/off is hashed in the NIXL handshake")
+case("vllm-attention-backend-aggregated", vllm_agg,
+     sub(vllm_agg, "            - Qwen/Qwen3-0.6B\n",
+         "            - Qwen/Qwen3-0.6B\n            - --attention-backend\n"
+         "            - FLASHINFER\n"),
+     [], note="aggregated: no KV hand-off, and the backend is not a card input")
 case("trtllm-extra-engine-args-path-v1alpha1", trt,
      sub(trt, "engine_configs/qwen3/prefill.yaml", "engine_configs/qwen3/prefill_fp8kv.yaml"),
      [MDC, KV], note="engine file contents unknown: may set max_seq_len, tokens_per_block, "
@@ -322,6 +343,11 @@ SOURCES: dict[str, str] = {
     "sglang-transfer-backend-nixl-to-mooncake-v1beta1": F4,
     "vllm-tp-size-disagg-multinode": F4,
     "vllm-tp-size-aggregated": f"{F4} (aggregated: no KV hand-off)",
+    "vllm-served-model-name-equals-model-path": f"{PARSER} (dynamo/vllm/args.py: "
+                                                "served_model_name defaults to [model])",
+    "vllm-attention-backend-disagg": NIXL,
+    "vllm-disable-hybrid-kv-cache-manager-disagg": NIXL,
+    "vllm-attention-backend-aggregated": f"{NIXL} (aggregated: no KV hand-off); {PARSER}",
     "trtllm-extra-engine-args-path-v1alpha1": "facts/dynamo.md §3.3, §4",
     "trtllm-configmap-transceiver-backend": F4,
     "trtllm-configmap-free-memory-only": "facts/dynamo.md §3 (total_kv_blocks not hashed)",
