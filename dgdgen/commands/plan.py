@@ -50,7 +50,12 @@ def run(args: argparse.Namespace) -> int:
     else:
         data = FORMATS[args.format](prepared).encode("utf-8")
     if args.output is None or args.output == "-":
-        sys.stdout.buffer.write(data)
+        out = getattr(sys.stdout, "buffer", None)
+        if out is not None:
+            out.write(data)
+            out.flush()
+        else:  # a text-only stream (an embedding caller's StringIO): text formats as text
+            sys.stdout.write(data.decode("utf-8", errors="replace"))
         return 0
     _write(args.output, data)
     return 0
