@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 HELP = "rehearse a whole rollout against the real Dynamo frontend and mocker workers"
@@ -103,7 +104,6 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from dgdgen import runtime
-    from dgdgen.errors import DgdgenError
     from dgdgen.pipeline import prepare
     from dgdgen.rehearse.prometheus import prometheus_binary
     from dgdgen.rehearse.proxy import haproxy_binary
@@ -161,18 +161,8 @@ def run(args: argparse.Namespace) -> int:
         traffic_path=args.traffic_path, workdir=workdir,
     )
     try:
-        try:
+        with could_not_run(keep):
             outcome = Rehearsal(opts, say).run()
-        except DgdgenError as exc:
-            if exc.exit_code == 3:
-                raise
-            # the spec was checked before anything started: what fails now is the rehearsal
-            raise runtime.RuntimeUnavailable(f"the rehearsal could not run: {exc}") from exc
-        except RuntimeError as exc:
-            raise runtime.RuntimeUnavailable(
-                f"the rehearsal could not run: {exc}"
-                + ("" if keep else " (keep the logs with --workdir DIR)")
-            ) from exc
         try:
             data = write_report(outcome, Path(args.report))
         finally:
@@ -189,18 +179,36 @@ def run(args: argparse.Namespace) -> int:
     return int(outcome.exit_code)
 
 
+@contextlib.contextmanager
+def could_not_run(keep: bool) -> Iterator[None]:
+    """What fails once the rehearsal has started is the rehearsal, not the input (the spec was
+    checked before anything started): exit 3 with the reason, never a traceback."""
+    from dgdgen import runtime
+    from dgdgen.errors import DgdgenError
+
+    try:
+        yield
+    except DgdgenError as exc:
+        if exc.exit_code == 3:
+            raise
+        raise runtime.RuntimeUnavailable(f"the rehearsal could not run: {exc}") from exc
+    except RuntimeError as exc:
+        raise runtime.RuntimeUnavailable(
+            f"the rehearsal could not run: {exc}"
+            + ("" if keep else " (keep the logs with --workdir DIR)")
+        ) from exc
+
+
 def _run_in_place(args: argparse.Namespace, workdir: Path, keep: bool,
                   say: Callable[[str], None], *, side_by_side: bool) -> int:
     """The operator's in-place roll, alone or side by side with the gated rollout."""
     import shutil
 
-    from dgdgen import runtime
-    from dgdgen.errors import DgdgenError
     from dgdgen.rehearse import inplace, sidebyside
 
     report = Path(args.report)
     try:
-        try:
+        with could_not_run(keep):
             if side_by_side:
                 result = sidebyside.run(sidebyside.SideBySideOptions(
                     spec=Path(args.spec), slowdown=args.candidate_slowdown or 4.0,
@@ -216,15 +224,6 @@ def _run_in_place(args: argparse.Namespace, workdir: Path, keep: bool,
                 candidate_slowdown=args.candidate_slowdown or 1.0,
                 worker_namespaces=args.worker_namespaces, pod_startup=args.pod_startup,
                 workdir=workdir), say).run()
-        except DgdgenError as exc:
-            if exc.exit_code == 3:
-                raise
-            raise runtime.RuntimeUnavailable(f"the rehearsal could not run: {exc}") from exc
-        except RuntimeError as exc:
-            raise runtime.RuntimeUnavailable(
-                f"the rehearsal could not run: {exc}"
-                + ("" if keep else " (keep the logs with --workdir DIR)")
-            ) from exc
         data = inplace.write_report(out, report)
     finally:
         if not keep:
