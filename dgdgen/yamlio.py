@@ -247,7 +247,12 @@ def check_limits(text: str, file: str, *, always: bool = True) -> bool:
                     )
                 if stack:
                     stack[-1][1] += size
-    except yaml.YAMLError:
+    except yaml.YAMLError as exc:
+        # the libyaml in PyYAML 6.0.4 wheels (0.2.6) refuses more than 1,000 open flow collections while it
+        # scans ahead for a simple key, before the events above reach the bound: the same refusal
+        mark = getattr(exc, "problem_mark", None)
+        if "maximum nesting depth" in str(getattr(exc, "problem", "")) and mark is not None:
+            raise fail(f"nested more than {lim.max_depth} levels deep", mark) from None
         return True  # a syntax error: the loader itself reports it, with its position
     finally:
         loader.dispose()
@@ -340,6 +345,8 @@ def _yaml_error(exc: Exception, file: str, text: str | None = None) -> InputErro
     message = f"malformed YAML: {problem}"
     if context:
         message += f" ({context})"
+    if "maximum nesting depth" in problem:  # libyaml's own bound (1,000), met before ours
+        message = f"nested more than {_limits.max_depth} levels deep"
     if mark is not None:
         return InputError(message, location=Location(file, mark.line + 1, mark.column + 1))
     position = getattr(exc, "position", None)  # a reader error: a character offset, no mark
