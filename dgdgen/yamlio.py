@@ -248,8 +248,9 @@ def check_limits(text: str, file: str, *, always: bool = True) -> bool:
                 if stack:
                     stack[-1][1] += size
     except yaml.YAMLError as exc:
-        # the libyaml in PyYAML 6.0.4 wheels (0.2.6) refuses more than 1,000 open flow collections while it
-        # scans ahead for a simple key, before the events above reach the bound: the same refusal
+        # the libyaml in PyYAML 6.0.4's wheels (0.2.6) refuses more than 1,000 open flow
+        # collections while it scans ahead for a simple key, before the events above reach the
+        # bound: the same refusal
         mark = getattr(exc, "problem_mark", None)
         if "maximum nesting depth" in str(getattr(exc, "problem", "")) and mark is not None:
             raise fail(f"nested more than {lim.max_depth} levels deep", mark) from None
