@@ -4,11 +4,11 @@ demands namespace isolation, and how risky it is.
 :func:`verdict` is the public entry point; the generator calls it for ``isolation: auto``.
 It is pure: DGDs in, a :class:`Verdict` out, no I/O.
 
-Categories (DESIGN.md §1; facts/dynamo.md §3–4):
+Categories (docs/checker.md, "What is compared"):
 
 * ``mdc-checksum`` — an input of the ModelDeploymentCard checksum changes: new workers publish a
   different card, which the frontend skips, rejects or tears the model down over, depending on
-  the release (facts §3.1).
+  the release (docs/checker.md, "What applying in place does").
 * ``kv-transfer`` — in a disaggregated DGD, the KV connector / transfer backend or the KV layout
   changes: old decode workers cannot take KV blocks from new prefill workers.
 * ``runtime-version`` — a worker or frontend image changes: the frontend↔worker protocol may
@@ -334,7 +334,7 @@ def _component_changes(b: ComponentFacts, h: ComponentFacts, release: str, disag
         out.append(Change(name, cat, "image", b.image, h.image,
                           f"image {b.image} → {h.image}"
                           + (": the frontend↔worker protocol may change" if serving else ""),
-                          _image_path(h), cite="DESIGN.md §1"))
+                          _image_path(h), cite="docs/checker.md, What is compared"))
     if b.runtime_version_override != h.runtime_version_override:
         cat = Category.RUNTIME if serving else Category.SAFE
         out.append(Change(name, cat, "runtimeVersionOverride", b.runtime_version_override,
@@ -363,7 +363,8 @@ def _component_changes(b: ComponentFacts, h: ComponentFacts, release: str, disag
                               f"backend {b.backend.value} → {h.backend.value}", h.path))
 
     # Flags (effective: CLI over env). For TRT-LLM the flags that land in the engine are compared
-    # as engine keys below, so the YAML / override precedence is respected (facts §3.3).
+    # as engine keys below, so the YAML / override precedence is respected (ai-dynamo 1.6.1
+    # dynamo/trtllm/workers/llm_worker.py `init_llm_worker`).
     skip = set()
     if backend is Backend.TRTLLM:
         skip = set(TRTLLM_CLI_ENGINE_KEYS) | {"--override-engine-args"}

@@ -3,7 +3,7 @@
 Built on the shared model (:mod:`dgdgen.dgd`): role, backend, image and replicas come from there;
 this module adds what a checker needs on top — the parsed arguments of the main process (from a
 YAML list, ``--flag=value`` / ``--flag value``, or one ``sh -c`` / ``bash -c`` string), the
-environment (``DYN_*`` variables are flags too, facts/dynamo.md §3.3), and for TRT-LLM the
+environment (``DYN_*`` variables are flags too, Dynamo's ``add_argument``), and for TRT-LLM the
 effective engine arguments (``--extra-engine-args`` YAML found in a ConfigMap of the same file,
 ``--override-engine-args`` JSON, ``--trtllm.<path>`` overrides).
 
@@ -32,7 +32,7 @@ _ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 # Aliases accepted by the backends' parsers, mapped to one canonical spelling per backend.
 # vLLM: `-tp/-pp/-dp` short options; SGLang: `--tp`, `--tensor-parallel-size` etc. are aliases of
 # `--tp-size` (SGLang ServerArgs); TRT-LLM: `--model-path` is an obsolete alias of `--model`
-# (facts/dynamo.md §3.2; components/src/dynamo/trtllm/backend_args.py).
+# (ai-dynamo/dynamo components/src/dynamo/trtllm/backend_args.py).
 _ALIASES: dict[Backend, dict[str, str]] = {
     Backend.VLLM: {
         "-tp": "--tensor-parallel-size", "-pp": "--pipeline-parallel-size",
@@ -74,7 +74,7 @@ _MULTI: dict[Backend, frozenset[str]] = {
 # Backends whose served names split into a display name and aliases: Dynamo splits every
 # `--served-model-name` value on whitespace and commas, the first is the served name, the rest
 # are aliases (dynamo/common/configuration/utils.py `split_served_model_names`, called by
-# dynamo/vllm/args.py and dynamo/sglang/args.py; facts/dynamo.md §3.2: TRT-LLM passes none).
+# dynamo/vllm/args.py and dynamo/sglang/args.py in ai-dynamo 1.6.1; TRT-LLM passes none).
 _SPLIT_NAMES = frozenset({Backend.VLLM, Backend.SGLANG})
 _BACKEND_ENV_PREFIX: dict[Backend, tuple[str, ...]] = {
     Backend.VLLM: ("VLLM_",),
@@ -194,7 +194,7 @@ class DgdFacts:
 
 
 def join_continuations(script: str) -> str:
-    """Join backslash-newline continuations as a shell does before splitting (facts §3.3)."""
+    """Join backslash-newline continuations as a shell does before splitting (POSIX sh, 2.2.1)."""
     return re.sub(r"\\\r?\n", " ", script)
 
 
@@ -350,7 +350,7 @@ def _is_number(text: str) -> bool:
 def env_flag(name: str, backend: Backend) -> str | None:
     """The flag a ``DYN_*`` variable sets: ``DYN_<BACKEND>_<FLAG>`` or ``DYN_<FLAG>`` (e.g.
     ``DYN_TRTLLM_MAX_SEQ_LEN`` → ``--max-seq-len``, ``DYN_CUSTOM_JINJA_TEMPLATE`` →
-    ``--custom-jinja-template``; facts/dynamo.md §3.3, trtllm/backend_args.py ``env_var``)."""
+    ``--custom-jinja-template``; ai-dynamo 1.6.1 trtllm/backend_args.py ``env_var``)."""
     if not name.startswith("DYN_"):
         return None
     if name in _ENV_FLAGS:
@@ -433,7 +433,7 @@ def _value_from(name: str, ref: Any, path: FieldPath, objects: Objects | None,
         if keys is not None:
             return f"secretKeyRef:{secret['name']}/{key} ({'present' if key in keys else 'absent'})"
         if unresolved is not None and name.startswith("DYN_"):
-            # Only the variables Dynamo reads as flags (facts/dynamo.md §3.3); a token is not.
+            # Only the variables Dynamo reads as flags (Dynamo's ``add_argument``); a token is not.
             unresolved.append(Unresolved(f"env {name}", "Secret", secret["name"], path, None))
     return text
 
@@ -639,7 +639,7 @@ def component_facts(dgd: Dgd, comp: Component,
         env[name] = Setting(value, t[1], "env", name, t[2])
 
     flags: dict[str, Setting] = {}
-    # Environment first, CLI after: the parsers take env values as defaults (facts §3.3).
+    # Environment first, CLI after: the parsers take env values as defaults (``add_argument``).
     for name, s in env.items():
         flag = env_flag(name, backend)
         if flag is not None:

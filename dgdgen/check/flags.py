@@ -1,21 +1,21 @@
 """Which backend flags feed the ModelDeploymentCard checksum and which change the KV-transfer
 contract, per backend and per Dynamo release.
 
-This is data, kept next to its sources: every entry cites ``facts/dynamo.md`` (§3.2 flag → MDC
-field map, §3.3 caveats, §4 KV-transfer flags) and the upstream PR that made it true. Keys are
+This is data, kept next to its sources: every entry cites its upstream source (ai-dynamo/dynamo
+files, the 1.6.1 parsers, a runtime test) and the upstream PR that made it true. Keys are
 canonical flag names (see :func:`dgdgen.check.facts.canonical_flag`), ``--prefix-*`` wildcards,
 or ``engine:<dotted.path>`` for TRT-LLM engine arguments (the effective value after
 ``--extra-engine-args`` / ``--override-engine-args`` / ``--trtllm.<path>``).
 
 Releases. The facts pin behaviour to upstream PRs and dates; the table maps them onto releases:
 
-* ``1.6`` — 1.6.0 and 1.6.1: observed on the real runtime (``facts/dynamo-runtime.md``, the
+* ``1.6`` — 1.6.0 and 1.6.1: observed on the real runtime (docs/checker.md, "Checksum inputs"; the
   PyPI wheels ``ai-dynamo==1.6.1`` / ``ai-dynamo-runtime==1.6.1``) and pinned by the
   runtime-backed tests (``tests/check/test_runtime_truth.py``). The newest known release and the
   default target.
 * ``1.5`` — upstream main as of 2026-08-21 (version 1.5.0-dev): the newest the source facts cover.
 * ``1.4`` — branched before 2026-08-08: #12890 (2026-08-08) and #12769 (2026-08-19) are "1.5.0,
-  not 1.4.0" (facts §2.4, §3.1); PRs of July 2026 (#12023, #12089, worker router flags and
+  not 1.4.0" (upstream #13137, #14215); PRs of July 2026 (#12023, #12089, worker router flags and
   worker type entering the checksum) are in it.
 * ``1.3`` — older releases, after the February 2026 flag changes (#6450, #6483) and before the
   July 2026 checksum changes.
@@ -101,8 +101,8 @@ def normalize_release(value: str | None) -> str:
 
 
 # --------------------------------------------------------------------------- MDC inputs
-# facts/dynamo.md §3 (`lib/llm/src/model_card.rs` `mdcsum()`) and §3.2 (flag → field map from
-# components/src/dynamo/{vllm/main.py,sglang/register.py,trtllm/workers/llm_worker.py}).
+# ai-dynamo/dynamo main 2a6da14c8: `lib/llm/src/model_card.rs` `mdcsum()` and the flag → field map
+# in components/src/dynamo/{vllm/main.py,sglang/register.py,trtllm/workers/llm_worker.py}.
 
 _CARD = "ai-dynamo/dynamo lib/llm/src/model_card.rs mdcsum(), components/src/dynamo/{vllm,sglang,trtllm}"
 
@@ -119,17 +119,17 @@ MDC_INPUTS: tuple[Input, ...] = (
     Input(("--served-model-name",), Category.MDC, "display_name", ALL, _CARD),
     # The extra served names (vLLM nargs="+", or packed with commas / spaces; split by
     # dynamo/common/configuration/utils.py split_served_model_names in ai-dynamo 1.6.1) are the
-    # card's `aliases`, hashed since Aug 2026 (facts/dynamo.md §3 item 11, §3.3).
+    # card's `aliases`, hashed since Aug 2026 (lib/llm/src/model_card.rs `mdcsum()`).
     Input((ALIASES_KEY,), Category.MDC, "aliases (extra served model names)", VLLM | SGLANG,
           "ai-dynamo/dynamo lib/llm/src/model_card.rs (aliases)", since="1.5"),
     # The model id names the files whose contents are hashed (config, tokenizer,
-    # tokenizer_config, generation_config) and `source_path` (facts §3 items 2–3).
+    # tokenizer_config, generation_config) and `source_path` (model_card.rs `mdcsum()`).
     Input(("--model",), Category.MDC, "source_path and model file checksums",
           VLLM | TRTLLM, _CARD),
     Input(("--model-path",), Category.MDC, "source_path and model file checksums",
           SGLANG, _CARD),
     # Dynamo's hub download has no revision support (lib/llm/src/hub.rs), so a revision or
-    # tokenizer reaches the card only through the file contents it hashes (facts §3.2 note):
+    # tokenizer reaches the card only through the file contents it hashes (model_card.rs):
     # treated as a checksum input because the files can differ.
     Input(("--revision", "--tokenizer", "--tokenizer-path"), Category.MDC,
           "model file checksums (through downloaded file contents)", ALL, _CARD),
@@ -142,14 +142,15 @@ MDC_INPUTS: tuple[Input, ...] = (
     Input(("--page-size", "--dcp-size"), Category.MDC, "kv_cache_block_size (page size x dcp)",
           SGLANG, _CARD),
     # TRT-LLM: since #12023 (2026-07-22) the card takes the block size the engine reports and
-    # --kv-block-size is only a fallback that is not passed to the engine (facts §3.3).
+    # --kv-block-size is only a fallback that is not passed to the engine (ai-dynamo 1.6.1
+    # dynamo/trtllm/workers/llm_worker.py `_populate_kv_cache_capacity`).
     Input(("--kv-block-size",), Category.MDC, "kv_cache_block_size", TRTLLM, _CARD,
           until="1.4"),
     Input(("engine:kv_cache_config.tokens_per_block",), Category.MDC,
           "kv_cache_block_size (reported by the engine, #12023)", TRTLLM,
           "upstream #12023", since="1.4"),
     # worker_type / needs and the worker router config entered the checksum by July 2026
-    # (facts §3 history, §3.3 "release-dependent inputs").
+    # (ai-dynamo/dynamo lib/llm/src/model_card.rs history).
     Input(("--disaggregation-mode", "--is-prefill-worker"), Category.MDC, "worker_type / needs",
           ALL, _CARD, since="1.4"),
     Input(("--route-to-encoder",), Category.MDC, "needs", VLLM, _CARD, since="1.4"),
@@ -158,7 +159,7 @@ MDC_INPUTS: tuple[Input, ...] = (
     # 1.6: the card carries router_config only when the worker sets --router-mode
     # (dynamo/common/configuration/groups/router_args.py build_router_config: "None means no
     # mode was requested, leaving router_config off the card"); runtime-verified for
-    # --router-mode kv (facts/dynamo-runtime.md; tests/check/test_runtime_truth.py).
+    # --router-mode kv (tests/check/test_runtime_truth.py).
     Input(("--router-mode",), Category.MDC, "router_config", ALL,
           "ai-dynamo 1.6.1 router_args.py; tests/check/test_runtime_truth.py", since="1.6"),
     Input(_ROUTER_KEYS, Category.MDC, "router_config (with a worker --router-mode)", ALL,
@@ -167,8 +168,9 @@ MDC_INPUTS: tuple[Input, ...] = (
 )
 
 # --------------------------------------------------------------------------- KV transfer
-# facts/dynamo.md §4. Only meaningful for workers of a disaggregated DGD: old decode workers must
-# be able to take KV blocks from new prefill workers (DESIGN.md §1).
+# ai-dynamo/dynamo components/src/dynamo/{vllm,sglang}/args.py, trtllm/backend_args.py. Only
+# meaningful for workers of a disaggregated DGD: old decode workers must be able to take KV
+# blocks from new prefill workers (docs/checker.md, "What is compared").
 
 _KV = "ai-dynamo/dynamo components/src/dynamo/{vllm,sglang,trtllm} (KV-transfer flags)"
 _NIXL = ("vllm-project/vllm vllm/distributed/kv_transfer/kv_connector/v1/nixl/metadata.py "
@@ -213,7 +215,7 @@ KV_INPUTS: tuple[Input, ...] = (
           "KV sharding (parallel sizes)", SGLANG, _KV),
     Input(("--skip-tokenizer-init",), Category.KV, "prefill/decode hand-off (token ids)", SGLANG,
           _KV),
-    # TRT-LLM: CLI flags map onto engine keys (facts §3.3 precedence), so the effective engine
+    # TRT-LLM: CLI flags map onto engine keys (llm_worker.py precedence), so the effective engine
     # value is compared; the engine YAML's cache_transceiver_config does the P/D transfer.
     Input(("engine:cache_transceiver_config", "engine:cache_transceiver_config.*"), Category.KV,
           "KV transfer backend (cache_transceiver_config)", TRTLLM, _KV),
@@ -231,8 +233,8 @@ KV_INPUTS: tuple[Input, ...] = (
 )
 
 # Keys that look like inputs (by wildcard) but only size capacity: safe to change in place.
-# TRT-LLM kv_cache_config memory sizing is not part of the KV layout or the card (facts §3:
-# total_kv_blocks is "not hashed").
+# TRT-LLM kv_cache_config memory sizing is not part of the KV layout or the card
+# (lib/llm/src/model_card.rs `mdcsum()` does not hash total_kv_blocks).
 SAFE_KEYS: frozenset[str] = frozenset({
     "engine:kv_cache_config.free_gpu_memory_fraction",
     "engine:kv_cache_config.max_tokens",
@@ -248,7 +250,8 @@ UNKNOWN_ENGINE_FILE_MDC = Input(
     TRTLLM, "ai-dynamo/dynamo components/src/dynamo/trtllm/backend_args.py",
 )
 
-# CLI flag → TRT-LLM engine key (facts §3.3: YAML applied after the CLI, overrides last).
+# CLI flag → TRT-LLM engine key (YAML applied after the CLI, overrides last: ai-dynamo 1.6.1
+# dynamo/trtllm/workers/llm_worker.py `init_llm_worker`).
 TRTLLM_CLI_ENGINE_KEYS: dict[str, str] = {
     "--tensor-parallel-size": "tensor_parallel_size",
     "--pipeline-parallel-size": "pipeline_parallel_size",
@@ -311,15 +314,15 @@ class FlagStatus:
 
 
 FLAG_LIFECYCLE: tuple[FlagStatus, ...] = (
-    # facts/dynamo.md §3.2 note: deprecated 2026-02-23 (#6483), removed 2026-07-24 (#12089).
+    # ai-dynamo/dynamo: deprecated 2026-02-23 (#6483), removed 2026-07-24 (#12089).
     FlagStatus("--is-prefill-worker", VLLM, "--disaggregation-mode prefill",
                "upstream #6483 (deprecated), #12089 (removed)",
                deprecated_since="1.3", removed_since="1.4"),
-    # facts/dynamo.md §4: `--connector` / DYN_CONNECTOR is rejected for vLLM since #6450.
+    # ai-dynamo/dynamo: `--connector` / DYN_CONNECTOR is rejected for vLLM since #6450.
     FlagStatus("--connector", VLLM,
                "--kv-transfer-config '{\"kv_connector\":\"NixlConnector\",\"kv_role\":\"kv_both\"}'",
                "upstream #6450", removed_since="1.3", env="DYN_CONNECTOR"),
-    # facts/dynamo.md §3.2: TRT-LLM `--model-path` is an obsolete alias of `--model`
+    # TRT-LLM `--model-path` is an obsolete alias of `--model`
     # (components/src/dynamo/trtllm/backend_args.py `obsolete_flag`).
     FlagStatus("--model-path", TRTLLM, "--model",
                "ai-dynamo/dynamo components/src/dynamo/trtllm/backend_args.py",
@@ -328,7 +331,7 @@ FLAG_LIFECYCLE: tuple[FlagStatus, ...] = (
     # alias retains its original combined behavior for one release."
     FlagStatus("--publish-events-and-metrics", TRTLLM, "--publish-kv-events",
                "components/src/dynamo/trtllm/backend_args.py", deprecated_since="1.5"),
-    # facts/dynamo.md §3.2: `--migration-limit` is now a frontend flag.
+    # `--migration-limit` is now a frontend flag (ai-dynamo 1.6.1 dynamo/frontend/frontend_args.py).
     FlagStatus("--migration-limit", VLLM | SGLANG | TRTLLM,
                "--migration-limit on the frontend", "ai-dynamo 1.6.1 frontend_args.py",
                deprecated_since="1.3"),
@@ -338,7 +341,7 @@ FLAG_LIFECYCLE: tuple[FlagStatus, ...] = (
 # --------------------------------------------------------------------------- prefill / decode
 # Settings the prefill and the decode workers of one disaggregated graph must agree on: the
 # decode worker reads the KV blocks the prefill worker wrote, through the same connector
-# (facts/dynamo.md §4). Used by rule DGD108 on a single file; the same keys are KV-transfer
+# (the _KV sources). Used by rule DGD108 on a single file; the same keys are KV-transfer
 # inputs above, so changing one side in place is DGD202.
 
 
