@@ -19,7 +19,8 @@ RULE = RuleMeta(
         "is false: `successCondition: result[0] <= 2.0` then fails the step when there is no "
         "traffic, `failureCondition: result[0] > 2.0` alone passes it, both together give "
         "Inconclusive (Argo Rollouts utils/evaluate/evaluate.go). A gate must decide "
-        "no-data explicitly — DESIGN.md §3: too little traffic is inconclusive, never a pass."
+        "no-data explicitly: too little traffic is inconclusive, never a pass "
+        "(docs/analysis.md, \"Too little data is never a pass\")."
     ),
     remediation=(
         "Guard the value: `len(result) > 0 && !isNaN(result[0]) && result[0] <= {{args.max}}` "

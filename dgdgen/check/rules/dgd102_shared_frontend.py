@@ -20,7 +20,8 @@ RULE = RuleMeta(
         "(ai-dynamo/dynamo deploy/operator/api/v1beta1/dynamocomponentdeployment_types.go ComputeDynamoNamespace), so a global frontend discovers the workers of every DGD that "
         "registers there (the upstream shared_frontend example, deleted in #7059). A rollout of "
         "one worker DGD reaches the shared frontend, which cannot be given its own generation: "
-        "namespace isolation and per-generation metrics (facts §5) are impossible."
+        "namespace isolation and per-generation metrics (frontend metrics carry only `model`, "
+        "docs/analysis.md) are impossible."
     ),
     remediation=(
         "Give each model its own frontend in its DGD (drop globalDynamoNamespace) and route "

@@ -21,7 +21,8 @@ RULE = RuleMeta(
         "Grove replaces pods one at a time with fixed maxUnavailable 1 / maxSurge 0 "
         "(RollingRecreate, ai-dynamo/grove; multinode components always run on Grove or "
         "LWS), `nvidia.com/deployment-strategy: Recreate` scales the old pods to 0 first, and "
-        "a max-surge of 0 leaves only maxUnavailable to make progress (facts §2.3). With one "
+        "a max-surge of 0 leaves only maxUnavailable to make progress (ai-dynamo/dynamo #6110, "
+        "the operator's rolling-update guide). With one "
         "replica each of these takes the component's whole capacity away until the new pod is "
         "ready — minutes for a GPU worker. Grove bug #697 can even delete all replicas at once."
     ),
