@@ -4,7 +4,7 @@ that installs the DGD health check, and the Config Management Plugin (``plugin.y
 ConfigMap plus the argocd-repo-server sidecar patch) for letting Argo CD run ``dgdgen render``.
 
 Plain dicts, validated against the vendored Argo CD CRDs like every rendered object
-(facts/argo.md §3.1).
+(schemas/crds/argo-cd: Argo CD v3.5.1's CRDs).
 """
 
 from __future__ import annotations
@@ -111,7 +111,7 @@ def _sync_policy(prepared: Prepared) -> dict[str, Any]:
         policy["automated"] = {"prune": True, "selfHeal": True}
     policy["syncOptions"] = [
         # DGDs are large; server-side apply avoids the 256 KB last-applied annotation
-        # (facts/argo.md §3.3).
+        # (Argo CD v3.5.1 docs/user-guide/sync-options.md).
         "ServerSideApply=true",
         "ApplyOutOfSyncOnly=true",
     ]

@@ -33,7 +33,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-# AnalysisRun phases (facts/argo.md §1.6): Successful passes; these three never do.
+# AnalysisRun phases (argo-rollouts v1.9.1 pkg/apis/rollouts/v1alpha1/analysis_types.go):
+# Successful passes; these three never do.
 RUN_FAILED = ("Failed", "Error", "Inconclusive")
 OP_FAILED = ("Failed", "Error")
 

@@ -1,5 +1,5 @@
 """The Argo Workflows ``WorkflowTemplate`` that drives a rollout in-cluster, built with hera
-(facts/argo.md §5: maintained, Argo Workflows 4 models, camelCase output; the frozen
+(argoproj-labs/hera 7.1.0: maintained, Argo Workflows 4 models, camelCase output; the frozen
 ``argo-workflows`` package is avoided). hera is imported lazily: it is the ``argo`` extra.
 
 For each step of the plan the workflow
@@ -286,7 +286,8 @@ def workflow_template(prepared: Prepared) -> dict[str, Any]:
                     name=f"analysis-step-{state.index}-{k}",
                     action="create",
                     manifest=yamlio.dump(run),
-                    # label-selector syntax over JSON paths (facts/argo.md §1.7, §5)
+                    # label-selector syntax over JSON paths (argo-workflows v4.1.2
+                    # workflow/executor/resource.go matchConditions)
                     success_condition="status.phase == Successful",
                     failure_condition="status.phase in (Failed,Error,Inconclusive)",
                 ))
