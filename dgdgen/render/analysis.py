@@ -2,12 +2,12 @@
 
 * a PodMonitor per generation whose frontend pods are running: Prometheus scrapes the frontend's
   ``/metrics`` and adds ``dgdgen_rollout`` / ``dgdgen_generation`` at scrape time, because Dynamo
-  frontend metrics carry only ``model`` (facts/dynamo.md §5);
+  frontend metrics carry only ``model`` (docs/analysis.md, Prometheus setup);
 * an AnalysisTemplate per gate the rollout uses (for ``kubectl argo rollouts create analysisrun
   --from``, Kargo verification, or your own runs);
 * at a gated step, an AnalysisRun with the gate's metrics inlined and args filled — an
-  AnalysisRun never references a template (facts/argo.md §1.1) — optionally annotated as an
-  Argo CD PostSync hook (facts/argo.md §1.7).
+  AnalysisRun never references a template (schemas/crds/argo-rollouts) — optionally annotated as an
+  Argo CD PostSync hook (Argo CD v3.5.1 docs/user-guide/sync-waves.md).
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def pod_monitor(prepared: Prepared, revision: str | None) -> dict[str, Any]:
             "selector": {"matchLabels": selector},
             "podMetricsEndpoints": [
                 {
-                    "port": "http",  # the frontend's HTTP port serves /metrics (facts §5, §8)
+                    "port": "http",  # the frontend's HTTP port serves /metrics (docs/analysis.md)
                     "path": "/metrics",
                     "interval": SCRAPE_INTERVAL,
                     "relabelings": [

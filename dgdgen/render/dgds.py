@@ -203,7 +203,7 @@ def _partition(prepared: Prepared, state: PlanStep) -> list[Manifest]:
 
 def in_place(prepared: Prepared, state: PlanStep) -> list[Manifest]:
     """The stable DGD updated with the candidate's changes and the operator's rolling-update
-    annotations per worker component (facts/dynamo.md §2.3)."""
+    annotations per worker component (ai-dynamo/dynamo #6110)."""
     if state.kind in ("baseline", "rollback"):
         return [Manifest(stable_dgd(prepared, state.stable).doc)]
     d = _candidate_under_stable_name(prepared)

@@ -13,8 +13,8 @@ drained only when its Service has no serving endpoint. For those two API reads i
 own ServiceAccount, whose Role allows ``get``/``list`` on EndpointSlices and ``get`` on that one
 route (:func:`rbac`, hooks of the same wave). It exists only where each generation has its own frontend (``separate-dgd``,
 ``worker-group``) and the generation's DGD really shrinks in the shrink wave; a shared frontend
-(``partition``, ``in-place``) cannot tell the generations' requests apart (facts/dynamo-runtime.md,
-Metrics: the frontend's gauges carry only ``model``).
+(``partition``, ``in-place``) cannot tell the generations' requests apart (docs/analysis.md,
+Prometheus setup: the frontend's gauges carry only ``model``).
 
 Rollback gets none: it is rendered without a previous state so that it stays byte-identical to
 the baseline (DESIGN §4), and its first duty is to put traffic back on the stable generation.

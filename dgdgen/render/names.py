@@ -8,7 +8,7 @@ from dgdgen.errors import PlanError
 from dgdgen.spec import DNS1035_LABEL
 
 LABEL_MAX = 63
-HASH_SUFFIX = 9  # "-" + 8 hex: the operator's worker-hash suffix on child names (facts §2.3)
+HASH_SUFFIX = 9  # "-" + 8 hex: the operator's worker-hash suffix of child names, GetDCDResourceName
 SERVICE_SUFFIX = "-fe"
 
 
@@ -19,7 +19,7 @@ def frontend_service(dgd_name: str) -> str:
 def candidate_dgd_name(base: str, revision: str) -> str:
     """``{revision}-{base}``: the revision goes *in front* so that neither generation's Dynamo
     namespace (``{k8s-ns}-{dgd-name}``) is a string prefix of the other's — the frontend
-    discovers every namespace that starts with its own (facts/dynamo.md §2.1), so ``qwen`` and
+    discovers every namespace that starts with its own (lib/llm/src/namespace.rs), so ``qwen`` and
     ``qwen-r2`` would cross-talk while ``qwen`` and ``r2-qwen`` cannot."""
     return f"{revision}-{base}"
 

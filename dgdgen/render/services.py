@@ -1,7 +1,7 @@
 """Per-generation frontend Services: the stable handle the traffic layer points at. They select
 the frontend pods by the labels the Dynamo operator already puts on every component pod, so no
 label has to be added to a running generation (which would restart its frontend); port 8000
-(``http``) is the frontend's HTTP port (facts/dynamo.md §8).
+(``http``) is the frontend's HTTP port (ai-dynamo 1.6.1 dynamo/frontend/frontend_args.py).
 
 Operator pod labels (ai-dynamo/dynamo ``deploy/operator/internal/consts/consts.go``, set on the
 pod template by the component workload renderer): ``nvidia.com/dynamo-graph-deployment-name``

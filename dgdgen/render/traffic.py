@@ -5,7 +5,8 @@ requests through the spec's provider (docs/traffic.md).
   Services.
 * ``gamma``: the same route attached to a Service (mesh), plus that Service.
 * ``inference-pool``: one InferencePool per generation and an HTTPRoute splitting between them
-  (the upstream GAIE rollout pattern, facts/traffic.md §2).
+  (the upstream GAIE rollout pattern: gateway-api-inference-extension v1.5.0
+  site-src/guides/inferencepool-rollout.md).
 * ``haproxy``: ConfigMap (``haproxy.cfg``), Deployment, Service and PodDisruptionBudget.
 
 Weights come from :func:`dgdgen.traffic.weights.state_backends`, which refuses all-zero steps, too
@@ -66,7 +67,7 @@ def _timeouts(prepared: Prepared) -> dict[str, str]:
 
     t = prepared.loaded.spec.spec.traffic
     # Long generations stream for minutes; an implementation default could cut them
-    # (facts/traffic.md §1, streaming): always explicit.
+    # (HTTPRoute v1.6.1 `timeouts`, schemas/crds/gateway-api): always explicit.
     out = {"request": gateway_duration(parse_duration(t.request_timeout))}
     if t.backend_request_timeout is not None:
         out["backendRequest"] = gateway_duration(parse_duration(t.backend_request_timeout))
@@ -108,7 +109,7 @@ def _gateway_parent(prepared: Prepared) -> dict[str, Any]:
 
 def _service_refs(backends: Sequence[Backend]) -> list[dict[str, Any]]:
     # Services need `port` (CEL: "Must have port for Service reference"); weights are the plan's
-    # integer percentages, relative as the API defines them (facts/traffic.md §1).
+    # integer percentages, relative as the API defines them (HTTPRoute v1.6.1 `weight`).
     return [
         {"group": "", "kind": "Service", "name": b.service, "port": FRONTEND_PORT,
          "weight": b.weight}
@@ -133,7 +134,7 @@ def render_gamma(prepared: Prepared, state: PlanStep,
             "Service callers use its own name",
             location=prepared.loaded.location(field), field=field,
         )
-    # `group: ""` spelled out: the field doc asks for the empty string (facts/traffic.md §1).
+    # `group: ""` spelled out: the field doc asks for the empty string (HTTPRoute v1.6.1).
     parent = {"group": "", "kind": "Service", "name": g.service, "port": g.port}
     out = [_route(prepared, state, parent, _service_refs(backends), hostnames=False)]
     if g.create_service:
@@ -198,7 +199,7 @@ def render_inference_pool(prepared: Prepared, state: PlanStep,
             "metadata": _meta(prepared, name, **labels),
             "spec": spec,
         }))
-        # InferencePool references take no port (facts/traffic.md §2, rollout guide).
+        # InferencePool references take no port (GAIE v1.5.0 inferencepool-rollout.md).
         refs.append({"group": INFERENCE_GROUP, "kind": "InferencePool", "name": name,
                      "weight": b.weight})
     out.append(_route(prepared, state, _gateway_parent(prepared), refs, hostnames=True))
@@ -229,7 +230,7 @@ def render_haproxy(prepared: Prepared, state: PlanStep,
         "name": "haproxy",
         "image": s.image,
         # master-worker (-W) with a master socket for hitless reloads; -db keeps it in the
-        # foreground. The image's STOPSIGNAL SIGUSR1 is a soft stop (facts/traffic.md §3(d)11).
+        # foreground. The image's STOPSIGNAL SIGUSR1 is a soft stop (haproxy doc/management.txt).
         "args": ["-W", "-db", "-S", f"{hp.MASTER_SOCKET},mode,600",
                  "-f", f"{hp.CONFIG_DIR}/{hp.CONFIG_FILE}"],
         "ports": [
@@ -256,7 +257,7 @@ def render_haproxy(prepared: Prepared, state: PlanStep,
             "allowPrivilegeEscalation": False,
             "readOnlyRootFilesystem": True,
             "runAsNonRoot": True,
-            "runAsUser": 99,  # the image's `haproxy` user (facts/traffic.md §4)
+            "runAsUser": 99,  # the image's `haproxy` user (docker-library/haproxy 2.6/Dockerfile)
             "capabilities": {"drop": ["ALL"]},
         },
         "volumeMounts": [

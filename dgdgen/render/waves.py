@@ -1,7 +1,7 @@
 """Argo CD sync waves, decided per object from the transition previous state → this state.
 
 Argo CD applies one wave, waits until every resource of it is synced and *Healthy*, then moves to
-the next (facts/argo.md §3.2). dgdgen uses four waves so that a promotion commit always moves in
+the next (docs/gitops.md §3). dgdgen uses four waves so that a promotion commit always moves in
 the safe order:
 
 * wave 0, **grow**: DGDs that appear or gain replicas, frontend Services, InferencePools, the
@@ -17,7 +17,7 @@ the safe order:
 
 Objects that disappear (the candidate on rollback, the stable on cleanup) carry
 ``PruneLast=true``, so Argo CD deletes them after all waves are Healthy, i.e. after the route no
-longer sends them traffic (facts/argo.md §3.3).
+longer sends them traffic (Argo CD v3.5.1 docs/user-guide/sync-options.md).
 
 Every object gets an explicit wave so a reader of the rendered tree sees the order. AnalysisRuns
 get no wave: they are either Argo CD hooks (PostSync, after every wave) or left out of the Git tree
