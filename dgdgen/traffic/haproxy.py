@@ -18,10 +18,10 @@ if TYPE_CHECKING:
     from dgdgen.pipeline import Prepared
     from dgdgen.plan import PlanStep
 
-# Config and runtime weights are 0..256 (facts/traffic.md §3(a), §3(b)).
+# Config and runtime weights are 0..256 (docs/traffic.md; tests/traffic/test_haproxy_config.py).
 MAX_WEIGHT = 256
 BACKEND = "be_frontends"
-CONFIG_DIR = "/usr/local/etc/haproxy"  # docker-library image layout (facts/traffic.md §4)
+CONFIG_DIR = "/usr/local/etc/haproxy"  # docker-library/haproxy 2.6/Dockerfile
 CONFIG_FILE = "haproxy.cfg"
 RUN_DIR = "/var/run/haproxy"
 ADMIN_SOCKET = f"{RUN_DIR}/admin.sock"
@@ -92,7 +92,7 @@ def health_path(prepared: Prepared) -> str:
     """The readiness path HAProxy checks: the spec's, else ``/v1/models/{model}/ready`` of the
     model both generations serve (one ``option httpchk`` per backend). The Dynamo 1.6.1 frontend
     answers it 404 while it has no workers for the model and 200 once it has, whereas ``/health``
-    is 200 with zero workers (facts/dynamo-runtime.md, Endpoints)."""
+    is 200 with zero workers (tests/rehearse/test_frontend_readiness.py)."""
     from urllib.parse import quote
 
     from dgdgen.errors import InputError

@@ -1,9 +1,9 @@
 """HAProxy's runtime API over its unix stats socket (stdlib ``socket``; no socat needed).
 
-Weights set here take effect at once and do not touch streams in flight (facts/traffic.md
-§3(d)3). They are not persistent: a reload or a new pod starts from the config weights, unless
-``show servers state`` was saved to the ``server-state-file`` first (§3(d)10) — which
-:meth:`RuntimeApi.save_state` does.
+Weights set here take effect at once and do not touch streams in flight. They are not
+persistent: a reload or a new pod starts from the config weights, unless ``show servers state``
+was saved to the ``server-state-file`` first — which :meth:`RuntimeApi.save_state` does
+(docs/traffic.md, "Two ways to move the weights"; tests/traffic/test_runtime_api.py).
 """
 
 from __future__ import annotations
@@ -143,7 +143,7 @@ def commands(backend: str, targets: Sequence[Target],
 
     1. servers that gain traffic (enabled, then weight raised), largest gain first;
     2. servers that lose weight;
-    3. servers that leave (weight 0, then maintenance: their streams finish, facts §3(d)4).
+    3. servers that leave (weight 0, then maintenance: their streams finish, docs/traffic.md).
 
     So some enabled server always has weight at any instant. Raising before lowering also keeps
     round robin exact: on HAProxy 2.6.12, lowering one server's weight before raising the other's
@@ -187,7 +187,7 @@ class MasterCli:
     """HAProxy's master CLI (``haproxy -W -S PATH``): reloads and the process list.
 
     The master keeps a connection open after answering, so every command ends with ``; quit``
-    (facts/traffic.md §3(b)).
+    (haproxy doc/management.txt, master CLI).
     """
 
     def __init__(self, path: str, *, timeout: float = 5.0) -> None:
@@ -200,7 +200,7 @@ class MasterCli:
 
     def reload(self) -> None:
         """Hitless reload: a new worker takes new connections, the old one finishes its streams
-        and exits (facts/traffic.md §3(d)9)."""
+        and exits (docs/traffic.md; tests/traffic/test_haproxy_e2e.py)."""
         self.command("reload")
 
     def workers(self) -> tuple[list[int], list[int]]:

@@ -72,7 +72,7 @@ def check(loaded: LoadedSpec) -> None:
     if traffic.backend_request_timeout is not None:
         request = parse_duration(traffic.request_timeout)
         backend = parse_duration(traffic.backend_request_timeout)
-        # CEL on HTTPRoute timeouts (facts/traffic.md §1): backendRequest ≤ request unless 0s.
+        # CEL on HTTPRoute timeouts (Gateway API v1.6.1): backendRequest ≤ request unless 0s.
         if request and backend > request:
             field = base + ("backendRequestTimeout",)
             raise InputError(

@@ -4,7 +4,7 @@ the share of new requests it gets.
 The planner already sizes replicas so a generation's share fits its capacity; this is the last
 check before anything routes traffic, because the failure modes are silent: a route with all
 weights 0 has no defined behaviour, and a backend given more share than its ready capacity
-returns 500/503 for the excess (facts/traffic.md §1, backendRefs weight).
+returns 500/503 for the excess (Gateway API v1.6.1 HTTPRoute, backendRefs weight).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from dgdgen.pipeline import Prepared
     from dgdgen.plan import GenerationState, PlanStep
 
-# HTTPRoute `rules[].backendRefs` maxItems (facts/traffic.md §1, Limits).
+# HTTPRoute `rules[].backendRefs` maxItems (Gateway API v1.6.1, schemas/crds/gateway-api).
 MAX_BACKEND_REFS = 16
 SHARED = "shared"  # the one backend of the single-frontend modes (partition, in-place)
 _EPS = 1e-9
