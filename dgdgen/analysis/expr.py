@@ -1,5 +1,6 @@
 """The subset of expr-lang/expr that dgdgen writes into ``successCondition`` /
-``failureCondition``, and an evaluator with Argo Rollouts' semantics (facts/argo.md §1.6).
+``failureCondition``, and an evaluator with Argo Rollouts' semantics (argo-rollouts v1.9.1
+utils/evaluate/evaluate.go).
 
 Grammar (precedence low → high)::
 
@@ -14,7 +15,7 @@ Grammar (precedence low → high)::
     primary  := NUMBER | "true" | "false" | "result" | FUNC "(" expr ")" | "(" expr ")"
     FUNC     := len | isNaN | isInf
 
-Semantics that matter for gates (facts/argo.md §1.6): ``result`` is a list of floats for an
+Semantics that matter for gates (docs/analysis.md): ``result`` is a list of floats for an
 instant vector (labels dropped) and a float for a scalar; an empty vector is an empty list, and
 indexing it is a runtime error (the measurement is an **Error**); every comparison with NaN is
 false; ``&&`` and ``||`` short-circuit, so ``len(result) > 0 && result[0] < 1`` never indexes an
@@ -254,7 +255,7 @@ def _call(name: str, arg: Node) -> Node:
             if not isinstance(v, list):
                 raise ExprError(f"invalid argument for len (type {type(v).__name__})")
             return float(len(v))
-        x = _num(v, name)  # isNaN/isInf of a list is an error: facts/argo.md §1.6
+        x = _num(v, name)  # isNaN/isInf of a list is an error (evaluate.go)
         return math.isnan(x) if name == "isNaN" else math.isinf(x)
 
     return run
@@ -276,7 +277,7 @@ def evaluate(text: str, result: Value) -> bool:
 def measurement_phase(
     result: Value, success: str | None, failure: str | None
 ) -> tuple[str, str | None]:
-    """The phase of one measurement (``EvaluateResult``, facts/argo.md §1.6) and, for an Error,
+    """The phase of one measurement (``EvaluateResult`` in evaluate.go) and, for an Error,
     the reason."""
     try:
         ok = evaluate(success, result) if success else None

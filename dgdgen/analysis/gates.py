@@ -510,8 +510,8 @@ class ArgError(Exception):
 
 
 def resolve_args(obj: Any, args: Mapping[str, str]) -> Any:
-    """Substitute ``{{args.NAME}}`` as Argo Rollouts does (``ResolveMetricArgs``,
-    facts/argo.md §1.4): serialise to JSON, replace with the JSON-escaped value, parse again."""
+    """Substitute ``{{args.NAME}}`` as Argo Rollouts v1.9.1 does (utils/analysis/factory.go
+    ``ResolveMetricArgs``): serialise to JSON, replace with the JSON-escaped value, parse again."""
     text = json.dumps(obj)
 
     def sub(m: re.Match[str]) -> str:

@@ -1,9 +1,9 @@
 """A minimal Prometheus HTTP API client (``GET /api/v1/query``), standard library only.
 
-The result is shaped as Argo Rollouts' Prometheus provider shapes it (``processResponse``,
-facts/argo.md §1.6): an instant vector becomes a list of its sample values (labels dropped, in
-the order Prometheus returns them), a scalar a float, a matrix every sample flattened; a string
-result is an error.
+The result is shaped as Argo Rollouts' Prometheus provider shapes it (``processResponse`` in
+argo-rollouts v1.9.1 metricproviders/prometheus/prometheus.go): an instant vector becomes a list
+of its sample values (labels dropped, in the order Prometheus returns them), a scalar a float, a
+matrix every sample flattened; a string result is an error.
 """
 
 from __future__ import annotations

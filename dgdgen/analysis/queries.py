@@ -1,9 +1,9 @@
-"""PromQL for the gates, over Dynamo frontend metrics (facts/dynamo.md §5).
+"""PromQL for the gates, over Dynamo frontend metrics (docs/analysis.md).
 
 Frontend metrics carry only ``model``; the per-generation PodMonitors that
 :mod:`dgdgen.render.analysis` renders add ``dgdgen_rollout`` and ``dgdgen_generation`` at scrape
 time, and prometheus-operator adds ``namespace``. Every query selects on those three labels, with
-``{{args.NAME}}`` placeholders that Argo Rollouts fills from the run's args (facts/argo.md §1.4).
+``{{args.NAME}}`` placeholders that Argo Rollouts fills from the run's args (``ResolveMetricArgs``).
 
 Each gate query is *guarded*: ``… and on() (sum(increase(requests[W])) >= MIN)`` returns an empty
 vector when a generation served fewer than ``min-requests`` requests in the window, so the
