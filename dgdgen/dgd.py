@@ -1,6 +1,6 @@
 """The one model of a DynamoGraphDeployment that the generator and the checker share.
 
-A DGD comes in two shapes (facts/dynamo.md §1.2–1.3):
+A DGD comes in two shapes (the upstream CRD, schemas/crds/dynamo):
 
 * ``nvidia.com/v1alpha1``: ``spec.services`` is a map of name → service; the main container is
   ``extraPodSpec.mainContainer``; GPUs are ``resources.limits.gpu``; the role is
@@ -29,11 +29,13 @@ GROUP = "nvidia.com"
 KIND = "DynamoGraphDeployment"
 VERSIONS = ("v1alpha1", "v1beta1")
 
-# Rolling-update annotations of the Deployment-backed managed rollout (facts/dynamo.md §2.3).
+# Rolling-update annotations of the Deployment-backed managed rollout (ai-dynamo/dynamo #6110;
+# docs/fern/pages/developer-guide/knowledge-base/kubernetes/kubernetes-operator/rolling-update.md).
 ANN_MAX_SURGE = "nvidia.com/deployment-rolling-update-max-surge"
 ANN_MAX_UNAVAILABLE = "nvidia.com/deployment-rolling-update-max-unavailable"
 ANN_STRATEGY = "nvidia.com/deployment-strategy"
-# Operator bookkeeping of the worker generation (facts/dynamo.md §2.2).
+# Operator bookkeeping of the worker generation (ai-dynamo/dynamo
+# deploy/operator/internal/consts/consts.go).
 ANN_WORKER_HASH_V1 = "nvidia.com/current-worker-hash"
 ANN_WORKER_HASH_V2 = "nvidia.com/current-worker-hash-v2"
 
@@ -201,7 +203,7 @@ class Dgd:
         return labels
 
     def component_annotations(self, name: str) -> dict[str, Any]:
-        """Where the operator reads per-component rolling-update annotations (facts §2.3)."""
+        """Where the operator reads per-component rolling-update annotations (upstream #6110)."""
         node = self.component_doc(name)
         if self.version == "v1alpha1":
             ann = node.setdefault("annotations", {})
@@ -370,7 +372,7 @@ def _bad(source: Document | None, path: FieldPath, message: str) -> InputError:
     return InputError(message, location=loc, field=path)
 
 
-_INT32_MAX = 2**31 - 1  # replicas, nodeCount: int32 in the CRD (facts/dynamo.md §1.2)
+_INT32_MAX = 2**31 - 1  # replicas, nodeCount: int32 in the CRD (schemas/crds/dynamo)
 
 
 @dataclass(frozen=True)
@@ -587,7 +589,7 @@ def _component_v1beta1(name: str, comp: dict[str, Any], path: FieldPath, t: _Sha
 
 def dynamo_namespace(k8s_namespace: str, dgd_name: str) -> str:
     """The Dynamo namespace the operator derives for a DGD: ``{k8s-ns}-{dgd-name}``, dots in the
-    name replaced by ``-`` (PR #4126, ``ComputeDynamoNamespace``; facts/dynamo.md §2.1)."""
+    name replaced by ``-`` (ai-dynamo/dynamo PR #4126, ``ComputeDynamoNamespace``)."""
     return f"{k8s_namespace}-{dgd_name.replace('.', '-')}"
 
 
@@ -595,7 +597,7 @@ def prefix_conflicts(namespaces: dict[str, str]) -> list[tuple[str, str]]:
     """Pairs (a, b) of owners whose Dynamo namespace ``a`` is a string prefix of ``b``'s.
 
     The frontend discovers every namespace that *starts with* its own (``NamespaceFilter::Prefix``
-    in ``lib/llm/src/namespace.rs``; facts/dynamo.md §2.1), so such a pair cross-talks.
+    in ai-dynamo/dynamo ``lib/llm/src/namespace.rs``), so such a pair cross-talks.
     """
     items = sorted(namespaces.items(), key=lambda kv: (kv[1], kv[0]))
     out = []

@@ -25,8 +25,9 @@ LABEL_ROLE = "dgdgen.dev/role"
 # Metadata the API server owns; copying it into a new object would be wrong.
 _SERVER_METADATA = ("resourceVersion", "uid", "creationTimestamp", "generation", "managedFields",
                     "selfLink", "deletionTimestamp", "deletionGracePeriodSeconds", "ownerReferences")
-# Operator bookkeeping of a running DGD (facts/dynamo.md §2.2): a new DGD must start without it,
-# or the operator would take the copied worker hash as its own history.
+# Operator bookkeeping of a running DGD (ai-dynamo/dynamo deploy/operator/internal/dynamo/hash.go):
+# a new DGD must start without it, or the operator would take the copied worker hash as its own
+# history.
 _OPERATOR_ANNOTATIONS = (dgdmod.ANN_WORKER_HASH_V1, dgdmod.ANN_WORKER_HASH_V2)
 
 _SHELLS = {"sh", "bash", "/bin/sh", "/bin/bash", "/usr/bin/bash", "/usr/bin/sh"}
@@ -151,7 +152,7 @@ def _apply_args(mc: dict[str, Any], changes: Any, locate: Any, field: tuple[str 
     args = mc.get("args")
     if _is_shell(command) and isinstance(args, list) and len(args) == 1:
         # One `sh -c` string: edit its words and write it back as one string. Backslash-newline
-        # continuations are joined first, as the shell would (facts/dynamo.md §3.3).
+        # continuations are joined first, as the shell would (POSIX sh, 2.2.1).
         script = re.sub(r"\\\n\s*", " ", str(args[0]))
         try:
             words = shlex.split(script)

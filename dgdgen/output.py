@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 def deployed(manifests: list[Manifest]) -> list[Manifest]:
     """The objects a state's tree holds. AnalysisRuns only as Argo CD hooks
     (``analysis.hooks.enabled``: the sync succeeds only once the step's analysis is Successful;
-    Inconclusive fails it, facts/argo.md §1.7). A plain AnalysisRun in a synced tree would run once,
+    Inconclusive fails it, docs/analysis.md). A plain AnalysisRun in a synced tree would run once,
     when first applied, and never again; without hooks the WorkflowTemplate or
     ``dgdgen analyze --print-run`` creates each step's run instead."""
     from dgdgen.render.analysis import HOOK

@@ -217,7 +217,7 @@ def _names(loaded: LoadedSpec, stable: Generation, cand: Generation, mode: str) 
 def _migration_notes(cand: Generation, mode: str) -> tuple[str, ...]:
     """In-place, the operator drains old workers while the frontend keeps serving: requests in
     flight on a draining worker fail unless the frontend may migrate them (`--migration-limit` is a
-    frontend flag, facts/dynamo.md §3.2). The checker reports the same hazard as DGD106; the plan
+    frontend flag, docs/planning.md). The checker reports the same hazard as DGD106; the plan
     says it before anything is rendered."""
     if mode != "in-place":
         return ()

@@ -597,7 +597,7 @@ def _in_place_step(
     inp: PlanInput,
 ) -> PlanStep:
     # The operator replaces workers itself, bounded by the rolling-update annotations that the
-    # renderer writes from the same budgets (facts/dynamo.md §2.3): at most `surge` extra replicas
+    # renderer writes from the same budgets (ai-dynamo/dynamo #6110): at most `surge` extra replicas
     # per component at any time.
     peak = {c.name: c.stable_replicas + (surge[c.name] if c.is_worker else 0) for c in comps}
     peak_gpus = sum(peak[c.name] * max(c.stable_gpus, c.candidate_gpus) for c in comps)

@@ -244,7 +244,7 @@ class ComponentChange(_Model):
     image: Image | None = Field(None, description="New image of the component's main container.")
     args: ArgChanges | None = None
     env: EnvChanges | None = None
-    # int32 in the DGD CRD (facts/dynamo.md §1.2): refused here, at this line, not later at the
+    # int32 in the DGD CRD (schemas/crds/dynamo): refused here, at this line, not later at the
     # stable DGD's replicas line the candidate copies it into.
     replicas: int | None = Field(None, ge=0, le=2**31 - 1,
                                  description="Replicas of the candidate at 100%.")
@@ -316,7 +316,7 @@ class GatewayParent(_Model):
 
 class Gamma(_Model):
     """GAMMA (service mesh): the HTTPRoute attaches to a Service, so in-cluster callers of that one
-    Service name are split between the generations (facts/traffic.md §1, parentRefs)."""
+    Service name are split between the generations (Gateway API v1.6.1 HTTPRoute, parentRefs)."""
 
     service: str = Field(
         description="The Service in-cluster callers use; the route's parentRef (group \"\", "
@@ -376,7 +376,7 @@ class InferencePoolSettings(_Model):
 class HaproxyTimeouts(_Model):
     """HAProxy timeouts. ``server`` is an inactivity timeout that must cover queueing + prefill
     (and a whole non-streaming generation); ``timeout tunnel`` does not apply to SSE
-    (facts/traffic.md §3(d)2)."""
+    (docs/traffic.md, the haproxy.cfg choices)."""
 
     connect: Duration = "5s"
     client: Duration = Field("30m", description="Client inactivity (slow uploads, idle).")
@@ -510,7 +510,7 @@ class Traffic(_Model):
     @field_validator("path")
     @classmethod
     def _path(cls, v: str) -> str:
-        # the HTTPRoute path rules (facts/traffic.md §1 CEL), applied to every provider
+        # the HTTPRoute path rules (Gateway API v1.6.1 CEL), applied to every provider
         bad = ("//", "/./", "/../", "%2f", "%2F", "#")
         if not v.startswith("/") or any(b in v for b in bad) or v.endswith(("/..", "/.")):
             raise ValueError(f"expected an absolute, normalised path prefix such as /v1, got {v!r}")

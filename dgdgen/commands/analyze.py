@@ -177,8 +177,8 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_INCONCLUSIVE if verdict == expr.INCONCLUSIVE else EXIT_FAILED
 
 
-# the run's phase → the gate result `dgdgen gate` records (facts/argo.md §1.6: Error aborts a
-# Rollout like Failed)
+# the run's phase → the gate result `dgdgen gate` records (Error aborts a Rollout like Failed:
+# argo-rollouts v1.9.1 rollout/analysis.go)
 _RESULT = {"Successful": "passed", "Failed": "failed", "Error": "failed",
            "Inconclusive": "inconclusive"}
 
