@@ -2,7 +2,7 @@
 operator would, with processes instead of pods.
 
 * Objects are applied in ``argocd.argoproj.io/sync-wave`` order; a wave starts only when the
-  previous one is healthy (facts/argo.md: waves wait for health). A DGD is healthy when every
+  previous one is healthy (docs/gitops.md §3, Argo CD sync waves). A DGD is healthy when every
   replica of every component runs and its frontend serves the model with all its workers.
 * Objects that left the tree are pruned after the last wave (``PruneLast=true``).
 * A DGD component becomes ``replicas`` processes: a ``dynamo.frontend`` (exact Dynamo namespace

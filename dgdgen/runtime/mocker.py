@@ -64,7 +64,7 @@ _CARRIED: dict[Backend, dict[str, str]] = {
 }
 # TRT-LLM effective engine key → mocker flag. Since upstream #12023 the card takes the block size
 # the engine reports (kv_cache_config.tokens_per_block; TRT-LLM's default is 32) and
-# --kv-block-size is only an unused fallback (facts/dynamo.md §3.3).
+# --kv-block-size is only an unused fallback (ai-dynamo 1.6.1 dynamo/trtllm/workers/llm_worker.py).
 _TRTLLM_ENGINE = {
     "engine:kv_cache_config.tokens_per_block": "--block-size",
     "engine:max_seq_len": "--max-model-len",
