@@ -6,7 +6,7 @@ in a way the API server would evaluate twice. Records are maps with the fields n
 component's ``flags`` are strings ``--flag=value`` with the flag spelled canonically (aliases and
 ``_`` → ``-`` as :func:`dgdgen.check.facts.canonical_flag`) and the value normalised (trimmed,
 JSON without blanks, booleans in lower case), environment ``DYN_*`` variables first and command
-line after, as the backends read them (facts/dynamo.md §3.3).
+line after, as the backends read them (ai-dynamo 1.6.1 ``add_argument``).
 """
 
 from __future__ import annotations

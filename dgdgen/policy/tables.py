@@ -112,7 +112,7 @@ def _matches(key: str) -> tuple[Match, ...]:
         if key.endswith("*"):
             return (Match(key[:-1], key),)
         return (Match(key + "=", key),)
-    # TRT-LLM engine keys: the CLI flags that set them (facts §3.3), `--trtllm.<path>` overrides
+    # TRT-LLM engine keys: the CLI flags that set them (llm_worker.py), `--trtllm.<path>` overrides
     # and `--override-engine-args` JSON that mentions the key. Keys of an engine file are out of
     # the policy's reach (docs/policy.md, known divergences).
     engine_key = key[len("engine:"):]
