@@ -202,9 +202,9 @@ KV_INPUTS: tuple[Input, ...] = (
     Input(("--disable-hybrid-kv-cache-manager",), Category.KV,
           "hybrid KV cache manager on/off (NIXL compatibility hash)", VLLM, _NIXL),
     # Context / sequence length (vLLM --max-model-len, SGLang --context-length, TRT-LLM
-    # max_seq_len) is a card input (context_length, §3.2), not a KV-transfer change: the KV block
+    # max_seq_len) is a card input (context_length, above), not a KV-transfer change: the KV block
     # layout a prefill worker hands over (block size, dtype, heads, sharding) does not depend on
-    # it, so it is not listed here although §4 names --max-model-len among layout flags
+    # it, so it is not listed here although --max-model-len is often listed among layout flags
     # (issue 13 item 3: a category only where it changes the KV layout or transfer).
     # SGLang
     Input(("--disaggregation-transfer-backend",), Category.KV, "KV transfer backend", SGLANG,
