@@ -17,7 +17,8 @@ route (:func:`rbac`, hooks of the same wave). It exists only where each generati
 Prometheus setup: the frontend's gauges carry only ``model``).
 
 Rollback gets none: it is rendered without a previous state so that it stays byte-identical to
-the baseline (DESIGN §4), and its first duty is to put traffic back on the stable generation.
+the baseline (docs/planning.md, States), and its first duty is to put traffic back on the stable
+generation.
 """
 
 from __future__ import annotations
