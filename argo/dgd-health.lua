@@ -3,7 +3,7 @@
 --   resource.customizations.health.nvidia.com_DynamoGraphDeployment
 -- (`dgdgen argo` writes the patch). Argo CD ships no check for DGDs: without one a DGD counts as
 -- Healthy the moment it is applied, so sync waves and PostSync hooks would move traffic onto
--- workers that are still loading (dgdgen facts/argo.md §3.5).
+-- workers that are still loading (docs/gitops.md, section 1).
 --
 -- Derived from the DGD CRD status schema (schemas/crds/dynamo/): status.state
 -- (initializing|pending|successful|failed), status.conditions[type=Ready],
