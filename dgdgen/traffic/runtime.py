@@ -187,7 +187,7 @@ class MasterCli:
     """HAProxy's master CLI (``haproxy -W -S PATH``): reloads and the process list.
 
     The master keeps a connection open after answering, so every command ends with ``; quit``
-    (haproxy doc/management.txt, master CLI).
+    (HAProxy 2.6.12; used so by tests/traffic/test_haproxy_e2e.py's reloads).
     """
 
     def __init__(self, path: str, *, timeout: float = 5.0) -> None:
