@@ -108,6 +108,13 @@ class PlanInput:
     drain_seconds: int | None = None  # longest a leaving generation's requests may still run
 
 
+# Modes with a frontend per generation: a generation that gets no new requests drains at its own
+# frontend. In `partition` (and `in-place`) one frontend serves both revisions and its in-flight
+# gauge carries only `model`, so there is nothing to wait on: the pods that go get their
+# termination grace period instead (docs/planning.md).
+DRAIN_MODES = ("separate-dgd", "worker-group")
+
+
 # --------------------------------------------------------------------------- outputs
 
 
@@ -483,7 +490,8 @@ def _transition(
         # generation drains when its weight drops to 0 (a generation still serving part of the
         # traffic never would); workers it loses while serving finish their requests on SIGTERM
         # (docs/planning.md, shown by `dgdgen rehearse`).
-        drain_seconds=inp.drain_seconds if shrinks and s_t.weight == 0 < prev_s.weight else None,
+        drain_seconds=(inp.drain_seconds if shrinks and s_t.weight == 0 < prev_s.weight
+                       and inp.mode in DRAIN_MODES else None),
     )
 
 
@@ -573,7 +581,8 @@ def _backward(
         peak_replicas=peak, peak_gpus=peak_gpus,
         extra_gpus_peak=max(0, peak_gpus - _full_gpus(comps)), min_capacity=min_cap,
         min_serving_workers=_min_workers([r for r in serving if r], comps),
-        drain_seconds=inp.drain_seconds if shrinks and to_c.weight == 0 < c0.weight else None,
+        drain_seconds=(inp.drain_seconds if shrinks and to_c.weight == 0 < c0.weight
+                       and inp.mode in DRAIN_MODES else None),
         shift_first=shift_first,
     )
 
