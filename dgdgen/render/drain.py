@@ -20,7 +20,7 @@ Rollback gets one for the candidate it removes (or shrinks at weight 0): a `dgdg
 commit from the state it leaves, and the static ``render -o`` rollback directories from the step
 the plan plans that transition from (:func:`dgdgen.render.waves.plan_previous`). The Job and its
 account are hooks beside the stable's manifests, which stay byte-identical to the baseline
-(DESIGN §4).
+(docs/planning.md, States).
 """
 
 from __future__ import annotations
