@@ -115,7 +115,11 @@ def prepare(path: str) -> Prepared:
     if notes:
         plan = _with_notes(plan, notes)
     base, cand_name = _names(loaded, stable, cand, mode)
-    return Prepared(loaded, stable, cand, mode, plan, base, cand_name)
+    prepared = Prepared(loaded, stable, cand, mode, plan, base, cand_name)
+    from dgdgen.analysis.gates import check_clusters
+
+    check_clusters(prepared)  # each cluster of a fan-out gated on its own data, or refused
+    return prepared
 
 
 # The isolation modes that write a field proposed in ai-dynamo/dynamo#15214 (and in no released

@@ -108,6 +108,13 @@ class PlanInput:
     drain_seconds: int | None = None  # longest a leaving generation's requests may still run
 
 
+# Modes with a frontend per generation: a generation that gets no new requests drains at its own
+# frontend. In `partition` (and `in-place`) one frontend serves both revisions and its in-flight
+# gauge carries only `model`, so there is nothing to wait on: the pods that go get their
+# termination grace period instead (docs/planning.md).
+DRAIN_MODES = ("separate-dgd", "worker-group")
+
+
 # --------------------------------------------------------------------------- outputs
 
 
@@ -132,7 +139,8 @@ class PlanStep:
     gate: str | None
     peak_replicas: dict[str, int] = field(default_factory=dict)  # both generations, at the peak
     peak_gpus: int = 0
-    extra_gpus_peak: int = 0  # above the stable's full size
+    # above the larger generation's full size; in partition, above the stable as it runs today
+    extra_gpus_peak: int = 0
     min_capacity: float = 1.0  # lowest total capacity during the transition into this step
     # Fewest replicas of any worker component of a generation while it carries traffic, over
     # every phase of the transition into this state (never 0: no traffic without workers).
@@ -312,7 +320,8 @@ def make_plan(inp: PlanInput) -> Plan:
     cleanup = PlanStep(
         -2, "cleanup", "cleanup", stable_state(0, present=False), final_c, None, None,
         peak_replicas=dict(last.peak_replicas), peak_gpus=last.candidate.gpus + last.stable.gpus,
-        extra_gpus_peak=max(0, last.candidate.gpus + last.stable.gpus - _full_gpus(comps)),
+        extra_gpus_peak=max(0, last.candidate.gpus + last.stable.gpus
+                            - _extra_base(comps, inp.mode)),
     )
     notes = []
     if inp.mode != "in-place":
@@ -410,6 +419,18 @@ def _full_gpus(comps: Sequence[ComponentInput]) -> int:
     )
 
 
+def _extra_base(comps: Sequence[ComponentInput], mode: str) -> int:
+    """What a state's ``extra_gpus_peak`` is measured against. With a DGD per generation (or
+    group), the larger generation's full size: a candidate meant to be bigger grows into its own
+    size beside the stable, and only what exceeds it is surge. In ``partition`` the DGD that runs
+    today is the one that rolls: each worker component's ``replicas`` becomes stable + candidate,
+    so everything above the stable as it runs today (step 0) is what the roll adds to the
+    cluster, a larger candidate's growth included (docs/planning.md)."""
+    if mode == "partition":
+        return sum(c.stable_replicas * c.stable_gpus for c in comps)
+    return _full_gpus(comps)
+
+
 def _check_weights(steps: Sequence[StepInput]) -> None:
     prev = 0
     for i, st in enumerate(steps):
@@ -468,7 +489,7 @@ def _transition(
             field=("spec", "steps", index - 1, "weight"),
         )
     peak_gpus = sum(room[c.name] * c.stable_gpus + c_t.replicas[c.name] * c.candidate_gpus for c in comps)
-    baseline_gpus = _full_gpus(comps)
+    baseline_gpus = _extra_base(comps, inp.mode)
     min_cap = min(room_cap + prev_c.capacity, s_t.capacity + c_t.capacity)
     serving = [room] if prev_s.weight else []
     serving += [c_t.replicas] if prev_c.weight or c_t.weight else []
@@ -483,7 +504,8 @@ def _transition(
         # generation drains when its weight drops to 0 (a generation still serving part of the
         # traffic never would); workers it loses while serving finish their requests on SIGTERM
         # (docs/planning.md, shown by `dgdgen rehearse`).
-        drain_seconds=inp.drain_seconds if shrinks and s_t.weight == 0 < prev_s.weight else None,
+        drain_seconds=(inp.drain_seconds if shrinks and s_t.weight == 0 < prev_s.weight
+                       and inp.mode in DRAIN_MODES else None),
     )
 
 
@@ -571,9 +593,10 @@ def _backward(
     return PlanStep(
         index, kind, label, to_s, to_c, None, None,
         peak_replicas=peak, peak_gpus=peak_gpus,
-        extra_gpus_peak=max(0, peak_gpus - _full_gpus(comps)), min_capacity=min_cap,
+        extra_gpus_peak=max(0, peak_gpus - _extra_base(comps, inp.mode)), min_capacity=min_cap,
         min_serving_workers=_min_workers([r for r in serving if r], comps),
-        drain_seconds=inp.drain_seconds if shrinks and to_c.weight == 0 < c0.weight else None,
+        drain_seconds=(inp.drain_seconds if shrinks and to_c.weight == 0 < c0.weight
+                       and inp.mode in DRAIN_MODES else None),
         shift_first=shift_first,
     )
 

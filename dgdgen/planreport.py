@@ -517,7 +517,8 @@ def svg(prepared: Prepared) -> str:
                    y1=gpu_y(st.peak_gpus), x2=bx + _BAR_W + 6, y2=gpu_y(st.peak_gpus),
                    stroke=_INK, stroke_width=2)
         tip(peak, f"peak during the move into this state: {st.peak_gpus} GPUs "
-            f"(+{st.extra_gpus_peak} above the full size)")
+            f"(+{st.extra_gpus_peak} above "
+            + ("what runs today)" if p.mode == "partition" else "the full size)"))
         # above the tick, and clear of the budget line: a label within a line's height under
         # the line goes above it instead of being struck through
         label_y = gpu_y(st.peak_gpus) - 5

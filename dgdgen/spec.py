@@ -815,6 +815,13 @@ class Analysis(_Model):
         "kube-prometheus-stack. `dgdgen validate` warns while this is left to the default; give "
         "`{}` for a Prometheus that selects every PodMonitor."
     )
+    cluster_label: str = Field(
+        "cluster", description="With `spec.gitops.clusters`: the label that tells the clusters' "
+        "series apart in the Prometheus the gates query (`prometheus`, a global view such as "
+        "Thanos or Mimir; each cluster's Prometheus sets it as an external label), valued with "
+        "the cluster's `name`. Every gate query matches it, and each cluster gets its own "
+        "AnalysisRun (docs/gitops.md, \"Several clusters\")."
+    )
     gates: dict[str, list[str]] = Field(
         default_factory=dict, description="Extra named gates: gate name -> metric names "
         "(built-in gates: slo, latency, errors, absolute, probe, quality)."
@@ -827,6 +834,17 @@ class Analysis(_Model):
         "(custom-NAME, custom-NAME-vs-stable); the `custom` gate runs them all, `slo` includes "
         "them."
     )
+
+    @field_validator("cluster_label")
+    @classmethod
+    def _label_name(cls, v: str) -> str:
+        # Prometheus label names: [a-zA-Z_][a-zA-Z0-9_]*, `__` reserved for internal use
+        # (prometheus.io/docs/concepts/data_model/#metric-names-and-labels)
+        if not re.match(r"^[a-zA-Z_][a-zA-Z0-9_]*$", v) or v.startswith("__"):
+            raise ValueError(f"expected a Prometheus label name such as cluster, got {v!r}")
+        if v in ("namespace", "dgdgen_rollout", "dgdgen_generation", "le"):
+            raise ValueError(f"{v!r} already scopes the gate queries; name the cluster label")
+        return v
 
     @field_validator("gates")
     @classmethod

@@ -236,6 +236,51 @@ def check_experiment(loaded: LoadedSpec, i: int) -> None:
             hint="sticky: {cookie: SESSION} or {header: X-User-Id}")
 
 
+def cluster_label(prepared: Prepared) -> str | None:
+    """The label that scopes every gate query to one cluster, or None without a fan-out."""
+    body = prepared.loaded.spec.spec
+    return str(body.analysis.cluster_label) if body.gitops.clusters else None
+
+
+# Metrics that are a Job in the cluster running the AnalysisRun, reaching the frontends by their
+# in-cluster Service names: they measure that cluster only.
+IN_CLUSTER_JOBS = ("probe", "quality")
+
+
+def check_clusters(prepared: Prepared) -> None:
+    """With ``gitops.clusters`` every gate must measure each cluster on its own data
+    (docs/gitops.md, "Several clusters"). Refuse what cannot be scoped to one cluster."""
+    body = prepared.loaded.spec.spec
+    analysis = body.analysis
+    if not body.gitops.clusters or not analysis.enabled:
+        return
+    loaded = prepared.loaded
+    gated = [st for st in prepared.plan.steps if st.kind == "step" and st.gate
+             and st.gate != EXPERIMENT]
+    if analysis.hooks.enabled and gated:
+        f = ("spec", "analysis", "hooks", "enabled")
+        raise InputError(
+            "analysis hooks cannot gate each cluster of spec.gitops.clusters on its own "
+            "metrics: the PostSync AnalysisRun is one manifest that every cluster's "
+            "Application syncs unchanged, so it cannot name its cluster",
+            location=loaded.location(("spec", "analysis", "hooks")), field=f,
+            hint="leave hooks off: the workflow (dgdgen argo) then creates one AnalysisRun per "
+            "cluster, each matching its own cluster label",
+        )
+    for st in gated:
+        jobs = [n for n in gate_metrics(analysis, st.gate) if n in IN_CLUSTER_JOBS]
+        if jobs:
+            f = ("spec", "steps", st.index - 1, "gate")
+            raise InputError(
+                f"gate {st.gate!r} runs the {' and '.join(jobs)} metric, a Job in the cluster "
+                "that runs the AnalysisRun reaching the frontends by in-cluster Service names: "
+                "with spec.gitops.clusters it cannot measure each cluster on its own",
+                location=loaded.location(f), field=f,
+                hint="gate these steps on Prometheus metrics only (e.g. a gate in "
+                "spec.analysis.gates without probe and quality)",
+            )
+
+
 def experiment_share(state: PlanStep) -> float:
     return state.candidate.weight / 100
 
@@ -465,8 +510,10 @@ def conditions(metric: str, analysis: Any = None) -> tuple[str, str]:
 
 def argo_metric(
     analysis: Any, metric: str, timing: Timing, *, probe_url: str = "{{args.candidate-url}}",
-    rollout: str = "",
+    rollout: str = "", cluster_label: str | None = None,
 ) -> dict[str, Any]:
+    """One metric of an AnalysisTemplate or AnalysisRun; with ``cluster_label`` (the rollout
+    fans out to several clusters) its query reads one cluster's series: ``{{args.cluster}}``."""
     m = metric_defs(analysis)[metric]
     out: dict[str, Any] = {"name": metric}
     if metric == "probe":
@@ -497,6 +544,8 @@ def argo_metric(
         prom["address"] = analysis.prometheus
     assert m.query is not None
     prom["query"] = m.query()
+    if cluster_label is not None:
+        prom["query"] = queries.cluster_scoped(prom["query"], cluster_label)
     prom["timeout"] = 30
     out["provider"] = {"prometheus": prom}
     return out

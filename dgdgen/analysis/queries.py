@@ -5,6 +5,11 @@ Frontend metrics carry only ``model``; the per-generation PodMonitors that
 time, and prometheus-operator adds ``namespace``. Every query selects on those three labels, with
 ``{{args.NAME}}`` placeholders that Argo Rollouts fills from the run's args (``ResolveMetricArgs``).
 
+With ``spec.gitops.clusters`` (one Application per cluster, docs/gitops.md) every selector also
+matches the cluster label (``analysis.clusterLabel``, default ``cluster``) against
+``{{args.cluster}}``: :func:`cluster_scoped`. Without it a query over a Prometheus that holds
+several clusters' series sums them all, and one cluster could be promoted on another's data.
+
 Each gate query is *guarded*: ``… and on() (sum(increase(requests[W])) >= MIN)`` returns an empty
 vector when a generation served fewer than ``min-requests`` requests in the window, so the
 conditions (which test ``len(result) > 0`` first) give Inconclusive, never a pass.
@@ -36,6 +41,20 @@ def selector(generation_arg: str, *extra: str) -> str:
         *extra,
     ]
     return "{" + ",".join(parts) + "}"
+
+
+# Every selector :func:`selector` writes, and so every custom query (dgdgen.analysis.custom
+# puts ``${generation}``'s matchers in the user's selectors), holds this matcher, and nothing else
+# in a gate query does.
+_NAMESPACE_MATCHER = f'namespace="{arg("namespace")}"'
+
+
+def cluster_scoped(query: str, label: str) -> str:
+    """``query`` with ``label="{{args.cluster}}"`` beside the generation's matchers in every
+    selector it holds."""
+    if _NAMESPACE_MATCHER not in query:
+        raise ValueError(f"no generation selector in {query!r}")
+    return query.replace(_NAMESPACE_MATCHER, f'{label}="{arg("cluster")}",{_NAMESPACE_MATCHER}')
 
 
 def window() -> str:

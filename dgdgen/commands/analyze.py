@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from dgdgen.analysis.gates import StepGate
     from dgdgen.gitops.actions import Target
+    from dgdgen.pipeline import Prepared
 
 HELP = "run a step's SLO gate against a live Prometheus (a rehearsal before promoting)"
 DESCRIPTION = """\
@@ -25,6 +26,10 @@ unreachable Prometheus), 3 Inconclusive (too little traffic to judge).
 With --print-run, print the step's standalone AnalysisRun (metadata.generateName) instead, for a
 workflow to create: dgdgen analyze SPEC --step N --print-run | kubectl create -f -
 
+With spec.gitops.clusters every query reads one cluster's series (spec.analysis.clusterLabel):
+--cluster NAME names it, and is required to run the gate; --print-run without it prints one run
+per cluster (a YAML stream).
+
 With --record PATH, the verdict is also recorded as the step's gate result in the rendered Git
 tree at PATH, as one commit (Successful → passed, Failed or Error → failed, Inconclusive →
 inconclusive), exactly as `dgdgen gate` would; `dgdgen promote` then refuses to leave a step
@@ -35,6 +40,7 @@ examples:
   dgdgen analyze rollout.yaml --step 1 --prometheus http://localhost:9090 --record deploy/qwen
   dgdgen analyze rollout.yaml --step 2 --prometheus http://prom:9090 --time 2026-08-20T12:00:00Z
   dgdgen analyze examples/vllm-disagg-image-bump/rollout.yaml --step 1 --print-run
+  dgdgen analyze rollout.yaml --step 1 --prometheus http://thanos:9090 --cluster us-east
 """
 
 EXIT_FAILED = 1
@@ -81,6 +87,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--hook", action="store_true",
         help="with --print-run: add the Argo CD PostSync hook annotations",
     )
+    p.add_argument(
+        "--cluster", metavar="NAME",
+        help="with spec.gitops.clusters: the cluster whose series the gate reads",
+    )
 
 
 def _time(text: str | None) -> float | None:
@@ -107,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
     from dgdgen.analysis import expr, gates, prom
     from dgdgen.errors import InputError
     from dgdgen.pipeline import prepare
-    from dgdgen.render.analysis import analysis_run
+    from dgdgen.render.analysis import analysis_run, analysis_runs
 
     prepared = prepare(args.spec)
     plan = prepared.plan
@@ -123,9 +133,23 @@ def run(args: argparse.Namespace) -> int:
     sg = gates.step_gate(prepared, state)
     if sg is None:
         raise InputError(f"step {args.step} has no gate (set spec.steps[{args.step - 1}].gate)")
+    cluster = _cluster(prepared, args)
     if args.print_run:
-        sys.stdout.write(yamlio.dump(analysis_run(prepared, args.step, hook=args.hook)))
+        runs = ([analysis_run(prepared, args.step, hook=args.hook, cluster=cluster)]
+                if cluster or not prepared.loaded.spec.spec.gitops.clusters
+                else analysis_runs(prepared, args.step, hook=args.hook))
+        sys.stdout.write("---\n".join(yamlio.dump(r) for r in runs if r is not None))
         return 0
+    if cluster is None and prepared.loaded.spec.spec.gitops.clusters:
+        names = ", ".join(c.name for c in prepared.loaded.spec.spec.gitops.clusters)
+        raise InputError(f"--cluster: each cluster of spec.gitops.clusters ({names}) is gated "
+                         "on its own series: name one")
+    arg_map = sg.arg_map | ({"cluster": cluster} if cluster else {})
+    if args.record and cluster is not None:
+        # the gate result is the rollout's: one promotion commit moves every cluster
+        raise InputError("--record: one cluster's verdict does not pass the gate of every "
+                         "cluster in spec.gitops.clusters; run each cluster, then record the "
+                         "result with dgdgen gate")
     # a --record target that is not a rendered Git tree is refused before Prometheus is asked
     target = _record_target(args) if args.record else None
     url = args.prometheus or analysis.prometheus
@@ -147,7 +171,9 @@ def run(args: argparse.Namespace) -> int:
             rows.append({"metric": name, "value": None, "phase": phase, "detail": detail})
             continue
         assert url is not None
-        metric = gates.resolve_args(gates.argo_metric(analysis, name, sg.timing), sg.arg_map)
+        metric = gates.resolve_args(
+            gates.argo_metric(analysis, name, sg.timing,
+                              cluster_label=gates.cluster_label(prepared)), arg_map)
         try:
             value = prom.query(url, metric["provider"]["prometheus"]["query"], at=at)
         except prom.PromError as exc:
@@ -165,7 +191,7 @@ def run(args: argparse.Namespace) -> int:
     # cluster) is Inconclusive, never a pass: recording it as passed would let `promote` skip it.
     verdict = expr.run_phase(measured) if measured else expr.INCONCLUSIVE
     if args.format == "json":
-        out = {"step": args.step, "gate": sg.gate, "args": sg.arg_map, "metrics": rows,
+        out = {"step": args.step, "gate": sg.gate, "args": arg_map, "metrics": rows,
                "phase": verdict}
         sys.stdout.write(json.dumps(out, indent=2, default=_json_float) + "\n")
     else:
@@ -175,6 +201,19 @@ def run(args: argparse.Namespace) -> int:
     if verdict == expr.SUCCESSFUL:
         return 0
     return EXIT_INCONCLUSIVE if verdict == expr.INCONCLUSIVE else EXIT_FAILED
+
+
+def _cluster(prepared: Prepared, args: argparse.Namespace) -> str | None:
+    from dgdgen.errors import InputError
+
+    if args.cluster is None:
+        return None
+    names = [c.name for c in prepared.loaded.spec.spec.gitops.clusters]
+    if args.cluster not in names:
+        listed = ", ".join(names) if names else "none"
+        raise InputError(f"--cluster: {args.cluster!r} is not in spec.gitops.clusters "
+                         f"({listed})")
+    return str(args.cluster)
 
 
 # the run's phase → the gate result `dgdgen gate` records (Error aborts a Rollout like Failed:

@@ -15,7 +15,8 @@ every state is written in its own directory:
 
   DIR/step-00/    baseline: the stable generation as before the rollout
   DIR/step-NN/    each step of the plan
-  DIR/rollback/   all traffic back on the stable generation (identical to step-00)
+  DIR/rollback/   all traffic back on the stable generation (step-00's files, plus the drain
+                  hook of the candidate it removes, planned from the last step)
   DIR/cleanup/    the candidate alone, the stable generation removed
   DIR/plan.json   the plan as data
 

@@ -15,7 +15,9 @@ For each step of the plan the workflow
    its phase is read as well: Successful passes; Failed, Error and Inconclusive fail (never a
    pass on too little data). The DGD health check makes "Healthy" mean ready == desired replicas;
 3. **analyses** (without hooks): creates the step's AnalysisRun (metrics inlined,
-   ``generateName``) and waits for its phase with the same verdicts;
+   ``generateName``) and waits for its phase with the same verdicts — with ``gitops.clusters``
+   one run per cluster, side by side, each matching its own cluster label, and the step passes
+   only when every cluster's run is Successful;
 4. **records the gate** as passed in Git (``dgdgen gate``) — a gated step without analysis first
    waits for a person (``argo resume``): a gate nobody judged is never passed; an A/B
    experiment step waits too, and then requires the decision that ``dgdgen experiment --record``
@@ -119,14 +121,21 @@ def _gitops(prepared: Prepared) -> Any:
 
 
 def _analysis_runs(prepared: Prepared, state: PlanStep) -> list[dict[str, Any]]:
-    """The step's standalone AnalysisRun (``generateName``: creatable once per attempt), unless
-    the runs are Argo CD PostSync hooks — then the wait step reads the hook's phase."""
-    from dgdgen.render.analysis import analysis_run
+    """The step's standalone AnalysisRuns (``generateName``: creatable once per attempt), one
+    per ``gitops.clusters`` entry, unless the run is an Argo CD PostSync hook — then the wait step
+    reads the hook's phase (hooks with several clusters are refused: dgdgen.analysis.gates)."""
+    from dgdgen.render.analysis import analysis_runs
 
     if prepared.loaded.spec.spec.analysis.hooks.enabled or state.kind != "step":
         return []
-    run = analysis_run(prepared, state.index, hook=False)
-    return [run] if run is not None else []
+    return analysis_runs(prepared, state.index, hook=False)
+
+
+def _run_suffix(run: dict[str, Any], k: int) -> str:
+    """``-<cluster>`` for a cluster's run, else ``-<k>``."""
+    from dgdgen.render.analysis import LABEL_CLUSTER
+
+    return "-" + str(run["metadata"]["labels"].get(LABEL_CLUSTER, k))
 
 
 def _hook_run(prepared: Prepared, state: PlanStep) -> str:
@@ -283,7 +292,7 @@ def workflow_template(prepared: Prepared) -> dict[str, Any]:
                 continue
             for k, run in enumerate(_analysis_runs(prepared, state)):
                 analyses.setdefault(state.index, []).append(Resource(
-                    name=f"analysis-step-{state.index}-{k}",
+                    name=f"analysis-step-{state.index}{_run_suffix(run, k)}",
                     action="create",
                     manifest=yamlio.dump(run),
                     # label-selector syntax over JSON paths (argo-workflows v4.1.2
@@ -297,7 +306,7 @@ def workflow_template(prepared: Prepared) -> dict[str, Any]:
         # `argo resume`: a person judged the gate (only where a gate has no analysis)
         approve = Suspend(name="approve") if manual else None
 
-        with Steps(name="rollout"):
+        with Steps(name="rollout") as rollout:
             for state in plan.steps[1:]:
                 i = state.index
                 git_action(name=f"step-{i}-promote",
@@ -308,8 +317,15 @@ def workflow_template(prepared: Prepared) -> dict[str, Any]:
                         "revision": f"{{{{steps.step-{i}-promote.outputs.parameters.commit}}}}",
                         "app": app, "run": hook_run})
                 runs = analyses.get(i, [])
-                for k, res in enumerate(runs):
-                    res(name=f"step-{i}-analysis-{k}")
+                if len(runs) > 1:
+                    # one run per cluster, measured over the same minutes: side by side
+                    with rollout.parallel():
+                        for res in runs:
+                            cluster = res.name.removeprefix(f"analysis-step-{i}-")
+                            res(name=f"step-{i}-analysis-{cluster}")
+                else:
+                    for k, res in enumerate(runs):
+                        res(name=f"step-{i}-analysis-{k}")
                 if state.gate:
                     if runs:
                         message = f"AnalysisRun of step {i} Successful (workflow " \

@@ -7,7 +7,9 @@
   --from``, Kargo verification, or your own runs);
 * at a gated step, an AnalysisRun with the gate's metrics inlined and args filled — an
   AnalysisRun never references a template (schemas/crds/argo-rollouts) — optionally annotated as an
-  Argo CD PostSync hook (Argo CD v3.5.1 docs/user-guide/sync-waves.md).
+  Argo CD PostSync hook (Argo CD v3.5.1 docs/user-guide/sync-waves.md). With
+  ``gitops.clusters`` one run per cluster, each query matching that cluster's label
+  (docs/gitops.md, "Several clusters").
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ if TYPE_CHECKING:
 MANAGED_BY = {"app.kubernetes.io/managed-by": "dgdgen"}
 LABEL_STEP = "dgdgen.dev/step"
 LABEL_GATE = "dgdgen.dev/gate"
+LABEL_CLUSTER = "dgdgen.dev/cluster"
 HOOK = "argocd.argoproj.io/hook"
 HOOK_DELETE = "argocd.argoproj.io/hook-delete-policy"
 SCRAPE_INTERVAL = "15s"
@@ -131,6 +134,9 @@ def analysis_template(prepared: Prepared, gate: str) -> dict[str, Any]:
         args.append({"name": "window", "value": gates.duration(base_window)})
         args.append({"name": "min-requests", "value": str(analysis.min_requests or samples)})
     args += [{"name": k, "value": v} for k, v in gates.threshold_args(analysis, metrics).items()]
+    cluster_label = gates.cluster_label(prepared)
+    if cluster_label is not None:
+        args.append({"name": "cluster"})  # one cluster's series: the caller names it
     if "probe" in metrics or "quality" in metrics:
         args.append({"name": "candidate-url"})
     if "quality" in metrics:
@@ -146,29 +152,37 @@ def analysis_template(prepared: Prepared, gate: str) -> dict[str, Any]:
         "spec": {
             "args": args,
             "metrics": [gates.argo_metric(analysis, n, timing,
-                                          rollout=prepared.loaded.spec.metadata.name)
+                                          rollout=prepared.loaded.spec.metadata.name,
+                                          cluster_label=cluster_label)
                         for n in metrics],
         },
     }
 
 
-def _run(prepared: Prepared, state: PlanStep, *, hook: bool, standalone: bool) -> dict[str, Any] | None:
+def _run(prepared: Prepared, state: PlanStep, *, hook: bool, standalone: bool,
+         cluster: str | None = None) -> dict[str, Any] | None:
     sg = gates.step_gate(prepared, state)
     if sg is None:
         return None
     analysis = _analysis(prepared)
     rollout = prepared.loaded.spec.metadata.name
     metadata: dict[str, Any] = {}
-    base = f"{rollout}-{state.label}-{sg.gate}"
+    base = f"{rollout}-{state.label}-{sg.gate}" + (f"-{cluster}" if cluster else "")
     if standalone:
         metadata["generateName"] = f"{base}-"
     else:
         metadata["name"] = base
     metadata["namespace"] = prepared.loaded.spec.metadata.namespace
-    metadata["labels"] = _labels(
-        prepared, **{LABEL_GENERATION: state.candidate.revision, LABEL_STEP: str(state.index),
-                     LABEL_GATE: sg.gate},
-    )
+    extra = {LABEL_GENERATION: state.candidate.revision, LABEL_STEP: str(state.index),
+             LABEL_GATE: sg.gate}
+    args = list(sg.args)
+    cluster_label = gates.cluster_label(prepared)
+    if cluster_label is not None:
+        if cluster is None:
+            raise AssertionError("a rollout over several clusters has one run per cluster")
+        extra[LABEL_CLUSTER] = cluster
+        args.append(("cluster", cluster))
+    metadata["labels"] = _labels(prepared, **extra)
     if hook:
         metadata["annotations"] = {HOOK: "PostSync", HOOK_DELETE: analysis.hooks.delete_policy}
     return {
@@ -176,17 +190,37 @@ def _run(prepared: Prepared, state: PlanStep, *, hook: bool, standalone: bool) -
         "kind": "AnalysisRun",
         "metadata": metadata,
         "spec": {
-            "args": [{"name": k, "value": v} for k, v in sg.args],
-            "metrics": [gates.argo_metric(analysis, n, sg.timing, rollout=rollout)
+            "args": [{"name": k, "value": v} for k, v in args],
+            "metrics": [gates.argo_metric(analysis, n, sg.timing, rollout=rollout,
+                                          cluster_label=cluster_label)
                         for n in sg.metrics],
         },
     }
 
 
-def analysis_run(prepared: Prepared, step_index: int, *, hook: bool) -> dict[str, Any] | None:
-    """The standalone AnalysisRun of step ``step_index`` (``metadata.generateName``, for
-    ``kubectl create -f -`` from a workflow), or None when the step has no gate."""
-    return _run(prepared, prepared.plan.state(step_index), hook=hook, standalone=True)
+def _clusters(prepared: Prepared) -> list[str | None]:
+    """Whose data each run of a step reads: every ``gitops.clusters`` entry, in spec order
+    (each cluster's promotion waits on its own run), or the one cluster (None)."""
+    clusters = prepared.loaded.spec.spec.gitops.clusters
+    return [c.name for c in clusters] if clusters else [None]
+
+
+def analysis_runs(prepared: Prepared, step_index: int, *, hook: bool) -> list[dict[str, Any]]:
+    """The standalone AnalysisRuns of step ``step_index`` (``metadata.generateName``, for
+    ``kubectl create -f -`` from a workflow): one, or one per ``gitops.clusters`` entry; none
+    when the step has no gate."""
+    state = prepared.plan.state(step_index)
+    runs = [_run(prepared, state, hook=hook, standalone=True, cluster=c)
+            for c in _clusters(prepared)]
+    return [r for r in runs if r is not None]
+
+
+def analysis_run(prepared: Prepared, step_index: int, *, hook: bool,
+                 cluster: str | None = None) -> dict[str, Any] | None:
+    """The standalone AnalysisRun of step ``step_index`` (for ``cluster`` when the rollout fans
+    out to several), or None when the step has no gate."""
+    return _run(prepared, prepared.plan.state(step_index), hook=hook, standalone=True,
+                cluster=cluster)
 
 
 def render(prepared: Prepared, state: PlanStep) -> Sequence[Manifest]:
@@ -214,7 +248,9 @@ def render(prepared: Prepared, state: PlanStep) -> Sequence[Manifest]:
             "data": quality_job.config_map_data(prepared.loaded),
         }))
     out += [Manifest(analysis_template(prepared, g)) for g in used_gates(prepared)]
-    run = _run(prepared, state, hook=analysis.hooks.enabled, standalone=False)
-    if run is not None:
-        out.append(Manifest(run))
+    for cluster in _clusters(prepared):
+        run = _run(prepared, state, hook=analysis.hooks.enabled, standalone=False,
+                   cluster=cluster)
+        if run is not None:
+            out.append(Manifest(run))
     return out

@@ -16,9 +16,11 @@ route (:func:`rbac`, hooks of the same wave). It exists only where each generati
 (``partition``, ``in-place``) cannot tell the generations' requests apart (docs/analysis.md,
 Prometheus setup: the frontend's gauges carry only ``model``).
 
-Rollback gets none: it is rendered without a previous state so that it stays byte-identical to
-the baseline (docs/planning.md, States), and its first duty is to put traffic back on the stable
-generation.
+Rollback gets one for the candidate it removes (or shrinks at weight 0): a `dgdgen rollback`
+commit from the state it leaves, and the static ``render -o`` rollback directories from the step
+the plan plans that transition from (:func:`dgdgen.render.waves.plan_previous`). The Job and its
+account are hooks beside the stable's manifests, which stay byte-identical to the baseline
+(docs/planning.md, States).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import hashlib
 from typing import TYPE_CHECKING, Any
 
 from dgdgen.generation import LABEL_GENERATION, LABEL_ROLLOUT
+from dgdgen.plan import DRAIN_MODES
 from dgdgen.render import Manifest
 from dgdgen.render.names import frontend_service
 from dgdgen.render.services import FRONTEND_PORT
@@ -38,7 +41,7 @@ if TYPE_CHECKING:
 
 HOOK = "argocd.argoproj.io/hook"
 HOOK_DELETE = "argocd.argoproj.io/hook-delete-policy"
-PER_MODE = ("separate-dgd", "worker-group")  # modes with a frontend per generation
+PER_MODE = DRAIN_MODES  # modes with a frontend per generation
 ZEROS_PER_REPLICA = 4  # polls at 0 in a row per frontend replica behind the Service
 UID = 999  # the promotion image's user (argo/Dockerfile)
 

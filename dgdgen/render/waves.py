@@ -51,17 +51,20 @@ NO_WAVE_KINDS = frozenset({"AnalysisRun"})
 
 
 def plan_previous(plan: Plan, state: PlanStep) -> PlanStep | None:
-    """The state a plan-order rollout comes from: step N-1 for step N, the last step for cleanup.
+    """The state a plan-order rollout comes from: step N-1 for step N, the last step for cleanup,
+    and for a rollback state the forward step its transition is planned from
+    (:meth:`Plan.rollback_origin`, the step `dgdgen plan` shows that transition from): so the
+    static render of a rollback state carries the drain hook of the candidate it stops serving,
+    as the plan promises and as a `dgdgen rollback` commit does.
 
-    Rollback and the baseline have no previous state: every generation they contain is at its full
-    size, so it can only grow whatever state the rollout was in — their waves do not depend on
-    where a rollback started, which keeps rollback byte-identical to the baseline.
-    """
+    The baseline has no previous state. A rollback's waves do not depend on where it started:
+    every generation it contains is at its full size, so it can only grow, and the stable's
+    manifests stay byte-identical to the baseline (the drain hook is dgdgen's own Job beside
+    them)."""
     if state.kind == "step" and state.index > 0:
         return plan.steps[state.index - 1]
-    if state.kind == "rollback-step":
-        # A backward transition comes from the step above the one it restores.
-        return plan.steps[state.index + 1]
+    if state.kind in ("rollback-step", "rollback"):
+        return plan.rollback_origin(state)
     if state.kind == "cleanup":
         return plan.steps[-1]
     return None

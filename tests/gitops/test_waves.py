@@ -67,3 +67,28 @@ def test_rollback_from_any_step_equals_the_baseline(example: Any) -> None:
         extra = set(got) - set(baseline)
         assert all(k.split("-", 1)[0] in ("job", "serviceaccount", "role", "rolebinding")
                    and "-drain-" in k for k in extra), (frm.label, extra)
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)
+def test_the_static_render_drains_where_the_plan_says(example: Any) -> None:
+    """`dgdgen render -o` (plan order) and `dgdgen plan` agree on every step and rollback state:
+    a state whose transition the plan shows with `drain` carries the drain hook of the
+    generation that stops serving, and no other state does. Before, the rendered `rollback/`
+    had none although the plan's rollback row promised one (and `dgdgen rollback` commits one),
+    and `partition`, whose one frontend cannot drain, was planned with a drain."""
+    from dgdgen.output import all_files
+
+    p = prepare(str(example / "rollout.yaml"))
+    files = all_files(p, validate=False)
+    for state in p.plan.steps[1:] + p.plan.rollback_steps + (p.plan.rollback,):
+        jobs = [k for k in files if k.startswith(f"{state.label}/job-") and "-drain-" in k]
+        assert bool(jobs) == (state.drain_seconds is not None), (state.label, jobs)
+        if state.kind == "rollback" and jobs:
+            # the hook of the candidate being removed, from the step the plan plans it from
+            rev = p.plan.rollback_origin(state).candidate.revision
+            assert [j.rsplit("-drain-", 1)[1] for j in jobs] == [f"{rev}.yaml"], jobs
+            # the same files as a `dgdgen rollback` commit from that step
+            frm = p.plan.rollback_origin(state)
+            got = actions.state_files(p, state, frm, validate=False)
+            assert got == {k.split("/", 1)[1]: v for k, v in files.items()
+                           if k.startswith("rollback/")}

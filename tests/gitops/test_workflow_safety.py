@@ -79,8 +79,21 @@ def test_application_set_workflow_waits_on_each_cluster_in_spec_order(tmp_path: 
                                               ("us-east", "eu-west", "ap-south")]
         assert [_param(s, "app") for s in waits] == apps
     names = [s["name"] for s in steps]
-    # every cluster is synced and Healthy before the step's analysis starts
-    assert names.index("step-1-synced-ap-south") < names.index("step-1-analysis-0")
+    # every cluster is synced and Healthy before the step's analysis starts; then one run per
+    # cluster, side by side (one parallel group), each reading its own cluster's series, and
+    # the gate is recorded only after all of them
+    groups = [[s["name"] for s in g] for g in _templates(wt)["rollout"]["steps"]]
+    runs = [f"step-1-analysis-{c}" for c in ("us-east", "eu-west", "ap-south")]
+    assert runs in groups
+    assert names.index("step-1-synced-ap-south") < names.index(runs[0])
+    assert names.index(runs[0]) + 1 == names.index("step-1-gate")
+    templates = _templates(wt)
+    for c in ("us-east", "eu-west", "ap-south"):
+        run = yamlio.load_documents(
+            templates[f"analysis-step-1-{c}"]["resource"]["manifest"], "run")[0].data
+        assert {"name": "cluster", "value": c} in run["spec"]["args"]
+        assert all('cluster="{{args.cluster}}"' in m["provider"]["prometheus"]["query"]
+                   for m in run["spec"]["metrics"])
     exit_waits = [s for s in _steps(wt, "on-exit") if s["name"].startswith("rollback-synced")]
     assert [_param(s, "app") for s in exit_waits] == apps
     # the rollback's terminate reaches every Application

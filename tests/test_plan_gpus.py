@@ -1,0 +1,55 @@
+"""The plan's GPU "+extra": the surge above the larger generation where each generation has its
+own DGD; in `partition`, what the roll adds to the one DGD that runs today (docs/planning.md)."""
+
+from __future__ import annotations
+
+from gen_support import REPO, run_cli
+
+from dgdgen.pipeline import prepare
+from dgdgen.plan import Budget, ComponentInput, PlanInput, StepInput, make_plan
+
+PARTITION = REPO / "examples" / "sglang-disagg-v1beta1-partition" / "rollout.yaml"
+
+
+def _input(mode: str) -> PlanInput:
+    # a candidate twice the stable's size: 1 → 2 replicas of each worker, 1 GPU each
+    return PlanInput(
+        rollout="r", mode=mode, strategy="canary",
+        components=(ComponentInput("fe", "frontend", 1, 1, 0, 0),
+                    ComponentInput("pre", "prefill", 1, 2, 1, 1),
+                    ComponentInput("dec", "decode", 1, 2, 1, 1)),
+        steps=(StepInput(50, 600), StepInput(100)), max_surge=Budget("100%"),
+    )
+
+
+def test_partition_extra_is_measured_against_what_runs_today() -> None:
+    plan = make_plan(_input("partition"))
+    today = plan.steps[0].stable.gpus
+    assert today == 2
+    for state in plan.all_states():
+        assert state.extra_gpus_peak == max(0, state.peak_gpus - today), state.label
+    # step 1 runs 1 + 1 replicas of each worker in the one DGD: 4 GPUs, 2 more than today
+    assert (plan.steps[1].peak_gpus, plan.steps[1].extra_gpus_peak) == (4, 2)
+    assert plan.cleanup.extra_gpus_peak == 2  # the larger candidate is 2 GPUs more than today
+
+
+def test_a_dgd_per_generation_keeps_the_surge_above_the_larger_generation() -> None:
+    plan = make_plan(_input("separate-dgd"))
+    full = max(plan.steps[0].stable.gpus, plan.cleanup.candidate.gpus)
+    assert full == 4
+    for state in plan.all_states():
+        assert state.extra_gpus_peak == max(0, state.peak_gpus - full), state.label
+
+
+def test_the_partition_example_shows_what_the_roll_adds() -> None:
+    p = prepare(str(PARTITION))
+    r = run_cli("plan", str(PARTITION))
+    assert r.returncode == 0, r.stderr
+    rows = {line.split("  ")[0].strip(): line for line in r.stdout.splitlines()
+            if line[:1].isdigit() or line.startswith(("rollback", "cleanup"))}
+    today = p.plan.steps[0].stable.gpus
+    for state in p.plan.all_states():
+        key = {"baseline": "0 baseline"}.get(state.kind, state.label if state.kind != "step"
+                                             else str(state.index))
+        assert f"{state.peak_gpus} (+{state.peak_gpus - today})" in rows[key], (key, rows[key])
+    assert "4 (+2)" in rows["1"]  # was "4 (+0)": measured against the candidate's 4 GPUs
