@@ -141,6 +141,10 @@ def _starts_a_node(text: str, indicator: str) -> bool:
 _C_SAFE_DEPTH = 2000
 _INDENT = re.compile(r"^[ \t]*", re.MULTILINE)
 _MARKERS = re.compile(r"^[ \t]*((?:[-?:][ \t]+)+)", re.MULTILINE)  # `- - ` / `? ` / `: ` runs
+# a tag after an anchor (`key: &a !!binary ...`: a node's properties come in either order), which
+# _starts_a_node does not see; only an anchor that begins a word is tried, so the search stays
+# linear in the text's size
+_ANCHORED_TAG = re.compile(r"&(?<![^ \t\r\n,\[\]{}]&)[^ \t\r\n,\[\]{}]+[ \t]+!")
 
 
 def _may_exceed(text: str) -> bool:
@@ -148,6 +152,8 @@ def _may_exceed(text: str) -> bool:
     endanger the C composer, so the event pass can be skipped: the bulk checker's common case
     (an anchor without an alias costs nothing; the depth limit is then checked by the walk)."""
     if _starts_a_node(text, "*") or _starts_a_node(text, "!"):
+        return True
+    if "&" in text and _ANCHORED_TAG.search(text):
         return True
     # every nesting level needs a line or a flow bracket of its own, or a `- `/`? `/`: ` on one
     # line: a count of them bounds the depth

@@ -229,6 +229,8 @@ def test_spec_numbers_are_not_coerced(work: Path, old: str, new: str, message: s
     ("image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:my-tag\n      envs",
      "image: !!binary aGVsbG8=\n      envs", "unsupported YAML tag !!binary"),
     ("      replicas: 1\n", "      replicas: !!bool maybe\n", "'maybe' is not a valid !!bool"),
+    ("image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:my-tag\n      envs",
+     "image: &i !!binary aGVsbG8=\n      envs", "unsupported YAML tag !!binary"),
     ("      replicas: 1\n", "      replicas: !!python/object:os.system x\n",
      "unsupported YAML tag !!python/object:os.system"),
 ])
@@ -245,6 +247,22 @@ def test_tags_reported_at_the_input_line(work: Path, old: str, new: str, message
     _clean_exit_2(r)
     assert re.search(rf"dgd\.yaml:{line}:\d+: {re.escape(message)}", r.err), r.err
     assert "step-00/" not in r.err  # the input file, never a rendered one
+
+
+@pytest.mark.parametrize(("text", "where", "tag"), [
+    ("k: &a !!binary aGVsbG8=\n", "1:4", "!!binary"),
+    ("k: &a !!set {x, y}\n", "1:4", "!!set"),
+    ("- &a !!binary aGVsbG8=\n", "1:3", "!!binary"),
+    ("[&a !!binary aGVsbG8=]\n", "1:2", "!!binary"),
+    ("{k: &a \t!foo x}\n", "1:5", "!foo"),
+    ("k:\n  &a\n  !!binary aGVsbG8=\n", "2:3", "!!binary"),
+])
+def test_a_tag_after_an_anchor_is_refused_by_both_loaders(text: str, where: str,
+                                                          tag: str) -> None:
+    # a node's anchor may come before its tag: the bulk loader's cheap scan must still see it
+    for loader in (yamlio.load_documents, yamlio.load_documents_fast):
+        with pytest.raises(InputError, match=f"^t.yaml:{where}: unsupported YAML tag {tag} "):
+            loader(text, "t.yaml")
 
 
 def test_explicit_plain_tags_still_load() -> None:
