@@ -32,7 +32,7 @@ import os
 import re
 import stat
 import warnings
-from collections.abc import Hashable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -117,6 +117,23 @@ def _shown_tag(tag: str) -> str:
     return "!!" + tag[len("tag:yaml.org,2002:"):] if tag.startswith("tag:yaml.org,2002:") else tag
 
 
+def _at(mark: Any) -> tuple[int, int]:
+    """The 1-based (line, column) of a parser's mark (PyYAML and ruamel.yaml count from 0)."""
+    return mark.line + 1, mark.column + 1
+
+
+def _too_deep(location: Location) -> InputError:
+    """The one refusal of nesting over the limit, whichever pass or parser meets it first."""
+    return InputError(f"nested more than {_limits.max_depth} levels deep", location=location)
+
+
+def _remember(cache: dict[Any, Any], key: Any, value: Any, text: str) -> None:
+    """Keep a scalar's reading in a memo: only for short scalars (they repeat: keys, enums; long
+    ones rarely), and the memo is emptied when full, so a long-lived process cannot grow it."""
+    if len(text) <= 256:
+        if len(cache) >= 65536:
+            cache.clear()
+        cache[key] = value
 
 
 def _starts_a_node(text: str, indicator: str) -> bool:
@@ -137,7 +154,7 @@ def _starts_a_node(text: str, indicator: str) -> bool:
 
 # libyaml's C composer recurses on the C stack: about 20,000 nested levels crash the process
 # (measured: 20,000 compose, 50,000 segfault). Below this bound it is safe to compose first and
-# check the depth while walking (:func:`_walk_node`).
+# check the depth while walking (:class:`_Walker`).
 _C_SAFE_DEPTH = 2000
 _INDENT = re.compile(r"^[ \t]*", re.MULTILINE)
 _MARKERS = re.compile(r"^[ \t]*((?:[-?:][ \t]+)+)", re.MULTILINE)  # `- - ` / `? ` / `: ` runs
@@ -188,9 +205,7 @@ def check_limits(text: str, file: str, *, always: bool = True) -> bool:
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
 
     def fail(message: str, mark: Any, hint: str | None = None) -> InputError:
-        return InputError(
-            message, location=Location(file, mark.line + 1, mark.column + 1), hint=hint
-        )
+        return InputError(message, location=Location(file, *_at(mark)), hint=hint)
 
     try:
         depth = aliases = added = 0
@@ -208,7 +223,7 @@ def check_limits(text: str, file: str, *, always: bool = True) -> bool:
                                "only plain YAML mappings, lists and scalars are read")
                 depth += 1
                 if depth > lim.max_depth:
-                    raise fail(f"nested more than {lim.max_depth} levels deep", e.start_mark)
+                    raise _too_deep(Location(file, *_at(e.start_mark)))
                 stack.append([e.anchor, 1])
                 if e.anchor:
                     open_anchors.add(e.anchor)
@@ -259,7 +274,7 @@ def check_limits(text: str, file: str, *, always: bool = True) -> bool:
         # bound: the same refusal
         mark = getattr(exc, "problem_mark", None)
         if "maximum nesting depth" in str(getattr(exc, "problem", "")) and mark is not None:
-            raise fail(f"nested more than {lim.max_depth} levels deep", mark) from None
+            raise _too_deep(Location(file, *_at(mark))) from None
         return True  # a syntax error: the loader itself reports it, with its position
     finally:
         loader.dispose()
@@ -290,9 +305,7 @@ def _plain(node: Any, path: FieldPath, positions: dict[FieldPath, tuple[int, int
                 positions[child] = (line + 1, col + 1)
             except (KeyError, TypeError, AttributeError):
                 pass
-            out[str(key) if not isinstance(key, (int, float, bool)) else _key(key)] = _plain(
-                node[key], child, positions
-            )
+            out[_key(key)] = _plain(node[key], child, positions)
         return out
     if isinstance(node, CommentedSeq):
         items = []
@@ -352,16 +365,17 @@ def _yaml_error(exc: Exception, file: str, text: str | None = None) -> InputErro
     message = f"malformed YAML: {problem}"
     if context:
         message += f" ({context})"
-    if "maximum nesting depth" in problem:  # libyaml's own bound (1,000), met before ours
-        message = f"nested more than {_limits.max_depth} levels deep"
-    if mark is not None:
-        return InputError(message, location=Location(file, mark.line + 1, mark.column + 1))
+    location = Location(file)
     position = getattr(exc, "position", None)  # a reader error: a character offset, no mark
-    if isinstance(position, int) and text is not None:
+    if mark is not None:
+        location = Location(file, *_at(mark))
+    elif isinstance(position, int) and text is not None:
         line = text.count("\n", 0, position) + 1
         column = position - (text.rfind("\n", 0, position) + 1) + 1
-        return InputError(message, location=Location(file, line, column))
-    return InputError(message, location=Location(file))
+        location = Location(file, line, column)
+    if "maximum nesting depth" in problem:  # libyaml's own bound (1,000), met before ours
+        return _too_deep(location)
+    return InputError(message, location=location)
 
 
 def load_documents(text: str, file: str) -> list[Document]:
@@ -415,7 +429,8 @@ def load_documents(text: str, file: str) -> list[Document]:
 #   integers without leading zeros, d.d floats); octal, hex, exponents, .inf, timestamps,
 #   merge keys and the rest give up;
 # * quoted and block scalars are strings; any explicit tag gives up;
-# * keys must be strings, each at most once; an alias (a node met twice) gives up;
+# * keys must be strings, each at most once (the walk shared with the bulk loader refuses a
+#   duplicate, and any error gives up); an alias (a node met twice) gives up;
 # * no character the two read differently (_same_text_in_both), no directives (%YAML 1.1 changes the
 #   typing), and any error gives up (ruamel.yaml then reports it in its words).
 _PLAIN_TAG = "dgdgen:plain"
@@ -423,6 +438,7 @@ _QUOTED_TAG = "dgdgen:quoted"  # quoted and block scalars without a tag: strings
 _ODD_TAG = "dgdgen:odd"
 _MAP_TAG = "tag:yaml.org,2002:map"
 _SEQ_TAG = "tag:yaml.org,2002:seq"
+_MERGE_TAG = "tag:yaml.org,2002:merge"
 _DECIMAL = re.compile(r"[-+]?(?:0|[1-9][0-9]*)")
 _SIMPLE_FLOAT = re.compile(r"[-+]?[0-9]+\.[0-9]+")
 
@@ -491,10 +507,7 @@ def _plain12(value: str) -> tuple[bool, Any]:
         result = (True, int(value))
     elif tag == "tag:yaml.org,2002:float" and _SIMPLE_FLOAT.fullmatch(value):
         result = (True, float(value))
-    if len(value) <= 256:
-        if len(_PLAIN12) >= 65536:
-            _PLAIN12.clear()
-        _PLAIN12[value] = result
+    _remember(_PLAIN12, value, result, value)
     return result
 
 
@@ -503,8 +516,8 @@ def _plain12(value: str) -> tuple[bool, Any]:
 # 0.19.1, MIT licence, Copyright (c) 2014-2026 Anthon van der Neut, Ruamel bvba). Kept here
 # because importing ruamel.yaml for its resolver costs about 10 ms of every command that reads a
 # spec; tests/test_yamlio_resolver.py fails when the installed ruamel.yaml's table differs from
-# this one and compares both resolvers on thousands of scalars. (tag, pattern, flags, the first characters it is tried for: "" is the empty
-# scalar.)
+# this one and compares both resolvers on thousands of scalars. (tag, pattern, flags, the first
+# characters it is tried for: "" is the empty scalar.)
 _RESOLVERS12: tuple[tuple[str, str, int, tuple[str, ...]], ...] = (
     ("tag:yaml.org,2002:bool", r"""^(?:true|True|TRUE|false|False|FALSE)$""", re.VERBOSE,
      tuple("tTfF")),
@@ -553,6 +566,7 @@ def _resolve12(value: str) -> str:
 
 
 def _scalar12(node: Any) -> Any:
+    """A scalar node's value as ruamel.yaml reads it (gives up on any other tag)."""
     tag = node.tag
     if tag == _QUOTED_TAG:
         return node.value
@@ -563,45 +577,90 @@ def _scalar12(node: Any) -> Any:
     raise _GiveUp
 
 
-def _walk12(node: Any, path: FieldPath, positions: dict[FieldPath, tuple[int, int]],
-            seen: set[int] | None) -> Any:
-    """``seen``: the ids of the nodes met so far, to give up on aliases (libyaml returns the
-    anchored node again); None when the text has no ``&`` or no ``*`` (an anchor and an alias
-    are both needed to meet a node twice; a licence header's "NVIDIA CORPORATION & AFFILIATES"
-    alone made every upstream-derived DGD pay for the set)."""
-    if seen is not None:
-        if id(node) in seen:
-            raise _GiveUp  # an alias
-        seen.add(id(node))
-    tag = node.tag
-    if len(path) >= _limits.max_depth and tag in (_MAP_TAG, _SEQ_TAG):
-        raise _GiveUp  # too deep: the ruamel.yaml path checks the limit and says where
-    if tag == _MAP_TAG:
-        out: dict[str, Any] = {}
-        for key_node, value_node in node.value:
-            if key_node.tag != _PLAIN_TAG and key_node.tag != _QUOTED_TAG:
-                raise _GiveUp  # a key that is not a scalar string
-            if seen is not None:
-                if id(key_node) in seen:
-                    raise _GiveUp  # an alias
-                seen.add(id(key_node))
-            key = _scalar12(key_node)
-            if type(key) is not str or key in out:
-                raise _GiveUp
-            child = path + (key,)
-            mark = key_node.start_mark
-            positions[child] = (mark.line + 1, mark.column + 1)
-            out[key] = _walk12(value_node, child, positions, seen)
-        return out
-    if tag == _SEQ_TAG:
-        items = []
-        for i, item in enumerate(node.value):
-            child = path + (i,)
-            mark = item.start_mark
-            positions[child] = (mark.line + 1, mark.column + 1)
-            items.append(_walk12(item, child, positions, seen))
-        return items
-    return _scalar12(node)  # gives up on any other tag
+def _key12(node: Any) -> str:
+    """A mapping key that is not quoted: a plain scalar ruamel.yaml reads as a string, or give
+    up (``true:``, ``8000:``, ``~:``, a collection or an explicitly tagged key)."""
+    if node.tag == _PLAIN_TAG:
+        known, value = _PLAIN12.get(node.value) or _plain12(node.value)
+        if known and type(value) is str:
+            return value
+    raise _GiveUp
+
+
+# ------------------------------------------------------------- libyaml's node graph, walked
+
+
+_Positions = dict[FieldPath, tuple[int, int]]
+
+
+class _Walker:
+    """The walk of a composed libyaml node graph into plain data, one for both libyaml loaders:
+    it records the position of every mapping key and sequence item, refuses nesting deeper than
+    the limit (the event pass may have been skipped) and duplicate keys, with the line (the file
+    is the caller's). The loaders differ only in how they read a scalar: one tagged
+    ``text_tag`` is its own text (most scalars: no call); any other is read by ``value_of``, or
+    by ``key_of`` as a mapping key (which must give a string). ``merges``: whether ``<<`` keys
+    merge mappings (YAML 1.1). ``seen``: the ids of the nodes met so far, to give up on aliases
+    (libyaml returns the anchored node again); None where aliases are expanded, or where the text
+    has no ``&`` or no ``*`` (an anchor and an alias are both needed to meet a node twice; a
+    licence header's "NVIDIA CORPORATION & AFFILIATES" alone made every upstream-derived DGD pay
+    for the set). A class, not a closure: a recursive closure is a reference cycle, and it would
+    keep the loader alive until the garbage collector runs (the checker pauses it)."""
+
+    __slots__ = ("text_tag", "key_of", "value_of", "merges", "seen", "max_depth")
+
+    def __init__(self, text_tag: str, key_of: Callable[[Any], str],
+                 value_of: Callable[[Any], Any], *, merges: bool, seen: set[int] | None) -> None:
+        self.text_tag = text_tag
+        self.key_of = key_of
+        self.value_of = value_of
+        self.merges = merges
+        self.seen = seen
+        self.max_depth = _limits.max_depth
+
+    def walk(self, node: Any, path: FieldPath, positions: _Positions) -> Any:
+        seen = self.seen
+        if seen is not None:
+            if id(node) in seen:
+                raise _GiveUp  # an alias
+            seen.add(id(node))
+        tag = node.tag
+        if tag == _MAP_TAG:
+            if len(path) >= self.max_depth:
+                raise _too_deep(Location("", *_at(node.start_mark)))
+            text_tag = self.text_tag
+            out: dict[str, Any] = {}
+            for key_node, value_node in node.value:
+                if self.merges and key_node.tag == _MERGE_TAG:
+                    merged = self.walk(value_node, path, positions)
+                    for m in merged if isinstance(merged, list) else [merged]:
+                        if isinstance(m, dict):
+                            for k, v in m.items():
+                                out.setdefault(k, v)
+                    continue
+                if seen is not None:
+                    if id(key_node) in seen:
+                        raise _GiveUp  # an alias
+                    seen.add(id(key_node))
+                key = key_node.value if key_node.tag == text_tag else self.key_of(key_node)
+                mark = key_node.start_mark
+                if key in out:
+                    raise InputError(f"duplicate key {key!r}", location=Location("", *_at(mark)))
+                child = path + (key,)
+                positions[child] = (mark.line + 1, mark.column + 1)  # _at, inlined: every key
+                out[key] = self.walk(value_node, child, positions)
+            return out
+        if tag == _SEQ_TAG:
+            if len(path) >= self.max_depth:
+                raise _too_deep(Location("", *_at(node.start_mark)))
+            items = []
+            for i, item in enumerate(node.value):
+                child = path + (i,)
+                mark = item.start_mark
+                positions[child] = (mark.line + 1, mark.column + 1)
+                items.append(self.walk(item, child, positions))
+            return items
+        return node.value if tag == self.text_tag else self.value_of(node)
 
 
 def _same_text_in_both(text: str) -> bool:
@@ -631,6 +690,8 @@ def _load_yaml12_fast(text: str, file: str) -> list[Document] | None:
         return None
     import yaml
 
+    walk = _Walker(_QUOTED_TAG, _key12, _scalar12, merges=False,
+                   seen=set() if "&" in text and "*" in text else None).walk
     docs: list[Document] = []
     try:
         loader = loader_cls(text)
@@ -640,9 +701,8 @@ def _load_yaml12_fast(text: str, file: str) -> list[Document] | None:
                     if _scalar12(node) is not None:
                         raise _GiveUp  # a document that is a single scalar
                 else:
-                    positions: dict[FieldPath, tuple[int, int]] = {}
-                    data = _walk12(node, (), positions,
-                                   set() if "&" in text and "*" in text else None)
+                    positions: _Positions = {}
+                    data = walk(node, (), positions)
                     docs.append(Document(data, file, i, positions, node.start_mark.line + 1))
         finally:
             loader.dispose()
@@ -727,13 +787,14 @@ def load_documents_fast(text: str, file: str) -> list[Document]:
     docs: list[Document] = []
     try:
         loader = loader_cls(text)
+        walk = _walker11(loader).walk
         try:
             for i, node in _roots(loader):
                 if node is not None and not (
                     isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:null"
                 ):
-                    positions: dict[FieldPath, tuple[int, int]] = {}
-                    data = _walk_node(loader, node, (), positions)
+                    positions: _Positions = {}
+                    data = walk(node, (), positions)
                     docs.append(Document(data, file, i, positions, node.start_mark.line + 1))
         finally:
             loader.dispose()
@@ -773,57 +834,25 @@ def _fast_loader() -> Any:
             tag = cache.get(key)
             if tag is None:
                 tag = resolve(self, kind, value, implicit)
-                if len(value) <= 256:  # short scalars repeat (keys, enums); long ones rarely
-                    if len(cache) >= 65536:
-                        cache.clear()
-                    cache[key] = tag
+                _remember(cache, key, tag, value)
             return tag
 
     return Loader
 
 
-def _walk_node(
-    loader: Any, node: Any, path: FieldPath, positions: dict[FieldPath, tuple[int, int]]
-) -> Any:
-    import yaml
+def _walker11(loader: Any) -> _Walker:
+    """The :class:`_Walker` for YAML 1.1 as PyYAML's SafeLoader reads it: a scalar that is not a
+    string is built by the loader's constructor (``!!str 5``, numbers, booleans, timestamps),
+    aliases are expanded and ``<<`` merges."""
+    construct = loader.construct_object
 
-    if isinstance(node, yaml.CollectionNode) and len(path) >= _limits.max_depth:
-        mark = node.start_mark  # the event pass was skipped: the depth is checked here
-        raise InputError(f"nested more than {_limits.max_depth} levels deep",
-                         location=Location("", mark.line + 1, mark.column + 1))
-    if isinstance(node, yaml.MappingNode):
-        out: dict[str, Any] = {}
-        for key_node, value_node in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":
-                merged = _walk_node(loader, value_node, path, positions)
-                for m in merged if isinstance(merged, list) else [merged]:
-                    if isinstance(m, dict):
-                        for k, v in m.items():
-                            out.setdefault(k, v)
-                continue
-            key = (key_node.value if key_node.tag == _STR_TAG
-                   else _key(loader.construct_object(key_node, deep=True)))
-            if key in out:
-                raise InputError(
-                    f"duplicate key {key!r}",
-                    location=Location(
-                        "", key_node.start_mark.line + 1, key_node.start_mark.column + 1
-                    ),
-                )
-            child = path + (key,)
-            positions[child] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
-            out[key] = _walk_node(loader, value_node, child, positions)
-        return out
-    if isinstance(node, yaml.SequenceNode):
-        items = []
-        for i, item in enumerate(node.value):
-            child = path + (i,)
-            positions[child] = (item.start_mark.line + 1, item.start_mark.column + 1)
-            items.append(_walk_node(loader, item, child, positions))
-        return items
-    if node.tag == _STR_TAG:  # most scalars: the resolved text is the value (no constructor)
-        return node.value
-    return _scalar(loader.construct_object(node, deep=True))
+    def key_of(node: Any) -> str:
+        return _key(construct(node, deep=True))
+
+    def value_of(node: Any) -> Any:
+        return _scalar(construct(node, deep=True))
+
+    return _Walker(_STR_TAG, key_of, value_of, merges=True, seen=None)
 
 
 _STR_TAG = "tag:yaml.org,2002:str"
