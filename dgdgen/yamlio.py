@@ -299,13 +299,14 @@ def _plain(node: Any, path: FieldPath, positions: dict[FieldPath, tuple[int, int
     if isinstance(node, CommentedMap):
         out: dict[str, Any] = {}
         for key in node:
-            child = path + (str(key),)
+            text = _key(key)
+            child = path + (text,)
             try:
                 line, col = node.lc.key(key)
                 positions[child] = (line + 1, col + 1)
             except (KeyError, TypeError, AttributeError):
                 pass
-            out[_key(key)] = _plain(node[key], child, positions)
+            out[text] = _plain(node[key], child, positions)
         return out
     if isinstance(node, CommentedSeq):
         items = []

@@ -265,6 +265,18 @@ def test_a_tag_after_an_anchor_is_refused_by_both_loaders(text: str, where: str,
             loader(text, "t.yaml")
 
 
+@pytest.mark.parametrize("text", ["true: 1\nx:\n  false: 2\n", "8000: a\n1.5: b\n~: c\n",
+                                  "? [a, b]\n: 1\n", "%YAML 1.1\n---\nyes: 1\n"])
+def test_every_key_has_its_position_under_the_key_it_is_read_as(text: str) -> None:
+    # a key that is not a string is read as its text (`true:` as "true"): its position must be
+    # kept under that same text, or a finding about it falls back to the document's first line
+    for loader in (yamlio.load_documents, yamlio.load_documents_fast):
+        (doc,) = loader(text, "t.yaml")
+        paths = [p for p, _ in yamlio.iter_paths(doc.data) if p]
+        assert paths and all(p in doc.positions for p in paths), (loader, doc.data, doc.positions)
+        assert set(doc.positions) == set(paths)
+
+
 def test_explicit_plain_tags_still_load() -> None:
     for loader in (yamlio.load_documents, yamlio.load_documents_fast):
         (doc,) = loader("a: !!str 5\nb: !!float 3\nc: &x {k: 1}\nd: *x\ne: !!int '7'\n", "t.yaml")
