@@ -416,8 +416,43 @@ def load_documents(text: str, file: str) -> list[Document]:
     except Exception as exc:  # ruamel raises a few non-YAMLError types for odd input
         if exc.__class__.__module__.startswith("ruamel"):
             raise _yaml_error(exc, file, text) from None
+        if isinstance(exc, TypeError) and "unhashable" in str(exc):
+            raise _collection_key_error(text, file) from None
         raise
     return docs
+
+
+def _collection_key_error(text: str, file: str) -> InputError:
+    """ruamel.yaml fails with a TypeError and no position on a mapping key that is a mapping or a
+    list holding another one (``? {a: {b: 1}}``): find that key with libyaml, or report the
+    syntax error libyaml finds first (the limits were checked before ruamel.yaml ran)."""
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        todo = [n for n in yaml.compose_all(text, Loader=loader) if n is not None][::-1]
+    except yaml.YAMLError as exc:
+        return _yaml_error(exc, file, text)
+    while todo:  # depth first, in the order of the text
+        node = todo.pop()
+        if isinstance(node, yaml.MappingNode):
+            children = [n for pair in node.value for n in pair]
+            for key, _ in node.value:
+                inner = key.value if isinstance(key, yaml.SequenceNode) else (
+                    [n for pair in key.value for n in pair]
+                    if isinstance(key, yaml.MappingNode) else [])
+                if any(isinstance(n, yaml.CollectionNode) for n in inner):
+                    return InputError(
+                        "unsupported mapping key: a mapping or a list holding another one",
+                        location=Location(file, *_at(key.start_mark)),
+                        hint="Kubernetes keys are strings")
+        elif isinstance(node, yaml.SequenceNode):
+            children = node.value
+        else:
+            continue
+        todo.extend(reversed(children))
+    return InputError("unsupported mapping key: a mapping or a list holding another one",
+                      location=Location(file), hint="Kubernetes keys are strings")
 
 
 # ----------------------------------------------------------- YAML 1.2 streams read by libyaml

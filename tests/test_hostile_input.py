@@ -277,6 +277,18 @@ def test_every_key_has_its_position_under_the_key_it_is_read_as(text: str) -> No
         assert set(doc.positions) == set(paths)
 
 
+@pytest.mark.parametrize("key", ["? {a: {b: 1}}\n: c\n", "? [[a]]\n: c\n", "? {a: [1]}\n: c\n"])
+def test_a_key_holding_a_collection_is_a_located_error(work: Path, key: str) -> None:
+    # valid YAML that ruamel.yaml cannot hash (it raised a TypeError: exit 70, no position)
+    path = work / "rollout.yaml"
+    path.write_text(ROLLOUT + key)
+    line = ROLLOUT.count("\n") + 1
+    r = cli("validate", str(path))
+    _clean_exit_2(r)
+    assert re.search(rf"rollout\.yaml:{line}:3: unsupported mapping key: a mapping or a "
+                     "list holding another one", r.err), r.err
+
+
 def test_explicit_plain_tags_still_load() -> None:
     for loader in (yamlio.load_documents, yamlio.load_documents_fast):
         (doc,) = loader("a: !!str 5\nb: !!float 3\nc: &x {k: 1}\nd: *x\ne: !!int '7'\n", "t.yaml")
