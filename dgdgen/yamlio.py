@@ -158,10 +158,22 @@ def _starts_a_node(text: str, indicator: str) -> bool:
 _C_SAFE_DEPTH = 2000
 _INDENT = re.compile(r"^[ \t]*", re.MULTILINE)
 _MARKERS = re.compile(r"^[ \t]*((?:[-?:][ \t]+)+)", re.MULTILINE)  # `- - ` / `? ` / `: ` runs
-# a tag after an anchor (`key: &a !!binary ...`: a node's properties come in either order), which
-# _starts_a_node does not see; only an anchor that begins a word is tried, so the search stays
-# linear in the text's size
+# an anchor that begins a word, then a tag (`key: &a !!binary ...`: a node's properties come in
+# either order), which _starts_a_node does not see; the literal `&` first keeps the search at C
+# speed, and only an anchor that begins a word is tried, so it stays linear in the text's size
 _ANCHORED_TAG = re.compile(r"&(?<![^ \t\r\n,\[\]{}]&)[^ \t\r\n,\[\]{}]+[ \t]+!")
+
+
+def _tag_after_anchor(text: str) -> bool:
+    """Whether an anchor followed by a tag stands where a node can start (as in
+    :func:`_starts_a_node`: not ``a && !isNaN(x)``)."""
+    for m in _ANCHORED_TAG.finditer(text):
+        j = m.start() - 1
+        while j >= 0 and text[j] in " \t":
+            j -= 1
+        if j < 0 or text[j] in "\n\r-?:,[{":
+            return True
+    return False
 
 
 def _may_exceed(text: str) -> bool:
@@ -170,7 +182,7 @@ def _may_exceed(text: str) -> bool:
     (an anchor without an alias costs nothing; the depth limit is then checked by the walk)."""
     if _starts_a_node(text, "*") or _starts_a_node(text, "!"):
         return True
-    if "&" in text and _ANCHORED_TAG.search(text):
+    if "&" in text and _tag_after_anchor(text):
         return True
     # every nesting level needs a line or a flow bracket of its own, or a `- `/`? `/`: ` on one
     # line: a count of them bounds the depth

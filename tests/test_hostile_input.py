@@ -265,6 +265,16 @@ def test_a_tag_after_an_anchor_is_refused_by_both_loaders(text: str, where: str,
             loader(text, "t.yaml")
 
 
+def test_the_event_pass_is_still_skipped_where_it_cannot_find_anything() -> None:
+    # the scan for a tag after an anchor must not send every `a && !b` expression (rendered
+    # AnalysisTemplates) or licence header through the event pass of the bulk loader
+    for text in ("# NVIDIA CORPORATION & AFFILIATES\nspec:\n  successCondition: "
+                 "len(result) > 0 && !isNaN(result[0])\n",
+                 "cmd: a &&! b\nx: &y 1\n"):
+        assert yamlio.check_limits(text, "t.yaml", always=False) is False
+    assert yamlio.check_limits("k: &a !!str x\n", "t.yaml", always=False) is True
+
+
 @pytest.mark.parametrize("text", ["true: 1\nx:\n  false: 2\n", "8000: a\n1.5: b\n~: c\n",
                                   "? [a, b]\n: 1\n", "%YAML 1.1\n---\nyes: 1\n"])
 def test_every_key_has_its_position_under_the_key_it_is_read_as(text: str) -> None:
