@@ -313,25 +313,28 @@ def _plain(node: Any, path: FieldPath, positions: dict[FieldPath, tuple[int, int
         for key in node:
             text = _key(key)
             child = path + (text,)
-            try:
-                line, col = node.lc.key(key)
-                positions[child] = (line + 1, col + 1)
-            except (KeyError, TypeError, AttributeError):
-                pass
+            _ruamel_position(positions, child, node, "key", key)
             out[text] = _plain(node[key], child, positions)
         return out
     if isinstance(node, CommentedSeq):
         items = []
         for i, item in enumerate(node):
             child = path + (i,)
-            try:
-                line, col = node.lc.item(i)
-                positions[child] = (line + 1, col + 1)
-            except (KeyError, TypeError, AttributeError):
-                pass
+            _ruamel_position(positions, child, node, "item", i)
             items.append(_plain(item, child, positions))
         return items
     return _scalar(node)
+
+
+def _ruamel_position(positions: dict[FieldPath, tuple[int, int]], child: FieldPath, node: Any,
+                     kind: str, key: Any) -> None:
+    """Record where ruamel.yaml saw a mapping's ``key`` or a list's ``item`` (0-based), if it
+    did."""
+    try:
+        line, col = getattr(node.lc, kind)(key)
+    except (KeyError, TypeError, AttributeError):
+        return
+    positions[child] = (line + 1, col + 1)
 
 
 def _key(key: Any) -> str:
