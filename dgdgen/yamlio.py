@@ -39,6 +39,7 @@ from typing import Any
 from dgdgen.errors import InputError, Location
 
 FieldPath = tuple[str | int, ...]
+_Positions = dict[FieldPath, tuple[int, int]]  # 1-based (line, column) of each field
 
 TOP_LEVEL_ORDER = ("apiVersion", "kind", "metadata", "spec", "data", "stringData", "status")
 
@@ -304,7 +305,7 @@ def _ruamel_loader() -> Any:
     return yaml
 
 
-def _plain(node: Any, path: FieldPath, positions: dict[FieldPath, tuple[int, int]]) -> Any:
+def _plain(node: Any, path: FieldPath, positions: _Positions) -> Any:
     """Convert ruamel round-trip containers/scalars to plain Python, recording positions."""
     from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
@@ -326,8 +327,8 @@ def _plain(node: Any, path: FieldPath, positions: dict[FieldPath, tuple[int, int
     return _scalar(node)
 
 
-def _ruamel_position(positions: dict[FieldPath, tuple[int, int]], child: FieldPath, node: Any,
-                     kind: str, key: Any) -> None:
+def _ruamel_position(positions: _Positions, child: FieldPath, node: Any, kind: str,
+                     key: Any) -> None:
     """Record where ruamel.yaml saw a mapping's ``key`` or a list's ``item`` (0-based), if it
     did."""
     try:
@@ -419,7 +420,7 @@ def load_documents(text: str, file: str) -> list[Document]:
             for i, raw in enumerate(yaml.load_all(text)):
                 if raw is None:
                     continue
-                positions: dict[FieldPath, tuple[int, int]] = {}
+                positions: _Positions = {}
                 data = _plain(raw, (), positions)
                 start = 1
                 lc = getattr(raw, "lc", None)
@@ -639,9 +640,6 @@ def _key12(node: Any) -> str:
 
 
 # ------------------------------------------------------------- libyaml's node graph, walked
-
-
-_Positions = dict[FieldPath, tuple[int, int]]
 
 
 class _Walker:
