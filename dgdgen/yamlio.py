@@ -32,13 +32,14 @@ import os
 import re
 import stat
 import warnings
-from collections.abc import Hashable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from dgdgen.errors import InputError, Location
 
 FieldPath = tuple[str | int, ...]
+_Positions = dict[FieldPath, tuple[int, int]]  # 1-based (line, column) of each field
 
 TOP_LEVEL_ORDER = ("apiVersion", "kind", "metadata", "spec", "data", "stringData", "status")
 
@@ -117,6 +118,23 @@ def _shown_tag(tag: str) -> str:
     return "!!" + tag[len("tag:yaml.org,2002:"):] if tag.startswith("tag:yaml.org,2002:") else tag
 
 
+def _at(mark: Any) -> tuple[int, int]:
+    """The 1-based (line, column) of a parser's mark (PyYAML and ruamel.yaml count from 0)."""
+    return mark.line + 1, mark.column + 1
+
+
+def _too_deep(location: Location) -> InputError:
+    """The one refusal of nesting over the limit, whichever pass or parser meets it first."""
+    return InputError(f"nested more than {_limits.max_depth} levels deep", location=location)
+
+
+def _remember(cache: dict[Any, Any], key: Any, value: Any, text: str) -> None:
+    """Keep a scalar's reading in a memo: only for short scalars (they repeat: keys, enums; long
+    ones rarely), and the memo is emptied when full, so a long-lived process cannot grow it."""
+    if len(text) <= 256:
+        if len(cache) >= 65536:
+            cache.clear()
+        cache[key] = value
 
 
 def _starts_a_node(text: str, indicator: str) -> bool:
@@ -137,10 +155,26 @@ def _starts_a_node(text: str, indicator: str) -> bool:
 
 # libyaml's C composer recurses on the C stack: about 20,000 nested levels crash the process
 # (measured: 20,000 compose, 50,000 segfault). Below this bound it is safe to compose first and
-# check the depth while walking (:func:`_walk_node`).
+# check the depth while walking (:class:`_Walker`).
 _C_SAFE_DEPTH = 2000
 _INDENT = re.compile(r"^[ \t]*", re.MULTILINE)
 _MARKERS = re.compile(r"^[ \t]*((?:[-?:][ \t]+)+)", re.MULTILINE)  # `- - ` / `? ` / `: ` runs
+# an anchor that begins a word, then a tag (`key: &a !!binary ...`: a node's properties come in
+# either order), which _starts_a_node does not see; the literal `&` first keeps the search at C
+# speed, and only an anchor that begins a word is tried, so it stays linear in the text's size
+_ANCHORED_TAG = re.compile(r"&(?<![^ \t\r\n,\[\]{}]&)[^ \t\r\n,\[\]{}]+[ \t]+!")
+
+
+def _tag_after_anchor(text: str) -> bool:
+    """Whether an anchor followed by a tag stands where a node can start (as in
+    :func:`_starts_a_node`: not ``a && !isNaN(x)``)."""
+    for m in _ANCHORED_TAG.finditer(text):
+        j = m.start() - 1
+        while j >= 0 and text[j] in " \t":
+            j -= 1
+        if j < 0 or text[j] in "\n\r-?:,[{":
+            return True
+    return False
 
 
 def _may_exceed(text: str) -> bool:
@@ -148,6 +182,8 @@ def _may_exceed(text: str) -> bool:
     endanger the C composer, so the event pass can be skipped: the bulk checker's common case
     (an anchor without an alias costs nothing; the depth limit is then checked by the walk)."""
     if _starts_a_node(text, "*") or _starts_a_node(text, "!"):
+        return True
+    if "&" in text and _tag_after_anchor(text):
         return True
     # every nesting level needs a line or a flow bracket of its own, or a `- `/`? `/`: ` on one
     # line: a count of them bounds the depth
@@ -182,9 +218,7 @@ def check_limits(text: str, file: str, *, always: bool = True) -> bool:
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
 
     def fail(message: str, mark: Any, hint: str | None = None) -> InputError:
-        return InputError(
-            message, location=Location(file, mark.line + 1, mark.column + 1), hint=hint
-        )
+        return InputError(message, location=Location(file, *_at(mark)), hint=hint)
 
     try:
         depth = aliases = added = 0
@@ -202,7 +236,7 @@ def check_limits(text: str, file: str, *, always: bool = True) -> bool:
                                "only plain YAML mappings, lists and scalars are read")
                 depth += 1
                 if depth > lim.max_depth:
-                    raise fail(f"nested more than {lim.max_depth} levels deep", e.start_mark)
+                    raise _too_deep(Location(file, *_at(e.start_mark)))
                 stack.append([e.anchor, 1])
                 if e.anchor:
                     open_anchors.add(e.anchor)
@@ -253,7 +287,7 @@ def check_limits(text: str, file: str, *, always: bool = True) -> bool:
         # bound: the same refusal
         mark = getattr(exc, "problem_mark", None)
         if "maximum nesting depth" in str(getattr(exc, "problem", "")) and mark is not None:
-            raise fail(f"nested more than {lim.max_depth} levels deep", mark) from None
+            raise _too_deep(Location(file, *_at(mark))) from None
         return True  # a syntax error: the loader itself reports it, with its position
     finally:
         loader.dispose()
@@ -271,35 +305,37 @@ def _ruamel_loader() -> Any:
     return yaml
 
 
-def _plain(node: Any, path: FieldPath, positions: dict[FieldPath, tuple[int, int]]) -> Any:
+def _plain(node: Any, path: FieldPath, positions: _Positions) -> Any:
     """Convert ruamel round-trip containers/scalars to plain Python, recording positions."""
     from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
     if isinstance(node, CommentedMap):
         out: dict[str, Any] = {}
         for key in node:
-            child = path + (str(key),)
-            try:
-                line, col = node.lc.key(key)
-                positions[child] = (line + 1, col + 1)
-            except (KeyError, TypeError, AttributeError):
-                pass
-            out[str(key) if not isinstance(key, (int, float, bool)) else _key(key)] = _plain(
-                node[key], child, positions
-            )
+            text = _key(key)
+            child = path + (text,)
+            _ruamel_position(positions, child, node, "key", key)
+            out[text] = _plain(node[key], child, positions)
         return out
     if isinstance(node, CommentedSeq):
         items = []
         for i, item in enumerate(node):
             child = path + (i,)
-            try:
-                line, col = node.lc.item(i)
-                positions[child] = (line + 1, col + 1)
-            except (KeyError, TypeError, AttributeError):
-                pass
+            _ruamel_position(positions, child, node, "item", i)
             items.append(_plain(item, child, positions))
         return items
     return _scalar(node)
+
+
+def _ruamel_position(positions: _Positions, child: FieldPath, node: Any, kind: str,
+                     key: Any) -> None:
+    """Record where ruamel.yaml saw a mapping's ``key`` or a list's ``item`` (0-based), if it
+    did."""
+    try:
+        line, col = getattr(node.lc, kind)(key)
+    except (KeyError, TypeError, AttributeError):
+        return
+    positions[child] = (line + 1, col + 1)
 
 
 def _key(key: Any) -> str:
@@ -346,16 +382,17 @@ def _yaml_error(exc: Exception, file: str, text: str | None = None) -> InputErro
     message = f"malformed YAML: {problem}"
     if context:
         message += f" ({context})"
-    if "maximum nesting depth" in problem:  # libyaml's own bound (1,000), met before ours
-        message = f"nested more than {_limits.max_depth} levels deep"
-    if mark is not None:
-        return InputError(message, location=Location(file, mark.line + 1, mark.column + 1))
+    location = Location(file)
     position = getattr(exc, "position", None)  # a reader error: a character offset, no mark
-    if isinstance(position, int) and text is not None:
+    if mark is not None:
+        location = Location(file, *_at(mark))
+    elif isinstance(position, int) and text is not None:
         line = text.count("\n", 0, position) + 1
         column = position - (text.rfind("\n", 0, position) + 1) + 1
-        return InputError(message, location=Location(file, line, column))
-    return InputError(message, location=Location(file))
+        location = Location(file, line, column)
+    if "maximum nesting depth" in problem:  # libyaml's own bound (1,000), met before ours
+        return _too_deep(location)
+    return InputError(message, location=location)
 
 
 def load_documents(text: str, file: str) -> list[Document]:
@@ -383,7 +420,7 @@ def load_documents(text: str, file: str) -> list[Document]:
             for i, raw in enumerate(yaml.load_all(text)):
                 if raw is None:
                     continue
-                positions: dict[FieldPath, tuple[int, int]] = {}
+                positions: _Positions = {}
                 data = _plain(raw, (), positions)
                 start = 1
                 lc = getattr(raw, "lc", None)
@@ -395,8 +432,43 @@ def load_documents(text: str, file: str) -> list[Document]:
     except Exception as exc:  # ruamel raises a few non-YAMLError types for odd input
         if exc.__class__.__module__.startswith("ruamel"):
             raise _yaml_error(exc, file, text) from None
+        if isinstance(exc, TypeError) and "unhashable" in str(exc):
+            raise _collection_key_error(text, file) from None
         raise
     return docs
+
+
+def _collection_key_error(text: str, file: str) -> InputError:
+    """ruamel.yaml fails with a TypeError and no position on a mapping key that is a mapping or a
+    list holding another one (``? {a: {b: 1}}``): find that key with libyaml, or report the
+    syntax error libyaml finds first (the limits were checked before ruamel.yaml ran)."""
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        todo = [n for n in yaml.compose_all(text, Loader=loader) if n is not None][::-1]
+    except yaml.YAMLError as exc:
+        return _yaml_error(exc, file, text)
+    while todo:  # depth first, in the order of the text
+        node = todo.pop()
+        if isinstance(node, yaml.MappingNode):
+            children = [n for pair in node.value for n in pair]
+            for key, _ in node.value:
+                inner = key.value if isinstance(key, yaml.SequenceNode) else (
+                    [n for pair in key.value for n in pair]
+                    if isinstance(key, yaml.MappingNode) else [])
+                if any(isinstance(n, yaml.CollectionNode) for n in inner):
+                    return InputError(
+                        "unsupported mapping key: a mapping or a list holding another one",
+                        location=Location(file, *_at(key.start_mark)),
+                        hint="Kubernetes keys are strings")
+        elif isinstance(node, yaml.SequenceNode):
+            children = node.value
+        else:
+            continue
+        todo.extend(reversed(children))
+    return InputError("unsupported mapping key: a mapping or a list holding another one",
+                      location=Location(file), hint="Kubernetes keys are strings")
 
 
 # ----------------------------------------------------------- YAML 1.2 streams read by libyaml
@@ -409,7 +481,8 @@ def load_documents(text: str, file: str) -> list[Document]:
 #   integers without leading zeros, d.d floats); octal, hex, exponents, .inf, timestamps,
 #   merge keys and the rest give up;
 # * quoted and block scalars are strings; any explicit tag gives up;
-# * keys must be strings, each at most once; an alias (a node met twice) gives up;
+# * keys must be strings, each at most once (the walk shared with the bulk loader refuses a
+#   duplicate, and any error gives up); an alias (a node met twice) gives up;
 # * no character the two read differently (_same_text_in_both), no directives (%YAML 1.1 changes the
 #   typing), and any error gives up (ruamel.yaml then reports it in its words).
 _PLAIN_TAG = "dgdgen:plain"
@@ -417,6 +490,7 @@ _QUOTED_TAG = "dgdgen:quoted"  # quoted and block scalars without a tag: strings
 _ODD_TAG = "dgdgen:odd"
 _MAP_TAG = "tag:yaml.org,2002:map"
 _SEQ_TAG = "tag:yaml.org,2002:seq"
+_MERGE_TAG = "tag:yaml.org,2002:merge"
 _DECIMAL = re.compile(r"[-+]?(?:0|[1-9][0-9]*)")
 _SIMPLE_FLOAT = re.compile(r"[-+]?[0-9]+\.[0-9]+")
 
@@ -485,10 +559,7 @@ def _plain12(value: str) -> tuple[bool, Any]:
         result = (True, int(value))
     elif tag == "tag:yaml.org,2002:float" and _SIMPLE_FLOAT.fullmatch(value):
         result = (True, float(value))
-    if len(value) <= 256:
-        if len(_PLAIN12) >= 65536:
-            _PLAIN12.clear()
-        _PLAIN12[value] = result
+    _remember(_PLAIN12, value, result, value)
     return result
 
 
@@ -497,8 +568,8 @@ def _plain12(value: str) -> tuple[bool, Any]:
 # 0.19.1, MIT licence, Copyright (c) 2014-2026 Anthon van der Neut, Ruamel bvba). Kept here
 # because importing ruamel.yaml for its resolver costs about 10 ms of every command that reads a
 # spec; tests/test_yamlio_resolver.py fails when the installed ruamel.yaml's table differs from
-# this one and compares both resolvers on thousands of scalars. (tag, pattern, flags, the first characters it is tried for: "" is the empty
-# scalar.)
+# this one and compares both resolvers on thousands of scalars. (tag, pattern, flags, the first
+# characters it is tried for: "" is the empty scalar.)
 _RESOLVERS12: tuple[tuple[str, str, int, tuple[str, ...]], ...] = (
     ("tag:yaml.org,2002:bool", r"""^(?:true|True|TRUE|false|False|FALSE)$""", re.VERBOSE,
      tuple("tTfF")),
@@ -547,6 +618,7 @@ def _resolve12(value: str) -> str:
 
 
 def _scalar12(node: Any) -> Any:
+    """A scalar node's value as ruamel.yaml reads it (gives up on any other tag)."""
     tag = node.tag
     if tag == _QUOTED_TAG:
         return node.value
@@ -557,45 +629,87 @@ def _scalar12(node: Any) -> Any:
     raise _GiveUp
 
 
-def _walk12(node: Any, path: FieldPath, positions: dict[FieldPath, tuple[int, int]],
-            seen: set[int] | None) -> Any:
-    """``seen``: the ids of the nodes met so far, to give up on aliases (libyaml returns the
-    anchored node again); None when the text has no ``&`` or no ``*`` (an anchor and an alias
-    are both needed to meet a node twice; a licence header's "NVIDIA CORPORATION & AFFILIATES"
-    alone made every upstream-derived DGD pay for the set)."""
-    if seen is not None:
-        if id(node) in seen:
-            raise _GiveUp  # an alias
-        seen.add(id(node))
-    tag = node.tag
-    if len(path) >= _limits.max_depth and tag in (_MAP_TAG, _SEQ_TAG):
-        raise _GiveUp  # too deep: the ruamel.yaml path checks the limit and says where
-    if tag == _MAP_TAG:
-        out: dict[str, Any] = {}
-        for key_node, value_node in node.value:
-            if key_node.tag != _PLAIN_TAG and key_node.tag != _QUOTED_TAG:
-                raise _GiveUp  # a key that is not a scalar string
-            if seen is not None:
-                if id(key_node) in seen:
-                    raise _GiveUp  # an alias
-                seen.add(id(key_node))
-            key = _scalar12(key_node)
-            if type(key) is not str or key in out:
-                raise _GiveUp
-            child = path + (key,)
-            mark = key_node.start_mark
-            positions[child] = (mark.line + 1, mark.column + 1)
-            out[key] = _walk12(value_node, child, positions, seen)
-        return out
-    if tag == _SEQ_TAG:
-        items = []
-        for i, item in enumerate(node.value):
-            child = path + (i,)
-            mark = item.start_mark
-            positions[child] = (mark.line + 1, mark.column + 1)
-            items.append(_walk12(item, child, positions, seen))
-        return items
-    return _scalar12(node)  # gives up on any other tag
+def _key12(node: Any) -> str:
+    """A mapping key that is not quoted: a plain scalar ruamel.yaml reads as a string, or give
+    up (``true:``, ``8000:``, ``~:``, a collection or an explicitly tagged key)."""
+    if node.tag == _PLAIN_TAG:
+        known, value = _PLAIN12.get(node.value) or _plain12(node.value)
+        if known and type(value) is str:
+            return value
+    raise _GiveUp
+
+
+# ------------------------------------------------------------- libyaml's node graph, walked
+
+
+class _Walker:
+    """The walk of a composed libyaml node graph into plain data, one for both libyaml loaders:
+    it records the position of every mapping key and sequence item, refuses nesting deeper than
+    the limit (the event pass may have been skipped) and duplicate keys, with the line (the file
+    is the caller's). The loaders differ only in how they read a scalar: one tagged
+    ``text_tag`` is its own text (most scalars: no call); any other is read by ``value_of``, or
+    by ``key_of`` as a mapping key (which must give a string). ``merges``: whether ``<<`` keys
+    merge mappings (YAML 1.1). ``seen``: the ids of the nodes met so far, to give up on aliases
+    (libyaml returns the anchored node again); None where aliases are expanded, or where the text
+    has no ``&`` or no ``*`` (an anchor and an alias are both needed to meet a node twice; a
+    licence header's "NVIDIA CORPORATION & AFFILIATES" alone made every upstream-derived DGD pay
+    for the set). A class, not a closure: a recursive closure is a reference cycle, and it would
+    keep the loader alive until the garbage collector runs (the checker pauses it)."""
+
+    __slots__ = ("text_tag", "key_of", "value_of", "merges", "seen", "max_depth")
+
+    def __init__(self, text_tag: str, key_of: Callable[[Any], str],
+                 value_of: Callable[[Any], Any], *, merges: bool, seen: set[int] | None) -> None:
+        self.text_tag = text_tag
+        self.key_of = key_of
+        self.value_of = value_of
+        self.merges = merges
+        self.seen = seen
+        self.max_depth = _limits.max_depth
+
+    def walk(self, node: Any, path: FieldPath, positions: _Positions) -> Any:
+        seen = self.seen
+        if seen is not None:
+            if id(node) in seen:
+                raise _GiveUp  # an alias
+            seen.add(id(node))
+        tag = node.tag
+        if tag == _MAP_TAG:
+            if len(path) >= self.max_depth:
+                raise _too_deep(Location("", *_at(node.start_mark)))
+            text_tag = self.text_tag
+            out: dict[str, Any] = {}
+            for key_node, value_node in node.value:
+                if self.merges and key_node.tag == _MERGE_TAG:
+                    merged = self.walk(value_node, path, positions)
+                    for m in merged if isinstance(merged, list) else [merged]:
+                        if isinstance(m, dict):
+                            for k, v in m.items():
+                                out.setdefault(k, v)
+                    continue
+                if seen is not None:
+                    if id(key_node) in seen:
+                        raise _GiveUp  # an alias
+                    seen.add(id(key_node))
+                key = key_node.value if key_node.tag == text_tag else self.key_of(key_node)
+                mark = key_node.start_mark
+                if key in out:
+                    raise InputError(f"duplicate key {key!r}", location=Location("", *_at(mark)))
+                child = path + (key,)
+                positions[child] = (mark.line + 1, mark.column + 1)  # _at, inlined: every key
+                out[key] = self.walk(value_node, child, positions)
+            return out
+        if tag == _SEQ_TAG:
+            if len(path) >= self.max_depth:
+                raise _too_deep(Location("", *_at(node.start_mark)))
+            items = []
+            for i, item in enumerate(node.value):
+                child = path + (i,)
+                mark = item.start_mark
+                positions[child] = (mark.line + 1, mark.column + 1)
+                items.append(self.walk(item, child, positions))
+            return items
+        return node.value if tag == self.text_tag else self.value_of(node)
 
 
 def _same_text_in_both(text: str) -> bool:
@@ -625,6 +739,8 @@ def _load_yaml12_fast(text: str, file: str) -> list[Document] | None:
         return None
     import yaml
 
+    walk = _Walker(_QUOTED_TAG, _key12, _scalar12, merges=False,
+                   seen=set() if "&" in text and "*" in text else None).walk
     docs: list[Document] = []
     try:
         loader = loader_cls(text)
@@ -634,9 +750,8 @@ def _load_yaml12_fast(text: str, file: str) -> list[Document] | None:
                     if _scalar12(node) is not None:
                         raise _GiveUp  # a document that is a single scalar
                 else:
-                    positions: dict[FieldPath, tuple[int, int]] = {}
-                    data = _walk12(node, (), positions,
-                                   set() if "&" in text and "*" in text else None)
+                    positions: _Positions = {}
+                    data = walk(node, (), positions)
                     docs.append(Document(data, file, i, positions, node.start_mark.line + 1))
         finally:
             loader.dispose()
@@ -721,13 +836,14 @@ def load_documents_fast(text: str, file: str) -> list[Document]:
     docs: list[Document] = []
     try:
         loader = loader_cls(text)
+        walk = _walker11(loader).walk
         try:
             for i, node in _roots(loader):
                 if node is not None and not (
                     isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:null"
                 ):
-                    positions: dict[FieldPath, tuple[int, int]] = {}
-                    data = _walk_node(loader, node, (), positions)
+                    positions: _Positions = {}
+                    data = walk(node, (), positions)
                     docs.append(Document(data, file, i, positions, node.start_mark.line + 1))
         finally:
             loader.dispose()
@@ -767,57 +883,25 @@ def _fast_loader() -> Any:
             tag = cache.get(key)
             if tag is None:
                 tag = resolve(self, kind, value, implicit)
-                if len(value) <= 256:  # short scalars repeat (keys, enums); long ones rarely
-                    if len(cache) >= 65536:
-                        cache.clear()
-                    cache[key] = tag
+                _remember(cache, key, tag, value)
             return tag
 
     return Loader
 
 
-def _walk_node(
-    loader: Any, node: Any, path: FieldPath, positions: dict[FieldPath, tuple[int, int]]
-) -> Any:
-    import yaml
+def _walker11(loader: Any) -> _Walker:
+    """The :class:`_Walker` for YAML 1.1 as PyYAML's SafeLoader reads it: a scalar that is not a
+    string is built by the loader's constructor (``!!str 5``, numbers, booleans, timestamps),
+    aliases are expanded and ``<<`` merges."""
+    construct = loader.construct_object
 
-    if isinstance(node, yaml.CollectionNode) and len(path) >= _limits.max_depth:
-        mark = node.start_mark  # the event pass was skipped: the depth is checked here
-        raise InputError(f"nested more than {_limits.max_depth} levels deep",
-                         location=Location("", mark.line + 1, mark.column + 1))
-    if isinstance(node, yaml.MappingNode):
-        out: dict[str, Any] = {}
-        for key_node, value_node in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":
-                merged = _walk_node(loader, value_node, path, positions)
-                for m in merged if isinstance(merged, list) else [merged]:
-                    if isinstance(m, dict):
-                        for k, v in m.items():
-                            out.setdefault(k, v)
-                continue
-            key = (key_node.value if key_node.tag == _STR_TAG
-                   else _key(loader.construct_object(key_node, deep=True)))
-            if key in out:
-                raise InputError(
-                    f"duplicate key {key!r}",
-                    location=Location(
-                        "", key_node.start_mark.line + 1, key_node.start_mark.column + 1
-                    ),
-                )
-            child = path + (key,)
-            positions[child] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
-            out[key] = _walk_node(loader, value_node, child, positions)
-        return out
-    if isinstance(node, yaml.SequenceNode):
-        items = []
-        for i, item in enumerate(node.value):
-            child = path + (i,)
-            positions[child] = (item.start_mark.line + 1, item.start_mark.column + 1)
-            items.append(_walk_node(loader, item, child, positions))
-        return items
-    if node.tag == _STR_TAG:  # most scalars: the resolved text is the value (no constructor)
-        return node.value
-    return _scalar(loader.construct_object(node, deep=True))
+    def key_of(node: Any) -> str:
+        return _key(construct(node, deep=True))
+
+    def value_of(node: Any) -> Any:
+        return _scalar(construct(node, deep=True))
+
+    return _Walker(_STR_TAG, key_of, value_of, merges=True, seen=None)
 
 
 _STR_TAG = "tag:yaml.org,2002:str"

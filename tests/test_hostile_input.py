@@ -229,6 +229,8 @@ def test_spec_numbers_are_not_coerced(work: Path, old: str, new: str, message: s
     ("image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:my-tag\n      envs",
      "image: !!binary aGVsbG8=\n      envs", "unsupported YAML tag !!binary"),
     ("      replicas: 1\n", "      replicas: !!bool maybe\n", "'maybe' is not a valid !!bool"),
+    ("image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:my-tag\n      envs",
+     "image: &i !!binary aGVsbG8=\n      envs", "unsupported YAML tag !!binary"),
     ("      replicas: 1\n", "      replicas: !!python/object:os.system x\n",
      "unsupported YAML tag !!python/object:os.system"),
 ])
@@ -245,6 +247,56 @@ def test_tags_reported_at_the_input_line(work: Path, old: str, new: str, message
     _clean_exit_2(r)
     assert re.search(rf"dgd\.yaml:{line}:\d+: {re.escape(message)}", r.err), r.err
     assert "step-00/" not in r.err  # the input file, never a rendered one
+
+
+@pytest.mark.parametrize(("text", "where", "tag"), [
+    ("k: &a !!binary aGVsbG8=\n", "1:4", "!!binary"),
+    ("k: &a !!set {x, y}\n", "1:4", "!!set"),
+    ("- &a !!binary aGVsbG8=\n", "1:3", "!!binary"),
+    ("[&a !!binary aGVsbG8=]\n", "1:2", "!!binary"),
+    ("{k: &a \t!foo x}\n", "1:5", "!foo"),
+    ("k:\n  &a\n  !!binary aGVsbG8=\n", "2:3", "!!binary"),
+])
+def test_a_tag_after_an_anchor_is_refused_by_both_loaders(text: str, where: str,
+                                                          tag: str) -> None:
+    # a node's anchor may come before its tag: the bulk loader's cheap scan must still see it
+    for loader in (yamlio.load_documents, yamlio.load_documents_fast):
+        with pytest.raises(InputError, match=f"^t.yaml:{where}: unsupported YAML tag {tag} "):
+            loader(text, "t.yaml")
+
+
+def test_the_event_pass_is_still_skipped_where_it_cannot_find_anything() -> None:
+    # the scan for a tag after an anchor must not send every `a && !b` expression (rendered
+    # AnalysisTemplates) or licence header through the event pass of the bulk loader
+    for text in ("# NVIDIA CORPORATION & AFFILIATES\nspec:\n  successCondition: "
+                 "len(result) > 0 && !isNaN(result[0])\n",
+                 "cmd: a &&! b\nx: &y 1\n"):
+        assert yamlio.check_limits(text, "t.yaml", always=False) is False
+    assert yamlio.check_limits("k: &a !!str x\n", "t.yaml", always=False) is True
+
+
+@pytest.mark.parametrize("text", ["true: 1\nx:\n  false: 2\n", "8000: a\n1.5: b\n~: c\n",
+                                  "? [a, b]\n: 1\n", "%YAML 1.1\n---\nyes: 1\n"])
+def test_every_key_has_its_position_under_the_key_it_is_read_as(text: str) -> None:
+    # a key that is not a string is read as its text (`true:` as "true"): its position must be
+    # kept under that same text, or a finding about it falls back to the document's first line
+    for loader in (yamlio.load_documents, yamlio.load_documents_fast):
+        (doc,) = loader(text, "t.yaml")
+        paths = [p for p, _ in yamlio.iter_paths(doc.data) if p]
+        assert paths and all(p in doc.positions for p in paths), (loader, doc.data, doc.positions)
+        assert set(doc.positions) == set(paths)
+
+
+@pytest.mark.parametrize("key", ["? {a: {b: 1}}\n: c\n", "? [[a]]\n: c\n", "? {a: [1]}\n: c\n"])
+def test_a_key_holding_a_collection_is_a_located_error(work: Path, key: str) -> None:
+    # valid YAML that ruamel.yaml cannot hash (it raised a TypeError: exit 70, no position)
+    path = work / "rollout.yaml"
+    path.write_text(ROLLOUT + key)
+    line = ROLLOUT.count("\n") + 1
+    r = cli("validate", str(path))
+    _clean_exit_2(r)
+    assert re.search(rf"rollout\.yaml:{line}:3: unsupported mapping key: a mapping or a "
+                     "list holding another one", r.err), r.err
 
 
 def test_explicit_plain_tags_still_load() -> None:
