@@ -69,6 +69,11 @@ class Input:
     # Counts only when this flag is set (base or head) on the worker, e.g. the worker router
     # flags reach the card only with a worker-side --router-mode.
     requires: str | None = None
+    # Where the engine takes the value from when the flag is unset, when that is the model's own
+    # files (config.json), which the checker does not read: a change between unset and a value
+    # may or may not change the input, so it is reported as "cannot tell" (DGD205), never as a
+    # change and never as safe. A change between two values is a change.
+    derived_from: str | None = None
 
     def applies(self, backend: Backend, release: str) -> bool:
         if backend not in self.backends:
@@ -106,6 +111,8 @@ def normalize_release(value: str | None) -> str:
 
 _CARD = "ai-dynamo/dynamo lib/llm/src/model_card.rs mdcsum(), components/src/dynamo/{vllm,sglang,trtllm}"
 
+_MODEL_CONFIG = "the model's config.json (its maximum context length)"
+
 # The worker-side router flags (ai-dynamo 1.6.1 `add_worker_router_arguments`: RouterArgGroup +
 # KvRouterArgGroup; alias spellings are canonicalised by dgdgen.check.facts).
 _ROUTER_KEYS: tuple[str, ...] = (
@@ -134,10 +141,19 @@ MDC_INPUTS: tuple[Input, ...] = (
     Input(("--revision", "--tokenizer", "--tokenizer-path"), Category.MDC,
           "model file checksums (through downloaded file contents)", ALL, _CARD),
     Input(("--custom-jinja-template",), Category.MDC, "chat_template_file checksum", ALL, _CARD),
-    Input(("--max-model-len",), Category.MDC, "context_length", VLLM, _CARD),
-    Input(("--context-length",), Category.MDC, "context_length", SGLANG, _CARD),
+    # Context length: unset, each engine derives it from the model's config.json, and the card
+    # takes the engine's value (ai-dynamo 1.6.1 dynamo/vllm/handlers.py: `context_length =
+    # self.model_max_len`, vLLM's ModelConfig.max_model_len; dynamo/sglang/register.py:
+    # `context_length = server_args.context_length`, None → the card's architectural maximum
+    # from config.json, lib/llm/src/model_card.rs effective_context_length(); dynamo/trtllm/
+    # backend_args.py --max-seq-len: "If unspecified, the value is deduced from the model
+    # config").
+    Input(("--max-model-len",), Category.MDC, "context_length", VLLM, _CARD,
+          derived_from=_MODEL_CONFIG),
+    Input(("--context-length",), Category.MDC, "context_length", SGLANG, _CARD,
+          derived_from=_MODEL_CONFIG),
     Input(("--max-seq-len", "engine:max_seq_len"), Category.MDC, "context_length", TRTLLM,
-          _CARD),
+          _CARD, derived_from=_MODEL_CONFIG),
     Input(("--block-size",), Category.MDC, "kv_cache_block_size", VLLM, _CARD),
     Input(("--page-size", "--dcp-size"), Category.MDC, "kv_cache_block_size (page size x dcp)",
           SGLANG, _CARD),
