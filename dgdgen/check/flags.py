@@ -381,6 +381,15 @@ PD_MUST_AGREE: tuple[PdKey, ...] = (
           "vLLM CacheConfig.cache_dtype, default \"auto\"", default="auto"),
     PdKey(("--kv-transfer-config",), "KV connector", VLLM,
           "vLLM KVTransferConfig.kv_connector", json_field="kv_connector"),
+    # vLLM's NIXL connector refuses a peer whose compatibility hash differs (the inputs of the
+    # KV-transfer table above, _NIXL): the model, the model dtype, the attention backend and the
+    # hybrid KV cache manager must agree too. Their defaults are derived (from the model's
+    # config.json, the platform, the connector), so only values set on both sides are compared.
+    PdKey(("--model",), "model (NIXL compatibility hash)", VLLM, _NIXL),
+    PdKey(("--dtype",), "model dtype (NIXL compatibility hash)", VLLM, _NIXL),
+    PdKey(("--attention-backend",), "attention backend (NIXL compatibility hash)", VLLM, _NIXL),
+    PdKey(("--disable-hybrid-kv-cache-manager",),
+          "hybrid KV cache manager on/off (NIXL compatibility hash)", VLLM, _NIXL),
     PdKey(("--page-size",), "KV page size", SGLANG,
           "SGLang ServerArgs.page_size (set to 1 when unset)", default="1"),
     PdKey(("--kv-cache-dtype",), "KV cache dtype", SGLANG,
