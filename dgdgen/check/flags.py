@@ -190,6 +190,28 @@ _KV = "ai-dynamo/dynamo components/src/dynamo/{vllm,sglang,trtllm} (KV-transfer 
 _NIXL = ("vllm-project/vllm vllm/distributed/kv_transfer/kv_connector/v1/nixl/metadata.py "
          "compute_nixl_compatibility_hash (fe6adf39a0a9); ai-dynamo 1.6.1 pins vllm==0.31.0")
 
+# SGLang's decode worker fetches the prefill worker's registration from its bootstrap server and
+# refuses a peer whose page size or KV cache dtype (the `--kv-cache-dtype` value as given, so
+# `auto` and an explicit dtype differ) is not its own; the decode pipeline-parallel size must equal
+# the prefill's or be 1; TP sizes may differ (sgl-project/sglang
+# python/sglang/srt/disaggregation/common/conn.py, CommonKVManager.try_ensure_parallel_info and
+# register_to_bootstrap). ai-dynamo 1.6.1 pins sglang==0.5.21 in its [sglang] extra; the file was
+# read at upstream snapshots of a code index that cannot be tied to the v0.5.21 tag
+# (docs/checker.md).
+_SGLANG_HANDSHAKE = ("sgl-project/sglang python/sglang/srt/disaggregation/common/conn.py "
+                     "try_ensure_parallel_info (sglang 0.5.21 pinned by ai-dynamo 1.6.1; "
+                     "read at an untagged snapshot)")
+# TRT-LLM's cache transceiver asks the formatter whether it can exchange KV with a peer's
+# CacheState and refuses a peer that differs in KV cache data type, tokens per block, attention
+# type, KV factor, heads per layer, size per head or number of layers, or that uses context
+# parallelism (NVIDIA/TensorRT-LLM cpp/tensorrt_llm/batch_manager/cacheFormatter.cpp,
+# CacheFormatter::inquireSupport). ai-dynamo 1.6.1 pins tensorrt-llm==1.3.0rc29 in its [trtllm]
+# extra; the file was read at an untagged upstream snapshot (docs/checker.md). The head and
+# layer shapes come with the model (a card input).
+_TRTLLM_INQUIRE = ("NVIDIA/TensorRT-LLM cpp/tensorrt_llm/batch_manager/cacheFormatter.cpp "
+                   "CacheFormatter::inquireSupport (tensorrt-llm 1.3.0rc29 pinned by ai-dynamo "
+                   "1.6.1; read at an untagged snapshot)")
+
 KV_INPUTS: tuple[Input, ...] = (
     Input(("--disaggregation-mode", "--is-prefill-worker"), Category.KV, "disaggregation role",
           ALL, _KV),
@@ -224,9 +246,10 @@ KV_INPUTS: tuple[Input, ...] = (
     Input(("--disaggregation-transfer-backend",), Category.KV, "KV transfer backend", SGLANG,
           _KV),
     Input(("--disaggregation-bootstrap-port",), Category.KV, "KV bootstrap port", SGLANG, _KV),
-    Input(("--page-size",), Category.KV, "KV page size", SGLANG, _KV),
+    Input(("--page-size",), Category.KV, "KV page size (bootstrap handshake)", SGLANG,
+          _SGLANG_HANDSHAKE),
     Input(("--tp-size", "--dp-size", "--pp-size", "--enable-dp-attention"), Category.KV,
-          "KV sharding (parallel sizes)", SGLANG, _KV),
+          "KV sharding (parallel sizes)", SGLANG, _SGLANG_HANDSHAKE),
     Input(("--skip-tokenizer-init",), Category.KV, "prefill/decode hand-off (token ids)", SGLANG,
           _KV),
     # TRT-LLM: CLI flags map onto engine keys (facts §3.3 precedence), so the effective engine
@@ -236,8 +259,13 @@ KV_INPUTS: tuple[Input, ...] = (
     Input(("engine:tensor_parallel_size", "engine:pipeline_parallel_size",
            "engine:moe_expert_parallel_size", "engine:enable_attention_dp"), Category.KV,
           "KV sharding (parallel sizes)", TRTLLM, _KV),
+    # inquireSupport refuses a peer with context parallelism (on either side).
+    Input(("engine:context_parallel_size",), Category.KV,
+          "context parallelism (cache transceiver compatibility)", TRTLLM, _TRTLLM_INQUIRE),
+    # kv_cache_config.dtype and .tokens_per_block are the CacheState data type and tokens per
+    # block inquireSupport compares (_TRTLLM_INQUIRE); the sizing-only sub-keys are SAFE_KEYS.
     Input(("engine:kv_cache_config", "engine:kv_cache_config.*"), Category.KV,
-          "KV cache configuration", TRTLLM, _KV),
+          "KV cache configuration", TRTLLM, _TRTLLM_INQUIRE),
     Input(("engine:max_num_tokens",), Category.KV, "KV layout limits", TRTLLM, _KV),
     Input(("--kv-block-size",), Category.KV, "KV block size", TRTLLM, _KV, until="1.4"),
     # The engine-arguments file itself: when its contents cannot be read (it ships in the image

@@ -89,6 +89,11 @@ case("sglang-served-model-name-v1alpha1", sglang,
 case("trtllm-served-model-name-equals-model-path",
      sub(trt_b, "          - --served-model-name\n          - Qwen/Qwen3-0.6B\n", ""), trt_b, [],
      note="without --served-model-name the TRT-LLM worker registers its model path")
+case("trtllm-context-parallel-prefill-disagg", trt_b,
+     sub(trt_b, "          - --disaggregation-mode\n          - prefill\n",
+         "          - --disaggregation-mode\n          - prefill\n"
+         "          - --trtllm.context_parallel_size\n          - \"2\"\n"), [KV],
+     note="the cache transceiver refuses a peer with context parallelism")
 case("trtllm-served-model-name-v1beta1", trt_b,
      sub(trt_b, "- --served-model-name\n          - Qwen/Qwen3-0.6B",
          "- --served-model-name\n          - qwen"), [MDC])
@@ -351,6 +356,8 @@ SOURCES: dict[str, str] = {
     "sglang-page-size-disagg-v1alpha1": f"{RTP.format('sglang-page-size')}; {F4}",
     "sglang-served-model-name-v1alpha1": f"{RTP.format('served-model-name')}; {F32}",
     "trtllm-served-model-name-v1beta1": f"{RTP.format('served-model-name')}; {F32}",
+    "trtllm-context-parallel-prefill-disagg": "NVIDIA/TensorRT-LLM cpp/tensorrt_llm/batch_manager/"
+                                              "cacheFormatter.cpp CacheFormatter::inquireSupport",
     "vllm-model-same-family": f"{RTP.format('model-dir')}; {F32}",
     "vllm-model-new-family": f"{RTP.format('model-dir')}; {F32}",
     "vllm-model-fp8-weights": f"{RTP.format('model-dir')}; {F32}",
