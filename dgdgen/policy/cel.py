@@ -345,12 +345,15 @@ def key_list(key: Key, changed_var: str) -> str:
     if key.model_default:
         # classify.py ``_served_name_is_default``: one name, set on one side only, equal to the
         # model path, which is the same on both sides (its entry once on each side).
+        # A model entry in `every` but not in `diff` is the same on both sides. Linear scans
+        # only (no nested comprehension): the estimated cost stays within the API server's.
         name = key.label + "="
         mine = f"p.every.filter(x, x.startsWith({lit(name)}))"
-        value = f"s.substring({len(name)})"
+        value = f"{mine}[0].substring({len(name)})"
+        same = " || ".join(f"(({lit(f)} + {value}) in p.every && !(({lit(f)} + {value}) in "
+                           f"p.diff))" for f in ("--model=", "--model-path="))
         backends += (f" && !(p.backend in {lit(list(key.model_default))} && size({mine}) == 1"
-                     f" && {mine}.all(s, size(p.every.filter(x, x == \"--model=\" + {value} || "
-                     f"x == \"--model-path=\" + {value})) == 2))")
+                     f" && ({same}))")
     if key.requires is not None:
         # classify.py ``_either``: the flag is set (not to false) on the old or the new side
         req = key.requires + "="
