@@ -297,7 +297,8 @@ case("vllm-disagg-max-model-len", vllm_disagg,
      note="unset, vLLM derives the context length from the model's config.json, which the "
           "checker does not read: 8192 may or may not be that value; not a KV layout input")
 vllm_len = sub(vllm_disagg, "            - Qwen/Qwen3-0.6B\n",
-               "            - Qwen/Qwen3-0.6B\n            - --max-model-len\n            - \"8192\"\n")
+               "            - Qwen/Qwen3-0.6B\n            - --max-model-len\n"
+               "            - \"8192\"\n")
 case("vllm-disagg-max-model-len-value-changes", vllm_len, sub(vllm_len, '"8192"', '"4096"'),
      [MDC], note="set on both sides to different values: the card's context_length changes")
 case("vllm-worker-router-mode-1.3", vllm_router,
