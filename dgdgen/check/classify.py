@@ -106,7 +106,8 @@ class Verdict:
 
     @property
     def categories(self) -> tuple[str, ...]:
-        """The isolation-demanding categories present, sorted (empty: safe)."""
+        """The isolation-demanding categories present, sorted (empty: safe, unless
+        :attr:`cannot_tell` names some)."""
         return tuple(sorted({c.category.value for c in self.changes if c.demands_isolation}))
 
     @property
