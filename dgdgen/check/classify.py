@@ -78,10 +78,14 @@ class Change:
     offset: int | None = None  # inside a shell-string element
     side: str = "head"  # which document `path` refers to
     cite: str = ""
+    # Set when the checker cannot tell whether the input really changes: a value set on one
+    # side only, whose default the engine derives from files the checker does not read (the
+    # model's config.json). Names where the default comes from. Neither a change nor safe.
+    cannot_tell: str = ""
 
     @property
     def demands_isolation(self) -> bool:
-        return self.category.demands_isolation
+        return self.category.demands_isolation and not self.cannot_tell
 
 
 @dataclass(frozen=True)
@@ -102,20 +106,39 @@ class Verdict:
 
     @property
     def categories(self) -> tuple[str, ...]:
-        """The isolation-demanding categories present, sorted (empty: safe)."""
+        """The isolation-demanding categories present, sorted (empty: safe, unless
+        :attr:`cannot_tell` names some)."""
         return tuple(sorted({c.category.value for c in self.changes if c.demands_isolation}))
+
+    @property
+    def cannot_tell(self) -> tuple[str, ...]:
+        """The categories a change may fall in that the checker cannot decide (and no other
+        change already establishes), sorted."""
+        known = set(self.categories)
+        return tuple(sorted({c.category.value for c in self.changes
+                             if c.cannot_tell and c.category.value not in known}))
+
+    @property
+    def isolation_verdict(self) -> bool | None:
+        """``isolation_required`` for reports: None when the only changes that may demand
+        isolation are ones the checker cannot decide."""
+        if self.isolation_required:
+            return True
+        return None if self.cannot_tell else False
 
     def to_dict(self) -> dict[str, object]:
         return {
-            "isolation_required": self.isolation_required,
+            "isolation_required": self.isolation_verdict,
             "categories": list(self.categories),
+            "cannot_tell": list(self.cannot_tell),
             "risk": self.risk.value,
             "dynamo_version": self.dynamo_version,
             "isolated_beside": self.beside,
             "reasons": list(self.reasons),
             "changes": [
                 {"component": c.component, "category": c.category.value, "field": c.field,
-                 "old": c.old, "new": c.new, "reason": c.reason}
+                 "old": c.old, "new": c.new, "reason": c.reason,
+                 "cannot_tell": bool(c.cannot_tell)}
                 for c in self.changes
             ],
         }
@@ -167,6 +190,11 @@ def recommend(v: Verdict) -> Recommendation:
         return Recommendation("isolated", (10, 50, 100), "5m",
                               "configuration only, but it demands isolation: "
                               + ", ".join(v.categories))
+    if v.cannot_tell:
+        # Not known to demand isolation, not known to be safe: a gated rollout is never wrong.
+        return Recommendation("isolated", (10, 50, 100), "5m",
+                              "configuration only, but the checker cannot tell whether it "
+                              "changes: " + ", ".join(v.cannot_tell))
     return Recommendation("in-place", (100,), "0s",
                           "configuration only and safe to roll in place")
 
@@ -212,9 +240,13 @@ def classify(base: DgdFacts, head: DgdFacts, release: str) -> Verdict:
     changes.sort(key=lambda c: (c.component, _CATEGORY_ORDER[c.category], c.field))
     isolation = any(c.demands_isolation for c in changes)
     risk, risk_reasons = _risk(base, head)
-    reasons = [f"{c.component}: {c.reason}" for c in changes if c.demands_isolation]
+    reasons = [f"{c.component}: {c.reason}" for c in changes
+               if c.demands_isolation or c.cannot_tell]
     reasons += risk_reasons
-    if not isolation:
+    if not isolation and any(c.cannot_tell for c in changes):
+        reasons.append("no change is known to demand isolation, but some cannot be decided "
+                       "from the manifests: not known to be safe in place")
+    elif not isolation:
         reasons.append("no change demands isolation: safe to roll in place")
     renamed = base.name if base.name != head.name else None
     beside = renamed if renamed is not None and _generation_beside(base, head) else None
@@ -302,11 +334,18 @@ def _norm(value: str | None) -> str | None:
 
 
 # Without --served-model-name the worker registers its model path as the served name (the
-# card's display_name), so setting the flag to exactly that path changes nothing. TRT-LLM leaves
-# the name unset instead (ai-dynamo 1.6.1 dynamo/trtllm/backend_args.py) and is not modelled.
+# card's display_name), so setting the flag to exactly that path changes nothing. vLLM and SGLang
+# set the name in their argument parsing; TRT-LLM leaves it None (ai-dynamo 1.6.1
+# dynamo/trtllm/backend_args.py: `if not self.served_model_name: self.served_model_name = None`)
+# and passes it with `config.model` to register_model (dynamo/trtllm/workers/llm_worker.py),
+# whose card builder names the model after its source path when no name is given
+# (ai-dynamo/dynamo lib/llm/src/local_model.rs LocalModelBuilder::build: "The served model name
+# defaults to the full model path. This matches what vllm and sglang do.").
 SERVED_NAME_DEFAULT_CITE: dict[Backend, str] = {
     Backend.VLLM: "ai-dynamo 1.6.1 dynamo/vllm/args.py (served_model_name = [model])",
     Backend.SGLANG: "ai-dynamo 1.6.1 dynamo/sglang/args.py (served_model_name = model_path)",
+    Backend.TRTLLM: "ai-dynamo 1.6.1 dynamo/trtllm/backend_args.py (served_model_name None), "
+                    "lib/llm/src/local_model.rs (the name defaults to the model path)",
 }
 
 
@@ -441,8 +480,20 @@ def _classified(component: str, key: str, bs: Setting | None, hs: Setting | None
     if not entries:
         return [Change(component, Category.SAFE, key, old, new, f"{what} (not a card or KV input)",
                        s.path, s.offset, side)]
-    return [Change(component, e.category, key, old, new, f"{what} changes {e.what}", s.path,
-                   s.offset, side, e.cite) for e in entries]
+    out = []
+    for e in entries:
+        if e.derived_from is not None and (bs is None or hs is None):
+            # One side leaves it to the engine, which derives it from files the checker does
+            # not read: the effective value may be the same (flags.Input.derived_from).
+            out.append(Change(component, e.category, key, old, new,
+                              f"{what}: cannot tell whether it changes {e.what} (unset, the "
+                              f"engine derives it from {e.derived_from}, which the checker "
+                              "does not read)", s.path, s.offset, side, e.cite,
+                              cannot_tell=e.derived_from))
+        else:
+            out.append(Change(component, e.category, key, old, new, f"{what} changes {e.what}",
+                              s.path, s.offset, side, e.cite))
+    return out
 
 
 def _engine_file_change(component: str, b: ComponentFacts, h: ComponentFacts,

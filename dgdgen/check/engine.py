@@ -60,6 +60,24 @@ class Report:
         return sorted(out)
 
     @property
+    def cannot_tell(self) -> list[str]:
+        """Categories some change may fall in that the checker cannot decide (and no change
+        of any DGD establishes)."""
+        out: set[str] = set()
+        for p in self.pairs:
+            if p.verdict is not None:
+                out.update(p.verdict.cannot_tell)
+        return sorted(out - set(self.categories))
+
+    @property
+    def isolation_verdict(self) -> bool | None:
+        """``isolation_required`` as reported: None (cannot tell) when no change is known to
+        demand isolation but some cannot be decided."""
+        if self.isolation_required:
+            return True
+        return None if self.cannot_tell else False
+
+    @property
     def risk(self) -> RiskGrade | None:
         grades = [p.verdict.risk for p in self.pairs if p.verdict is not None]
         return max(grades, key=lambda g: g.rank) if grades else None
@@ -87,8 +105,9 @@ class Report:
             "dynamo_version": self.release,
             "workers_run_by": self.run_by.value,
             "worker_namespaces": self.target.namespaces.value,
-            "isolation_required": self.isolation_required,
+            "isolation_required": self.isolation_verdict,
             "categories": self.categories,
+            "cannot_tell": self.cannot_tell,
             "risk": risk.value if risk is not None else None,
             "summary": self.counts(),
             "findings": [f.to_dict() for f in self.findings],

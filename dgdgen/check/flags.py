@@ -69,6 +69,11 @@ class Input:
     # Counts only when this flag is set (base or head) on the worker, e.g. the worker router
     # flags reach the card only with a worker-side --router-mode.
     requires: str | None = None
+    # Where the engine takes the value from when the flag is unset, when that is the model's own
+    # files (config.json), which the checker does not read: a change between unset and a value
+    # may or may not change the input, so it is reported as "cannot tell" (DGD205), never as a
+    # change and never as safe. A change between two values is a change.
+    derived_from: str | None = None
 
     def applies(self, backend: Backend, release: str) -> bool:
         if backend not in self.backends:
@@ -106,6 +111,8 @@ def normalize_release(value: str | None) -> str:
 
 _CARD = "ai-dynamo/dynamo lib/llm/src/model_card.rs mdcsum(), components/src/dynamo/{vllm,sglang,trtllm}"
 
+_MODEL_CONFIG = "the model's config.json (its maximum context length)"
+
 # The worker-side router flags (ai-dynamo 1.6.1 `add_worker_router_arguments`: RouterArgGroup +
 # KvRouterArgGroup; alias spellings are canonicalised by dgdgen.check.facts).
 _ROUTER_KEYS: tuple[str, ...] = (
@@ -134,10 +141,19 @@ MDC_INPUTS: tuple[Input, ...] = (
     Input(("--revision", "--tokenizer", "--tokenizer-path"), Category.MDC,
           "model file checksums (through downloaded file contents)", ALL, _CARD),
     Input(("--custom-jinja-template",), Category.MDC, "chat_template_file checksum", ALL, _CARD),
-    Input(("--max-model-len",), Category.MDC, "context_length", VLLM, _CARD),
-    Input(("--context-length",), Category.MDC, "context_length", SGLANG, _CARD),
+    # Context length: unset, each engine derives it from the model's config.json, and the card
+    # takes the engine's value (ai-dynamo 1.6.1 dynamo/vllm/handlers.py: `context_length =
+    # self.model_max_len`, vLLM's ModelConfig.max_model_len; dynamo/sglang/register.py:
+    # `context_length = server_args.context_length`, None → the card's architectural maximum
+    # from config.json, lib/llm/src/model_card.rs effective_context_length(); dynamo/trtllm/
+    # backend_args.py --max-seq-len: "If unspecified, the value is deduced from the model
+    # config").
+    Input(("--max-model-len",), Category.MDC, "context_length", VLLM, _CARD,
+          derived_from=_MODEL_CONFIG),
+    Input(("--context-length",), Category.MDC, "context_length", SGLANG, _CARD,
+          derived_from=_MODEL_CONFIG),
     Input(("--max-seq-len", "engine:max_seq_len"), Category.MDC, "context_length", TRTLLM,
-          _CARD),
+          _CARD, derived_from=_MODEL_CONFIG),
     Input(("--block-size",), Category.MDC, "kv_cache_block_size", VLLM, _CARD),
     Input(("--page-size", "--dcp-size"), Category.MDC, "kv_cache_block_size (page size x dcp)",
           SGLANG, _CARD),
@@ -176,6 +192,28 @@ _KV = "ai-dynamo/dynamo components/src/dynamo/{vllm,sglang,trtllm} (KV-transfer 
 _NIXL = ("vllm-project/vllm vllm/distributed/kv_transfer/kv_connector/v1/nixl/metadata.py "
          "compute_nixl_compatibility_hash (fe6adf39a0a9); ai-dynamo 1.6.1 pins vllm==0.31.0")
 
+# SGLang's decode worker fetches the prefill worker's registration from its bootstrap server and
+# refuses a peer whose page size or KV cache dtype (the `--kv-cache-dtype` value as given, so
+# `auto` and an explicit dtype differ) is not its own; the decode pipeline-parallel size must equal
+# the prefill's or be 1; TP sizes may differ (sgl-project/sglang
+# python/sglang/srt/disaggregation/common/conn.py, CommonKVManager.try_ensure_parallel_info and
+# register_to_bootstrap). ai-dynamo 1.6.1 pins sglang==0.5.21 in its [sglang] extra; the file was
+# read at upstream snapshots of a code index that cannot be tied to the v0.5.21 tag
+# (docs/checker.md).
+_SGLANG_HANDSHAKE = ("sgl-project/sglang python/sglang/srt/disaggregation/common/conn.py "
+                     "try_ensure_parallel_info (sglang 0.5.21 pinned by ai-dynamo 1.6.1; "
+                     "read at an untagged snapshot)")
+# TRT-LLM's cache transceiver asks the formatter whether it can exchange KV with a peer's
+# CacheState and refuses a peer that differs in KV cache data type, tokens per block, attention
+# type, KV factor, heads per layer, size per head or number of layers, or that uses context
+# parallelism (NVIDIA/TensorRT-LLM cpp/tensorrt_llm/batch_manager/cacheFormatter.cpp,
+# CacheFormatter::inquireSupport). ai-dynamo 1.6.1 pins tensorrt-llm==1.3.0rc29 in its [trtllm]
+# extra; the file was read at an untagged upstream snapshot (docs/checker.md). The head and
+# layer shapes come with the model (a card input).
+_TRTLLM_INQUIRE = ("NVIDIA/TensorRT-LLM cpp/tensorrt_llm/batch_manager/cacheFormatter.cpp "
+                   "CacheFormatter::inquireSupport (tensorrt-llm 1.3.0rc29 pinned by ai-dynamo "
+                   "1.6.1; read at an untagged snapshot)")
+
 KV_INPUTS: tuple[Input, ...] = (
     Input(("--disaggregation-mode", "--is-prefill-worker"), Category.KV, "disaggregation role",
           ALL, _KV),
@@ -210,9 +248,10 @@ KV_INPUTS: tuple[Input, ...] = (
     Input(("--disaggregation-transfer-backend",), Category.KV, "KV transfer backend", SGLANG,
           _KV),
     Input(("--disaggregation-bootstrap-port",), Category.KV, "KV bootstrap port", SGLANG, _KV),
-    Input(("--page-size",), Category.KV, "KV page size", SGLANG, _KV),
+    Input(("--page-size",), Category.KV, "KV page size (bootstrap handshake)", SGLANG,
+          _SGLANG_HANDSHAKE),
     Input(("--tp-size", "--dp-size", "--pp-size", "--enable-dp-attention"), Category.KV,
-          "KV sharding (parallel sizes)", SGLANG, _KV),
+          "KV sharding (parallel sizes)", SGLANG, _SGLANG_HANDSHAKE),
     Input(("--skip-tokenizer-init",), Category.KV, "prefill/decode hand-off (token ids)", SGLANG,
           _KV),
     # TRT-LLM: CLI flags map onto engine keys (llm_worker.py precedence), so the effective engine
@@ -222,8 +261,13 @@ KV_INPUTS: tuple[Input, ...] = (
     Input(("engine:tensor_parallel_size", "engine:pipeline_parallel_size",
            "engine:moe_expert_parallel_size", "engine:enable_attention_dp"), Category.KV,
           "KV sharding (parallel sizes)", TRTLLM, _KV),
+    # inquireSupport refuses a peer with context parallelism (on either side).
+    Input(("engine:context_parallel_size",), Category.KV,
+          "context parallelism (cache transceiver compatibility)", TRTLLM, _TRTLLM_INQUIRE),
+    # kv_cache_config.dtype and .tokens_per_block are the CacheState data type and tokens per
+    # block inquireSupport compares (_TRTLLM_INQUIRE); the sizing-only sub-keys are SAFE_KEYS.
     Input(("engine:kv_cache_config", "engine:kv_cache_config.*"), Category.KV,
-          "KV cache configuration", TRTLLM, _KV),
+          "KV cache configuration", TRTLLM, _TRTLLM_INQUIRE),
     Input(("engine:max_num_tokens",), Category.KV, "KV layout limits", TRTLLM, _KV),
     Input(("--kv-block-size",), Category.KV, "KV block size", TRTLLM, _KV, until="1.4"),
     # The engine-arguments file itself: when its contents cannot be read (it ships in the image
@@ -368,6 +412,15 @@ PD_MUST_AGREE: tuple[PdKey, ...] = (
           "vLLM CacheConfig.cache_dtype, default \"auto\"", default="auto"),
     PdKey(("--kv-transfer-config",), "KV connector", VLLM,
           "vLLM KVTransferConfig.kv_connector", json_field="kv_connector"),
+    # vLLM's NIXL connector refuses a peer whose compatibility hash differs (the inputs of the
+    # KV-transfer table above, _NIXL): the model, the model dtype, the attention backend and the
+    # hybrid KV cache manager must agree too. Their defaults are derived (from the model's
+    # config.json, the platform, the connector), so only values set on both sides are compared.
+    PdKey(("--model",), "model (NIXL compatibility hash)", VLLM, _NIXL),
+    PdKey(("--dtype",), "model dtype (NIXL compatibility hash)", VLLM, _NIXL),
+    PdKey(("--attention-backend",), "attention backend (NIXL compatibility hash)", VLLM, _NIXL),
+    PdKey(("--disable-hybrid-kv-cache-manager",),
+          "hybrid KV cache manager on/off (NIXL compatibility hash)", VLLM, _NIXL),
     PdKey(("--page-size",), "KV page size", SGLANG,
           "SGLang ServerArgs.page_size (set to 1 when unset)", default="1"),
     PdKey(("--kv-cache-dtype",), "KV cache dtype", SGLANG,

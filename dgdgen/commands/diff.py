@@ -16,9 +16,10 @@ isolated beside it, not as a rename: its categories are reported, no in-place ru
 example:
   dgdgen diff step-01/dynamographdeployment-app.yaml step-01/dynamographdeployment-r1a2b3c-app.yaml
 
-The JSON report (`--format json`) has a top-level boolean `isolation_required`, the
-`categories` found (mdc-checksum, kv-transfer, runtime-version), the risk grade, `findings`
-and per-DGD `verdicts` with every change.
+The JSON report (`--format json`) has a top-level `isolation_required` (true, false, or null
+when no change is known to demand isolation but some cannot be decided: DGD205), the
+`categories` found (mdc-checksum, kv-transfer, runtime-version), the undecided ones under
+`cannot_tell`, the risk grade, `findings` and per-DGD `verdicts` with every change.
 
 exit codes: 0 clean, 1 findings at or above --fail-on, 2 bad input or usage, or nothing to
 compare (OLD or NEW holds no DynamoGraphDeployment: a job pointed at the wrong path must not

@@ -333,6 +333,27 @@ def key_list(key: Key, changed_var: str) -> str:
                      f"x.contains({lit(m.mention)}))")
         parts.append(f"({cond})")
     backends = f"p.backend in {lit(list(key.backends))}"
+    if key.both_sides:
+        # classify.py ``_classified``: a value on one side only is "cannot tell" (DGD205), not
+        # denied. Set on both sides, the old and the new entry are both among `every` (one on
+        # each side; an entry equal on both sides is not in `diff`).
+        entry = " || ".join(
+            f"x.startsWith({lit(m.prefix)})"
+            + (f" && x.contains({lit(m.mention)})" if m.mention is not None else "")
+            for m in key.matches)
+        backends += f" && size(p.every.filter(x, {entry})) >= 2"
+    if key.model_default:
+        # classify.py ``_served_name_is_default``: one name, set on one side only, equal to the
+        # model path, which is the same on both sides (its entry once on each side).
+        # A model entry in `every` but not in `diff` is the same on both sides. Linear scans
+        # only (no nested comprehension): the estimated cost stays within the API server's.
+        name = key.label + "="
+        mine = f"p.every.filter(x, x.startsWith({lit(name)}))"
+        value = f"{mine}[0].substring({len(name)})"
+        same = " || ".join(f"(({lit(f)} + {value}) in p.every && !(({lit(f)} + {value}) in "
+                           f"p.diff))" for f in ("--model=", "--model-path="))
+        backends += (f" && !(p.backend in {lit(list(key.model_default))} && size({mine}) == 1"
+                     f" && ({same}))")
     if key.requires is not None:
         # classify.py ``_either``: the flag is set (not to false) on the old or the new side
         req = key.requires + "="

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from dgdgen.check import facts as check_facts
+from dgdgen.check.classify import SERVED_NAME_DEFAULT_CITE
 from dgdgen.check import flags as check_flags
 from dgdgen.check.flags import Category, Input
 from dgdgen.dgd import Backend
@@ -46,6 +47,13 @@ class Key:
     # counts only when this flag is set (not to false) on either side (Input.requires: the
     # worker router flags of 1.6 reach the card only with a worker --router-mode)
     requires: str | None = None
+    # counts only when set on both sides (Input.derived_from: between unset and a value the
+    # checker cannot tell, DGD205, which the policy does not deny)
+    both_sides: bool = False
+    # backends whose worker, without the flag, uses the value of the model flag (`--model` /
+    # `--model-path`): setting it to exactly that value, the model unchanged, is no change
+    # (classify.py SERVED_NAME_DEFAULT_CITE)
+    model_default: tuple[str, ...] = ()
 
 
 def release(value: str | None) -> str:
@@ -98,6 +106,7 @@ def split_names() -> list[str]:
 
 
 ALIASES_KEY = check_flags.ALIASES_KEY
+SERVED_NAME = "--served-model-name"
 
 
 def shells() -> tuple[str, ...]:
@@ -136,8 +145,10 @@ def _resolve(entries: Iterable[Input], rel: str) -> list[Key]:
         if not backends:
             continue
         for key in entry.keys:
+            defaults = tuple(BACKEND_NAMES[b] for b in Backend if b in SERVED_NAME_DEFAULT_CITE
+                             and entry.applies(b, rel)) if key == SERVED_NAME else ()
             out.append(Key(entry.category, key, entry.what, backends, _matches(key),
-                           entry.requires))
+                           entry.requires, entry.derived_from is not None, defaults))
     return out
 
 

@@ -48,10 +48,6 @@ KNOWN_DIVERGENCES: dict[str, tuple[tuple[str, ...], tuple[str, ...], str]] = {
         ("DGD202",), (),
         "JSON values are compared without blanks but not parsed: reordered keys look like a "
         "change (CEL has no JSON parser)"),
-    "vllm-served-model-name-equals-model-path": (
-        ("DGD201",), (),
-        "the policy does not model the served name a worker derives from its model path: "
-        "adding the flag with that very value is refused (the stricter side)"),
 }
 
 

@@ -347,3 +347,60 @@ def test_multi_valued_served_names_and_their_aliases() -> None:
     # the alias is an input only from 1.5 (not vacuous: the releases differ)
     assert outcomes["1.6", "alias changes"] != outcomes["1.4", "alias changes"]
     assert outcomes["1.6", "same, respelled"] == () == outcomes["1.6", "packed"]
+
+
+# --------------------------------------------------------------------------- defaults (issue 24)
+
+
+def _worker(module: str, args: list[str], env: list[dict[str, str]] | None = None
+            ) -> dict[str, Any]:
+    main: dict[str, Any] = {"name": "main", "command": ["python3", "-m", module], "args": args}
+    if env:
+        main["env"] = env
+    return {"apiVersion": "nvidia.com/v1beta1", "kind": "DynamoGraphDeployment",
+            "metadata": {"name": "qwen", "namespace": "ns"},
+            "spec": {"components": [{"name": "worker", "type": "worker",
+                                     "podTemplate": {"spec": {"containers": [main]}}}]}}
+
+
+M = ["--model", "Qwen/Qwen3-0.6B"]
+
+
+@pytest.mark.parametrize(("module", "old", "new", "env_old", "env_new", "denied"), [
+    # a context length set on one side only: "cannot tell" (DGD205), admitted like `diff`
+    ("dynamo.vllm", M, M + ["--max-model-len", "8192"], None, None, False),
+    ("dynamo.sglang", ["--model-path", "Qwen/Qwen3-0.6B", "--context-length", "8192"],
+     ["--model-path", "Qwen/Qwen3-0.6B"], None, None, False),
+    ("dynamo.trtllm", M, M, None, [{"name": "DYN_TRTLLM_MAX_SEQ_LEN", "value": "8192"}], False),
+    ("dynamo.trtllm", M, M + ["--trtllm.max_seq_len", "8192"], None, None, False),
+    # set on both sides to different values, in any spelling: a checksum change
+    ("dynamo.vllm", M + ["--max-model-len", "4096"], M + ["--max-model-len=8192"], None, None,
+     True),
+    ("dynamo.trtllm", M + ["--max-seq-len", "4096"], M + ["--trtllm.max_seq_len", "8192"],
+     None, None, True),
+    ("dynamo.trtllm", M, M, [{"name": "DYN_TRTLLM_MAX_SEQ_LEN", "value": "4096"}],
+     [{"name": "DYN_TRTLLM_MAX_SEQ_LEN", "value": "8192"}], True),
+    # the served name every backend derives from its model path, set to exactly that
+    ("dynamo.trtllm", M, M + ["--served-model-name", "Qwen/Qwen3-0.6B"], None, None, False),
+    ("dynamo.sglang", ["--model-path", "Qwen/Qwen3-0.6B"],
+     ["--model-path", "Qwen/Qwen3-0.6B", "--served-model-name", "Qwen/Qwen3-0.6B"], None, None,
+     False),
+    # ... but not when the model changes with it, nor another name
+    ("dynamo.trtllm", M, ["--model", "Qwen/Qwen3-8B", "--served-model-name", "Qwen/Qwen3-8B"],
+     None, None, True),
+    ("dynamo.vllm", M, M + ["--served-model-name", "qwen"], None, None, True),
+])
+def test_policy_follows_the_checker_on_derived_defaults(
+        module: str, old: list[str], new: list[str], env_old: list[dict[str, str]] | None,
+        env_new: list[dict[str, str]] | None, denied: bool) -> None:
+    from dgdgen.check.classify import verdict
+    from dgdgen.dgd import read_dgds
+    from dgdgen.yamlio import load_documents_fast
+
+    a, b = _worker(module, old, env_old), _worker(module, new, env_new)
+    out = evaluate(_policy(), a, b)
+    assert not out.errors
+    assert ("DGD201" in out.codes) is denied, out.codes
+    # the checker on the same pair (one source of truth: the same tables)
+    da, db = (read_dgds(load_documents_fast(yaml.safe_dump(d), "x.yaml"))[0] for d in (a, b))
+    assert verdict(da, db).isolation_required is denied

@@ -29,10 +29,12 @@ def render(report: Report, *, color: bool = False) -> str:
         v = p.verdict
         if v is None or not v.changes:
             continue
-        mode = "isolation required" if v.isolation_required else "safe in place"
+        verdict = v.isolation_verdict
+        mode = {True: "isolation required", None: "cannot tell", False: "safe in place"}[verdict]
         if v.beside is not None:
             mode += f", isolated beside {v.beside}"
-        cats = f" ({', '.join(v.categories)})" if v.categories else ""
+        shown = v.categories if verdict is not None else v.cannot_tell
+        cats = f" ({', '.join(shown)})" if shown else ""
         lines.append(f"{p.head.file}: {p.head.object}: {mode}{cats}; risk {v.risk.value}")
     c = report.counts()
     summary = (f"{c['error']} error(s), {c['warning']} warning(s), {c['info']} info, "

@@ -30,8 +30,8 @@ def in_place(ctx: Context, rule: RuleMeta, category: Category) -> Iterator[Findi
                    if pair.verdict.renamed_from else "")
         roll = ctx.roll(pair)
         for change in pair.verdict.changes:
-            if change.category is not category:
-                continue
+            if change.category is not category or change.cannot_tell:
+                continue  # undecidable changes are DGD205's
             if change.field == MODEL_REMOVED_FIELD:
                 effect = MODEL_REMOVED  # the same on every release and namespace layout
             else:

@@ -16,18 +16,24 @@ RULE = RuleMeta(
     code="DGD108",
     slug="prefill-decode-mismatch",
     severity=Severity.ERROR,
-    summary="The prefill and decode workers of a disaggregated DGD disagree on the KV layout "
-            "or the KV transfer.",
+    summary="The prefill and decode workers of a disaggregated DGD disagree on the KV layout, "
+            "the KV transfer or the engine's KV-compatibility inputs.",
     rationale=(
         "A decode worker reads the KV blocks a prefill worker wrote, through the same "
         "connector: the block (page) size, the KV cache dtype and the connector or transfer "
         "backend must be the same on both sides (ai-dynamo/dynamo components/src/dynamo/{vllm,sglang}/args.py, trtllm/backend_args.py). When they differ the "
         "transfer fails or the decode worker reads a mismatched layout, from the first "
-        "request. A side that leaves a setting unset is compared with the engine's default "
-        "where it is fixed (vLLM and SGLang `--kv-cache-dtype auto`, SGLang page size 1 and "
-        "transfer backend mooncake, TRT-LLM tokens_per_block 32); where the engine derives it "
-        "(vLLM's block size) or a value leaves the choice to the engine (TRT-LLM's `DEFAULT` "
-        "transfer backend), only values set on both sides are compared."
+        "request. vLLM's NIXL connector also refuses, at its handshake, a peer whose "
+        "compatibility hash differs: the model, the model dtype (`--dtype`), the attention "
+        "backend and whether the hybrid KV cache manager is on must agree as well "
+        "(vllm-project/vllm vllm/distributed/kv_transfer/kv_connector/v1/nixl/metadata.py "
+        "`compute_nixl_compatibility_hash`; Dynamo 1.6.1 pins vllm 0.31.0). A side that leaves "
+        "a setting unset is compared with the engine's default where it is fixed (vLLM and "
+        "SGLang `--kv-cache-dtype auto`, SGLang page size 1 and transfer backend mooncake, "
+        "TRT-LLM tokens_per_block 32); where the engine derives it (vLLM's block size, model "
+        "dtype, attention backend, hybrid KV cache manager) or a value leaves the choice to the "
+        "engine (TRT-LLM's `DEFAULT` transfer backend), only values set on both sides are "
+        "compared."
     ),
     remediation=(
         "Give the prefill and the decode workers the same value (or leave it unset on both)."

@@ -22,6 +22,7 @@ from dgdgen.check.rules import (
     dgd202_kv_transfer_change_in_place,
     dgd203_runtime_change_in_place,
     dgd204_rollout_bookkeeping_removed,
+    dgd205_derived_default_in_place,
     rte301_route_zero_weights,
     rte302_route_backend_missing,
 )
@@ -41,6 +42,7 @@ _MODULES: tuple[ModuleType, ...] = (
     dgd202_kv_transfer_change_in_place,
     dgd203_runtime_change_in_place,
     dgd204_rollout_bookkeeping_removed,
+    dgd205_derived_default_in_place,
     rte301_route_zero_weights,
     rte302_route_backend_missing,
     ana401_analysis_nan_unguarded,

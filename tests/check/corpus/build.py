@@ -41,10 +41,16 @@ CASES: list[dict] = []
 
 
 def case(name: str, old: str, new: str, categories: list[str], risk: str = "config-only",
-         note: str = "", dynamo_version: str | None = None) -> None:
+         note: str = "", dynamo_version: str | None = None,
+         cannot_tell: tuple[str, ...] = ()) -> None:
+    """``cannot_tell``: categories the checker cannot decide (a value set on one side only,
+    whose default the engine derives from the model's files): ``isolation_required`` is then
+    null unless another change demands isolation."""
     assert old != new, name
+    required = True if categories else (None if cannot_tell else False)
     CASES.append({"name": name, "old": old, "new": new, "expected": {
-        "isolation_required": bool(categories), "categories": sorted(categories), "risk": risk,
+        "isolation_required": required, "categories": sorted(categories), "risk": risk,
+        **({"cannot_tell": sorted(cannot_tell)} if cannot_tell else {}),
         **({"dynamo_version": dynamo_version} if dynamo_version else {}),
         "note": note}})
 
@@ -80,6 +86,14 @@ case("sglang-served-model-name-v1alpha1", sglang,
      sub(sglang, "- --served-model-name\n            - Qwen/Qwen3-0.6B",
          "- --served-model-name\n            - qwen3-small"),
      [MDC], note="display_name is hashed; not a KV input")
+case("trtllm-served-model-name-equals-model-path",
+     sub(trt_b, "          - --served-model-name\n          - Qwen/Qwen3-0.6B\n", ""), trt_b, [],
+     note="without --served-model-name the TRT-LLM worker registers its model path")
+case("trtllm-context-parallel-prefill-disagg", trt_b,
+     sub(trt_b, "          - --disaggregation-mode\n          - prefill\n",
+         "          - --disaggregation-mode\n          - prefill\n"
+         "          - --trtllm.context_parallel_size\n          - \"2\"\n"), [KV],
+     note="the cache transceiver refuses a peer with context parallelism")
 case("trtllm-served-model-name-v1beta1", trt_b,
      sub(trt_b, "- --served-model-name\n          - Qwen/Qwen3-0.6B",
          "- --served-model-name\n          - qwen"), [MDC])
@@ -235,9 +249,9 @@ case("vllm-configmap-mounted-template-content", _CM_FILE,
 case("trtllm-dgd-env-max-seq-len", trt_mn,
      sub(trt_mn, "    - name: HF_HOME\n      value: \"/models\"\n",
          "    - name: HF_HOME\n      value: \"/models\"\n    - name: DYN_TRTLLM_MAX_SEQ_LEN\n"
-         "      value: \"16384\"\n"), [MDC],
-     note="DGD-wide spec.envs reach every worker; a sequence length is a card input, not a KV "
-          "layout change")
+         "      value: \"16384\"\n"), [], cannot_tell=(MDC,),
+     note="DGD-wide spec.envs reach every worker; unset, TRT-LLM deduces the sequence length "
+          "from the model config, which the checker does not read; not a KV layout change")
 case("trtllm-dgd-env-unrelated", trt_mn, sub(trt_mn, 'value: "/models"', 'value: "/cache"'), [])
 case("vllm-worker-router-mode-1.5", vllm_router,
      sub(vllm_router, "            - prefill\n", "            - prefill\n            - --router-mode\n"
@@ -279,7 +293,14 @@ case("sglang-served-model-name-same-name-respelled", sub(
 case("vllm-disagg-max-model-len", vllm_disagg,
      sub(vllm_disagg, "            - Qwen/Qwen3-0.6B\n",
          "            - Qwen/Qwen3-0.6B\n            - --max-model-len\n            - \"8192\"\n"),
-     [MDC], note="context length is a card input; it does not change the KV layout")
+     [], cannot_tell=(MDC,),
+     note="unset, vLLM derives the context length from the model's config.json, which the "
+          "checker does not read: 8192 may or may not be that value; not a KV layout input")
+vllm_len = sub(vllm_disagg, "            - Qwen/Qwen3-0.6B\n",
+               "            - Qwen/Qwen3-0.6B\n            - --max-model-len\n"
+               "            - \"8192\"\n")
+case("vllm-disagg-max-model-len-value-changes", vllm_len, sub(vllm_len, '"8192"', '"4096"'),
+     [MDC], note="set on both sides to different values: the card's context_length changes")
 case("vllm-worker-router-mode-1.3", vllm_router,
      sub(vllm_router, "            - prefill\n", "            - prefill\n            - --router-mode\n"
          "            - kv\n"), [], dynamo_version="1.3")
@@ -296,7 +317,8 @@ case("frontend-namespace-prefix-added", vllm_agg,
 # --- `sh -c` command strings and --flag=value ------------------------------------------------
 case("sh-c-max-model-len", shared,
      sub(shared, "python3 -m dynamo.vllm --model Qwen/Qwen3-0.6B",
-         "python3 -m dynamo.vllm --model Qwen/Qwen3-0.6B --max-model-len 8192"), [MDC])
+         "python3 -m dynamo.vllm --model Qwen/Qwen3-0.6B --max-model-len 8192"), [],
+     cannot_tell=(MDC,))
 sh_block = sub(vllm_agg, """          command:
             - python3
             - -m
@@ -335,6 +357,8 @@ SOURCES: dict[str, str] = {
     "sglang-page-size-disagg-v1alpha1": f"{RTP.format('sglang-page-size')}; {F4}",
     "sglang-served-model-name-v1alpha1": f"{RTP.format('served-model-name')}; {F32}",
     "trtllm-served-model-name-v1beta1": f"{RTP.format('served-model-name')}; {F32}",
+    "trtllm-context-parallel-prefill-disagg": "NVIDIA/TensorRT-LLM cpp/tensorrt_llm/batch_manager/"
+                                              "cacheFormatter.cpp CacheFormatter::inquireSupport",
     "vllm-model-same-family": f"{RTP.format('model-dir')}; {F32}",
     "vllm-model-new-family": f"{RTP.format('model-dir')}; {F32}",
     "vllm-model-fp8-weights": f"{RTP.format('model-dir')}; {F32}",
@@ -365,7 +389,9 @@ SOURCES: dict[str, str] = {
     "vllm-is-prefill-worker-respelled": F32,
     "frontend-router-mode-env": "DESIGN.md §1 (the frontend carries no card)",
     "vllm-worker-env-jinja-template": f"{RTP.format('chat-template')}; facts/dynamo.md §3.3",
-    "trtllm-dgd-env-max-seq-len": f"{RTP.format('trtllm-max-seq-len')}; facts/dynamo.md §3.3",
+    "trtllm-dgd-env-max-seq-len": f"{PARSER} (dynamo/trtllm/backend_args.py --max-seq-len: "
+                                  "deduced from the model config when unspecified); "
+                                  "facts/dynamo.md §3.3",
     "trtllm-dgd-env-unrelated": "facts/dynamo.md §3.3",
     "vllm-configmap-env-jinja-template": f"{RTP.format('chat-template')}; facts/dynamo.md §3.3",
     "vllm-configmap-unrelated-key": "facts/dynamo.md §3.3",
@@ -382,11 +408,18 @@ SOURCES: dict[str, str] = {
     "vllm-served-model-name-alias-added-1.4": "facts/dynamo.md §3 history, §3.3",
     "vllm-served-model-name-alias-packed-with-comma": f"{PARSER} (split_served_model_names)",
     "sglang-served-model-name-same-name-respelled": f"{PARSER} (split_served_model_names)",
-    "vllm-disagg-max-model-len": f"{RTP.format('max-model-len')}; issue 13 item 3",
+    "vllm-disagg-max-model-len": f"{PARSER} (dynamo/vllm/handlers.py: context_length = the "
+                                 "engine's max_model_len, from config.json when unset)",
+    "vllm-disagg-max-model-len-value-changes": f"{RTP.format('max-model-len')}; issue 13 item 3",
+    "trtllm-served-model-name-equals-model-path": f"{PARSER} (dynamo/trtllm/backend_args.py: "
+                                                  "served_model_name None; ai-dynamo "
+                                                  "lib/llm/src/local_model.rs: the name "
+                                                  "defaults to the model path)",
     "vllm-block-size-disagg-1.6.1": f"{RTP.format('block-size')}; {F4}",
     "frontend-namespace-prefix-added": "DESIGN.md §1; facts/dynamo-runtime.md (namespace "
                                        "selection), see DGD107",
-    "sh-c-max-model-len": f"{RTP.format('max-model-len')}; facts/dynamo.md §3.3",
+    "sh-c-max-model-len": f"{PARSER} (dynamo/vllm/handlers.py: context_length from "
+                          "config.json when --max-model-len is unset)",
     "bash-c-continuation-block-size": f"{RTP.format('block-size')}; facts/dynamo.md §3.3",
     "bash-c-continuation-safe-flag": f"{RTP.format('num-gpu-blocks-override')}; facts/dynamo.md §3",
     "flag-equals-served-model-name": f"{RTP.format('served-model-name')}; {F32}",
