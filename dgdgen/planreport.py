@@ -330,6 +330,35 @@ def step_checks(prepared: Prepared) -> dict[int, list[Check]]:
     return out
 
 
+# Args of a gate that say where and what it measures, not what passes.
+_NOT_BOUNDS = frozenset({"namespace", "rollout", "candidate", "stable", "window",
+                         "min-requests", "candidate-url", "stable-url"})
+
+
+def gate_summary(prepared: Prepared, index: int) -> list[str]:
+    """What the gate of forward step ``index`` measures and decides, one line a part: its
+    metrics, the request minimum and bake time, its bounds, and the quality gate, custom
+    metrics or experiment with their own minimum sample. Empty for a step without a gate."""
+    state = prepared.plan.state(index)
+    if not _analysis_on(prepared) or state.kind != "step" or not state.gate:
+        return []
+    sg = _gates(prepared).get(index)
+    lines = []
+    if sg is not None:
+        lines.append(f"gate {sg.gate}: {', '.join(sg.metrics)}")
+        if "requests" in sg.metrics:
+            bake = (f" (a bake of {_duration(sg.min_bake_seconds)} at the expected rate)"
+                    if sg.min_bake_seconds else "")
+            lines.append(f"Inconclusive below {sg.min_requests} requests per generation in the "
+                         f"{_duration(sg.window_seconds)} window{bake}")
+        bounds = [f"{k} {v}" for k, v in sg.args if k not in _NOT_BOUNDS
+                  and not k.startswith("custom-")]
+        if bounds:
+            lines.append("bounds: " + ", ".join(bounds))
+    lines += [c.detail.removeprefix("note: ") for c in gate_checks(prepared) if index in c.steps]
+    return lines
+
+
 def experiment_plan(prepared: Prepared) -> list[dict[str, object]]:
     """The experiment steps: split, planned sample, stickiness."""
     from dgdgen.analysis.experiment import experiment_samples

@@ -353,3 +353,26 @@ def test_table_and_json_show_every_gate_kind(tmp_path: Path) -> None:
     # a plan with latency gates only keeps its columns (the README table)
     plain = run_cli("plan", str(REPO / "examples" / "vllm-disagg-block-size" / "rollout.yaml"))
     assert "min sample" not in plain.stdout
+
+
+def test_gate_summary_says_what_each_step_decides(tmp_path: Path) -> None:
+    """What the rehearsal report puts above a gate's measurement: the gate's metrics, request
+    minimum and bounds, and the quality gate, custom metrics or experiment at that step."""
+    from dgdgen.pipeline import prepare
+    from dgdgen.planreport import gate_summary
+
+    spec = _spec(EVERY_GATE, tmp_path)
+    plan = _plan(spec)
+    want = _expected_checks(spec, plan)
+    p = prepare(str(spec))
+    first = gate_summary(p, 1)
+    assert first[0].startswith("gate slo: requests, ttft-p95,") and "quality" in first[0]
+    assert first[1].startswith(f"Inconclusive below {plan['gates'][0]['minRequests']} requests")
+    assert "ttft-p95-max 2, max-regression 1.2" in first[2]
+    text = " ".join(first)
+    assert f"Inconclusive below {want[1]['quality'].split()[0]} scored pairs" in text
+    assert "custom metric thumbs-down" in text and "custom metric checkout" in text
+    (second,) = gate_summary(p, 2)
+    n_s, n_c = want[2]["experiment"].split()[0].split("/")
+    assert f"until {n_s} stable and {n_c} candidate samples" in second
+    assert gate_summary(p, 3) == []
