@@ -19,7 +19,6 @@ import yaml
 from gen_support import EXAMPLES, REPO, run_cli
 
 NS = {"svg": "http://www.w3.org/2000/svg"}
-DOC_IMAGE = REPO / "docs" / "images" / "plan-vllm-disagg-block-size.svg"
 
 # Every kind of gate sized in something other than requests, next to the latency gates: step 1
 # runs `slo` with the quality gate and two custom metrics, step 2 is an A/B experiment.
@@ -227,13 +226,16 @@ def test_some_example_uses_its_whole_surge_budget() -> None:
     assert any(reached)
 
 
-def test_svg_is_deterministic_and_the_docs_picture_is_current() -> None:
-    example = REPO / "examples" / "vllm-disagg-block-size"
-    first, _ = _svg(example / "rollout.yaml")
-    second, _ = _svg(example / "rollout.yaml")
+@pytest.mark.parametrize("example", ["vllm-disagg-block-size", "trtllm-disagg-v1beta1"])
+def test_svg_is_deterministic_and_the_docs_picture_is_current(example: str) -> None:
+    """The README's picture and docs/analysis.md's (the quality gate's rows) are current."""
+    spec = REPO / "examples" / example / "rollout.yaml"
+    image = REPO / "docs" / "images" / f"plan-{example}.svg"
+    first, _ = _svg(spec)
+    second, _ = _svg(spec)
     assert first == second
-    assert DOC_IMAGE.read_text(encoding="utf-8") == first, (
-        f"regenerate: dgdgen plan {example}/rollout.yaml --format svg > {DOC_IMAGE}")
+    assert image.read_text(encoding="utf-8") == first, (
+        f"regenerate: dgdgen plan {spec} --format svg -o {image}")
 
 
 def test_png_is_the_svg_rasterised() -> None:
