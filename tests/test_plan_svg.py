@@ -355,6 +355,15 @@ def test_table_and_json_show_every_gate_kind(tmp_path: Path) -> None:
     # a plan with latency gates only keeps its columns (the README table)
     plain = run_cli("plan", str(REPO / "examples" / "vllm-disagg-block-size" / "rollout.yaml"))
     assert "min sample" not in plain.stdout
+    # docs/analysis.md shows this table and the trtllm example's as they are
+    docs = (REPO / "docs" / "analysis.md").read_text()
+    assert "\n".join(lines[lines.index(header):]) in docs
+    trt = run_cli("plan", str(REPO / "examples" / "trtllm-disagg-v1beta1" / "rollout.yaml"))
+    shown = trt.stdout.splitlines()
+    quality = next(t for t in shown if t.startswith("quality gate"))
+    table = "\n".join(shown[next(i for i, t in enumerate(shown) if t.startswith("step ")):])
+    assert f"{quality}\n\n{table}" in docs
+    assert table in (REPO / "docs" / "planning.md").read_text()
 
 
 def test_gate_summary_says_what_each_step_decides(tmp_path: Path) -> None:
