@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from dgdgen.analysis.gates import StepGate
     from dgdgen.pipeline import Prepared
     from dgdgen.plan import GenerationState, Plan, PlanStep
+    from dgdgen.spec import CustomMetric
 
 ROLE_ABBR = {"frontend": "fe", "aggregated": "agg", "prefill": "pre", "decode": "dec", "other": "oth"}
 
@@ -207,10 +208,10 @@ def _gate_notes(prepared: Prepared) -> list[str]:
         for metric, why in sg.dropped:
             lines.append(f"note: step {sg.index}: gate {sg.gate} leaves out {metric}: {why}")
     lines += _experiment_notes(prepared)
-    lines += [c.detail for c in gate_checks(prepared) if c.kind != "experiment"]
-    q = prepared.loaded.spec.spec.analysis.quality
-    quality = next((c for c in gate_checks(prepared) if c.kind == "quality"), None)
-    if quality is not None and q is not None:
+    checks = gate_checks(prepared)
+    lines += [c.detail for c in checks if c.kind != "experiment"]
+    quality = next((c for c in checks if c.kind == "quality"), None)
+    if quality is not None:
         prompts, needed = int(str(quality.data["prompts"])), int(str(quality.data["minPairs"]))
         if prompts < needed:
             lines.append(
@@ -235,15 +236,16 @@ class Check:
     data: dict[str, object]
 
 
-def _bound(cm: object, which: str) -> str:
-    lower = getattr(cm, "better") == "lower"
-    if which == "threshold":
-        return f"candidate {'≤' if lower else '≥'} {getattr(cm, 'threshold'):g}"
-    if which == "max_ratio":
+def _bound(cm: CustomMetric, which: str) -> str:
+    """One bound of a custom metric as it passes (docs/analysis.md, "Custom metrics")."""
+    lower = cm.better == "lower"
+    if which == "threshold" and cm.threshold is not None:
+        return f"candidate {'≤' if lower else '≥'} {cm.threshold:g}"
+    if which == "max_ratio" and cm.max_ratio is not None:
         ratio = "candidate/stable" if lower else "stable/candidate"
-        return f"{ratio} ≤ {getattr(cm, 'max_ratio'):g}"
+        return f"{ratio} ≤ {cm.max_ratio:g}"
     diff = "candidate − stable" if lower else "stable − candidate"
-    return f"{diff} ≤ {getattr(cm, 'max_difference'):g}"
+    return f"{diff} ≤ {cm.max_difference or 0:g}"
 
 
 def gate_checks(prepared: Prepared) -> list[Check]:
