@@ -5,13 +5,16 @@ an SVG picture (PNG through rsvg-convert). One function per text format, chosen 
 from __future__ import annotations
 
 import json
+import textwrap
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from dgdgen.analysis.gates import StepGate
     from dgdgen.pipeline import Prepared
     from dgdgen.plan import GenerationState, Plan, PlanStep
+    from dgdgen.spec import CustomMetric
 
 ROLE_ABBR = {"frontend": "fe", "aggregated": "agg", "prefill": "pre", "decode": "dec", "other": "oth"}
 
@@ -138,11 +141,19 @@ def _gate_cells(st: PlanStep, gated: dict[int, StepGate]) -> list[str]:
     ]
 
 
+def _check_cell(st: PlanStep, checks: dict[int, list[Check]]) -> str:
+    found = checks.get(st.index, []) if st.kind == "step" else []
+    return "; ".join(f"{c.label} {c.minimum}" for c in found) or "-"
+
+
 def _rows(prepared: Prepared) -> list[list[str]]:
     rows = []
     gated = _gates(prepared) if _analysis_on(prepared) else {}
+    checks = step_checks(prepared)
     for st in prepared.plan.all_states():
         extra = _gate_cells(st, gated) if _analysis_on(prepared) else []
+        if checks:
+            extra.append(_check_cell(st, checks))
         rows.append([
             _title(st),
             f"{st.stable.weight}/{st.candidate.weight}",
@@ -161,10 +172,14 @@ def _rows(prepared: Prepared) -> list[list[str]]:
 HEADERS = ["step", "weight s/c %", "stable", "candidate", "GPUs peak (+extra)", "order",
            "capacity s/c", "pause", "gate"]
 GATE_HEADERS = ["min requests", "min bake"]
+# Shown only when a step has such a gate: the table of a plan with latency gates only keeps its
+# columns.
+CHECK_HEADER = "min sample (quality, custom, A/B)"
 
 
 def _headers(prepared: Prepared) -> list[str]:
-    return HEADERS + (GATE_HEADERS if _analysis_on(prepared) else [])
+    return (HEADERS + (GATE_HEADERS if _analysis_on(prepared) else [])
+            + ([CHECK_HEADER] if step_checks(prepared) else []))
 
 
 def _gate_notes(prepared: Prepared) -> list[str]:
@@ -192,40 +207,157 @@ def _gate_notes(prepared: Prepared) -> list[str]:
             )
         for metric, why in sg.dropped:
             lines.append(f"note: step {sg.index}: gate {sg.gate} leaves out {metric}: {why}")
-        custom = {cm.name: cm.min_samples for cm in a.custom_metrics}
-        shown = sorted({m.removesuffix("-vs-stable").removeprefix("custom-")
-                        for m in sg.metrics if m.startswith("custom-")})
-        if shown:
-            lines.append(f"note: step {sg.index}: custom metric(s) Inconclusive below "
-                         + ", ".join(f"{n} {custom[n]}" for n in shown)
-                         + " events per generation in the window")
     lines += _experiment_notes(prepared)
-    quality_steps = [str(sg.index) for sg in gated.values() if "quality" in sg.metrics]
-    if quality_steps:
-        lines += _quality_notes(prepared, quality_steps)
+    checks = gate_checks(prepared)
+    lines += [c.detail for c in checks if c.kind != "experiment"]
+    quality = next((c for c in checks if c.kind == "quality"), None)
+    if quality is not None:
+        prompts, needed = int(str(quality.data["prompts"])), int(str(quality.data["minPairs"]))
+        if prompts < needed:
+            lines.append(
+                f"note: quality gate: {prompts} prompts < {needed} pairs needed: the gate can "
+                "only end Failed or Inconclusive; add prompts or raise "
+                "spec.analysis.quality.effect")
     return lines
 
 
-def _quality_notes(prepared: Prepared, steps: list[str]) -> list[str]:
-    """What the quality gate sends and decides, and a prompt set too small to ever pass."""
+@dataclass(frozen=True)
+class Check:
+    """A gate whose minimum sample is not requests: the quality gate (scored pairs from its own
+    prompts), a custom metric (the events its ``samples`` query counts) or the A/B experiment
+    (samples per generation). ``steps`` are the forward steps it gates; ``detail`` says what
+    passes, what fails and below which sample it is Inconclusive."""
+
+    kind: str  # quality | custom | experiment
+    label: str  # as the table and the picture name it
+    minimum: str  # the minimum sample, with its unit
+    steps: tuple[int, ...]
+    detail: str
+    data: dict[str, object]
+
+
+def _bound(cm: CustomMetric, which: str) -> str:
+    """One bound of a custom metric as it passes (docs/analysis.md, "Custom metrics")."""
+    lower = cm.better == "lower"
+    if which == "threshold" and cm.threshold is not None:
+        return f"candidate {'≤' if lower else '≥'} {cm.threshold:g}"
+    if which == "max_ratio" and cm.max_ratio is not None:
+        ratio = "candidate/stable" if lower else "stable/candidate"
+        return f"{ratio} ≤ {cm.max_ratio:g}"
+    diff = "candidate − stable" if lower else "stable − candidate"
+    return f"{diff} ≤ {cm.max_difference or 0:g}"
+
+
+def gate_checks(prepared: Prepared) -> list[Check]:
+    """The quality gate, each custom metric and the experiment, with the steps they gate (a
+    custom metric's relative half is left out where the stable gets no traffic: the steps of
+    its bound are the steps where it is measured)."""
+    from dgdgen.analysis import custom
     from dgdgen.analysis.paired import sign_test_samples
     from dgdgen.analysis.quality_job import load_prompt_set
 
-    q = prepared.loaded.spec.spec.analysis.quality
-    _, prompts = load_prompt_set(prepared.loaded)
-    needed = sign_test_samples(q.max_loss_share, q.effect)
-    judge = f", {2 * len(prompts)} judge calls (both orders)" if q.judge is not None else ""
-    lines = [
-        (f"quality gate (step {', '.join(steps)}): {len(prompts)} prompts of {q.prompts} to the "
-        f"stable and the candidate ({2 * len(prompts)} requests{judge}), scorer {q.scorer}; "
-        f"Failed when the candidate loses significantly more than {q.max_loss_share:g} of the "
-        f"decided pairs (sign test), Inconclusive below {needed} scored pairs")
-    ]
-    if len(prompts) < needed:
-        lines.append(
-            f"note: quality gate: {len(prompts)} prompts < {needed} pairs needed: the gate can "
-            "only end Failed or Inconclusive; add prompts or raise spec.analysis.quality.effect"
-        )
+    if not _analysis_on(prepared):
+        return []
+    a = prepared.loaded.spec.spec.analysis
+    gated = _gates(prepared)
+    out: list[Check] = []
+    steps = tuple(sg.index for sg in gated.values() if "quality" in sg.metrics)
+    if steps and a.quality is not None:
+        q = a.quality
+        _, prompts = load_prompt_set(prepared.loaded)
+        needed = sign_test_samples(q.max_loss_share, q.effect)
+        judge = f", {2 * len(prompts)} judge calls (both orders)" if q.judge is not None else ""
+        out.append(Check(
+            "quality", "quality", f"{needed} pairs", steps,
+            f"quality gate (step {', '.join(map(str, steps))}): {len(prompts)} prompts of "
+            f"{q.prompts} to the stable and the candidate ({2 * len(prompts)} requests{judge}), "
+            f"scorer {q.scorer}; Failed when the candidate loses significantly more than "
+            f"{q.max_loss_share:g} of the decided pairs (sign test), Inconclusive below {needed} "
+            "scored pairs",
+            {"minPairs": needed, "maxLossShare": q.max_loss_share, "effect": q.effect,
+             "prompts": len(prompts), "scorer": q.scorer},
+        ))
+    for cm in a.custom_metrics:
+        base = custom.PREFIX + cm.name
+        parts = [("threshold", base)] if cm.threshold is not None else []
+        rel = "max_ratio" if cm.max_ratio is not None else "max_difference"
+        if getattr(cm, rel) is not None:
+            parts.append((rel, base + custom.RELATIVE_SUFFIX))
+        bounds = [(which, tuple(sg.index for sg in gated.values() if metric in sg.metrics))
+                  for which, metric in parts]
+        steps = tuple(sorted({i for _, at in bounds for i in at}))
+        if not steps:
+            continue
+        every = len({at for _, at in bounds}) == 1
+        said = [_bound(cm, which) + ("" if every else f" (step {', '.join(map(str, at))})")
+                for which, at in bounds if at]
+        out.append(Check(
+            "custom", cm.name, f"{cm.min_samples} events", steps,
+            f"custom metric {cm.name} (step {', '.join(map(str, steps))}, {cm.better} is "
+            f"better): passes while {' and '.join(said)}; Inconclusive below {cm.min_samples} "
+            "events per generation in the window",
+            {"minSamples": cm.min_samples, "better": cm.better, "threshold": cm.threshold,
+             "maxRatio": cm.max_ratio, "maxDifference": cm.max_difference},
+        ))
+    for e in experiment_plan(prepared):
+        out.append(Check(
+            "experiment", "A/B", f"{e['stableSamples']}/{e['candidateSamples']} samples",
+            (int(str(e["step"])),), _experiment_note(e),
+            {"stableSamples": e["stableSamples"], "candidateSamples": e["candidateSamples"],
+             "minimumDetectableEffect": e["minimumDetectableEffect"], "metric": e["metric"]},
+        ))
+    return out
+
+
+def step_checks(prepared: Prepared) -> dict[int, list[Check]]:
+    """:func:`gate_checks` by step; custom metrics of one step as one ``custom`` check (the
+    smallest and largest minimum), so a table cell stays short; the notes name each."""
+    by: dict[int, list[Check]] = {}
+    for c in gate_checks(prepared):
+        for i in c.steps:
+            by.setdefault(i, []).append(c)
+    out: dict[int, list[Check]] = {}
+    for i, found in sorted(by.items()):
+        customs = [c for c in found if c.kind == "custom"]
+        rest = [c for c in found if c.kind != "custom"]
+        if customs:
+            mins = sorted(int(str(c.data["minSamples"])) for c in customs)
+            span = str(mins[0]) if mins[0] == mins[-1] else f"{mins[0]}-{mins[-1]}"
+            rest.insert(1 if rest and rest[0].kind == "quality" else 0, Check(
+                "custom", "custom", f"{span} events", (i,),
+                "; ".join(c.detail for c in customs),
+                {"metrics": {c.label: c.data["minSamples"] for c in customs}},
+            ))
+        out[i] = rest
+    return out
+
+
+# Args of a gate that say where and what it measures, not what passes.
+_NOT_BOUNDS = frozenset({"namespace", "rollout", "candidate", "stable", "window",
+                         "min-requests", "candidate-url", "stable-url"})
+
+
+def gate_summary(prepared: Prepared, index: int) -> list[str]:
+    """What the gate of forward step ``index`` measures and decides, one line a part: its
+    metrics, the request minimum and bake time, its bounds, and the quality gate, custom
+    metrics or experiment with their own minimum sample. Empty for a step without a gate."""
+    state = prepared.plan.state(index)
+    if not _analysis_on(prepared) or state.kind != "step" or not state.gate:
+        return []
+    sg = _gates(prepared).get(index)
+    lines = []
+    if sg is not None:
+        lines.append(f"gate {sg.gate}: {', '.join(sg.metrics)}")
+        if "requests" in sg.metrics:
+            bake = (f" (a bake of {_duration(sg.min_bake_seconds)} at the expected rate)"
+                    if sg.min_bake_seconds else "")
+            lines.append(f"Inconclusive below {sg.min_requests} requests per generation in the "
+                         f"{_duration(sg.window_seconds)} window{bake}")
+        bounds = [f"{k} {v}" for k, v in sg.args if k not in _NOT_BOUNDS
+                  and not k.startswith("custom-")]
+        if bounds:
+            lines.append("bounds: " + ", ".join(bounds))
+    lines += [c.detail.removeprefix("note: ") for c in gate_checks(prepared) if index in c.steps]
     return lines
 
 
@@ -260,15 +392,17 @@ def experiment_plan(prepared: Prepared) -> list[dict[str, object]]:
     return out
 
 
-def _experiment_notes(prepared: Prepared) -> list[str]:
-    return [
+def _experiment_note(e: dict[str, object]) -> str:
+    return (
         f"note: step {e['step']}: A/B experiment on {e['metric']}: both generations held at "
         f"{100 - int(str(e['candidateWeight']))}/{e['candidateWeight']} until {e['stableSamples']} "
         f"stable and {e['candidateSamples']} candidate samples (win rate "
         f"{0.5 + float(str(e['minimumDetectableEffect'])):g} detectable); then `dgdgen "
-        f"experiment` decides; {e['sticky']}"
-        for e in experiment_plan(prepared)
-    ]
+        f"experiment` decides; {e['sticky']}")
+
+
+def _experiment_notes(prepared: Prepared) -> list[str]:
+    return [_experiment_note(e) for e in experiment_plan(prepared)]
 
 
 def _header(prepared: Prepared) -> list[str]:
@@ -320,6 +454,10 @@ def as_json(prepared: Prepared) -> str:
         experiments = experiment_plan(prepared)
         if experiments:
             data["experiments"] = experiments
+        checks = gate_checks(prepared)
+        if checks:
+            data["checks"] = [{"kind": c.kind, "name": c.label, "steps": list(c.steps),
+                               "minimum": c.minimum, **c.data} for c in checks]
     return json.dumps(data, indent=2) + "\n"
 
 
@@ -374,6 +512,14 @@ SVG_NS = "http://www.w3.org/2000/svg"
 _STABLE, _CANDIDATE, _INK, _MUTED = "#4c78a8", "#f58518", "#222222", "#777777"
 _COL_W, _LEFT, _TRAFFIC_TOP, _TRAFFIC_H, _GPU_TOP, _GPU_H = 150, 150, 126, 110, 292, 150
 _BAR_W = 56
+# the widest a character of DejaVu Sans advances, in em (tests/test_plan_svg.py measures so)
+_EM = 0.62
+_CHECK_ROWS = {"quality": "quality", "custom": "custom", "experiment": "A/B s/c"}
+
+
+def _snake(key: str) -> str:
+    """``minPairs`` → ``min_pairs`` (``add`` turns it into ``data-min-pairs``)."""
+    return "".join(f"_{ch.lower()}" if ch.isupper() else ch for ch in key)
 
 
 def surge_budget_gpus(prepared: Prepared) -> int:
@@ -403,10 +549,19 @@ def svg(prepared: Prepared) -> str:
     p = prepared.plan
     states = p.all_states()
     gated = _gates(prepared) if _analysis_on(prepared) else {}
+    checks = step_checks(prepared)
     budget = surge_budget_gpus(prepared)
     top_gpus = max([budget] + [st.peak_gpus for st in states] + [1])
     width = _LEFT + _COL_W * len(states) + 20
-    height = _GPU_TOP + _GPU_H + 150
+    # a row per kind of gate sized in pairs, events or samples, where the plan has one; under
+    # the rows, what each of those gates decides (wrapped to the picture's width)
+    kinds = [k for k in _CHECK_ROWS if any(c.kind == k for cs in checks.values() for c in cs)]
+    details = [line for c in gate_checks(prepared)
+               for line in textwrap.wrap(c.detail.removeprefix("note: "),
+                                         int((width - 24) / (12 * _EM)),
+                                         subsequent_indent="    ")]
+    height = _GPU_TOP + _GPU_H + 150 + 20 * len(kinds) + (16 * len(details) + 10 if details
+                                                          else 0)
 
     root = ET.Element("svg", {
         "xmlns": SVG_NS, "version": "1.1", "width": str(width), "height": str(height),
@@ -453,9 +608,13 @@ def svg(prepared: Prepared) -> str:
                      (_GPU_TOP + _GPU_H / 2, "GPUs")):
         add(root, "text", label, x=12, y=y, font_weight="bold", fill=_INK)
     rows_top = _GPU_TOP + _GPU_H + 40
-    row_labels = ("replicas stable", "replicas candidate", "pause", "gate", "min bake")
+    row_labels = ("replicas stable", "replicas candidate", "pause", "gate", "min bake",
+                  *(_CHECK_ROWS[k] for k in kinds))
     for i, label in enumerate(row_labels):
         add(root, "text", label, x=12, y=rows_top + 20 * i, fill=_MUTED)
+    for i, line_text in enumerate(details):
+        add(root, "text", line_text, x=12, y=rows_top + 20 * len(row_labels) + 10 + 16 * i,
+            fill=_INK, class_="gate-detail")
 
     def gpu_y(n: int) -> float:
         return round(_GPU_TOP + _GPU_H - _GPU_H * n / top_gpus, 2)
@@ -477,7 +636,7 @@ def svg(prepared: Prepared) -> str:
         # rollback and cleanup are where a rollout can end, not steps after the last one
         sx = _LEFT + _COL_W * forward - 20
         add(root, "line", class_="ends-separator", x1=sx, y1=_TRAFFIC_TOP - 30, x2=sx,
-            y2=rows_top + 90, stroke=_MUTED, stroke_dasharray="2 3")
+            y2=rows_top + 20 * len(row_labels) - 10, stroke=_MUTED, stroke_dasharray="2 3")
         add(root, "text", "ends: from whichever step the rollout stops at", x=sx + 6,
             y=_TRAFFIC_TOP - 30, fill=_MUTED, class_="ends-label")
 
@@ -533,6 +692,16 @@ def svg(prepared: Prepared) -> str:
         for i, (name, value) in enumerate(cells):
             add(g, "text", value, x=x0 + _COL_W / 2 - 20, y=rows_top + 20 * i,
                 text_anchor="middle", fill=_INK, class_=name.replace(" ", "-"))
+        here = {c.kind: c for c in checks.get(st.index, [])} if st.kind == "step" else {}
+        for i, kind in enumerate(kinds, start=len(cells)):
+            c = here.get(kind)
+            attrs = {f"data_{_snake(k)}": v for k, v in c.data.items()
+                     if isinstance(v, (int, float, str))} if c is not None else {}
+            cell = add(g, "text", c.minimum if c is not None else "-", x=x0 + _COL_W / 2 - 20,
+                       y=rows_top + 20 * i, text_anchor="middle", fill=_INK,
+                       class_=f"check {kind}", **attrs)
+            if c is not None:
+                tip(cell, c.detail.removeprefix("note: "))
         if col + 1 < len(states) and st.kind in ("baseline", "step") \
                 and states[col + 1].kind == "step":
             ax = x0 + _COL_W - 30

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gen_support import copy_example_inputs
+
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES_DIR = REPO / "examples"
 MARK = "# + request migration (examples/SOURCES.md)"
@@ -35,4 +37,5 @@ def upstream_copy(tmp: Path, example: str) -> Path:
     """A copy of the example (rollout spec and upstream DGD) in ``tmp``; returns the spec."""
     (tmp / "dgd.yaml").write_text(upstream_text(example))
     (tmp / "rollout.yaml").write_text((EXAMPLES_DIR / example / "rollout.yaml").read_text())
+    copy_example_inputs(EXAMPLES_DIR / example, tmp)
     return tmp / "rollout.yaml"

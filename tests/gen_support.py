@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -8,6 +9,13 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted(p.parent for p in (REPO / "examples").glob("*/rollout.yaml"))
+
+
+def copy_example_inputs(example: Path, tmp: Path) -> None:
+    """What an example's spec reads besides its DGD: the quality gate's prompt set (``*.jsonl``,
+    next to the spec), for a copy of the spec in ``tmp``."""
+    for p in sorted(example.glob("*.jsonl")):
+        shutil.copy(p, tmp / p.name)
 
 
 def run_cli(*args: str, cwd: Path | str | None = None, env: dict[str, str] | None = None

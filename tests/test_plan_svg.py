@@ -14,23 +14,99 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+import yaml
 
 from gen_support import EXAMPLES, REPO, run_cli
 
 NS = {"svg": "http://www.w3.org/2000/svg"}
-DOC_IMAGE = REPO / "docs" / "images" / "plan-vllm-disagg-block-size.svg"
+
+# Every kind of gate sized in something other than requests, next to the latency gates: step 1
+# runs `slo` with the quality gate and two custom metrics, step 2 is an A/B experiment.
+EVERY_GATE = "every-gate-kind"
+_EVERY_GATE_ANALYSIS = """\
+    quality:
+      prompts: prompts.jsonl
+      model: Qwen/Qwen3-0.6B
+      effect: 0.25
+      image: registry.example/dgdgen:1
+    customMetrics:
+      - name: thumbs-down
+        query: sum(rate(feedback_negative_total{${generation}}[${window}]))
+        samples: sum(increase(feedback_total{${generation}}[${window}]))
+        minSamples: 200
+        threshold: 0.2
+        maxRatio: 1.5
+      - name: checkout
+        query: sum(rate(checkout_total{${generation}}[${window}]))
+        samples: sum(increase(checkout_total{${generation}}[${window}]))
+        minSamples: 120
+        better: higher
+        maxDifference: 0.5
+    experiment:
+      metric: user rating 1-5
+      minimumDetectableEffect: 0.1
+"""
+SPECS = [*(e.name for e in EXAMPLES), EVERY_GATE]
 
 
-def _plan(example: Path) -> dict:  # type: ignore[type-arg]
-    done = run_cli("plan", str(example / "rollout.yaml"), "--format", "json")
+def _spec(name: str, tmp: Path) -> Path:
+    """A bundled example's spec, or the every-gate-kind spec written into ``tmp``."""
+    if name != EVERY_GATE:
+        return REPO / "examples" / name / "rollout.yaml"
+    example = REPO / "examples" / "vllm-disagg-image-bump"
+    text = (example / "rollout.yaml").read_text()
+    head, rest = text.partition("  steps:\n")[0], text[text.index("  traffic:\n"):]
+    text = (head + "  steps:\n    - {weight: 10, pause: 15m, gate: slo}\n"
+            "    - {weight: 40, gate: experiment}\n    - {weight: 100}\n"
+            + rest + _EVERY_GATE_ANALYSIS)
+    (tmp / ".git").mkdir(exist_ok=True)  # the repository the prompt set stays inside
+    shutil.copy(example / "dgd.yaml", tmp / "dgd.yaml")
+    (tmp / "prompts.jsonl").write_text("".join(f'{{"prompt": "p{i}"}}\n' for i in range(40)))
+    (tmp / "rollout.yaml").write_text(text)
+    return tmp / "rollout.yaml"
+
+
+def _plan(spec: Path) -> dict:  # type: ignore[type-arg]
+    done = run_cli("plan", str(spec), "--format", "json")
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)  # type: ignore[no-any-return]
 
 
-def _svg(example: Path) -> tuple[str, ET.Element]:
-    done = run_cli("plan", str(example / "rollout.yaml"), "--format", "svg")
+def _svg(spec: Path) -> tuple[str, ET.Element]:
+    done = run_cli("plan", str(spec), "--format", "svg")
     assert done.returncode == 0, done.stderr
     return done.stdout, ET.fromstring(done.stdout.encode("utf-8"))
+
+
+def _expected_checks(spec: Path, plan: dict) -> dict[int, dict[str, str]]:  # type: ignore[type-arg]
+    """Per forward step, what the quality, custom and A/B rows must say, from the spec and the
+    statistics (not from the picture's own code): the pairs the sign test needs where a gate
+    holds the quality metric, the smallest to largest ``minSamples`` of the custom metrics a
+    gate holds, and the Mann-Whitney sample at an experiment step's split."""
+    from dgdgen.analysis.experiment import experiment_samples
+    from dgdgen.analysis.paired import sign_test_samples
+
+    analysis = yaml.safe_load(spec.read_text())["spec"].get("analysis") or {}
+    out: dict[int, dict[str, str]] = {}
+    for g in plan.get("gates", []):
+        row = out.setdefault(g["step"], {})
+        if "quality" in g["metrics"]:
+            q = analysis["quality"]
+            pairs = sign_test_samples(q.get("maxLossShare", 0.5), q.get("effect", 0.2))
+            row["quality"] = f"{pairs} pairs"
+        mins = sorted({cm["minSamples"] for cm in analysis.get("customMetrics", [])
+                       if {f"custom-{cm['name']}", f"custom-{cm['name']}-vs-stable"}
+                       & set(g["metrics"])})
+        if mins:
+            span = f"{mins[0]}" if len(mins) == 1 else f"{mins[0]}-{mins[-1]}"
+            row["custom"] = f"{span} events"
+    for st in plan["steps"]:
+        if st["gate"] == "experiment":
+            e = analysis["experiment"]
+            n_s, n_c = experiment_samples(e["minimumDetectableEffect"],
+                                          st["candidate"]["weight"] / 100)
+            out.setdefault(st["index"], {})["experiment"] = f"{n_s}/{n_c} samples"
+    return {i: row for i, row in out.items() if row}
 
 
 def _cls(el: ET.Element) -> set[str]:
@@ -48,10 +124,11 @@ def _text(parent: ET.Element, cls: str) -> str:
     return _one(parent, cls, tag="text").text or ""
 
 
-@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)
-def test_svg_shows_the_plan(example: Path) -> None:
-    plan = _plan(example)
-    _, root = _svg(example)
+@pytest.mark.parametrize("name", SPECS)
+def test_svg_shows_the_plan(name: str, tmp_path: Path) -> None:
+    spec = _spec(name, tmp_path)
+    plan = _plan(spec)
+    _, root = _svg(spec)
     assert root.tag == "{http://www.w3.org/2000/svg}svg"
     assert root.get("viewBox") == f"0 0 {root.get('width')} {root.get('height')}"
     assert not list(root.iter("{http://www.w3.org/2000/svg}script"))
@@ -69,6 +146,10 @@ def test_svg_shows_the_plan(example: Path) -> None:
                for g in groups for r in g.iterfind("svg:rect", NS) if "gpus" in _cls(r))
     per_gpu = (axis - float(budget_line.get("y1", 0))) / budget
     gates = {g["step"]: g for g in plan.get("gates", [])}
+    checks = _expected_checks(spec, plan)
+    kinds = {kind for row in checks.values() for kind in row}
+    if name == EVERY_GATE:  # the spec has each kind: a picture without one of them fails here
+        assert kinds == {"quality", "custom", "experiment"}, checks
 
     for g, st in zip(groups, states, strict=True):
         traffic = {gen: _one(g, "traffic", gen, tag="rect") for gen in ("stable", "candidate")}
@@ -95,32 +176,73 @@ def test_svg_shows_the_plan(example: Path) -> None:
             assert seconds == gate["minBakeSeconds"]
         else:
             assert _text(g, "min-bake") == "-"
+        # the quality gate, the custom metrics and the experiment: a row each where the plan
+        # has one, the step's minimum sample in it, "-" where the step has none
+        want = checks.get(st["index"], {}) if st["kind"] == "step" else {}
+        for kind in kinds:
+            assert _text(g, kind) == want.get(kind, "-"), (st["label"], kind)
+    labels = {e.text for e in root.iterfind("svg:text", NS)}
+    assert {"quality": "quality", "custom": "custom", "experiment": "A/B s/c"}.keys() >= kinds
+    assert all({"quality": "quality", "custom": "custom", "experiment": "A/B s/c"}[k] in labels
+               for k in kinds)
+    # what each of them decides, under the rows: the threshold and the minimum sample
+    details = " ".join(" ".join((e.text or "").split()) for e in root.iterfind("svg:text", NS)
+                       if "gate-detail" in _cls(e))
+    analysis = yaml.safe_load(spec.read_text())["spec"].get("analysis") or {}
+    if "quality" in kinds:
+        q = analysis["quality"]
+        assert (f"Failed when the candidate loses significantly more than "
+                f"{q.get('maxLossShare', 0.5):g} of the decided pairs") in details, details
+        assert f"Inconclusive below {checks_pairs(checks)} scored pairs" in details
+    for cm in analysis.get("customMetrics", []) if "custom" in kinds else []:
+        assert f"custom metric {cm['name']} " in details
+        for key, words in (("threshold", "candidate {} {:g}"),
+                           ("maxRatio", "{}/{} ≤ {:g}"), ("maxDifference", "{} − {} ≤ {:g}")):
+            if key not in cm:
+                continue
+            lower = cm.get("better", "lower") == "lower"
+            pair = ("candidate", "stable") if lower else ("stable", "candidate")
+            bound = (words.format("≤" if lower else "≥", cm[key]) if key == "threshold"
+                     else words.format(*pair, cm[key]))
+            assert bound in details, (bound, details)
+        assert f"Inconclusive below {cm['minSamples']} events per generation" in details
+    if "experiment" in kinds:
+        assert "A/B experiment on " + analysis["experiment"]["metric"] in details
+
+
+def checks_pairs(checks: dict[int, dict[str, str]]) -> int:
+    (pairs,) = {int(row["quality"].split()[0]) for row in checks.values() if "quality" in row}
+    return pairs
 
 
 def test_some_example_uses_its_whole_surge_budget() -> None:
     """The budget line is where the planner's limit is: some step of some example reaches it."""
     reached = []
     for example in EXAMPLES:
-        _, root = _svg(example)
+        _, root = _svg(example / "rollout.yaml")
         budget = int(_one(root, "surge-budget", tag="line").get("data-gpus", -1))
-        reached += [max(s["peak_gpus"] for s in _plan(example)["steps"]) == budget]
+        reached += [max(s["peak_gpus"] for s in _plan(example / "rollout.yaml")["steps"])
+                    == budget]
     assert any(reached)
 
 
-def test_svg_is_deterministic_and_the_docs_picture_is_current() -> None:
-    example = REPO / "examples" / "vllm-disagg-block-size"
-    first, _ = _svg(example)
-    second, _ = _svg(example)
+@pytest.mark.parametrize("example", ["vllm-disagg-block-size", "trtllm-disagg-v1beta1"])
+def test_svg_is_deterministic_and_the_docs_picture_is_current(example: str) -> None:
+    """The README's picture and docs/analysis.md's (the quality gate's rows) are current."""
+    spec = REPO / "examples" / example / "rollout.yaml"
+    image = REPO / "docs" / "images" / f"plan-{example}.svg"
+    first, _ = _svg(spec)
+    second, _ = _svg(spec)
     assert first == second
-    assert DOC_IMAGE.read_text(encoding="utf-8") == first, (
-        f"regenerate: dgdgen plan {example}/rollout.yaml --format svg > {DOC_IMAGE}")
+    assert image.read_text(encoding="utf-8") == first, (
+        f"regenerate: dgdgen plan {spec} --format svg -o {image}")
 
 
 def test_png_is_the_svg_rasterised() -> None:
     if shutil.which("rsvg-convert") is None:
         pytest.skip("rsvg-convert (librsvg2-bin) is not installed")
     example = REPO / "examples" / "vllm-disagg-block-size"
-    _, root = _svg(example)
+    _, root = _svg(example / "rollout.yaml")
     done = subprocess.run([sys.executable, "-m", "dgdgen", "plan", str(example / "rollout.yaml"),
                            "--format", "png"], capture_output=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
@@ -138,7 +260,7 @@ def test_output_option_writes_the_picture_atomically(tmp_path: Path) -> None:
     done = run_cli("plan", str(example / "rollout.yaml"), "--format", "svg", "-o", str(out))
     assert done.returncode == 0, done.stderr
     assert done.stdout == ""
-    assert out.read_text(encoding="utf-8") == _svg(example)[0]
+    assert out.read_text(encoding="utf-8") == _svg(example / "rollout.yaml")[0]
     bad = tmp_path / "missing" / "plan.svg"
     done = run_cli("plan", str(example / "rollout.yaml"), "--format", "svg", "-o", str(bad))
     assert done.returncode == 2
@@ -164,13 +286,21 @@ def _boxes(root: ET.Element) -> list[tuple[str, float, float, float, float]]:
     return boxes
 
 
-@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)
-def test_svg_reads_at_a_glance(example: Path) -> None:
+@pytest.mark.parametrize("name", SPECS)
+def test_svg_reads_at_a_glance(name: str, tmp_path: Path) -> None:
     """No two labels overlap, no label is struck through by the surge-budget line, the GPU axis
-    has values, the legend explains the bar, the peak tick and the budget line, and the ends
-    (rollback, cleanup) are set apart from the forward steps."""
-    _, root = _svg(example)
+    has values, the legend explains the bar, the peak tick and the budget line, the ends
+    (rollback, cleanup) are set apart from the forward steps, and the gates' details under
+    the rows are inside the picture."""
+    _, root = _svg(_spec(name, tmp_path))
     boxes = _boxes(root)
+    for text, left, top, right, bottom in boxes:
+        assert 0 <= top and bottom <= float(root.get("height", 0)), text
+    details = [e.text or "" for e in root.iter("{http://www.w3.org/2000/svg}text")
+               if "gate-detail" in _cls(e)]
+    for text, left, _, right, _ in boxes:
+        if text in details:
+            assert 0 <= left and right <= float(root.get("width", 0)), text
     for i, a in enumerate(boxes):
         for b in boxes[i + 1:]:
             apart = a[3] <= b[1] or b[3] <= a[1] or a[4] <= b[2] or b[4] <= a[2]
@@ -200,3 +330,60 @@ def test_svg_reads_at_a_glance(example: Path) -> None:
         x = float(_one(g, "gpus", "stable", tag="rect").get("x", 0))
         forward = g.get("data-kind") in ("baseline", "step")
         assert (x < float(sep.get("x1", 0))) == forward, g.get("data-state")
+
+
+def test_table_and_json_show_every_gate_kind(tmp_path: Path) -> None:
+    """The text plan has the minimum sample of the quality gate, the custom metrics and the
+    experiment per step (a column only such plans have), and `--format json` lists them."""
+    spec = _spec(EVERY_GATE, tmp_path)
+    plan = _plan(spec)
+    want = _expected_checks(spec, plan)
+    done = run_cli("plan", str(spec))
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    header = next(t for t in lines if t.startswith("step "))
+    assert header.endswith("min sample (quality, custom, A/B)"), header
+    col = header.index("min sample")
+    names = {"quality": "quality", "custom": "custom", "experiment": "A/B"}
+    for st in plan["steps"][1:]:
+        row = next(t for t in lines if t.split()[:1] == [str(st["index"])])
+        cell = "; ".join(f"{names[k]} {v}" for k, v in want.get(st["index"], {}).items())
+        assert row[col:] == (cell or "-"), row
+    assert [(c["kind"], c["steps"]) for c in plan["checks"]] == [
+        ("quality", [1]), ("custom", [1]), ("custom", [1]), ("experiment", [2])]
+    assert plan["checks"][0]["minimum"] == want[1]["quality"]
+    # a plan with latency gates only keeps its columns (the README table)
+    plain = run_cli("plan", str(REPO / "examples" / "vllm-disagg-block-size" / "rollout.yaml"))
+    assert "min sample" not in plain.stdout
+    # docs/analysis.md shows this table and the trtllm example's as they are
+    docs = (REPO / "docs" / "analysis.md").read_text()
+    assert "\n".join(lines[lines.index(header):]) in docs
+    trt = run_cli("plan", str(REPO / "examples" / "trtllm-disagg-v1beta1" / "rollout.yaml"))
+    shown = trt.stdout.splitlines()
+    quality = next(t for t in shown if t.startswith("quality gate"))
+    table = "\n".join(shown[next(i for i, t in enumerate(shown) if t.startswith("step ")):])
+    assert f"{quality}\n\n{table}" in docs
+    assert table in (REPO / "docs" / "planning.md").read_text()
+
+
+def test_gate_summary_says_what_each_step_decides(tmp_path: Path) -> None:
+    """What the rehearsal report puts above a gate's measurement: the gate's metrics, request
+    minimum and bounds, and the quality gate, custom metrics or experiment at that step."""
+    from dgdgen.pipeline import prepare
+    from dgdgen.planreport import gate_summary
+
+    spec = _spec(EVERY_GATE, tmp_path)
+    plan = _plan(spec)
+    want = _expected_checks(spec, plan)
+    p = prepare(str(spec))
+    first = gate_summary(p, 1)
+    assert first[0].startswith("gate slo: requests, ttft-p95,") and "quality" in first[0]
+    assert first[1].startswith(f"Inconclusive below {plan['gates'][0]['minRequests']} requests")
+    assert "ttft-p95-max 2, max-regression 1.2" in first[2]
+    text = " ".join(first)
+    assert f"Inconclusive below {want[1]['quality'].split()[0]} scored pairs" in text
+    assert "custom metric thumbs-down" in text and "custom metric checkout" in text
+    (second,) = gate_summary(p, 2)
+    n_s, n_c = want[2]["experiment"].split()[0].split("/")
+    assert f"until {n_s} stable and {n_c} candidate samples" in second
+    assert gate_summary(p, 3) == []

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from gen_support import REPO
+from gen_support import REPO, copy_example_inputs
 from dgdgen.pipeline import prepare
 from dgdgen.render import render_state
 
@@ -364,6 +364,7 @@ def _variant(tmp: Path, example: str, edit: Any) -> Path:
 
     src = REPO / "examples" / example
     (tmp / "dgd.yaml").write_text((src / "dgd.yaml").read_text())
+    copy_example_inputs(src, tmp)
     data = yaml.safe_load((src / "rollout.yaml").read_text())
     edit(data["spec"])
     out = tmp / "rollout.yaml"

@@ -36,6 +36,7 @@ class StateRow:
     ttft_p95: dict[str, float | None]
     verdict: str | None
     gate: str | None
+    gate_plan: tuple[str, ...]
     replicas: dict[str, dict[str, int]]
     seconds: float
 
@@ -60,7 +61,8 @@ def state_rows(out: Outcome) -> list[StateRow]:
             failed=sum(1 for r in recs if not r.outcome.ok and not r.outcome.truncated),
             truncated=sum(1 for r in recs if r.outcome.truncated),
             split_error=err if counted else float("nan"), ttft_p95=ttft, verdict=s.verdict,
-            gate=s.gate, replicas=s.replicas_observed, seconds=s.ended - s.started,
+            gate=s.gate, gate_plan=s.gate_plan, replicas=s.replicas_observed,
+            seconds=s.ended - s.started,
         ))
     return rows
 
@@ -137,7 +139,8 @@ def to_json(out: Outcome, rows: list[StateRow]) -> dict[str, Any]:
             "requests": r.requests, "failed": r.failed, "truncated": r.truncated,
             "ttftP95Seconds": {g: (None if v is None else round(v, 4))
                                for g, v in r.ttft_p95.items()},
-            "gate": r.gate, "verdict": r.verdict, "replicas": r.replicas,
+            "gate": r.gate, "gatePlan": list(r.gate_plan), "verdict": r.verdict,
+            "replicas": r.replicas,
             "seconds": round(r.seconds, 1),
         } for r in rows],
         "events": [{"t": round(t, 2), "event": e} for t, e in out.events],
@@ -236,8 +239,12 @@ def to_markdown(out: Outcome, rows: list[StateRow], data: dict[str, Any]) -> str
     if gated:
         lines += ["## Gates", ""]
         for s in gated:
-            lines += [f"### {s.label}: {s.gate} — {s.verdict}", "", "```", s.analyze_output, "```",
-                      ""]
+            # what the plan says the gate measures and decides (the rehearsal's scaled spec),
+            # then what `dgdgen analyze` measured
+            lines += [f"### {s.label}: {s.gate} — {s.verdict}", ""]
+            if s.gate_plan:
+                lines += ["Planned:", "", *(f"- {t}" for t in s.gate_plan), ""]
+            lines += ["```", s.analyze_output, "```", ""]
     return "\n".join(lines)
 
 

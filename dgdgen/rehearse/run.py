@@ -20,6 +20,7 @@ from dgdgen import yamlio
 from dgdgen.generation import LABEL_ROLE
 from dgdgen.pipeline import Prepared, prepare
 from dgdgen.plan import PlanStep
+from dgdgen.planreport import gate_summary
 from dgdgen.rehearse.cluster import LocalCluster, key_of
 from dgdgen.rehearse.load import Load, Record
 from dgdgen.rehearse.prometheus import Prometheus
@@ -60,6 +61,8 @@ class StateObservation:
     traffic_moved: float = 0.0  # the proxy carries the new weights
     ended: float = 0.0
     gate: str | None = None
+    # what the plan says the gate measures and decides (planreport.gate_summary)
+    gate_plan: tuple[str, ...] = ()
     verdict: str | None = None
     analyze_output: str = ""
     replicas_observed: dict[str, dict[str, int]] = field(default_factory=dict)
@@ -241,6 +244,7 @@ class Rehearsal:
         self.repo = repo
         self.deploy = repo / "deploy"
         scaled_prepared = prepare(str(repo / self.spec_rel))
+        self.scaled_prepared = scaled_prepared
         self.plan = scaled_prepared.plan
         self.prepared = prepared
         candidate_rev = self.plan.candidate_revision
@@ -425,6 +429,8 @@ class Rehearsal:
             replicas_planned={g.revision: dict(g.replicas) for g in (state.stable, state.candidate)
                               if g.present},
             started=self.now(), gate=state.gate,
+            gate_plan=tuple(gate_summary(self.scaled_prepared, state.index))
+            if state.kind == "step" else (),
         )
         obs.commit = _git(self.repo, "rev-parse", "--short", "HEAD")
         if states:

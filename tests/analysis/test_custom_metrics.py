@@ -308,10 +308,17 @@ def test_analyze_evaluates_custom_metrics(prometheus: str, tmp_path: Path, case:
 
 
 def test_plan_names_the_minimum_sample(tmp_path: Path) -> None:
+    """Each custom metric's bounds and minimum sample, and the minimum per gated step."""
     r = run_cli("plan", str(write_spec(tmp_path, spec_text())))
     assert r.returncode == 0, r.stderr
-    assert ("note: step 2: custom metric(s) Inconclusive below checkout 200, thumbs-down 200 "
-            "events per generation") in r.stdout, r.stdout
+    assert ("custom metric thumbs-down (step 1, 2, lower is better): passes while candidate ≤ "
+            "0.1 and candidate − stable ≤ 0.02; Inconclusive below 200 events per generation "
+            "in the window") in r.stdout, r.stdout
+    assert ("custom metric checkout (step 1, 2, higher is better): passes while candidate ≥ "
+            "0.2 and stable/candidate ≤ 1.25; Inconclusive below 200") in r.stdout, r.stdout
+    rows = {t.split()[0]: t for t in r.stdout.splitlines() if t[:1].isdigit()}
+    assert rows["1"].endswith("custom 200 events") and rows["2"].endswith("custom 200 events")
+    assert rows["3"].endswith(" -")
 
 
 def test_rendered_tree_verifies_against_the_crds(tmp_path: Path) -> None:

@@ -8,68 +8,22 @@ temperature and seed) and how it treats what comes back (verdicts, parse failure
 
 from __future__ import annotations
 
-import json
-import re
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
+from judge_support import StandInJudge as _Judge
+from judge_support import stand_in_judge
 
 from dgdgen.analysis.quality import judge_preference
 
 RUBRIC = "Prefer the answer that is more complete."
 
 
-class _Judge(BaseHTTPRequestHandler):
-    requests: ClassVar[list[dict[str, Any]]] = []
-    mode = "longer"
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        body["_auth"] = self.headers.get("Authorization")
-        type(self).requests.append(body)
-        if self.mode == "http500":
-            self.send_response(500)
-            self.end_headers()
-            return
-        user = body["messages"][1]["content"]
-        a = re.search(r"\[Answer A\]\n(.*)\n\n\[Answer B\]", user, re.DOTALL)
-        b = re.search(r"\[Answer B\]\n(.*)\Z", user, re.DOTALL)
-        assert a and b
-        if self.mode == "garbage":
-            verdict = "I think the first one"
-        elif self.mode == "always-a":  # pure position bias
-            verdict = "A"
-        else:
-            la, lb = len(a.group(1)), len(b.group(1))
-            verdict = "TIE" if la == lb else ("A" if la > lb else "B")
-        out = json.dumps({"choices": [{"message": {"role": "assistant", "content": verdict},
-                                       "finish_reason": "stop"}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(out)))
-        self.end_headers()
-        self.wfile.write(out)
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
 @pytest.fixture
 def judge() -> Iterator[str]:
-    _Judge.requests = []
-    _Judge.mode = "longer"
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Judge)
-    t = threading.Thread(target=server.serve_forever, daemon=True)
-    t.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        t.join()
+    with stand_in_judge() as url:
+        yield url
 
 
 def _ask(url: str, stable: str, candidate: str) -> Any:

@@ -170,7 +170,8 @@ def test_plan_shows_the_quality_gate_and_a_too_small_prompt_set(tmp_path: Path) 
     assert f"Inconclusive below {needed} scored pairs" in r.stdout
     assert f"2 prompts < {needed} pairs needed" in r.stdout
     row = next(t for t in r.stdout.splitlines() if t.startswith("1 "))
-    assert row.split()[-2:] == ["-", "-"]  # no request minimum: the Job sends its own requests
+    # no request minimum (the Job sends its own requests); the pairs the sign test needs
+    assert row.split()[-5:] == ["-", "-", "quality", str(needed), "pairs"], row
     many = "".join(f'{{"prompt": "p{i}"}}\n' for i in range(needed))
     path = _spec(tmp_path, prompts=many)
     r = run_cli("plan", str(path), "--format", "markdown")

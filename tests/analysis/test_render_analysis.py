@@ -36,7 +36,8 @@ OBJECTS = _analysis_objects()
 
 def test_examples_render_gated_steps() -> None:
     kinds = {o["kind"] for o in OBJECTS}
-    assert kinds == {"PodMonitor", "AnalysisTemplate", "AnalysisRun"}
+    # ConfigMap: the prompt set of the quality gate (trtllm-disagg-v1beta1)
+    assert kinds == {"PodMonitor", "AnalysisTemplate", "AnalysisRun", "ConfigMap"}
     runs = [o for o in OBJECTS if o["kind"] == "AnalysisRun"]
     assert len(runs) >= 10
 

@@ -74,14 +74,23 @@ def test_truncating_candidate_fails_equal_passes_too_few_inconclusive() -> None:
     assert few.verdict == "Inconclusive", few
 
 
-def _analyze(candidate_args: list[str], n: int) -> tuple[int, str]:
+JUDGE_KEY = "stand-in-key"
+RUBRIC = "Prefer the answer that is complete and correct."
+
+
+def _analyze(candidate_args: list[str], n: int, judge: str | None = None
+             ) -> tuple[int, str, list[dict]]:  # type: ignore[type-arg]
     """`dgdgen analyze` of a spec whose step 1 is gated by `quality` (scorer `length`), against
-    two real frontends: the same module and arguments as the rendered Job."""
+    two real frontends: the same module and arguments as the rendered Job. With ``judge`` (a
+    mode of the STAND-IN judge, tests/judge_support.py) the scorer is `judge` and the stand-in
+    judge runs in the same private network namespace; its requests are returned."""
     import contextlib
     import io
+    import os
     import shutil
 
     from gen_support import REPO
+    from judge_support import StandInJudge, stand_in_judge
 
     from dgdgen.cli import main
     from dgdgen.runtime.model import make_model_dir
@@ -93,18 +102,23 @@ def _analyze(candidate_args: list[str], n: int) -> tuple[int, str]:
     (repo / ".git").mkdir()
     example = REPO / "examples" / "vllm-agg-blue-green"
     shutil.copy(example / "dgd.yaml", repo / "dgd.yaml")
-    text = (example / "rollout.yaml").read_text().replace("gate: smoke", "gate: quality")
-    text = text.replace("      smoke: [probe]\n", "      smoke: [probe]\n    quality:\n"
-                        "      prompts: prompts.jsonl\n      model: " + MODEL + "\n"
-                        "      scorer: length\n      maxTokens: " + str(MAX_TOKENS) + "\n"
-                        "      effect: " + str(EFFECT) + "\n      seed: 1\n"
-                        "      image: registry.example/dgdgen:1\n")
-    (repo / "rollout.yaml").write_text(text)
-    (repo / "prompts.jsonl").write_text("".join(
-        f'{{"prompt": "Say something about item {i}."}}\n' for i in range(n)))
-    model_dir = make_model_dir(work / "model")
-    base = ["--model-path", str(model_dir), "--model-name", MODEL, "--block-size", "16"]
-    with LocalDynamo(work) as rt:
+    with contextlib.ExitStack() as stack:
+        judge_url = stack.enter_context(stand_in_judge(judge)) if judge else None
+        scorer = "length" if judge_url is None else (
+            "judge\n      judge:\n        url: " + judge_url + "\n        model: judge-model\n"
+            "        rubric: " + RUBRIC + "\n        apiKey: {name: judge, key: token}")
+        text = (example / "rollout.yaml").read_text().replace("gate: smoke", "gate: quality")
+        text = text.replace("      smoke: [probe]\n", "      smoke: [probe]\n    quality:\n"
+                            "      prompts: prompts.jsonl\n      model: " + MODEL + "\n"
+                            "      scorer: " + scorer + "\n      maxTokens: " + str(MAX_TOKENS)
+                            + "\n      effect: " + str(EFFECT) + "\n      seed: 1\n"
+                            "      image: registry.example/dgdgen:1\n")
+        (repo / "rollout.yaml").write_text(text)
+        (repo / "prompts.jsonl").write_text("".join(
+            f'{{"prompt": "Say something about item {i}."}}\n' for i in range(n)))
+        model_dir = make_model_dir(work / "model")
+        base = ["--model-path", str(model_dir), "--model-name", MODEL, "--block-size", "16"]
+        rt = stack.enter_context(LocalDynamo(work))
         urls = {}
         for ns, extra in (("stable", []), ("cand", candidate_args)):
             fe = rt.frontend(ns)
@@ -113,12 +127,15 @@ def _analyze(candidate_args: list[str], n: int) -> tuple[int, str]:
             rt.wait_worker_ready(w)
             rt.wait_model_ready(fe, MODEL, workers=1)
             urls[ns] = f"http://127.0.0.1:{fe.port}"
+        # in a cluster the key comes from the Secret (secretKeyRef); here, from the environment
+        os.environ["DGDGEN_JUDGE_API_KEY"] = JUDGE_KEY
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
             code = main(["analyze", str(repo / "rollout.yaml"), "--step", "1",
                          "--stable-url", urls["stable"], "--candidate-url", urls["cand"],
                          "--format", "json"])
-    return code, out.getvalue()
+        asked = list(StandInJudge.requests) if judge else []
+    return code, out.getvalue(), asked
 
 
 def test_analyze_runs_the_rendered_quality_gate() -> None:
@@ -130,9 +147,46 @@ def test_analyze_runs_the_rendered_quality_gate() -> None:
     for args, n, code, phase in ((["--max-model-len", "64"], needed, 1, "Failed"),
                                  ([], needed, 0, "Successful"),
                                  ([], needed - 1, 3, "Inconclusive")):
-        got, out = run_isolated(_analyze, args, n, timeout=300)
+        got, out, _ = run_isolated(_analyze, args, n, timeout=300)
         assert got == code, out
         report = json.loads(out)
         assert report["phase"] == phase
         (row,) = report["metrics"]
         assert row["metric"] == "quality" and row["phase"] == phase, row
+
+
+def test_the_judge_decides_the_rendered_gate() -> None:
+    """The rendered gate with scorer `judge` against two real frontends and the STAND-IN judge
+    (tests/judge_support.py: a real HTTP server with a deterministic rubric, since no LLM runs
+    here). The mocker's answers are empty through the 1.6.1 frontend, so the rubric (the longer
+    answer wins) ties every pair: enough ties pass, and the judge was asked twice per pair
+    (both orders) with the spec's rubric, the fixed sampling and the key. A judge that answers
+    no verdict makes every pair an error: Inconclusive, never a pass, though every prompt was
+    answered by both generations."""
+    import json
+
+    from dgdgen.runtime.netns import run_isolated
+
+    needed = sign_test_samples(SHARE, EFFECT)
+    code, out, asked = run_isolated(_analyze, [], needed, "longer", timeout=300)
+    assert code == 0, out
+    report = json.loads(out)
+    (row,) = report["metrics"]
+    assert row["metric"] == "quality" and row["phase"] == "Successful", row
+    assert f"0 losses, {needed} ties" in json.dumps(row) and "0 errors" in json.dumps(row), row
+    assert len(asked) == 2 * needed
+    prompts = [r["messages"][1]["content"] for r in asked]
+    for i in range(needed):  # each prompt judged twice, one call after the other
+        assert f"Say something about item {i}." in prompts[2 * i]
+        assert f"Say something about item {i}." in prompts[2 * i + 1]
+    for r in asked:
+        assert r["_path"] == "/v1/chat/completions" and r["model"] == "judge-model"
+        assert RUBRIC in r["messages"][0]["content"]
+        assert r["temperature"] == 0.0 and r["seed"] == 1
+        assert r["_auth"] == f"Bearer {JUDGE_KEY}"
+    code, out, asked = run_isolated(_analyze, [], needed, "garbage", timeout=300)
+    assert code == 3, out
+    (row,) = json.loads(out)["metrics"]
+    assert row["phase"] == "Inconclusive", row
+    assert f"{needed} errors of {needed} prompts" in json.dumps(row), row
+    assert len(asked) == needed  # a pair stops at the judge's first failure

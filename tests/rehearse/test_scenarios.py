@@ -220,6 +220,14 @@ def test_quality_gate_rolls_back_a_truncating_candidate(tmp_path: Path) -> None:
     report = (tmp_path / "report" / "report.md").read_text()
     assert "| quality: Failed |" in report
     assert f"candidate worse: 0 wins, {n} losses, 0 ties" in report
+    # and what the plan said it decides: the loss share and the pairs it needs
+    assert first["gatePlan"][0] == "gate quality: quality", first
+    at = report.index("### step-01: quality")
+    planned = report[at:report.index("```", at)]
+    assert (f"- quality gate (step 1): {n} prompts of quality-prompts.jsonl to the stable and "
+            f"the candidate ({2 * n} requests), scorer length; Failed when the candidate loses "
+            f"significantly more than 0.5 of the decided pairs (sign test), Inconclusive below "
+            f"{n} scored pairs") in planned, planned
 
 
 @pytest.mark.parametrize(("prompts_less", "verdict"), [(0, "Successful"), (1, "Inconclusive")])

@@ -36,7 +36,9 @@ def _configs(spec: Path) -> dict[str, str]:
     prepared = prepare(str(spec))
     out = {}
     for state in prepared.plan.all_states():
-        cm = [m for m in render_state(prepared, state) if m.kind == "ConfigMap"]
+        # the proxy's config (an example with a quality gate also renders its prompt set)
+        cm = [m for m in render_state(prepared, state)
+              if m.kind == "ConfigMap" and "haproxy.cfg" in m.obj["data"]]
         assert len(cm) == 1
         out[state.label] = cm[0].obj["data"]["haproxy.cfg"]
     return out

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from gen_support import EXAMPLES
+from gen_support import EXAMPLES, copy_example_inputs
 
 # One complete settings block per provider (the shapes of the examples' own sections).
 PROVIDER_SETTINGS: dict[str, dict[str, Any]] = {
@@ -40,6 +40,7 @@ def spec_with(example: Path, tmp: Path, traffic: dict[str, Any] | None) -> Path:
     """A copy of ``example``'s spec (and DGD) in ``tmp`` with ``spec.traffic`` replaced."""
     tmp.mkdir(parents=True, exist_ok=True)
     shutil.copy(example / "dgd.yaml", tmp / "dgd.yaml")
+    copy_example_inputs(example, tmp)
     data = yaml.safe_load((example / "rollout.yaml").read_text())
     if traffic is None:
         data["spec"].pop("traffic", None)
