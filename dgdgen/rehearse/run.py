@@ -88,6 +88,9 @@ class Outcome:
     prepared: Prepared
     # where the wall time went, seconds per phase (PHASES), in that order
     phases: dict[str, float] = field(default_factory=dict)
+    # (generation, frontend process, requests it served by its own metrics), every frontend
+    # replica that ran
+    frontends: list[tuple[str, str, int]] = field(default_factory=list)
 
 
 # The phases of a rehearsal's wall time: the GitOps commands (separate dgdgen processes, each
@@ -202,6 +205,7 @@ class Rehearsal:
         self.events: list[tuple[float, str]] = []
         self.phases = dict.fromkeys(PHASES, 0.0)
         self.t0 = time.monotonic()
+        self.served: dict[tuple[str, int], tuple[str, str, int]] = {}
 
     def event(self, text: str) -> None:
         self.events.append((time.monotonic() - self.t0, text))
@@ -267,7 +271,7 @@ class Rehearsal:
                                    revisions={prepared.base_name: self.plan.stable_revision,
                                               prepared.candidate_name: candidate_rev},
                                    extra_args=extra, stop_grace=opts.stop_grace,
-                                   event=self.event)
+                                   event=self.event, before_stop=self._count_served)
             self.cluster, self.proxy, self.prom = cluster, proxy, prom
             sampler = _Sampler(rt, lambda: [p.pid for p in (proxy.popen, prom.popen)
                                             if p is not None and p.poll() is None])
@@ -305,6 +309,8 @@ class Rehearsal:
                 load.stop()
                 obs.ended = self.now()
                 self.say(f"load stopped: {len(load.records)} requests")
+                for _, _, p in cluster.processes():
+                    self._count_served(p)
             except BaseException:
                 # Prometheus outlives a finished rehearsal (the report queries it), never a
                 # failed one: left behind, it would scrape a deleted folder for ever.
@@ -329,7 +335,21 @@ class Rehearsal:
             processes_peak=sampler.procs_peak, drains=drains, events=self.events,
             workdir=workdir, options=opts, reloads=proxy.reloads, prepared=prepared,
             phases={k: round(v, 1) for k, v in self.phases.items()},
+            frontends=sorted(self.served.values()),
         )
+
+    def _count_served(self, proc: Proc) -> None:
+        """A frontend's own count of the requests it served (``dynamo_frontend_requests_total``),
+        read before it stops and at the end: which replicas of a Service carried its traffic."""
+        if proc.kind != "frontend":
+            return
+        from dgdgen.runtime.metrics import frontend_requests
+
+        try:
+            count = frontend_requests(proc)
+        except (OSError, ValueError):
+            return  # unreadable: the last reading stands
+        self.served[(proc.name, proc.port)] = (self.cluster.generation_of(proc), proc.name, count)
 
     def _timed(self, phase: str, began: float) -> None:
         self.phases[phase] += time.monotonic() - began
@@ -536,8 +556,15 @@ class Rehearsal:
             thread.join()
 
     def _service_port(self, service: str) -> int | None:
-        procs = self.cluster.service_frontends(service)
-        return procs[0].port if procs else None
+        """The loopback port a Service's in-cluster URL reaches: its one frontend's, or the port
+        that spreads connections over its several replicas (kube-proxy, :class:`Proxy`)."""
+        ports = self._service_ports(service)
+        if len(ports) > 1:
+            return self.proxy.service_port(service) or ports[0]
+        return ports[0] if ports else None
+
+    def _service_ports(self, service: str) -> list[int]:
+        return [p.port for p in self.cluster.service_frontends(service)]
 
     def _sync_traffic(self, state: PlanStep) -> bool:
         objects = self.cluster.objects
@@ -545,7 +572,7 @@ class Rehearsal:
                if kind == "ConfigMap" and "haproxy.cfg" in (o.get("data") or {})]
         if cms:
             self.proxy.kind = "rendered"
-            config = self.proxy.adapt(str(cms[0]["data"]["haproxy.cfg"]), self._service_port)
+            config = self.proxy.adapt(str(cms[0]["data"]["haproxy.cfg"]), self._service_ports)
             if self.opts.traffic_path == "runtime-api" and self.proxy.popen is not None:
                 self._runtime_api(state)
             return self.proxy.apply(config)
@@ -555,16 +582,11 @@ class Rehearsal:
         if backends is None:
             return False
         self.proxy.kind = "stand-in"
-        named = []
-        for name, weight, port in backends:
-            gen = name
-            for _, _, p in self.cluster.processes():
-                if p.port == port and port:
-                    gen = self.cluster.generation_of(p)
-            named.append((gen, weight, port))
+        named = [(self.cluster.generation_of(procs[0]) if procs else name, weight,
+                  [p.port for p in procs]) for name, weight, procs in backends]
         return self.proxy.apply(self.proxy.stand_in(named))
 
-    def _switch_backends(self) -> list[tuple[str, int, int | None]] | None:
+    def _switch_backends(self) -> list[tuple[str, int, list[Proc]]] | None:
         """Provider ``none``: clients call the switch Service; like kube-proxy, it spreads them
         evenly over the frontends its selector reaches (docs/traffic.md)."""
         switches = [name for (kind, name), o in sorted(self.cluster.objects.items())
@@ -573,7 +595,7 @@ class Rehearsal:
         if not switches:
             return None
         procs = self.cluster.service_frontends(switches[0])
-        return [(p.name, 1, p.port) for p in procs] or [(switches[0], 1, None)]
+        return [(switches[0], 1, procs)]
 
     def _runtime_api(self, state: PlanStep) -> None:
         """The fast path: `dgdgen traffic set-weights` on the running proxy's runtime API,
