@@ -30,6 +30,12 @@ from dgdgen.runtime.procs import LocalDynamo, Proc
 from dgdgen.spec import TrafficProvider
 
 VERDICTS = {0: "Successful", 1: "Failed", 3: "Inconclusive"}
+# The load's default rate, requests per second (`dgdgen rehearse --rate`).
+DEFAULT_RATE = 40.0
+# `--min-requests auto` asks for this share of the requests a gate's bake is expected to bring:
+# the split settles after the move, Prometheus sees a request one scrape late, and the load's
+# arrivals are random (a 30 s bake expected to bring 30 counted 27 in one run).
+AUTO_MARGIN = 0.6
 
 
 def key_name(obj: Mapping[str, Any]) -> str:
@@ -41,8 +47,11 @@ def key_name(obj: Mapping[str, Any]) -> str:
 class Options:
     spec: Path
     time_scale: float = 0.05
-    rate: float = 20.0
-    min_requests: int | None = None
+    rate: float = DEFAULT_RATE
+    min_requests: int | None = None  # the gates' minimum sample; None: the spec's
+    # lower the gates' minimum sample to what every gate's scaled bake collects at the load
+    # (auto_min_requests); min_requests, when given, wins
+    auto_min_requests: bool = False
     candidate_slowdown: float = 1.0
     traffic_path: str = "reload"  # reload | runtime-api
     workdir: Path | None = None
@@ -168,8 +177,8 @@ def sample_warnings(original: Prepared, scaled: Prepared, opts: Options) -> list
         fixes = [f"--rate {math.ceil(opts.rate * factor)}"]
         if original.plan.steps[n].pause_seconds:
             fixes.append(f"--time-scale {math.ceil(100 * opts.time_scale * factor) / 100:g}")
-        if math.floor(expected) >= 1:
-            fixes.append(f"--min-requests {math.floor(expected)}")
+        if math.floor(AUTO_MARGIN * expected) >= 1:
+            fixes.append(f"--min-requests {math.floor(AUTO_MARGIN * expected)}")
         out.append(
             f"warning: gate {step.gate!r} of step {n} cannot collect its sample: it needs "
             f"{sg.min_requests} requests per generation in its {sg.window_seconds} s window but "
@@ -177,6 +186,27 @@ def sample_warnings(original: Prepared, scaled: Prepared, opts: Options) -> list
             f"{opts.time_scale:g}, so it will read Inconclusive and the rollout rolls back; use "
             + " or ".join(fixes))
     return out
+
+
+def auto_min_requests(scaled: Prepared, opts: Options) -> int | None:
+    """The gates' minimum sample under which every gate of the rehearsal can collect it: the
+    fewest requests a gated generation is expected to get in its own step's scaled bake at the
+    load (for a gate that compares with the stable, the smaller of the two generations), times
+    AUTO_MARGIN; never above a gate's own minimum sample. None when no gate counts requests. A
+    scaled clock cannot collect a production-sized sample; the report lists the value used."""
+    from dgdgen.analysis.gates import METRICS, step_gate
+
+    best: int | None = None
+    for step in scaled.plan.steps:
+        sg = step_gate(scaled, step) if step.gate else None
+        if sg is None or not any(METRICS[m].family != "probe" for m in sg.metrics):
+            continue
+        w = step.candidate.weight
+        share = (min(w, 100 - w) if any(METRICS[m].relative for m in sg.metrics) else w) / 100
+        bake = max(step.pause_seconds or 0, opts.settle + 1.0)
+        n = min(sg.min_requests, max(1, math.floor(AUTO_MARGIN * opts.rate * share * bake)))
+        best = n if best is None else min(best, n)
+    return best
 
 
 def _dgdgen(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -234,9 +264,17 @@ class Rehearsal:
         repo = workdir / "repo"
         repo.mkdir(exist_ok=True)
         _git(repo, "init", "-q", "-b", "main")
+        min_requests = opts.min_requests
+        if min_requests is None and opts.auto_min_requests:
+            # what every gate's bake can collect, from the spec scaled with its own sample
+            first = write_scaled_spec(
+                prepared.loaded.document.data, opts.spec, workdir / "scaled-spec",
+                time_scale=opts.time_scale, request_rate=opts.rate, min_requests=None)
+            min_requests = auto_min_requests(prepare(str(first.path)), opts)
         scaled = write_scaled_spec(
             prepared.loaded.document.data, opts.spec, repo / "rollout",
-            time_scale=opts.time_scale, request_rate=opts.rate, min_requests=opts.min_requests,
+            time_scale=opts.time_scale, request_rate=opts.rate, min_requests=min_requests,
+            auto=opts.min_requests is None and min_requests is not None,
         )
         _git(repo, "add", "-A")
         _git(repo, "-c", "user.name=dgdgen rehearse", "-c", "user.email=rehearse@dgdgen.invalid",

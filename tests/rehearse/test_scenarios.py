@@ -131,10 +131,11 @@ def test_slow_candidate_is_rolled_back(tmp_path: Path) -> None:
 
 def test_gate_that_cannot_collect_its_sample_is_inconclusive(tmp_path: Path) -> None:
     # 5 % of 20 requests/s for a scaled 12 s bake cannot reach the spec's derived minimum sample
-    # (the plan's "min requests"): the gate must say Inconclusive, and Inconclusive never passes.
+    # (the plan's "min requests", kept by `--min-requests spec`): the gate must say Inconclusive,
+    # and Inconclusive never passes.
     # (the rendered haproxy.cfg, its weights moved through the runtime API first)
     code, data, log = rehearse(tmp_path, "examples/sglang-disagg-transfer-backend/rollout.yaml",
-                               *FAST, "--traffic-path", "runtime-api")
+                               *FAST, "--min-requests", "spec", "--traffic-path", "runtime-api")
     assert code == 1, log
     first_gate = next(s for s in data["states"] if s["gate"])
     assert first_gate["verdict"] == "Inconclusive", first_gate
