@@ -13,11 +13,11 @@ DESCRIPTION = """\
 Run the rollout end to end on this machine before a GPU is spent: every rendered DGD of every
 state becomes local processes (one Dynamo frontend per frontend replica, one mocker worker per
 worker replica, engine flags carried over), traffic goes through a real HAProxy (the rendered
-haproxy.cfg, or a stand-in with the HTTPRoute's weights), a real Prometheus scrapes what the rendered
-PodMonitors select, a bounded streaming + unary load runs throughout, and the GitOps commands
-(render --into, analyze --record, promote, rollback, cleanup) move the rollout in a scratch Git
-repository. Everything runs in a private network namespace with only loopback (as root directly,
-otherwise inside an unprivileged user namespace).
+haproxy.cfg, or a stand-in with the HTTPRoute's weights), a real Prometheus scrapes what the
+rendered PodMonitors select, a bounded streaming + unary load runs throughout, and the GitOps
+commands (render --into, analyze --record, promote, rollback, cleanup) move the rollout in a
+scratch Git repository. Everything runs in a private network namespace with only loopback (as
+root directly, otherwise inside an unprivileged user namespace).
 
 Needs the `rehearse` extra and the Dynamo wheels, `haproxy`, `prometheus` and `git`
 (docs/rehearse.md). Nothing is fetched from the network (HF_HUB_OFFLINE=1).

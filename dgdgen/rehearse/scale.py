@@ -4,8 +4,8 @@ Pauses, the analysis window and interval are multiplied by ``--time-scale`` (who
 least 1 s); the expected request rate becomes the rehearsal's own load rate, so the gates' minimum
 bake time and windows are sized for the traffic that really flows; ``--min-requests`` lowers
 the gates' minimum sample (a scaled clock cannot collect a production-sized one; by default to
-what every gate's scaled bake collects, :func:`dgdgen.rehearse.run.auto_min_requests`). Every change is
-listed, so the report can show it.
+what every gate's scaled bake collects, :func:`dgdgen.rehearse.run.auto_min_requests`). Every
+change is listed, so the report can show it.
 """
 
 from __future__ import annotations

@@ -197,8 +197,9 @@ def _warnings(tmp: Path, example: str, rate: float, scale: float,
 
 def test_gates_that_cannot_collect_their_sample_are_named_before_the_run(tmp_path: Path) -> None:
     """At time scale 0.05 and 20 requests/s with the spec's own minimum sample (`--min-requests
-    spec`) the transfer-backend example's 5 % step cannot collect its sample: the warning says so and offers a rate, a time scale and a minimum
-    sample, and each of those, applied, clears the warning."""
+    spec`) the transfer-backend example's 5 % step cannot collect its sample: the warning says
+    so and offers a rate, a time scale and a minimum sample, and each of those, applied, clears
+    the warning."""
     import re
 
     lines = _warnings(tmp_path, "sglang-disagg-transfer-backend", 20.0, 0.05, None)
