@@ -134,7 +134,9 @@ class Proxy:
     def _services(self, spread: Mapping[str, list[int]]) -> str:
         """kube-proxy for the Services with several frontend replicas: each connection to the
         Service's port goes to the next replica (in TCP: kube-proxy balances connections, not
-        requests). A fresh ``defaults`` section, so none of the rendered HTTP settings apply."""
+        requests). A fresh ``defaults`` section, so none of the rendered HTTP settings apply. A
+        replica that stopped before the next config left it refuses the connection, which goes
+        to another replica: kube-proxy takes a terminating pod out of the Service first."""
         if not spread:
             return ""
         lines = [
@@ -146,6 +148,8 @@ class Proxy:
             "    timeout connect 5s",
             "    timeout client 30m",
             "    timeout server 30m",
+            "    retries 2",
+            "    option redispatch 1",
         ]
         for service, ports in sorted(spread.items()):
             lines += ["", f"listen svc-{service}",
