@@ -48,7 +48,7 @@ def main() -> int:
                 [sys.executable, "-m", "dgdgen", "rehearse", str(REPO / ex), "--report",
                  f"{tmp}/r", "--time-scale", args.time_scale, "--rate", args.rate,
                  "--candidate-slowdown", args.candidate_slowdown,
-                 *([] if args.no_min_requests else ["--min-requests", args.min_requests])],
+                 "--min-requests", "spec" if args.no_min_requests else args.min_requests],
                 capture_output=True, text=True, check=False,
             )
             wall = time.monotonic() - t

@@ -11,13 +11,13 @@ from pathlib import Path
 HELP = "rehearse a whole rollout against the real Dynamo frontend and mocker workers"
 DESCRIPTION = """\
 Run the rollout end to end on this machine before a GPU is spent: every rendered DGD of every
-state becomes local processes (one Dynamo frontend per generation, one mocker worker per worker
-replica, engine flags carried over), traffic goes through a real HAProxy (the rendered haproxy.cfg,
-or a stand-in with the HTTPRoute's weights), a real Prometheus scrapes what the rendered
-PodMonitors select, a bounded streaming + unary load runs throughout, and the GitOps commands
-(render --into, analyze --record, promote, rollback, cleanup) move the rollout in a scratch Git
-repository. Everything runs in a private network namespace with only loopback (as root directly,
-otherwise inside an unprivileged user namespace).
+state becomes local processes (one Dynamo frontend per frontend replica, one mocker worker per
+worker replica, engine flags carried over), traffic goes through a real HAProxy (the rendered
+haproxy.cfg, or a stand-in with the HTTPRoute's weights), a real Prometheus scrapes what the
+rendered PodMonitors select, a bounded streaming + unary load runs throughout, and the GitOps
+commands (render --into, analyze --record, promote, rollback, cleanup) move the rollout in a
+scratch Git repository. Everything runs in a private network namespace with only loopback (as
+root directly, otherwise inside an unprivileged user namespace).
 
 Needs the `rehearse` extra and the Dynamo wheels, `haproxy`, `prometheus` and `git`
 (docs/rehearse.md). Nothing is fetched from the network (HF_HUB_OFFLINE=1).
@@ -59,15 +59,26 @@ def _positive(value: str) -> float:
     return f
 
 
+def _min_requests(value: str) -> int | str:
+    if value in ("auto", "spec"):
+        return value
+    try:
+        return int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a number, `auto` or `spec`, got {value!r}") from None
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("spec", metavar="SPEC", help="rollout spec file")
     p.add_argument("--time-scale", type=_positive, default=0.05, metavar="F",
                    help="multiply pauses and analysis windows by F (default 0.05: 10m → 30s)")
-    p.add_argument("--rate", type=_positive, default=20.0, metavar="RPS",
-                   help="requests per second through the proxy (default 20)")
-    p.add_argument("--min-requests", type=int, default=None, metavar="N",
-                   help="the gates' minimum requests per window in the rehearsal (default: the "
-                   "spec's; a scaled clock rarely collects a production-sized sample)")
+    p.add_argument("--rate", type=_positive, default=40.0, metavar="RPS",
+                   help="requests per second through the proxy (default 40)")
+    p.add_argument("--min-requests", type=_min_requests, default="auto", metavar="N|auto|spec",
+                   help="the gates' minimum requests per window in the rehearsal: N, `auto` "
+                   "(default: what every gate's scaled bake collects at --rate; a scaled clock "
+                   "cannot collect a production-sized sample) or `spec` (the spec's own)")
     p.add_argument("--candidate-slowdown", type=_positive, default=None, metavar="X",
                    help="make the candidate X times slower (the mocker's speedup ratio 1/X), "
                    "to rehearse a regression the gates must catch (default 1; with "
@@ -108,8 +119,10 @@ def run(args: argparse.Namespace) -> int:
     from dgdgen.rehearse.prometheus import prometheus_binary
     from dgdgen.rehearse.proxy import haproxy_binary
 
-    if args.min_requests is not None and args.min_requests < 1:
+    if isinstance(args.min_requests, int) and args.min_requests < 1:
         raise runtime.MissingExtra("--min-requests must be at least 1")
+    auto_min = args.min_requests == "auto"
+    min_requests = args.min_requests if isinstance(args.min_requests, int) else None
     if args.pod_startup < 0:
         raise runtime.MissingExtra("--pod-startup must be 0 or more")
     if args.side_by_side and args.in_place:
@@ -157,7 +170,8 @@ def run(args: argparse.Namespace) -> int:
         return _run_in_place(args, workdir, keep, say, side_by_side=args.side_by_side)
     opts = Options(
         spec=Path(args.spec), time_scale=args.time_scale, rate=args.rate,
-        min_requests=args.min_requests, candidate_slowdown=args.candidate_slowdown or 1.0,
+        min_requests=min_requests, auto_min_requests=auto_min,
+        candidate_slowdown=args.candidate_slowdown or 1.0,
         traffic_path=args.traffic_path, workdir=workdir,
     )
     try:
@@ -212,7 +226,9 @@ def _run_in_place(args: argparse.Namespace, workdir: Path, keep: bool,
             if side_by_side:
                 result = sidebyside.run(sidebyside.SideBySideOptions(
                     spec=Path(args.spec), slowdown=args.candidate_slowdown or 4.0,
-                    time_scale=args.time_scale, rate=args.rate, min_requests=args.min_requests,
+                    time_scale=args.time_scale, rate=args.rate,
+                    min_requests=args.min_requests if isinstance(args.min_requests, int) else None,
+                    auto_min_requests=args.min_requests == "auto",
                     worker_namespaces=args.worker_namespaces, pod_startup=args.pod_startup,
                     workdir=workdir, report=report), say)
                 for line in sidebyside.table_rows(result):

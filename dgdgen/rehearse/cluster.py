@@ -96,6 +96,7 @@ class LocalCluster:
         extra_args: Callable[[str], Mapping[str, str]] | None = None,
         stop_grace: float = 60.0,
         event: Event | None = None,
+        before_stop: Callable[[Proc], None] | None = None,
     ) -> None:
         self.rt = rt
         self.model_dir = model_dir
@@ -105,6 +106,7 @@ class LocalCluster:
         self.extra_args = extra_args or (lambda revision: {})
         self.stop_grace = stop_grace
         self.event = event or (lambda text: None)
+        self.before_stop = before_stop or (lambda proc: None)
         self.objects: dict[Key, dict[str, Any]] = {}
         self.dgds: dict[str, DgdRun] = {}
 
@@ -170,12 +172,14 @@ class LocalCluster:
         gone = [k for k in self.objects if k not in new]
         for k in gone:
             obj = self.objects.pop(k)
-            if k[0] == "DynamoGraphDeployment":
-                run = self.dgds.pop(k[1], None)
-                if run is not None:
-                    self.event(f"prune DGD {k[1]}: stop {len(list(_all(run)))} processes")
-                    for p in _all(run):
-                        self.rt.stop(p)
+            if k[0] == "DynamoGraphDeployment" and k[1] in self.dgds:
+                run = self.dgds[k[1]]
+                for p in _all(run):
+                    self.before_stop(p)
+                del self.dgds[k[1]]
+                self.event(f"prune DGD {k[1]}: stop {len(list(_all(run)))} processes")
+                for p in _all(run):
+                    self.rt.stop(p)
         if gone:
             on_wave(max(waves, default=0) + 1, [])
 
@@ -240,6 +244,7 @@ class LocalCluster:
             while len(comp.procs) > keep:
                 p = comp.procs.pop(0)
                 self.event(f"stop {p.name}")
+                self.before_stop(p)
                 self.rt.stop(p, grace=self.stop_grace)
             if keep == 0 and comp.name not in wanted:
                 run.components.pop(comp.name, None)

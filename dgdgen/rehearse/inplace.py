@@ -528,8 +528,8 @@ class InPlaceRehearsal:
     def _service(self, proxy: Proxy) -> None:
         """The frontend Service: every available frontend pod that is not terminating, in round
         robin (kube-proxy does not weigh)."""
-        backends: list[tuple[str, int, int | None]] = [
-            (p.proc.name, 1, p.proc.port) for p in self._frontends()]
+        backends: list[tuple[str, int, list[int]]] = [
+            (p.proc.name, 1, [p.proc.port]) for p in self._frontends()]
         proxy.kind = "service"
         proxy.apply(proxy.stand_in(backends))
 

@@ -4,12 +4,19 @@
   adapted — bind addresses, the socket and state-file folder, the peer address, and each server's
   Service DNS name mapped to the loopback port of the frontend that Service selects — plus one
   observation line (``http-response set-header X-Dgdgen-Generation %s``) so every response names
-  the generation that served it. Weights move the way the chosen path moves them: a hitless reload
-  through the master CLI (the Git path: a new ConfigMap rolls the proxy), or ``dgdgen traffic
-  set-weights`` on the runtime API first (the fast path) and the reload after.
+  the generation that served it. A Service that selects several frontend replicas is played as
+  kube-proxy plays it: a loopback port of its own (a ``listen`` section appended to the config)
+  that spreads connections over all of them in turn. Weights move the way the chosen path moves
+  them: a hitless reload through the master CLI (the Git path: a new ConfigMap rolls the proxy),
+  or ``dgdgen traffic set-weights`` on the runtime API first (the fast path) and the reload
+  after.
 * HTTPRoute providers (``gateway-api``, ``gamma``, ``inference-pool``): there is no Gateway here,
   so an HAProxy stands in for it with the route's backends and weights (smooth weighted round
-  robin, no health checks: a Gateway routes by weight alone). The report says so.
+  robin, no health checks: a Gateway routes by weight alone), each backend's Service spreading
+  over its frontend replicas the same way. The report says so.
+
+:func:`adapt_config` is the one loopback adaptation of a rendered ``haproxy.cfg``; the traffic
+tests run the rendered config through it too.
 """
 
 from __future__ import annotations
@@ -39,6 +46,39 @@ def haproxy_binary() -> str | None:
     )
 
 
+def adapt_config(rendered: str, *, port: int, stats_port: int, peer_port: int, run_dir: Path,
+                 server_address: Callable[[str], str], observe: bool = True) -> str:
+    """A rendered ``haproxy.cfg`` on loopback: the two binds, the socket and state-file folder and
+    the peer address replaced, each backend server's address (``svc.ns.svc.cluster.local:8000``)
+    replaced by ``server_address(address)``; with ``observe``, each backend also names the server
+    that answered in the ``X-Dgdgen-Generation`` response header. Nothing else changes."""
+    out: list[str] = []
+    in_backend = False
+    for line in rendered.splitlines():
+        stripped = line.strip()
+        if stripped == "bind :8000":
+            line = line.replace(":8000", f"127.0.0.1:{port}")
+        elif stripped == "bind :8404":
+            line = line.replace(":8404", f"127.0.0.1:{stats_port}")
+        elif stripped.startswith("peer local 127.0.0.1:"):
+            line = re.sub(r"127\.0\.0\.1:\d+", f"127.0.0.1:{peer_port}", line)
+        line = line.replace("/var/run/haproxy/", f"{run_dir}/")
+        m = _SERVER.match(line)
+        if m and in_backend:
+            host = m.group(3) + (m.group(4) or "")
+            line = f"{m.group(1)}{server_address(host)}{m.group(5) or ''}"
+        if stripped.startswith("backend "):
+            in_backend = True
+            out.append(line)
+            if observe:
+                out.append(f"    http-response set-header {GENERATION_HEADER} %s")
+            continue
+        if stripped and not line.startswith((" ", "\t")) and not stripped.startswith("backend"):
+            in_backend = False
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
 class Proxy:
     def __init__(self, workdir: Path) -> None:
         self.dir = workdir / "haproxy"
@@ -50,6 +90,7 @@ class Proxy:
         self.popen: subprocess.Popen[bytes] | None = None
         self.reloads = 0
         self.kind = ""  # "rendered" | "stand-in"
+        self._service_ports: dict[str, int] = {}
 
     @property
     def admin_socket(self) -> str:
@@ -61,38 +102,66 @@ class Proxy:
 
     # ------------------------------------------------------------------ configs
 
-    def adapt(self, rendered: str, service_port: Callable[[str], int | None]) -> str:
-        """The rendered config with only its cluster-bound parts replaced (see the module doc)."""
-        out: list[str] = []
-        in_backend = False
-        for line in rendered.splitlines():
-            stripped = line.strip()
-            if stripped == "bind :8000":
-                line = line.replace(":8000", f"127.0.0.1:{self.port}")
-            elif stripped == "bind :8404":
-                line = line.replace(":8404", f"127.0.0.1:{self.stats_port}")
-            elif stripped.startswith("peer local 127.0.0.1:"):
-                line = re.sub(r"127\.0\.0\.1:\d+", f"127.0.0.1:{self.peer_port}", line)
-            line = line.replace("/var/run/haproxy/", f"{self.dir}/run/")
-            m = _SERVER.match(line)
-            if m and in_backend:
-                host = m.group(3)
-                service = host.split(".")[0]
-                port = service_port(service)
-                addr = f"127.0.0.1:{port}" if port else _UNREACHABLE
-                line = f"{m.group(1)}{addr}{m.group(5) or ''}"
-            if stripped.startswith("backend "):
-                in_backend = True
-                out.append(line)
-                out.append(f"    http-response set-header {GENERATION_HEADER} %s")
-                continue
-            if stripped and not line.startswith((" ", "\t")) and not stripped.startswith("backend"):
-                in_backend = False
-            out.append(line)
-        return "\n".join(out) + "\n"
+    def adapt(self, rendered: str, service_ports: Callable[[str], list[int]]) -> str:
+        """The rendered config with only its cluster-bound parts replaced (see the module doc);
+        ``service_ports`` names the loopback ports of the frontends a Service selects."""
+        spread: dict[str, list[int]] = {}
 
-    def stand_in(self, backends: list[tuple[str, int, int | None]]) -> str:
-        """A Gateway stand-in: (server name, weight, loopback port or None) per backendRef."""
+        def address(host: str) -> str:
+            service = host.split(".")[0]
+            return self._address(service, service_ports(service), spread)
+
+        text = adapt_config(rendered, port=self.port, stats_port=self.stats_port,
+                            peer_port=self.peer_port, run_dir=self.dir / "run",
+                            server_address=address)
+        return text + self._services(spread)
+
+    def service_port(self, service: str) -> int | None:
+        """The loopback port that plays a Service with several frontend replicas, once a config
+        with it was made."""
+        return self._service_ports.get(service)
+
+    def _address(self, service: str, ports: list[int], spread: dict[str, list[int]]) -> str:
+        if not ports:
+            return _UNREACHABLE
+        if len(ports) == 1:
+            return f"127.0.0.1:{ports[0]}"
+        # a port per Service for the whole run: a reload keeps the address of every server
+        port = self._service_ports.setdefault(service, free_port())
+        spread[service] = sorted(ports)
+        return f"127.0.0.1:{port}"
+
+    def _services(self, spread: Mapping[str, list[int]]) -> str:
+        """kube-proxy for the Services with several frontend replicas: each connection to the
+        Service's port goes to the next replica (in TCP: kube-proxy balances connections, not
+        requests). A fresh ``defaults`` section, so none of the rendered HTTP settings apply. A
+        replica that stopped before the next config left it refuses the connection, which goes
+        to another replica: kube-proxy takes a terminating pod out of the Service first."""
+        if not spread:
+            return ""
+        lines = [
+            "",
+            "# dgdgen rehearse: each Service with several frontend replicas, as kube-proxy",
+            "# spreads its connections over them",
+            "defaults",
+            "    mode tcp",
+            "    timeout connect 5s",
+            "    timeout client 30m",
+            "    timeout server 30m",
+            "    retries 2",
+            "    option redispatch 1",
+        ]
+        for service, ports in sorted(spread.items()):
+            lines += ["", f"listen svc-{service}",
+                      f"    bind 127.0.0.1:{self._service_ports[service]}",
+                      "    balance roundrobin"]
+            lines += [f"    server {service}-{i} 127.0.0.1:{p}" for i, p in enumerate(ports)]
+        return "\n".join(lines) + "\n"
+
+    def stand_in(self, backends: list[tuple[str, int, list[int]]]) -> str:
+        """A Gateway stand-in: (server name, weight, loopback ports of the frontends its Service
+        selects) per backendRef."""
+        spread: dict[str, list[int]] = {}
         lines = [
             "# Stand-in for the Gateway: the HTTPRoute's backends and weights (dgdgen rehearse).",
             "global",
@@ -111,10 +180,9 @@ class Proxy:
             "    balance roundrobin",
             f"    http-response set-header {GENERATION_HEADER} %s",
         ]
-        for name, weight, port in backends:
-            addr = f"127.0.0.1:{port}" if port else _UNREACHABLE
-            lines.append(f"    server {name} {addr} weight {weight}")
-        return "\n".join(lines) + "\n"
+        for name, weight, ports in backends:
+            lines.append(f"    server {name} {self._address(name, ports, spread)} weight {weight}")
+        return "\n".join(lines) + "\n" + self._services(spread)
 
     # ------------------------------------------------------------------ process
 
@@ -194,12 +262,12 @@ def route_backends(
     objects: Mapping[tuple[str, str], Mapping[str, Any]],
     frontends_of_service: Callable[[str], list[Proc]],
     frontends_matching: Callable[[Mapping[str, str]], list[Proc]],
-) -> list[tuple[str, int, int | None]] | None:
-    """The (name, weight, port) backends of the tree's HTTPRoute, or None without one."""
+) -> list[tuple[str, int, list[Proc]]] | None:
+    """The (name, weight, frontends) backends of the tree's HTTPRoute, or None without one."""
     routes = [o for (kind, _), o in sorted(objects.items()) if kind == "HTTPRoute"]
     if not routes:
         return None
-    out: list[tuple[str, int, int | None]] = []
+    out: list[tuple[str, int, list[Proc]]] = []
     for rule in (routes[0].get("spec") or {}).get("rules") or []:
         for ref in rule.get("backendRefs") or []:
             name = str(ref.get("name"))
@@ -211,6 +279,6 @@ def route_backends(
                 procs = frontends_matching({str(k): str(v) for k, v in labels.items()})
             else:
                 procs = frontends_of_service(name)
-            out.append((name, weight, procs[0].port if procs else None))
+            out.append((name, weight, list(procs)))
         break
     return out

@@ -132,6 +132,8 @@ def to_json(out: Outcome, rows: list[StateRow]) -> dict[str, Any]:
         "proxyReloads": out.reloads,
         "drains": [{"generation": g, "seconds": round(s, 2), "exitCode": n}
                    for g, s, n in out.drains],
+        "frontends": [{"generation": g, "frontend": name, "requests": n}
+                      for g, name, n in out.frontends],
         "states": [{
             "state": r.label, "planned": r.planned,
             "observed": {g: round(v, 2) for g, v in r.observed.items()},
@@ -224,7 +226,13 @@ def to_markdown(out: Outcome, rows: list[StateRow], data: dict[str, Any]) -> str
               "spec says, so the two can differ (few requests, a window reaching into the state "
               "before); the gate's own figures are under Gates."),
               "", (f"Peak: {data['processesPeak']} processes, {data['rssPeakMB']} MB RSS; "
-              f"{data['proxyReloads']} proxy reloads."), "", "![chart](chart.svg)", ""]
+              f"{data['proxyReloads']} proxy reloads."), "",
+              ("Requests each frontend process served, by its own "
+               "`dynamo_frontend_requests_total` (a Service with several replicas spreads its "
+               "connections over all of them): "
+               + "; ".join(f"{f['generation']} {f['frontend']} {f['requests']}"
+                           for f in data["frontends"]) + "."),
+              "", "![chart](chart.svg)", ""]
     if data["failures"]:
         lines += ["## Failed requests", "",
                   "| start (s) | state | served by | what the client saw |",

@@ -31,6 +31,12 @@ from dgdgen.runtime.procs import LocalDynamo, Proc
 from dgdgen.spec import TrafficProvider
 
 VERDICTS = {0: "Successful", 1: "Failed", 3: "Inconclusive"}
+# The load's default rate, requests per second (`dgdgen rehearse --rate`).
+DEFAULT_RATE = 40.0
+# `--min-requests auto` asks for this share of the requests a gate's bake is expected to bring:
+# the split settles after the move, Prometheus sees a request one scrape late, and the load's
+# arrivals are random (a 30 s bake expected to bring 30 counted 27 in one run).
+AUTO_MARGIN = 0.6
 
 
 def key_name(obj: Mapping[str, Any]) -> str:
@@ -42,8 +48,11 @@ def key_name(obj: Mapping[str, Any]) -> str:
 class Options:
     spec: Path
     time_scale: float = 0.05
-    rate: float = 20.0
-    min_requests: int | None = None
+    rate: float = DEFAULT_RATE
+    min_requests: int | None = None  # the gates' minimum sample; None: the spec's
+    # lower the gates' minimum sample to what every gate's scaled bake collects at the load
+    # (auto_min_requests); min_requests, when given, wins
+    auto_min_requests: bool = False
     candidate_slowdown: float = 1.0
     traffic_path: str = "reload"  # reload | runtime-api
     workdir: Path | None = None
@@ -91,6 +100,9 @@ class Outcome:
     prepared: Prepared
     # where the wall time went, seconds per phase (PHASES), in that order
     phases: dict[str, float] = field(default_factory=dict)
+    # (generation, frontend process, requests it served by its own metrics), every frontend
+    # replica that ran
+    frontends: list[tuple[str, str, int]] = field(default_factory=list)
 
 
 # The phases of a rehearsal's wall time: the GitOps commands (separate dgdgen processes, each
@@ -168,8 +180,8 @@ def sample_warnings(original: Prepared, scaled: Prepared, opts: Options) -> list
         fixes = [f"--rate {math.ceil(opts.rate * factor)}"]
         if original.plan.steps[n].pause_seconds:
             fixes.append(f"--time-scale {math.ceil(100 * opts.time_scale * factor) / 100:g}")
-        if math.floor(expected) >= 1:
-            fixes.append(f"--min-requests {math.floor(expected)}")
+        if math.floor(AUTO_MARGIN * expected) >= 1:
+            fixes.append(f"--min-requests {math.floor(AUTO_MARGIN * expected)}")
         out.append(
             f"warning: gate {step.gate!r} of step {n} cannot collect its sample: it needs "
             f"{sg.min_requests} requests per generation in its {sg.window_seconds} s window but "
@@ -177,6 +189,27 @@ def sample_warnings(original: Prepared, scaled: Prepared, opts: Options) -> list
             f"{opts.time_scale:g}, so it will read Inconclusive and the rollout rolls back; use "
             + " or ".join(fixes))
     return out
+
+
+def auto_min_requests(scaled: Prepared, opts: Options) -> int | None:
+    """The gates' minimum sample under which every gate of the rehearsal can collect it: the
+    fewest requests a gated generation is expected to get in its own step's scaled bake at the
+    load (for a gate that compares with the stable, the smaller of the two generations), times
+    AUTO_MARGIN; never above a gate's own minimum sample. None when no gate counts requests. A
+    scaled clock cannot collect a production-sized sample; the report lists the value used."""
+    from dgdgen.analysis.gates import METRICS, step_gate
+
+    best: int | None = None
+    for step in scaled.plan.steps:
+        sg = step_gate(scaled, step) if step.gate else None
+        if sg is None or not any(METRICS[m].family != "probe" for m in sg.metrics):
+            continue
+        w = step.candidate.weight
+        share = (min(w, 100 - w) if any(METRICS[m].relative for m in sg.metrics) else w) / 100
+        bake = max(step.pause_seconds or 0, opts.settle + 1.0)
+        n = min(sg.min_requests, max(1, math.floor(AUTO_MARGIN * opts.rate * share * bake)))
+        best = n if best is None else min(best, n)
+    return best
 
 
 def _dgdgen(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -205,6 +238,7 @@ class Rehearsal:
         self.events: list[tuple[float, str]] = []
         self.phases = dict.fromkeys(PHASES, 0.0)
         self.t0 = time.monotonic()
+        self.served: dict[tuple[str, int], tuple[str, str, int]] = {}
 
     def event(self, text: str) -> None:
         self.events.append((time.monotonic() - self.t0, text))
@@ -233,9 +267,17 @@ class Rehearsal:
         repo = workdir / "repo"
         repo.mkdir(exist_ok=True)
         _git(repo, "init", "-q", "-b", "main")
+        min_requests = opts.min_requests
+        if min_requests is None and opts.auto_min_requests:
+            # what every gate's bake can collect, from the spec scaled with its own sample
+            first = write_scaled_spec(
+                prepared.loaded.document.data, opts.spec, workdir / "scaled-spec",
+                time_scale=opts.time_scale, request_rate=opts.rate, min_requests=None)
+            min_requests = auto_min_requests(prepare(str(first.path)), opts)
         scaled = write_scaled_spec(
             prepared.loaded.document.data, opts.spec, repo / "rollout",
-            time_scale=opts.time_scale, request_rate=opts.rate, min_requests=opts.min_requests,
+            time_scale=opts.time_scale, request_rate=opts.rate, min_requests=min_requests,
+            auto=opts.min_requests is None and min_requests is not None,
         )
         _git(repo, "add", "-A")
         _git(repo, "-c", "user.name=dgdgen rehearse", "-c", "user.email=rehearse@dgdgen.invalid",
@@ -271,7 +313,7 @@ class Rehearsal:
                                    revisions={prepared.base_name: self.plan.stable_revision,
                                               prepared.candidate_name: candidate_rev},
                                    extra_args=extra, stop_grace=opts.stop_grace,
-                                   event=self.event)
+                                   event=self.event, before_stop=self._count_served)
             self.cluster, self.proxy, self.prom = cluster, proxy, prom
             sampler = _Sampler(rt, lambda: [p.pid for p in (proxy.popen, prom.popen)
                                             if p is not None and p.poll() is None])
@@ -309,6 +351,8 @@ class Rehearsal:
                 load.stop()
                 obs.ended = self.now()
                 self.say(f"load stopped: {len(load.records)} requests")
+                for _, _, p in cluster.processes():
+                    self._count_served(p)
             except BaseException:
                 # Prometheus outlives a finished rehearsal (the report queries it), never a
                 # failed one: left behind, it would scrape a deleted folder for ever.
@@ -333,7 +377,21 @@ class Rehearsal:
             processes_peak=sampler.procs_peak, drains=drains, events=self.events,
             workdir=workdir, options=opts, reloads=proxy.reloads, prepared=prepared,
             phases={k: round(v, 1) for k, v in self.phases.items()},
+            frontends=sorted(self.served.values()),
         )
+
+    def _count_served(self, proc: Proc) -> None:
+        """A frontend's own count of the requests it served (``dynamo_frontend_requests_total``),
+        read before it stops and at the end: which replicas of a Service carried its traffic."""
+        if proc.kind != "frontend":
+            return
+        from dgdgen.runtime.metrics import frontend_requests
+
+        try:
+            count = frontend_requests(proc)
+        except (OSError, ValueError):
+            return  # unreadable: the last reading stands
+        self.served[(proc.name, proc.port)] = (self.cluster.generation_of(proc), proc.name, count)
 
     def _timed(self, phase: str, began: float) -> None:
         self.phases[phase] += time.monotonic() - began
@@ -542,8 +600,15 @@ class Rehearsal:
             thread.join()
 
     def _service_port(self, service: str) -> int | None:
-        procs = self.cluster.service_frontends(service)
-        return procs[0].port if procs else None
+        """The loopback port a Service's in-cluster URL reaches: its one frontend's, or the port
+        that spreads connections over its several replicas (kube-proxy, :class:`Proxy`)."""
+        ports = self._service_ports(service)
+        if len(ports) > 1:
+            return self.proxy.service_port(service) or ports[0]
+        return ports[0] if ports else None
+
+    def _service_ports(self, service: str) -> list[int]:
+        return [p.port for p in self.cluster.service_frontends(service)]
 
     def _sync_traffic(self, state: PlanStep) -> bool:
         objects = self.cluster.objects
@@ -551,7 +616,7 @@ class Rehearsal:
                if kind == "ConfigMap" and "haproxy.cfg" in (o.get("data") or {})]
         if cms:
             self.proxy.kind = "rendered"
-            config = self.proxy.adapt(str(cms[0]["data"]["haproxy.cfg"]), self._service_port)
+            config = self.proxy.adapt(str(cms[0]["data"]["haproxy.cfg"]), self._service_ports)
             if self.opts.traffic_path == "runtime-api" and self.proxy.popen is not None:
                 self._runtime_api(state)
             return self.proxy.apply(config)
@@ -561,16 +626,11 @@ class Rehearsal:
         if backends is None:
             return False
         self.proxy.kind = "stand-in"
-        named = []
-        for name, weight, port in backends:
-            gen = name
-            for _, _, p in self.cluster.processes():
-                if p.port == port and port:
-                    gen = self.cluster.generation_of(p)
-            named.append((gen, weight, port))
+        named = [(self.cluster.generation_of(procs[0]) if procs else name, weight,
+                  [p.port for p in procs]) for name, weight, procs in backends]
         return self.proxy.apply(self.proxy.stand_in(named))
 
-    def _switch_backends(self) -> list[tuple[str, int, int | None]] | None:
+    def _switch_backends(self) -> list[tuple[str, int, list[Proc]]] | None:
         """Provider ``none``: clients call the switch Service; like kube-proxy, it spreads them
         evenly over the frontends its selector reaches (docs/traffic.md)."""
         switches = [name for (kind, name), o in sorted(self.cluster.objects.items())
@@ -579,7 +639,7 @@ class Rehearsal:
         if not switches:
             return None
         procs = self.cluster.service_frontends(switches[0])
-        return [(p.name, 1, p.port) for p in procs] or [(switches[0], 1, None)]
+        return [(switches[0], 1, procs)]
 
     def _runtime_api(self, state: PlanStep) -> None:
         """The fast path: `dgdgen traffic set-weights` on the running proxy's runtime API,

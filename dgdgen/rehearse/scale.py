@@ -2,9 +2,10 @@
 
 Pauses, the analysis window and interval are multiplied by ``--time-scale`` (whole seconds, at
 least 1 s); the expected request rate becomes the rehearsal's own load rate, so the gates' minimum
-bake time and windows are sized for the traffic that really flows; ``--min-requests`` may lower
-the gates' minimum sample (a scaled clock cannot collect a production-sized one). Every change is
-listed, so the report can show it.
+bake time and windows are sized for the traffic that really flows; ``--min-requests`` lowers
+the gates' minimum sample (a scaled clock cannot collect a production-sized one; by default to
+what every gate's scaled bake collects, :func:`dgdgen.rehearse.run.auto_min_requests`). Every
+change is listed, so the report can show it.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ def write_scaled_spec(
     time_scale: float,
     request_rate: float,
     min_requests: int | None,
+    auto: bool = False,
 ) -> ScaledSpec:
     """Write ``dest_dir/rollout.yaml`` (and the stable DGD file it reads) scaled as above."""
     out = copy.deepcopy(data)
@@ -81,7 +83,8 @@ def write_scaled_spec(
                               f"{request_rate:g}"))
         if min_requests is not None:
             changes.append(Change("spec.analysis.minRequests",
-                                  str(analysis.get("minRequests", "derived")), str(min_requests)))
+                                  str(analysis.get("minRequests", "derived")),
+                                  f"{min_requests} (auto)" if auto else str(min_requests)))
             analysis["minRequests"] = min_requests
     gitops = spec.get("gitops")
     if isinstance(gitops, dict):

@@ -42,6 +42,7 @@ class SideBySideOptions:
     time_scale: float = 0.02
     rate: float = 20.0
     min_requests: int | None = 30
+    auto_min_requests: bool = False  # as run.Options: min_requests None and this, auto
     worker_namespaces: str = "hashed"
     pod_startup: float = 4.0
     workdir: Path = Path("rehearsal-work")
@@ -168,7 +169,8 @@ def run(opts: SideBySideOptions, say: Callable[[str], None]) -> dict[str, Any]:
         say(f"== {name}")
         gated = Rehearsal(Options(
             spec=spec_gated, time_scale=opts.time_scale, rate=opts.rate,
-            min_requests=opts.min_requests, candidate_slowdown=slow,
+            min_requests=opts.min_requests, auto_min_requests=opts.auto_min_requests,
+            candidate_slowdown=slow,
             workdir=opts.workdir / f"g-{candidate[0]}"), say).run()
         try:
             data = write_report(gated, opts.report / name)

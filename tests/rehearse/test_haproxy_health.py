@@ -47,9 +47,9 @@ def _scenario(cfg: str, stable: dict[str, Any]) -> dict[str, Any]:
             rt.wait_frontend_up(fe)
         model = rt.wait_model_ready(fe_old, "Qwen/Qwen3-0.6B", workers=len(workers))["model"]
         proxy = Proxy(work)
-        ports = {"sglang-disagg-fe": fe_old.port, "mooncake-sglang-disagg-fe": fe_new.port}
+        ports = {"sglang-disagg-fe": [fe_old.port], "mooncake-sglang-disagg-fe": [fe_new.port]}
         try:
-            proxy.apply(proxy.adapt(cfg, ports.get))
+            proxy.apply(proxy.adapt(cfg, lambda service: ports.get(service, [])))
             time.sleep(6)  # `inter 2s fall 2`: two failed checks take the server down
             results = [client.request(proxy.port, model, stream=True, max_tokens=8)
                        for _ in range(20)]

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from rehearse_support import REPO
 
 from dgdgen import yamlio
@@ -72,8 +73,8 @@ def test_haproxy_adaptation_changes_only_cluster_bound_lines(tmp_path: Path) -> 
     cm = _load(EXAMPLE / "rendered" / "step-01" / "configmap-qwen-sglang-haproxy.yaml")
     rendered = cm["data"]["haproxy.cfg"]
     proxy = Proxy(tmp_path)
-    ports = {"sglang-disagg-fe": 21000}
-    adapted = proxy.adapt(rendered, ports.get)
+    ports = {"sglang-disagg-fe": [21000]}
+    adapted = proxy.adapt(rendered, lambda service: ports.get(service, []))
     assert "server nixl 127.0.0.1:21000 weight 190" in adapted
     assert "server mooncake 127.0.0.1:9 weight 10" in adapted  # no frontend yet: DOWN
     old, new = rendered.splitlines(), adapted.splitlines()
@@ -83,6 +84,51 @@ def test_haproxy_adaptation_changes_only_cluster_bound_lines(tmp_path: Path) -> 
         assert ln.strip().split()[0] in ("bind", "server", "stats", "server-state-file", "peer",
                                          "http-response"), ln
     assert len(new) == len(old) + 1
+
+
+def test_a_service_with_several_frontends_spreads_over_all(tmp_path: Path) -> None:
+    # kube-proxy: the Service's own port, each connection to the next frontend replica; the
+    # rendered server keeps its name and weight, and HAProxy accepts the whole config
+    import subprocess
+
+    from dgdgen.rehearse.proxy import haproxy_binary
+
+    cm = _load(EXAMPLE / "rendered" / "step-01" / "configmap-qwen-sglang-haproxy.yaml")
+    proxy = Proxy(tmp_path)
+    ports = {"sglang-disagg-fe": [21001, 21000], "mooncake-sglang-disagg-fe": [21002]}
+    adapted = proxy.adapt(cm["data"]["haproxy.cfg"], lambda service: ports.get(service, []))
+    svc = proxy.service_port("sglang-disagg-fe")
+    assert svc is not None and proxy.service_port("mooncake-sglang-disagg-fe") is None
+    assert f"server nixl 127.0.0.1:{svc} weight 190" in adapted
+    assert "server mooncake 127.0.0.1:21002 weight 10" in adapted
+    listen = adapted.split("listen svc-sglang-disagg-fe\n", 1)[1].splitlines()
+    assert listen == [f"    bind 127.0.0.1:{svc}", "    balance roundrobin",
+                      "    server sglang-disagg-fe-0 127.0.0.1:21000",
+                      "    server sglang-disagg-fe-1 127.0.0.1:21001"]
+    assert "    mode tcp" in adapted.split("listen svc-", 1)[0].rsplit("defaults", 1)[1]
+    # the port is the Service's for the whole run: a reload keeps every server's address
+    ports["sglang-disagg-fe"] = [21000, 21001, 21003]
+    again = proxy.adapt(cm["data"]["haproxy.cfg"], lambda service: ports.get(service, []))
+    assert f"server nixl 127.0.0.1:{svc} weight 190" in again
+    assert "server sglang-disagg-fe-2 127.0.0.1:21003" in again
+    # a stand-in backend's Service spreads the same way
+    stand_in = proxy.stand_in([("bs16", 90, [21000, 21001]), ("bs32", 10, [21002])])
+    assert f"server bs16 127.0.0.1:{proxy.service_port('bs16')} weight 90" in stand_in
+    assert "server bs32 127.0.0.1:21002 weight 10" in stand_in
+    binary = haproxy_binary()
+    if binary is None:
+        pytest.skip("haproxy not installed")
+    for text in (adapted, stand_in):
+        (tmp_path / "haproxy" / "run").mkdir(parents=True, exist_ok=True)
+        cfg = tmp_path / "check.cfg"
+        cfg.write_text(text)
+        r = subprocess.run([binary, "-c", "-f", str(cfg)], capture_output=True, text=True,
+                           check=False)
+        assert r.returncode == 0, r.stdout + r.stderr
+        # no warning but the one a first start always has (no saved server state yet)
+        warnings = [ln for ln in (r.stdout + r.stderr).splitlines()
+                    if "[WARNING]" in ln and "server state file" not in ln]
+        assert not warnings, warnings
 
 
 def test_docs_list_the_carried_and_dropped_flags() -> None:
@@ -150,9 +196,10 @@ def _warnings(tmp: Path, example: str, rate: float, scale: float,
 
 
 def test_gates_that_cannot_collect_their_sample_are_named_before_the_run(tmp_path: Path) -> None:
-    """At the defaults (0.05, 20 requests/s) the transfer-backend example's 5 % step cannot
-    collect its sample: the warning says so and offers a rate, a time scale and a minimum
-    sample, and each of those, applied, clears the warning."""
+    """At time scale 0.05 and 20 requests/s with the spec's own minimum sample (`--min-requests
+    spec`) the transfer-backend example's 5 % step cannot collect its sample: the warning says
+    so and offers a rate, a time scale and a minimum sample, and each of those, applied, clears
+    the warning."""
     import re
 
     lines = _warnings(tmp_path, "sglang-disagg-transfer-backend", 20.0, 0.05, None)
@@ -174,3 +221,43 @@ def test_gates_that_cannot_collect_their_sample_are_named_before_the_run(tmp_pat
     assert cleared(20.0, 0.05, int(fixes["min-requests"]))
     # a healthy-enough setting for the example's other gates says nothing
     assert _warnings(tmp_path, "vllm-disagg-block-size", 25.0, 0.05, 150) == []
+
+
+def test_a_stopped_replica_behind_a_service_loses_no_request(tmp_path: Path) -> None:
+    # A replica stopped before the next config leaves the Service refuses its connections; they
+    # go to another replica (kube-proxy takes a terminating pod out first). Half of these ten
+    # requests would otherwise be sent to the closed port.
+    import threading
+    import urllib.request
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from dgdgen.rehearse.proxy import haproxy_binary
+    from dgdgen.runtime.procs import free_port
+
+    if haproxy_binary() is None:
+        pytest.skip("haproxy not installed")
+
+    class Ok(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+    live = ThreadingHTTPServer(("127.0.0.1", 0), Ok)
+    threading.Thread(target=live.serve_forever, daemon=True).start()
+    closed = free_port()  # nothing listens here: the stopped replica
+    proxy = Proxy(tmp_path)
+    try:
+        proxy.apply(proxy.stand_in([("gen", 1, [live.server_address[1], closed])]))
+        statuses = []
+        for _ in range(10):
+            with urllib.request.urlopen(f"http://127.0.0.1:{proxy.port}/", timeout=10) as r:
+                statuses.append(r.status)
+        assert statuses == [200] * 10
+    finally:
+        proxy.stop()
+        live.shutdown()

@@ -131,10 +131,11 @@ def test_slow_candidate_is_rolled_back(tmp_path: Path) -> None:
 
 def test_gate_that_cannot_collect_its_sample_is_inconclusive(tmp_path: Path) -> None:
     # 5 % of 20 requests/s for a scaled 12 s bake cannot reach the spec's derived minimum sample
-    # (the plan's "min requests"): the gate must say Inconclusive, and Inconclusive never passes.
+    # (the plan's "min requests", kept by `--min-requests spec`): the gate must say Inconclusive,
+    # and Inconclusive never passes.
     # (the rendered haproxy.cfg, its weights moved through the runtime API first)
     code, data, log = rehearse(tmp_path, "examples/sglang-disagg-transfer-backend/rollout.yaml",
-                               *FAST, "--traffic-path", "runtime-api")
+                               *FAST, "--min-requests", "spec", "--traffic-path", "runtime-api")
     assert code == 1, log
     first_gate = next(s for s in data["states"] if s["gate"])
     assert first_gate["verdict"] == "Inconclusive", first_gate
@@ -147,6 +148,35 @@ def test_gate_that_cannot_collect_its_sample_is_inconclusive(tmp_path: Path) -> 
     moves = [e["event"] for e in data["events"] if "traffic set-weights" in e["event"]]
     assert moves and all(m.endswith("exit 0") for m in moves), moves
     assert data["proxy"] == "rendered haproxy.cfg"
+
+
+def test_every_frontend_replica_of_a_service_serves(tmp_path: Path) -> None:
+    # Two frontend replicas per generation behind each generation's Service: as kube-proxy
+    # would, the Service spreads its connections over both, so each replica serves requests —
+    # counted by each frontend itself (its dynamo_frontend_requests_total), not by the proxy.
+    import shutil
+
+    from dgdgen import yamlio
+
+    src = REPO / "examples" / "sglang-disagg-transfer-backend"
+    dgd = yamlio.load_file(str(src / "dgd.yaml"))[0].data
+    dgd["spec"]["services"]["Frontend"]["replicas"] = 2
+    (tmp_path / "dgd.yaml").write_text(yamlio.dump(dgd))
+    shutil.copy(src / "rollout.yaml", tmp_path / "rollout.yaml")
+    spec = yamlio.load_file(str(tmp_path / "rollout.yaml"))[0].data
+    spec["spec"]["steps"] = [{"weight": 50, "pause": "10m"}, {"weight": 100}]
+    spec["spec"]["analysis"] = {"enabled": False}
+    (tmp_path / "rollout.yaml").write_text(yamlio.dump(spec))
+    code, data, log = rehearse(tmp_path, str(tmp_path / "rollout.yaml"), *FAST)
+    assert code == 0, log
+    assert data["failed"] == 0 and data["truncated"] == 0, log
+    frontends = data["frontends"]
+    for gen in ("nixl", "mooncake"):
+        mine = [f for f in frontends if f["generation"] == gen]
+        assert len(mine) == 2, frontends
+        assert all(f["requests"] > 0 for f in mine), frontends
+    half = next(s for s in data["states"] if s["planned"].get("mooncake") == 50)
+    assert half["splitErrorPoints"] <= 3.0, half
 
 
 def test_blue_green_switch_service_moves_all_traffic(tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
 """Loopback harness for the HAProxy proofs: fake frontends, a real HAProxy started from a rendered
-config, and an asyncio streaming load generator. Standard library only."""
+config (adapted to loopback by the rehearsal's own :func:`dgdgen.rehearse.proxy.adapt_config`), and
+an asyncio streaming load generator."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ import asyncio
 import json
 import os
 import re
-import shutil
 import signal
 import socket
 import statistics
@@ -19,6 +19,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dgdgen.rehearse.proxy import haproxy_binary
+
 HERE = Path(__file__).resolve().parent
 
 
@@ -26,12 +28,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def haproxy_binary() -> str | None:
-    return shutil.which("haproxy") or (
-        "/usr/sbin/haproxy" if os.path.exists("/usr/sbin/haproxy") else None
-    )
 
 
 @contextmanager
@@ -81,21 +77,26 @@ class Loopback:
         return str(self.tmp / "run" / "master.sock")
 
     def adapt(self, rendered: str) -> str:
-        """Replace exactly the cluster-only parts; every replacement must hit, and nothing else
-        changes (checked line by line)."""
+        """The rendered config through the rehearsal's own loopback adaptation
+        (:func:`dgdgen.rehearse.proxy.adapt_config`), without its observation header: every
+        server must be one of ``servers`` and every bind, path and peer replacement must hit, and
+        nothing else changes (checked line by line)."""
+        from dgdgen.rehearse.proxy import adapt_config
+
         (self.tmp / "run").mkdir(parents=True, exist_ok=True)
-        subs: list[tuple[str, str]] = [
-            ("bind :8000\n", f"bind 127.0.0.1:{self.frontend_port}\n"),
-            ("bind :8404\n", f"bind 127.0.0.1:{self.stats_port}\n"),
-            ("/var/run/haproxy/", f"{self.tmp}/run/"),
-        ]
-        if "peer local 127.0.0.1:10000" in rendered:
-            subs.append(("peer local 127.0.0.1:10000", f"peer local 127.0.0.1:{self.peer_port}"))
-        subs += [(f" {addr} ", f" 127.0.0.1:{port} ") for addr, port in self.servers.items()]
-        text = rendered
-        for old, new in subs:
-            assert old in text, f"rendered config has no {old!r}"
-            text = text.replace(old, new)
+        for old in ("bind :8000\n", "bind :8404\n", "/var/run/haproxy/"):
+            assert old in rendered, f"rendered config has no {old!r}"
+        mapped: set[str] = set()
+
+        def address(addr: str) -> str:
+            assert addr in self.servers, f"rendered server {addr!r} is not one of {self.servers}"
+            mapped.add(addr)
+            return f"127.0.0.1:{self.servers[addr]}"
+
+        text = adapt_config(rendered, port=self.frontend_port, stats_port=self.stats_port,
+                            peer_port=self.peer_port, run_dir=self.tmp / "run",
+                            server_address=address, observe=False)
+        assert mapped == set(self.servers), f"no server line for {set(self.servers) - mapped}"
         changed = [
             (a, b) for a, b in zip(rendered.splitlines(), text.splitlines(), strict=True) if a != b
         ]
