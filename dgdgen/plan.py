@@ -322,6 +322,11 @@ def make_plan(inp: PlanInput) -> Plan:
         peak_replicas=dict(last.peak_replicas), peak_gpus=last.candidate.gpus + last.stable.gpus,
         extra_gpus_peak=max(0, last.candidate.gpus + last.stable.gpus
                             - _extra_base(comps, inp.mode)),
+        # The stable goes: its frontend may still hold streams it took before the last step's
+        # shift (a blue-green stable keeps every worker until here), so it drains first, as the
+        # render's hook does (dgdgen.render.drain.leaving: a generation that goes drains).
+        drain_seconds=(inp.drain_seconds if inp.mode in DRAIN_MODES and last.stable.present
+                       else None),
     )
     notes = []
     if inp.mode != "in-place":
