@@ -361,11 +361,14 @@ def _frontend_resource_notes(stable: Generation, cand: Generation) -> tuple[str,
         if bare:
             where = ("resources.requests" if gen.dgd.version == "v1alpha1"
                      else "podTemplate.spec.containers[main].resources.requests")
+            # the candidate's DGD is made from the stable's (no spec field sets resources): the
+            # field to set is the stable's, which the candidate then copies
+            where_dgd = ("the stable's DGD" if role == "stable" else
+                         "the stable's DGD (spec.stable.dgd), which the candidate's copies")
             out.append(
                 f"{role} frontend(s) {', '.join(bare)} request no CPU or memory: BestEffort "
                 "pods, placed on any node and evicted first under node pressure, taking the "
-                f"generation's entry point with them; set {where} (cpu, memory) in the "
-                f"{role}'s DGD"
+                f"generation's entry point with them; set {where} (cpu, memory) in {where_dgd}"
             )
     return tuple(out)
 

@@ -322,6 +322,11 @@ def make_plan(inp: PlanInput) -> Plan:
         peak_replicas=dict(last.peak_replicas), peak_gpus=last.candidate.gpus + last.stable.gpus,
         extra_gpus_peak=max(0, last.candidate.gpus + last.stable.gpus
                             - _extra_base(comps, inp.mode)),
+        # The stable goes: its frontend may still hold streams it took before the last step's
+        # shift (a blue-green stable keeps every worker until here), so it drains first, as the
+        # render's hook does (dgdgen.render.drain.leaving: a generation that goes drains).
+        drain_seconds=(inp.drain_seconds if inp.mode in DRAIN_MODES and last.stable.present
+                       else None),
     )
     notes = []
     if inp.mode != "in-place":
@@ -477,6 +482,10 @@ def _transition(
     room_cap = capacity(room, comps, stable_T) if prev_s.present else 0.0
     # Phase 2, scale up: the peak.
     peak = {c.name: room[c.name] + c_t.replicas[c.name] for c in comps}
+    peak_gpus = sum(room[c.name] * c.stable_gpus + c_t.replicas[c.name] * c.candidate_gpus
+                    for c in comps)
+    if inp.mode == "partition":
+        peak, peak_gpus = _partition_peak((prev_s, prev_c), (s_t, c_t), comps)
     over = next(_over_surge(peak, comps, surge), None)
     if over is not None:
         c, extra = over
@@ -488,7 +497,6 @@ def _transition(
             "capacity.maxUnavailable together with capacity.headroom, or add smaller steps",
             field=("spec", "steps", index - 1, "weight"),
         )
-    peak_gpus = sum(room[c.name] * c.stable_gpus + c_t.replicas[c.name] * c.candidate_gpus for c in comps)
     baseline_gpus = _extra_base(comps, inp.mode)
     min_cap = min(room_cap + prev_c.capacity, s_t.capacity + c_t.capacity)
     serving = [room] if prev_s.weight else []
@@ -574,6 +582,9 @@ def _backward(
         serving = [room] + ([to_s.replicas] if to_s.weight else [])
         room_cap = capacity(room, comps, cand_T) if c0.present else 0.0
         min_cap = min(s0.capacity + room_cap, to_s.capacity + to_c.capacity)
+    peak_gpus = _backward_gpus(peak, s0, to_s, shift_first, comps)
+    if inp.mode == "partition":
+        peak, peak_gpus = _partition_peak((s0, c0), (to_s, to_c), comps)
     over = next(_over_surge(peak, comps, surge), None)
     if over is not None:
         c, extra = over
@@ -587,7 +598,6 @@ def _backward(
             "steps",
             field=("spec", "steps", frm.index - 1, "weight"),
         )
-    peak_gpus = _backward_gpus(peak, s0, to_s, shift_first, comps)
     shrinks = any(to_c.replicas[c.name] < c0.replicas[c.name] for c in comps) or (
         c0.present and not to_c.present)
     return PlanStep(
@@ -599,6 +609,46 @@ def _backward(
                        and inp.mode in DRAIN_MODES else None),
         shift_first=shift_first,
     )
+
+
+def _partition_dgd(state: tuple[GenerationState, GenerationState], c: ComponentInput
+                   ) -> tuple[int, int]:
+    """(old, new) revision replicas of component ``c`` in the one DGD a partition rollout
+    renders for a state (dgdgen.render.dgds._partition): a worker runs stable + candidate; any
+    other component runs the candidate's count, on the old revision until the candidate has all
+    the traffic; the baseline and rollback are the stable's own DGD."""
+    s, cand = state
+    if c.is_worker:
+        return s.replicas[c.name], cand.replicas[c.name]
+    if not cand.present:
+        return s.replicas[c.name], 0
+    n = c.candidate_replicas
+    return (n, 0) if cand.weight < 100 else (0, n)
+
+
+def _partition_peak(before: tuple[GenerationState, GenerationState],
+                    after: tuple[GenerationState, GenerationState],
+                    comps: Sequence[ComponentInput]) -> tuple[dict[str, int], int]:
+    """Peak replicas and GPUs of a partition transition. The rendered DGD asks for no more
+    replicas of a component than it had before or has after (its ``replicas`` is stable +
+    candidate); the operator moves ordinals from the old revision to the new one inside that
+    count, as a StatefulSet partition does (each ordinal is replaced, none added). So per
+    component at most max(before, after) pods run, of which at most the larger old count is
+    old and the larger new count new; the GPUs bound takes the hungrier revision first."""
+    peak: dict[str, int] = {}
+    gpus = 0
+    for c in comps:
+        ob, nb = _partition_dgd(before, c)
+        oa, na = _partition_dgd(after, c)
+        total = max(ob + nb, oa + na)
+        peak[c.name] = total
+        order = [(max(ob, oa), c.stable_gpus), (max(nb, na), c.candidate_gpus)]
+        left = total
+        for n, g in sorted(order, key=lambda t: -t[1]):
+            take = min(n, left)
+            gpus += take * g
+            left -= take
+    return peak, gpus
 
 
 def _backward_gpus(peak: Mapping[str, int], s0: GenerationState, to_s: GenerationState,

@@ -91,10 +91,12 @@ def _order(plan: Plan, state: PlanStep) -> str:
     gain_b, gain_a = ((prev.candidate, state.candidate) if forward else (prev.stable, state.stable))
     leave_b, leave_a = ((prev.stable, state.stable) if forward else (prev.candidate, state.candidate))
     # The leaving generation's replicas at the peak (after making room, before the other grows)
-    # are the peak less the gaining generation's new size. In place the operator replaces pods
-    # itself, a shift-first rollback moves the weights before any replica, and cleanup only
-    # removes: none of them makes room.
-    phased = plan.mode != "in-place" and not state.shift_first and state.kind != "cleanup"
+    # are the peak less the gaining generation's new size. In place and in partition the
+    # operator replaces pods itself (one DGD: its peak is no sum of generations), a shift-first
+    # rollback moves the weights before any replica, and cleanup only removes: none of them
+    # makes room.
+    phased = (plan.mode not in ("in-place", "partition") and not state.shift_first
+              and state.kind != "cleanup")
     at_peak = ({k: n - gain_a.replicas.get(k, 0) for k, n in state.peak_replicas.items()}
                if phased else leave_b.replicas)
     room = ["make room"] if _went(leave_b.replicas, at_peak, up=False) else []

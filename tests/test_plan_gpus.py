@@ -53,3 +53,36 @@ def test_the_partition_example_shows_what_the_roll_adds() -> None:
                                              else str(state.index))
         assert f"{state.peak_gpus} (+{state.peak_gpus - today})" in rows[key], (key, rows[key])
     assert "4 (+2)" in rows["1"]  # was "4 (+0)": measured against the candidate's 4 GPUs
+
+
+def test_partition_peak_is_what_the_rendered_dgd_asks_for() -> None:
+    """In partition the one rendered DGD carries stable + candidate in each worker's
+    `replicas`, and the operator replaces ordinals inside that count: a transition never runs
+    more pods of a component than the DGD asks for before or after it. The plan modelled the
+    two generations side by side (step 2 peaked at 3 replicas of each 1-GPU worker, 6 GPUs)
+    though the DGD never asks for more than 2 of each."""
+    from dgdgen.render import render_state
+    from dgdgen.render.waves import plan_previous
+
+    p = prepare(str(PARTITION))
+
+    def asked(state: object) -> dict[str, int]:
+        dgd = next(m.obj for m in render_state(p, state)
+                   if m.obj["kind"] == "DynamoGraphDeployment")
+        return {c["name"]: c["replicas"] for c in dgd["spec"]["components"]}
+
+    gpus = {"Frontend": 0, "decode": 1, "prefill": 1}  # per replica, both revisions (dgd.yaml)
+    base = p.plan.steps[0].stable
+    assert base.gpus == sum(n * gpus[k] for k, n in base.replicas.items())
+    checked = 0
+    for state in p.plan.all_states():
+        prev = plan_previous(p.plan, state)
+        if prev is None:
+            continue
+        before, after = asked(prev), asked(state)
+        want = {k: max(before[k], after[k]) for k in after}
+        assert state.peak_replicas == want, state.label
+        assert state.peak_gpus == sum(n * gpus[k] for k, n in want.items()), state.label
+        checked += 1
+    assert checked == 4
+    assert p.plan.steps[2].peak_gpus == 4  # was 6: stable and candidate modelled side by side

@@ -135,7 +135,11 @@ def _worker_group(prepared: Prepared, state: PlanStep) -> list[Manifest]:
     group (the proposed ``workerGroupName``: the operator appends a per-group hash to the Dynamo
     namespace, so each group's frontend sees only its own workers). The stable's components are
     kept exactly as they run, in the group they already have (none: the default group): naming
-    their group now would change their Dynamo namespace and restart the serving generation."""
+    their group now would change their Dynamo namespace and restart the serving generation.
+    Without a candidate (the baseline and rollback) the DGD is the stable's exactly: no
+    proposed field and no capability annotation is written into the running stable."""
+    if not state.candidate.present:
+        return [Manifest(stable_dgd(prepared, state.stable).doc)]
     # The stable DGD is the shell (metadata, graph-wide spec); its component list is rebuilt.
     d = prepared.stable.dgd.copy()
     _namespaced(d, prepared.loaded.spec.metadata.namespace)

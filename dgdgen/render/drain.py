@@ -16,6 +16,7 @@ route (:func:`rbac`, hooks of the same wave). It exists only where each generati
 (``partition``, ``in-place``) cannot tell the generations' requests apart (docs/analysis.md,
 Prometheus setup: the frontend's gauges carry only ``model``).
 
+Cleanup gets one for the stable it removes (the plan shows it: `drain` in cleanup's order).
 Rollback gets one for the candidate it removes (or shrinks at weight 0): a `dgdgen rollback`
 commit from the state it leaves, and the static ``render -o`` rollback directories from the step
 the plan plans that transition from (:func:`dgdgen.render.waves.plan_previous`). The Job and its

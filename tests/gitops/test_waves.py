@@ -75,14 +75,20 @@ def test_the_static_render_drains_where_the_plan_says(example: Any) -> None:
     a state whose transition the plan shows with `drain` carries the drain hook of the
     generation that stops serving, and no other state does. Before, the rendered `rollback/`
     had none although the plan's rollback row promised one (and `dgdgen rollback` commits one),
-    and `partition`, whose one frontend cannot drain, was planned with a drain."""
+    and `partition`, whose one frontend cannot drain, was planned with a drain; `cleanup/`
+    drained the departing stable (a blue-green stable still holds the streams of the last
+    step's switch) while the plan showed no drain there."""
     from dgdgen.output import all_files
 
     p = prepare(str(example / "rollout.yaml"))
     files = all_files(p, validate=False)
-    for state in p.plan.steps[1:] + p.plan.rollback_steps + (p.plan.rollback,):
+    for state in p.plan.steps[1:] + p.plan.rollback_steps + (p.plan.rollback, p.plan.cleanup):
         jobs = [k for k in files if k.startswith(f"{state.label}/job-") and "-drain-" in k]
         assert bool(jobs) == (state.drain_seconds is not None), (state.label, jobs)
+        if state.kind == "cleanup" and jobs:
+            # the hook of the stable that goes
+            assert [j.rsplit("-drain-", 1)[1] for j in jobs] == [
+                f"{p.plan.stable_revision}.yaml"], jobs
         if state.kind == "rollback" and jobs:
             # the hook of the candidate being removed, from the step the plan plans it from
             rev = p.plan.rollback_origin(state).candidate.revision

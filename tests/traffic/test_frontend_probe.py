@@ -76,6 +76,9 @@ def test_frontends_without_resource_requests_are_said(tmp_path: Path) -> None:
     notes = [n for n in p.plan.notes if "request no CPU or memory" in n]
     # the example's frontends request nothing: both generations are said
     assert [n.split(" ")[0] for n in notes] == ["stable", "candidate"]
+    # the candidate's DGD is rendered from the stable's: the fix is named where the user can
+    # make it (it said "in the candidate's DGD", a file nobody writes)
+    assert all("in the stable's DGD" in n and "in the candidate's DGD" not in n for n in notes)
     # with requests on the stable's frontend, the note goes (the candidate inherits them)
     for name in ("rollout.yaml", "dgd.yaml"):
         shutil.copy(src / name, tmp_path / name)
