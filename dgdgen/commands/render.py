@@ -21,8 +21,11 @@ every state is written in its own directory:
 
 With --step, only that state is written, directly into DIR. Every object is validated against the
 upstream CRD schemas (strict) and their CEL rules before anything is written; the tree is
-replaced atomically, so a failed or interrupted render leaves the previous one intact. With
-several specs, each is written to DIR/<rollout name>/.
+replaced atomically, so a failed or interrupted render leaves the previous one intact. DIR is
+replaced only when it holds nothing but what an earlier dgdgen write listed there: a file put
+into it since (a picture, another command's output) is refused, exit 2, as is a DIR inside an
+earlier output (--force replaces anyway). With several specs, each is written to
+DIR/<rollout name>/.
 
 Into a Git work tree (the rendered-manifests pattern, docs/gitops.md): --into PATH writes ONE
 state — the one recorded in PATH/.dgdgen-index, the baseline at first, or --step N (which then
@@ -81,7 +84,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--force", action="store_true",
-        help="replace DIR even if it holds files not written by dgdgen render",
+        help="replace DIR even if it holds files no dgdgen write put there, or lies inside "
+        "an earlier output",
     )
 
 
