@@ -13,11 +13,13 @@ DESCRIPTION = """\
 Render the manifests of a rollout, one file per object, byte-identical on every run. By default
 every state is written in its own directory:
 
-  DIR/step-00/    baseline: the stable generation as before the rollout
-  DIR/step-NN/    each step of the plan
-  DIR/rollback/   all traffic back on the stable generation (identical to step-00)
-  DIR/cleanup/    the candidate alone, the stable generation removed
-  DIR/plan.json   the plan as data
+  DIR/step-00/       baseline: the stable generation as before the rollout
+  DIR/step-NN/       each step of the plan
+  DIR/rollback-NN/   the way back, where the surge budget forbids a direct return (the plan
+                     lists these states and says why)
+  DIR/rollback/      all traffic back on the stable generation (identical to step-00)
+  DIR/cleanup/       the candidate alone, the stable generation removed
+  DIR/plan.json      the plan as data
 
 With --step, only that state is written, directly into DIR. Every object is validated against the
 upstream CRD schemas (strict) and their CEL rules before anything is written; the tree is
