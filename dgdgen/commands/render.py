@@ -39,7 +39,7 @@ first (and refuses a PATH inside another work tree, such as a dgdgen checkout).
 (for CI). --stdout prints one state as a YAML stream (what the Argo CD plugin runs).
 
 examples:
-  dgdgen render examples/vllm-disagg-block-size/rollout.yaml -o out/
+  dgdgen render examples/vllm-disagg-block-size/rollout.yaml -o out/all/
   dgdgen render rollout.yaml -o deploy/ --step 2
   dgdgen render rollout.yaml -o deploy/ --step rollback
   dgdgen render rollout.yaml --into deploy/qwen --init
