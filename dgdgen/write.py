@@ -10,6 +10,11 @@ staging folder is touched before the swap. A symlink to an earlier output is wri
 (the link stays, the folder it names is replaced). Staging folders a killed run left behind
 (``.NAME.new-*`` / ``.NAME.old-*``) are removed by the next run; a live run holds a lock on its
 own, so two runs never remove each other's.
+
+The marker file a write leaves in the tree lists the files it wrote. A folder is replaced only
+when everything in it is listed there: a file someone put into an earlier output (a picture, the
+output of another command) is never deleted silently — the write is refused, exit 2, unless
+``force``. For the same reason a write into a folder inside an earlier output is refused.
 """
 
 from __future__ import annotations
@@ -160,6 +165,91 @@ def _rendered_ancestor(target: str) -> str | None:
         here = up
 
 
+_MARKER_HEAD = ("This directory is written by dgdgen (render -o, argo -o) and replaced on every "
+                "run. The files it wrote:\n")
+
+
+def _marker_text(rels: list[str]) -> str:
+    return _MARKER_HEAD + "".join(f"{rel}\n" for rel in rels)
+
+
+def _recorded(target: str) -> set[str] | None:
+    """The files the marker of ``target`` lists; None when it lists none (an older marker)."""
+    try:
+        with open(os.path.join(target, MARKER), encoding="utf-8") as fh:
+            text = fh.read()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not text.startswith(_MARKER_HEAD):
+        return None
+    return set(text[len(_MARKER_HEAD):].splitlines())
+
+
+def _present(target: str) -> list[str]:
+    """Every file (and symlink) under ``target``, relative, sorted; the marker left out."""
+    out: list[str] = []
+    for here, dirs, names in os.walk(target):
+        rel = os.path.relpath(here, target)
+        for name in names + [d for d in dirs if os.path.islink(os.path.join(here, d))]:
+            out.append(os.path.normpath(os.path.join(rel, name)))
+    return sorted(p for p in out if p != MARKER)
+
+
+def _check_replaceable(target: str, shown: str) -> None:
+    """Refuse (:class:`InputError`) to replace ``target`` when that would delete something no
+    dgdgen write put there."""
+    owner = _rendered_ancestor(target)
+    if owner is not None:
+        if os.path.isdir(target) and os.listdir(target) \
+                and not os.path.exists(os.path.join(target, MARKER)):
+            # e.g. `render -o out/rollback/ --step rollback` after `render -o out/`: the folder
+            # was written by dgdgen, as one state of that all-steps render.
+            raise InputError(
+                f"output directory is one state's folder of the dgdgen render in "
+                f"{os.path.relpath(owner)}; replacing it alone would leave that render "
+                "inconsistent: pick a folder outside it, or re-render the whole "
+                f"{os.path.relpath(owner)}",
+                location=Location(shown),
+            )
+        raise InputError(
+            f"output directory is inside the dgdgen output in {os.path.relpath(owner)}, which "
+            "the next run there replaces: pick a folder outside it",
+            location=Location(shown),
+        )
+    if not os.path.isdir(target):
+        return
+    try:
+        entries = os.listdir(target)
+    except OSError as exc:
+        raise InputError(f"cannot read the output directory: {_reason(exc)}",
+                         location=Location(shown)) from None
+    if not entries:
+        return
+    if not os.path.exists(os.path.join(target, MARKER)):
+        raise InputError(
+            "output directory is not empty and was not written by dgdgen render; refusing to "
+            "replace it (pass --force to replace it anyway)",
+            location=Location(shown),
+        )
+    recorded = _recorded(target)
+    if recorded is None:
+        raise InputError(
+            "output directory was written by an older dgdgen that did not list its files, so "
+            "what else it holds is unknown; refusing to replace it (pass --force to replace it "
+            "anyway)",
+            location=Location(shown),
+        )
+    foreign = [p for p in _present(target) if p not in recorded]
+    if foreign:
+        more = f" and {len(foreign) - 3} more" if len(foreign) > 3 else ""
+        raise InputError(
+            f"output directory holds {len(foreign)} file(s) that dgdgen did not write there "
+            f"({', '.join(foreign[:3])}{more}); replacing the folder would delete them: move "
+            "them out, or pass --force to replace it anyway",
+            location=Location(shown),
+        )
+
+
 def write_tree(target: str, files: Mapping[str, str], *, force: bool = False) -> None:
     """Replace directory ``target`` with exactly ``files`` (relative path → text)."""
     shown = target
@@ -167,27 +257,12 @@ def write_tree(target: str, files: Mapping[str, str], *, force: bool = False) ->
     rels = {safe_relative(rel, where=shown): text for rel, text in files.items()}
     if os.path.exists(target):
         try:
-            entries = os.listdir(target)
+            os.listdir(target)
         except OSError as exc:
             raise InputError(f"cannot read the output directory: {_reason(exc)}",
                              location=Location(shown)) from None
-        if entries and not os.path.exists(os.path.join(target, MARKER)) and not force:
-            owner = _rendered_ancestor(target)
-            if owner is not None:
-                # e.g. `render -o out/rollback/ --step rollback` after `render -o out/`: the folder
-                # was written by dgdgen, as one state of that all-steps render.
-                raise InputError(
-                    f"output directory is one state's folder of the dgdgen render in "
-                    f"{os.path.relpath(owner)}; replacing it alone would leave that render "
-                    "inconsistent: pick a folder outside it, or re-render the whole "
-                    f"{os.path.relpath(owner)}",
-                    location=Location(shown),
-                )
-            raise InputError(
-                "output directory is not empty and was not written by dgdgen render; refusing to "
-                "replace it (pass --force to replace it anyway)",
-                location=Location(shown),
-            )
+    if not force:
+        _check_replaceable(target, shown)
     parent = os.path.dirname(target)
     created = _missing_parents(parent)
     try:
@@ -207,9 +282,7 @@ def write_tree(target: str, files: Mapping[str, str], *, force: bool = False) ->
                 with open(path, "w", encoding="utf-8", newline="\n") as fh:
                     fh.write(text)
             with open(os.path.join(staging, MARKER), "w", encoding="utf-8") as fh:
-                fh.write(
-                    "This directory is written by `dgdgen render`; it is replaced on every run.\n"
-                )
+                fh.write(_marker_text(sorted(rels)))
             os.chmod(staging, mode)  # mkdtemp makes 0700; the output gets a folder's usual mode
             fsync_dir(staging)
             if os.path.isdir(target) and _exchange(staging, target):

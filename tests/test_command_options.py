@@ -35,3 +35,29 @@ def test_verify_honours_max_input_size_and_refuses_allow_outside_paths(tmp_path:
     assert r.returncode == 2 and "over the limit of 1024 bytes" in r.stderr, r.stderr
     r = _dgdgen("verify", "--allow-outside-paths", str(big))
     assert r.returncode == 2 and "unrecognized arguments: --allow-outside-paths" in r.stderr
+
+
+def test_gate_help_says_what_promote_does_with_each_gate_record(tmp_path: Path) -> None:
+    """`gate --help` says a gated step is left only once its gate is recorded as passed: a gate
+    not recorded, failed or inconclusive refuses promote (exit 1); a rollback is never blocked."""
+    shown = " ".join(_dgdgen("gate", "--help").stdout.split())
+    assert "leave a gated step only once its gate is recorded as passed" in shown
+    assert "a gate not recorded yet, failed or inconclusive refuses them (exit 1)" in shown
+    assert "`dgdgen rollback` is never blocked by a gate" in shown
+    example = REPO / "examples" / "vllm-disagg-block-size"
+    spec_dir = tmp_path / "spec"
+    spec_dir.mkdir()
+    for name in ("rollout.yaml", "dgd.yaml"):
+        (spec_dir / name).write_text((example / name).read_text(encoding="utf-8"))
+    spec, into = str(spec_dir / "rollout.yaml"), str(tmp_path / "deploy")
+    assert _dgdgen("render", spec, "--into", into, "--init").returncode == 0
+    assert _dgdgen("promote", spec, "--into", into).returncode == 0  # leave the ungated baseline
+    r = _dgdgen("promote", spec, "--into", into)
+    assert r.returncode == 1 and "is not recorded" in r.stderr, r.stderr
+    for result in ("failed", "inconclusive"):
+        assert _dgdgen("gate", spec, "--into", into, "--result", result).returncode == 0
+        r = _dgdgen("promote", spec, "--into", into)
+        assert r.returncode == 1 and f"recorded as {result}" in r.stderr, r.stderr
+    assert _dgdgen("gate", spec, "--into", into, "--result", "passed").returncode == 0
+    assert _dgdgen("promote", spec, "--into", into).returncode == 0
+    assert _dgdgen("rollback", spec, "--into", into).returncode == 0  # step 2, gate not recorded

@@ -1,8 +1,15 @@
-"""The documentation runs as written. Every console block of README.md, docs/**/*.md and
-examples/*.md — a fenced block whose commands start with `$ ` — is run, in the order of the file,
-by one bash session in a scratch copy of this checkout (a fresh Git repository, as a clone would
-be), with `dgdgen` on PATH and a git identity in a scratch HOME. A command must exit 0, or the code its trailing
-`# exit N` comment names. The blocks are discovered, not listed: a new or edited doc is covered.
+"""The documentation runs as written, in the order a newcomer reads it. Every console block of
+README.md and of the documents its "Documentation" list links (docs/**/*.md, examples/README.md)
+— a fenced block whose commands start with `$ ` — is run, document after document in that order,
+in ONE scratch copy of this checkout (a fresh Git repository, as a clone would be), with `dgdgen`
+on PATH and a git identity in a scratch HOME: what one document leaves behind (an `out/` folder,
+a repository next to the checkout) is there for the next, as it is for a reader. Each document
+starts in a bash session of its own at the top of the checkout; its blocks run in the order of
+the file. A command must exit 0, or the code its trailing `# exit N` comment names. Lines
+between a command and the next one are its expected output (stdout and stderr, as a terminal
+shows them) and must match exactly. The blocks are discovered, not listed: a new or edited doc is
+covered. Following all of them must leave the checkout as it was: nothing untracked, nothing
+modified (outputs go under ignored folders).
 
 The only blocks not run are those marked, on the line before the fence, with
 `<!-- docs-run: needs a live Prometheus -->` or `<!-- docs-run: needs a live HAProxy socket -->`;
@@ -18,7 +25,7 @@ import shlex
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -29,14 +36,35 @@ FENCE = re.compile(r"^(\s*)(```+|~~~+)\s*([\w-]*)\s*$")
 MARKER = re.compile(r"<!--\s*docs-run:\s*(.*?)\s*-->")
 ALLOWED_SKIPS = ("needs a live Prometheus", "needs a live HAProxy socket")
 EXIT = re.compile(r"#\s*exits?\s+(\d+)\b[^'\"]*$")
+LINKED = re.compile(r"`((?:docs|examples)/[\w./-]*?(?:\.md|/))`")
+
+
+@dataclass(frozen=True)
+class Command:
+    text: str
+    output: tuple[str, ...] | None = None  # the lines the block shows after it, if any
 
 
 @dataclass(frozen=True)
 class Block:
     doc: str
     line: int  # 1-based line of the opening fence
-    commands: tuple[str, ...]
+    commands: tuple[Command, ...]
     skip: str | None
+
+
+def reading_order(readme: Path = REPO / "README.md") -> list[str]:
+    """README.md, then what its "Documentation" list links, in the list's order (a folder
+    stands for its Markdown files, sorted)."""
+    text = readme.read_text(encoding="utf-8")
+    section = text[text.index("\n## Documentation\n"):]
+    section = section[:section.find("\n## ", 1)] if "\n## " in section[1:] else section
+    order = ["README.md"]
+    for rel in LINKED.findall(section):
+        found = ([rel] if rel.endswith(".md")
+                 else [str(q.relative_to(REPO)) for q in sorted((REPO / rel).glob("*.md"))])
+        order += [r for r in found if r not in order]
+    return order
 
 
 def _docs() -> list[Path]:
@@ -63,7 +91,7 @@ def blocks(path: Path) -> list[Block]:
             body.append(lines[i][len(indent):] if lines[i].startswith(indent) else lines[i])
             i += 1
         i += 1
-        commands: list[str] = []
+        commands: list[Command] = []
         k = 0
         while k < len(body):
             if body[k].startswith("$ "):
@@ -71,7 +99,11 @@ def blocks(path: Path) -> list[Block]:
                 while cmd.endswith("\\") and k + 1 < len(body):
                     k += 1
                     cmd = cmd[:-1] + " " + body[k].strip()
-                commands.append(cmd)
+                shown: list[str] = []
+                while k + 1 < len(body) and not body[k + 1].startswith("$ "):
+                    k += 1
+                    shown.append(body[k])
+                commands.append(Command(cmd, tuple(shown) if shown else None))
             k += 1
         if commands:
             name = str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
@@ -82,12 +114,32 @@ def blocks(path: Path) -> list[Block]:
 
 ALL = {str(p.relative_to(REPO)): blocks(p) for p in _docs()}
 RUNNABLE = {doc: bl for doc, bl in ALL.items() if bl}
+ORDER = [doc for doc in reading_order() if doc in RUNNABLE]
 
 
 def test_blocks_are_found_in_the_readme_and_the_docs() -> None:
     assert len(ALL["README.md"]) >= 5
     assert len([doc for doc in RUNNABLE if doc.startswith("docs/")]) >= 2
-    assert any("git init" in c or "--init" in c for b in ALL["README.md"] for c in b.commands)
+    assert any("git init" in c.text or "--init" in c.text
+               for b in ALL["README.md"] for c in b.commands)
+
+
+def test_every_document_with_commands_is_linked_from_the_readme() -> None:
+    """A document the README does not link has no place in the reading order."""
+    assert sorted(set(RUNNABLE) - set(ORDER)) == []
+    assert ORDER[0] == "README.md" and ORDER.index("docs/validation.md") < ORDER.index(
+        "docs/gitops.md") < ORDER.index("examples/README.md")
+
+
+def test_the_reading_order_is_the_documentation_list(tmp_path: Path) -> None:
+    (tmp_path / "README.md").write_text(
+        "# x\n\nsee `docs/b.md` first\n\n## Documentation\n\n* `docs/c.md` — c\n"
+        "* `docs/a.md` — a; `docs/rules/` has pages; `docs/c.md` again\n"
+        "* `examples/README.md` — e\n\n## Later\n\n`docs/z.md`\n")
+    order = reading_order(tmp_path / "README.md")
+    assert order[:3] == ["README.md", "docs/c.md", "docs/a.md"]
+    assert order[-1] == "examples/README.md" and "docs/z.md" not in order
+    assert all(r.startswith("docs/rules/") and r.endswith(".md") for r in order[3:-1])
 
 
 def test_only_live_service_blocks_are_skipped() -> None:
@@ -104,9 +156,11 @@ def test_the_parser_reads_prompts_continuations_markers_and_exit_codes(tmp_path:
         "```sh\ndgdgen not-a-prompt\n```\n"
     )
     found = blocks(doc)
-    assert [b.commands for b in found] == [("dgdgen a  b", "dgdgen c  # exit 3"), ("dgdgen d",)]
+    assert [[c.text for c in b.commands] for b in found] == [
+        ["dgdgen a  b", "dgdgen c  # exit 3"], ["dgdgen d"]]
+    assert [c.output for c in found[0].commands] == [("output line",), None]
     assert [b.skip for b in found] == [None, "needs a live Prometheus"]
-    assert [_expected_exit(c) for c in found[0].commands] == [0, 3]
+    assert [_expected_exit(c.text) for c in found[0].commands] == [0, 3]
 
 
 def test_a_drifted_command_fails_the_run(sandbox: dict[str, str], tmp_path: Path) -> None:
@@ -124,25 +178,52 @@ def test_a_drifted_command_fails_the_run(sandbox: dict[str, str], tmp_path: Path
     assert done.returncode == 97 and "exit 0, expected 1" in done.stderr
 
 
+def test_a_drifted_sample_fails_the_run(sandbox: dict[str, str], tmp_path: Path) -> None:
+    doc = tmp_path / "sample.md"
+    doc.write_text("```console\n$ printf 'a\\nb\\n'; printf 'c\\n' >&2\na\nb\nc\n"
+                   "$ echo two\ntwo\n```\n```console\n$ echo three\n3\n```\n")
+    found = blocks(doc)
+    done = subprocess.run(["bash", "-c", _script(found[:1])], cwd=tmp_path, env=sandbox,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    done = subprocess.run(["bash", "-c", _script(found)], cwd=tmp_path, env=sandbox,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 97
+    assert "output differs from the sample" in done.stderr and "+three" in done.stderr
+
+
 def _expected_exit(command: str) -> int:
     m = EXIT.search(command)
     return int(m.group(1)) if m else 0
 
 
 def _script(bl: list[Block]) -> str:
-    lines = ["set -u"]
+    lines = ["set -u", 'sample="$(mktemp)"; seen="$(mktemp)"',
+             'trap \'rm -f "$sample" "$seen"\' EXIT']
     for b in bl:
         if b.skip is not None:
             continue
         for cmd in b.commands:
-            where = f"{b.doc}:{b.line}: $ {cmd}"
-            lines += [
-                f"printf '\\n>>> %s\\n' {shlex.quote(where)} >&2",
-                cmd,
-                f"rc=$?; if [ $rc -ne {_expected_exit(cmd)} ]; then "
-                f"printf 'docs-run: exit %s, expected {_expected_exit(cmd)}: %s\\n' \"$rc\" "
-                f"{shlex.quote(where)} >&2; exit 97; fi",
-            ]
+            where = f"{b.doc}:{b.line}: $ {cmd.text}"
+            code = _expected_exit(cmd.text)
+            lines.append(f"printf '\\n>>> %s\\n' {shlex.quote(where)} >&2")
+            if cmd.output is None:
+                lines.append(cmd.text)
+            else:
+                lines.append(f"{{ {cmd.text}\n}} >\"$seen\" 2>&1")
+            shown = ' cat "$seen" >&2;' if cmd.output is not None else ""
+            lines.append(
+                f"rc=$?; if [ $rc -ne {code} ]; then "
+                f"printf 'docs-run: exit %s, expected {code}: %s\\n' \"$rc\" "
+                f"{shlex.quote(where)} >&2;{shown} exit 97; fi"
+            )
+            if cmd.output is not None:
+                lines += [
+                    f"printf '%s\\n' {' '.join(shlex.quote(x) for x in cmd.output)} >\"$sample\"",
+                    'if ! diff -u "$sample" "$seen" >&2; then '
+                    f"printf 'docs-run: output differs from the sample: %s\\n' "
+                    f"{shlex.quote(where)} >&2; exit 97; fi",
+                ]
     return "\n".join(lines) + "\n"
 
 
@@ -169,21 +250,52 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     shim.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m dgdgen "$@"\n')
     shim.chmod(0o755)
     (home / ".gitconfig").write_text(
-        "[user]\n\tname = Docs Reader\n\temail = reader@example.com\n[init]\n\tdefaultBranch = main\n"
-    )
+        "[user]\n\tname = Docs Reader\n\temail = reader@example.com\n"
+        "[init]\n\tdefaultBranch = main\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     env.update(HOME=str(home), PATH=f"{bindir}{os.pathsep}{env.get('PATH', '')}",
-               PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")])))
+               PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")])),
+               # a terminal's order of stdout and stderr lines, which the samples show
+               PYTHONUNBUFFERED="1")
     return env
 
 
-@pytest.mark.parametrize("doc", sorted(RUNNABLE), ids=str)
-def test_doc_runs_as_written(doc: str, sandbox: dict[str, str], tmp_path: Path) -> None:
-    checkout = tmp_path / "checkout"
+@dataclass
+class Reader:
+    """One scratch checkout read in ORDER: each document runs once, after the ones before it."""
+
+    checkout: Path
+    env: dict[str, str]
+    done: dict[str, subprocess.CompletedProcess[str]] = field(default_factory=dict)
+
+    def follow(self, doc: str) -> subprocess.CompletedProcess[str]:
+        for earlier in ORDER[:ORDER.index(doc) + 1]:
+            if earlier not in self.done:
+                self.done[earlier] = subprocess.run(
+                    ["bash", "-c", _script(RUNNABLE[earlier])], cwd=self.checkout, env=self.env,
+                    capture_output=True, text=True, timeout=900)
+        return self.done[doc]
+
+
+@pytest.fixture(scope="module")
+def reader(sandbox: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Reader:
+    checkout = tmp_path_factory.mktemp("reader") / "checkout"
     checkout.mkdir()
-    env = dict(sandbox)
     _checkout(checkout)
-    script = _script(RUNNABLE[doc])
-    done = subprocess.run(["bash", "-c", script], cwd=checkout, env=env, capture_output=True,
-                          text=True, timeout=900)
-    assert done.returncode == 0, f"{doc}:\n{done.stderr[-4000:]}\n--- stdout ---\n{done.stdout[-2000:]}"
+    return Reader(checkout, dict(sandbox))
+
+
+@pytest.mark.parametrize("doc", ORDER, ids=str)
+def test_doc_runs_as_written_after_the_ones_before_it(doc: str, reader: Reader) -> None:
+    done = reader.follow(doc)
+    failed = [d for d in ORDER[:ORDER.index(doc)] if reader.done[d].returncode != 0]
+    assert done.returncode == 0, (
+        f"{doc}" + (f" (after {', '.join(failed)} failed)" if failed else "")
+        + f":\n{done.stderr[-4000:]}\n--- stdout ---\n{done.stdout[-2000:]}")
+
+
+def test_following_the_docs_leaves_the_checkout_clean(reader: Reader) -> None:
+    reader.follow(ORDER[-1])
+    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"],
+                            cwd=reader.checkout, capture_output=True, text=True, check=True)
+    assert status.stdout == "", "left in the checkout by following the docs:\n" + status.stdout

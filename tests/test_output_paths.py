@@ -89,6 +89,43 @@ def test_symlink_to_an_earlier_output_is_written_through(work: Path) -> None:
     assert [n for n in os.listdir(work) if ".new-" in n or ".old-" in n] == []
 
 
+def test_a_file_no_dgdgen_write_put_there_is_never_deleted(work: Path) -> None:
+    """`render -o out/` replaces out/ as a whole, but only what a dgdgen write listed in its
+    marker: a picture or another command's output put there since is refused, exit 2."""
+    spec = str(work / "rollout.yaml")
+    out = work / "out"
+    assert cli("render", spec, "-o", str(out)).code == 0
+    (out / "plan.svg").write_text("<svg/>\n")
+    (out / "notes").mkdir()
+    (out / "notes" / "mine.txt").write_text("keep me\n")
+    before = snapshot(work)
+    r = cli("render", spec, "-o", str(out))
+    assert r.code == 2, r.err
+    assert "holds 2 file(s) that dgdgen did not write there (notes/mine.txt, plan.svg)" in r.err
+    assert "--force" in r.err and "Traceback" not in r.err
+    _unchanged(work, before)
+    # a write into a folder inside that output is refused before anything is made there
+    r = cli("argo", spec, "-o", str(out / "argo"))
+    assert r.code == 2 and "inside the dgdgen output in" in r.err, r.err
+    _unchanged(work, before)
+    # --force replaces it, and the next plain render is allowed again
+    assert cli("render", spec, "-o", str(out), "--force").code == 0
+    assert not (out / "plan.svg").exists() and not (out / "notes").exists()
+    (out / "plan.json").write_text("edited by hand\n")  # a file dgdgen wrote is its own
+    assert cli("render", spec, "-o", str(out)).code == 0
+
+
+def test_an_output_whose_marker_lists_no_files_is_not_replaced(work: Path) -> None:
+    out = work / "out"
+    out.mkdir()
+    (out / ".dgdgen-render").write_text(
+        "This directory is written by `dgdgen render`; it is replaced on every run.\n")
+    (out / "x.yaml").write_text("kind: ConfigMap\n")
+    r = cli("render", str(work / "rollout.yaml"), "-o", str(out))
+    assert r.code == 2 and "did not list its files" in r.err, r.err
+    assert (out / "x.yaml").read_text() == "kind: ConfigMap\n"
+
+
 def test_output_folder_has_a_folders_usual_mode(work: Path) -> None:
     old = os.umask(0o022)
     try:

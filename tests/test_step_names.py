@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import filecmp
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -72,3 +73,13 @@ def test_state_folder_of_a_render_is_not_called_foreign(tmp_path: Path) -> None:
     (foreign / "notes.txt").write_text("mine\n", encoding="utf-8")
     res = _dgdgen("render", str(EXAMPLE), "-o", str(foreign), "--step", "rollback")
     assert res.returncode == 2 and "not written by dgdgen render" in res.stderr
+
+
+def test_render_help_names_every_folder_a_render_writes(tmp_path: Path) -> None:
+    every = tmp_path / "all"
+    assert _dgdgen("render", str(EXAMPLE), "-o", str(every)).returncode == 0
+    shown = _dgdgen("render", "--help").stdout
+    for entry in sorted(p.name for p in every.iterdir() if not p.name.startswith(".")):
+        pattern = re.sub(r"(?<=-)\d\d$", "NN", entry) if entry != "step-00" else entry
+        pattern += "" if "." in entry else "/"
+        assert f"DIR/{pattern}" in shown, (entry, pattern)

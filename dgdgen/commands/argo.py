@@ -31,20 +31,22 @@ let Argo Workflows drive it, one file per object, each validated against the ven
 Needs spec.gitops.repoUrl. See docs/gitops.md.
 
 examples:
-  dgdgen argo examples/vllm-disagg-block-size/rollout.yaml -o argo-out/
+  dgdgen argo examples/vllm-disagg-block-size/rollout.yaml -o out/argo/
   dgdgen argo rollout.yaml -o argo/ --plugin
 """
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("spec", metavar="SPEC", help="rollout spec file")
-    p.add_argument("-o", "--output", required=True, metavar="DIR", help="directory to write")
+    p.add_argument("-o", "--output", required=True, metavar="DIR",
+                   help="directory to write (replaced, as render -o replaces its folder)")
     p.add_argument("--plugin", action="store_true",
                    help="use the Config Management Plugin instead of the rendered directory")
     p.add_argument("--no-workflow", action="store_true",
                    help="skip the WorkflowTemplate (no hera needed)")
     p.add_argument("--force", action="store_true",
-                   help="replace DIR even if it holds files not written by dgdgen")
+                   help="replace DIR even if it holds files no dgdgen write put there, or "
+                   "lies inside an earlier output")
 
 
 def run(args: argparse.Namespace) -> int:

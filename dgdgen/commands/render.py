@@ -13,17 +13,22 @@ DESCRIPTION = """\
 Render the manifests of a rollout, one file per object, byte-identical on every run. By default
 every state is written in its own directory:
 
-  DIR/step-00/    baseline: the stable generation as before the rollout
-  DIR/step-NN/    each step of the plan
-  DIR/rollback/   all traffic back on the stable generation (step-00's files, plus the drain
-                  hook of the candidate it removes, planned from the last step)
-  DIR/cleanup/    the candidate alone, the stable generation removed
-  DIR/plan.json   the plan as data
+  DIR/step-00/       baseline: the stable generation as before the rollout
+  DIR/step-NN/       each step of the plan
+  DIR/rollback-NN/   the way back, where the surge budget forbids a direct return (the plan
+                     lists these states and says why)
+  DIR/rollback/      all traffic back on the stable generation (step-00's files, plus the drain
+                     hook of the candidate it removes, planned from the last step)
+  DIR/cleanup/       the candidate alone, the stable generation removed
+  DIR/plan.json      the plan as data
 
 With --step, only that state is written, directly into DIR. Every object is validated against the
 upstream CRD schemas (strict) and their CEL rules before anything is written; the tree is
-replaced atomically, so a failed or interrupted render leaves the previous one intact. With
-several specs, each is written to DIR/<rollout name>/.
+replaced atomically, so a failed or interrupted render leaves the previous one intact. DIR is
+replaced only when it holds nothing but what an earlier dgdgen write listed there: a file put
+into it since (a picture, another command's output) is refused, exit 2, as is a DIR inside an
+earlier output (--force replaces anyway). With several specs, each is written to
+DIR/<rollout name>/.
 
 Into a Git work tree (the rendered-manifests pattern, docs/gitops.md): --into PATH writes ONE
 state — the one recorded in PATH/.dgdgen-index, the baseline at first, or --step N (which then
@@ -35,7 +40,7 @@ first (and refuses a PATH inside another work tree, such as a dgdgen checkout).
 (for CI). --stdout prints one state as a YAML stream (what the Argo CD plugin runs).
 
 examples:
-  dgdgen render examples/vllm-disagg-block-size/rollout.yaml -o out/
+  dgdgen render examples/vllm-disagg-block-size/rollout.yaml -o out/all/
   dgdgen render rollout.yaml -o deploy/ --step 2
   dgdgen render rollout.yaml -o deploy/ --step rollback
   dgdgen render rollout.yaml --into deploy/qwen --init
@@ -82,7 +87,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--force", action="store_true",
-        help="replace DIR even if it holds files not written by dgdgen render",
+        help="replace DIR even if it holds files no dgdgen write put there, or lies inside "
+        "an earlier output",
     )
 
 

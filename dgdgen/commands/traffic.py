@@ -123,6 +123,7 @@ def run(args: argparse.Namespace) -> int:
             sys.stdout.write(json.dumps({"provider": provider, "states": rows}, indent=2) + "\n")
             return 0
         sys.stdout.write(f"provider: {provider}\n")
+        width = max(9, *(len(row["state"]) for row in rows))
         for row in rows:
             parts = []
             for b in row["backends"]:
@@ -134,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
                 if not b["serving"]:
                     text += " no workers"  # haproxy: `disabled`, not even sticky clients
                 parts.append(text)
-            sys.stdout.write(f"  {row['state']:<9} " + "  ".join(parts) + "\n")
+            sys.stdout.write(f"  {row['state']:<{width}} " + "  ".join(parts) + "\n")
         return 0
     _require_haproxy(prepared)
     state = prepared.state(args.step)

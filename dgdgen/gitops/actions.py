@@ -6,7 +6,8 @@ current plan state, the state it came from (which decides the sync waves), and t
 Every action here:
 
 1. finishes or discards an interrupted earlier write,
-2. refuses on a dirty work tree, an unknown or impossible step, or a gate recorded as failed,
+2. refuses on a dirty work tree, an unknown or impossible step, or a gate not recorded as
+   passed,
 3. re-renders, writes the directory, and commits only that directory with a clear message,
 4. optionally pushes.
 """
@@ -31,7 +32,7 @@ GATE_RESULTS = ("passed", "failed", "inconclusive")
 
 
 class GateRefused(DgdgenError):
-    """A promotion refused because the step's gate is recorded as failed or inconclusive."""
+    """A promotion refused because the step's gate is not recorded as passed."""
 
     exit_code = 1
 
