@@ -132,3 +132,24 @@ def test_test_scan_catches_a_note() -> None:
         "from dgdgen.check.facts import dgd_facts",
     ))
     assert [n for n, _ in _note_lines(text)] == [1, 2, 3, 4, 6]
+
+
+# A section sign in a document: `docs/<page>.md, §N` names another page's section; a bare `§N`
+# must be a numbered section (`## N.`) of the page it stands in, not a section of the notes.
+_SECTION = re.compile(r"(?:(\b[\w/-]+\.md),? )?§\s*(\d+)")
+
+
+def _bare_sections(text: str) -> list[str]:
+    own = set(re.findall(r"^#+ (\d+)\.", text, flags=re.M))
+    return [m[0] for m in _SECTION.finditer(text) if not m[1] and m[2] not in own]
+
+
+def test_docs_section_signs_name_their_page() -> None:
+    hits = [f"{p.relative_to(REPO)}: {s}" for p in [REPO / "README.md",
+                                                    *sorted((REPO / "docs").rglob("*.md"))]
+            for s in _bare_sections(p.read_text(encoding="utf-8"))]
+    assert not hits, hits
+    # what the check tells apart
+    page = "## 3. Sync waves\n(§3) and (docs/gitops.md, §4) pass, (§1, streaming) does not\n"
+    assert _bare_sections(page) == ["§1"]
+    assert _bare_sections("weights are 0..256 (§3(a), (b))") == ["§3"]
