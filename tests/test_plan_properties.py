@@ -1,4 +1,5 @@
-"""DESIGN.md §4 invariants, property-tested over thousands of random rollouts.
+"""The plan's invariants (docs/planning.md, "Moving between steps" and "Rollback"),
+property-tested over thousands of random rollouts.
 
 The checks here are written independently of the planner's own arithmetic: they recompute
 capacity, shares and surges from the plan's replica numbers.

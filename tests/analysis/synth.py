@@ -1,12 +1,14 @@
-"""Synthetic Dynamo frontend metrics (names, labels and buckets exactly as facts/dynamo.md §5,
-plus the labels the rendered PodMonitors add at scrape time) for three scenarios."""
+"""Synthetic Dynamo frontend metrics (names and labels as ai-dynamo 1.6.1 prometheus_names.py,
+buckets as ai-dynamo/dynamo 2a6da14c8 lib/llm/src/http/service/metrics.rs, plus the labels the
+rendered PodMonitors add at scrape time) for three scenarios."""
 
 from __future__ import annotations
 
 import math
 from statistics import NormalDist
 
-# facts/dynamo.md §5: default bucket upper bounds (first bucket 0).
+# Default bucket upper bounds, first bucket 0 (ai-dynamo/dynamo 2a6da14c8
+# lib/llm/src/http/service/metrics.rs: log-spaced, 2 significant figures).
 TTFT_BUCKETS = ("0", "0.0022", "0.0047", "0.01", "0.022", "0.047", "0.1", "0.22", "0.47", "1",
                 "2.2", "4.7", "10", "22", "48", "100", "220", "480", "+Inf")
 ITL_BUCKETS = ("0", "0.0019", "0.0035", "0.0067", "0.013", "0.024", "0.045", "0.084", "0.16",

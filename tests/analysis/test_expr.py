@@ -1,4 +1,5 @@
-"""The expr subset evaluator against the documented semantics (facts/argo.md §1.6)."""
+"""The expr subset evaluator against the documented semantics (docs/analysis.md, "The expr
+subset"; argo-rollouts v1.9.1 utils/evaluate/evaluate.go)."""
 
 from __future__ import annotations
 

@@ -101,7 +101,8 @@ def test_shell_string_with_continuations_env_and_v1beta1() -> None:
     assert got["--page-size"] == "32" and got["--tp-size"] == "4"
     assert got["--disaggregation-mode"] == "decode"
     assert "--ignored" not in got
-    # env: DYN_* are flags too (facts §3.3); DGD-wide env reaches the component
+    # env: DYN_* are flags too (each flag's env_var, ai-dynamo 1.6.1
+    # dynamo/common/configuration/groups/runtime_args.py); DGD-wide env reaches the component
     assert got["--custom-jinja-template"] == "/t.jinja"
     assert got["--router-mode"] == "kv"
     assert d.env["HF_HOME"].value == "/models"
@@ -175,7 +176,8 @@ def test_trtllm_engine_args_precedence() -> None:
     p = f.components["prefill"]
     assert p.engine_file_resolved
     eng = {k: s.value for k, s in p.engine.items()}
-    # YAML beats the CLI flag; --trtllm.<path> beats the YAML (facts §3.3)
+    # YAML beats the CLI flag; --trtllm.<path> beats the YAML (ai-dynamo 1.6.1
+    # dynamo/trtllm/workers/llm_worker.py init_llm_worker)
     assert eng["engine:tensor_parallel_size"] == "8"
     assert eng["engine:cache_transceiver_config.backend"] == "UCX"
     assert eng["engine:kv_cache_config.tokens_per_block"] == "32"

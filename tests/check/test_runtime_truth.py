@@ -70,7 +70,8 @@ class Probe:
 
 # Local model directories: "a" for every incumbent; "template" has another chat template (what a
 # --custom-jinja-template file changes); "config" another config.json (what another model path
-# changes: the card hashes the files' contents, facts/dynamo.md §3 item 3).
+# changes: the card hashes the files' contents, ai-dynamo/dynamo 2a6da14c8
+# lib/llm/src/model_card.rs mdcsum()).
 DIRS = {
     "a": {},
     "template": {"chat_template": "{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}"

@@ -29,7 +29,8 @@ from dgdgen.render import waves
 REPO = Path(__file__).resolve().parents[2]
 WAVE = "argocd.argoproj.io/sync-wave"
 
-# the frontend's exposition as Dynamo 1.6.1 writes it (facts/dynamo-runtime.md, Metrics)
+# the frontend's exposition as Dynamo 1.6.1 writes it (label `model` only: ai-dynamo 1.6.1
+# prometheus_names.py; docs/analysis.md)
 EXPOSITION = """# HELP dynamo_frontend_inflight_requests Number of inflight requests
 # TYPE dynamo_frontend_inflight_requests gauge
 dynamo_frontend_inflight_requests{model="Qwen/Qwen3-0.6B"} {a}

@@ -1,7 +1,7 @@
 """A fake Dynamo frontend for the loopback proofs: asyncio, standard library only.
 
-It behaves as the facts describe the real one (facts/dynamo-runtime.md, Endpoints, observed on
-Dynamo 1.6.1): ``GET /health`` and ``GET /live`` answer 200 even with zero workers;
+It behaves as the real Dynamo 1.6.1 frontend does (tests/rehearse/test_frontend_readiness.py
+observes it): ``GET /health`` and ``GET /live`` answer 200 even with zero workers;
 ``GET /v1/models/{model}/ready`` answers 200 with workers and 404 without (started with
 ``--no-workers``: a frontend whose generation has no ready workers), and any POST is
 an OpenAI-style streaming response: ``text/event-stream`` over chunked HTTP/1.1, one

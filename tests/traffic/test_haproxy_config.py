@@ -74,7 +74,8 @@ def test_every_rendered_config_passes_haproxy_c(example: Path, tmp_path: Path) -
 
 @needs_haproxy
 def test_haproxy_c_rejects_what_haproxy_rejects(tmp_path: Path) -> None:
-    """The check is not vacuous: a weight outside 0..256 fails it (facts/traffic.md §3(a))."""
+    """The check is not vacuous: a weight outside 0..256 fails it (HAProxy 2.6's
+    configuration manual, `weight`)."""
     example = next(p for p in all_examples() if p.name == "sglang-disagg-transfer-backend")
     text = _configs(example / "rollout.yaml")["step-02"]
     bad = re.sub(r"weight 150\b", "weight 300", text)

@@ -1,11 +1,12 @@
 """A generation whose frontend runs but has no workers must leave HAProxy's rotation.
 
 The Dynamo 1.6.1 frontend answers ``/health`` 200 with zero workers and
-``/v1/models/{model}/ready`` 404 until a worker serves the model (facts/dynamo-runtime.md,
-Endpoints). A real HAProxy runs the rendered config of a 50/50 step against two fake frontends
-that answer those endpoints the same way, one of them without workers: every request must reach
-the other. The same config with its check path set back to ``/health`` (the control) sends the
-workerless frontend its half, so this test fails on a config that checks ``/health``.
+``/v1/models/{model}/ready`` 404 until a worker serves the model
+(tests/rehearse/test_frontend_readiness.py, on the real frontend). A real HAProxy runs the
+rendered config of a 50/50 step against two fake frontends that answer those endpoints the same
+way, one of them without workers: every request must reach the other. The same config with its
+check path set back to ``/health`` (the control) sends the workerless frontend its half, so this
+test fails on a config that checks ``/health``.
 """
 
 from __future__ import annotations

@@ -4,9 +4,11 @@ Each case is a directory with ``old.yaml`` (an upstream example, verbatim unless
 otherwise), ``new.yaml`` (the same file after one realistic edit) and ``expected.json`` (the
 verdict: ``isolation_required``, ``categories``, ``risk``, optionally ``dynamo_version``, and
 ``source``: where the expectation comes from). The expected verdicts are written here by hand, not
-computed: from facts/dynamo.md §3–4, from the installed ai-dynamo 1.6.1 argument parsers, or from
-a runtime-verified probe of tests/check/test_runtime_truth.py (``runtime:<probe>``: the real
-frontend and mocker showed the same verdict; test_corpus.py checks that the probe exists).
+computed: from the upstream source (ai-dynamo/dynamo at a named commit, the engines' own KV
+checks), from the installed ai-dynamo 1.6.1 argument parsers, from this repository's docs, or
+from a runtime-verified probe of tests/check/test_runtime_truth.py (``runtime:<probe>``: the real
+frontend and mocker showed the same verdict). test_corpus.py checks that every citation can be
+opened: the probe exists, an upstream file names its commit or release, a repository file exists.
 
     python tests/check/corpus/build.py [UPSTREAM_EXAMPLES_DIR]
 
@@ -55,9 +57,26 @@ def case(name: str, old: str, new: str, categories: list[str], risk: str = "conf
         "note": note}})
 
 
-F32, F4, PARSER = "facts/dynamo.md §3.2", "facts/dynamo.md §4", "ai-dynamo 1.6.1 argument parsers"
-NIXL = ("vllm-project/vllm vllm/distributed/kv_transfer/kv_connector/v1/nixl/metadata.py "
-        "compute_nixl_compatibility_hash (fe6adf39a0a9; Dynamo 1.6.1 pins vllm 0.31.0)")
+# Each source is "; "-separated citations a reader can open (tests/check/test_corpus.py checks
+# them): a runtime probe, an upstream file at a named commit / release, a file of the installed
+# ai-dynamo 1.6.1 wheel, or a file of this repository.
+DYN = "ai-dynamo/dynamo 2a6da14c8"  # upstream main of 2026-08-21 (tests/data/upstream/dynamo)
+CARD = f"{DYN} lib/llm/src/model_card.rs mdcsum()"
+F32 = (f"{CARD}, fed by components/src/dynamo/vllm/main.py, sglang/register.py, "
+       "trtllm/workers/llm_worker.py")
+F4 = (f"{DYN} components/src/dynamo/vllm/args.py, sglang/args.py, trtllm/backend_args.py "
+      "(KV-transfer flags); docs/checker.md (What is compared)")
+W = "ai-dynamo 1.6.1 dynamo/"  # a file of the installed wheel
+ENV = (f"{W}common/configuration/groups/runtime_args.py (each flag's env_var, e.g. "
+       "DYN_CUSTOM_JINJA_TEMPLATE); docs/checker.md (What is compared: DYN_* variables)")
+TRT_PRECEDENCE = (f"{W}trtllm/workers/llm_worker.py init_llm_worker (the engine YAML after the "
+                  "CLI, --override-engine-args / --trtllm.<path> last)")
+TRT_12023 = (f"{W}trtllm/workers/llm_worker.py _populate_kv_cache_capacity (since ai-dynamo/dynamo "
+             "#12023 the card takes the engine's block size)")
+NOT_HASHED = f"{CARD} (total_kv_blocks, replicas and the rest of runtime_config are not hashed)"
+IMAGE = "docs/checker.md (What is compared: runtime-version)"
+NIXL = ("vllm-project/vllm fe6adf39a0a9 vllm/distributed/kv_transfer/kv_connector/v1/nixl/"
+        "metadata.py compute_nixl_compatibility_hash (ai-dynamo 1.6.1 pins vllm 0.31.0)")
 RTP = "runtime:{}"  # a probe of tests/check/test_runtime_truth.py (Dynamo 1.6.1)
 
 
@@ -196,7 +215,7 @@ case("vllm-worker-env-jinja-template", vllm_disagg,
      sub(vllm_disagg, "    VllmDecodeWorker:\n      envFromSecret: hf-token-secret\n",
          "    VllmDecodeWorker:\n      envFromSecret: hf-token-secret\n      envs:\n"
          "        - name: DYN_CUSTOM_JINJA_TEMPLATE\n          value: /templates/chat.jinja\n"),
-     [MDC], note="DYN_CUSTOM_JINJA_TEMPLATE is --custom-jinja-template (facts §3.3)")
+     [MDC], note="DYN_CUSTOM_JINJA_TEMPLATE is --custom-jinja-template")
 # --- values from a ConfigMap of the same file (issue 24 item 1) -------------------------------
 _CM = ("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: chat\ndata:\n"
        "  path: /templates/chat.jinja\n  note: first\n"
@@ -357,8 +376,11 @@ SOURCES: dict[str, str] = {
     "sglang-page-size-disagg-v1alpha1": f"{RTP.format('sglang-page-size')}; {F4}",
     "sglang-served-model-name-v1alpha1": f"{RTP.format('served-model-name')}; {F32}",
     "trtllm-served-model-name-v1beta1": f"{RTP.format('served-model-name')}; {F32}",
-    "trtllm-context-parallel-prefill-disagg": "NVIDIA/TensorRT-LLM cpp/tensorrt_llm/batch_manager/"
-                                              "cacheFormatter.cpp CacheFormatter::inquireSupport",
+    "trtllm-context-parallel-prefill-disagg": (
+        "NVIDIA/TensorRT-LLM cpp/tensorrt_llm/batch_manager/cacheFormatter.cpp "
+        "CacheFormatter::inquireSupport (tensorrt-llm 1.3.0rc29 pinned by ai-dynamo 1.6.1, read "
+        "at an untagged snapshot); docs/checker.md (SGLang's and TRT-LLM's own KV-compatibility "
+        "checks)"),
     "vllm-model-same-family": f"{RTP.format('model-dir')}; {F32}",
     "vllm-model-new-family": f"{RTP.format('model-dir')}; {F32}",
     "vllm-model-fp8-weights": f"{RTP.format('model-dir')}; {F32}",
@@ -366,65 +388,74 @@ SOURCES: dict[str, str] = {
     "vllm-kv-transfer-config-whitespace-only": F4,
     "sglang-transfer-backend-nixl-to-mooncake-v1beta1": F4,
     "vllm-tp-size-disagg-multinode": F4,
-    "vllm-tp-size-aggregated": f"{F4} (aggregated: no KV hand-off)",
-    "vllm-served-model-name-equals-model-path": f"{PARSER} (dynamo/vllm/args.py: "
-                                                "served_model_name defaults to [model])",
+    "vllm-tp-size-aggregated": f"{F4}, aggregated: no KV hand-off",
+    "vllm-served-model-name-equals-model-path": f"{W}vllm/args.py (served_model_name defaults "
+                                                "to [model])",
     "vllm-attention-backend-disagg": NIXL,
     "vllm-disable-hybrid-kv-cache-manager-disagg": NIXL,
-    "vllm-attention-backend-aggregated": f"{NIXL} (aggregated: no KV hand-off); {PARSER}",
-    "trtllm-extra-engine-args-path-v1alpha1": "facts/dynamo.md §3.3, §4",
+    "vllm-attention-backend-aggregated": f"{NIXL}, aggregated: no KV hand-off; {F32}",
+    "trtllm-extra-engine-args-path-v1alpha1": f"{TRT_PRECEDENCE}; {F4}",
     "trtllm-configmap-transceiver-backend": F4,
-    "trtllm-configmap-free-memory-only": "facts/dynamo.md §3 (total_kv_blocks not hashed)",
-    "trtllm-configmap-tokens-per-block": f"{RTP.format('trtllm-tokens-per-block')}; "
-                                         "facts/dynamo.md §3.3",
-    "trtllm-override-engine-args-tp": "facts/dynamo.md §3.3, §4",
-    "trtllm-kv-block-size-flag-1.5": "facts/dynamo.md §3.3 (#12023)",
-    "trtllm-kv-block-size-flag-1.3": "facts/dynamo.md §3.3 (#12023)",
-    "vllm-image-bump-v1alpha1": "DESIGN.md §1",
-    "sglang-image-bump-v1beta1-frontend-only": "DESIGN.md §1",
-    "shared-frontend-image-bump-multi-dgd": "DESIGN.md §1",
-    "vllm-replicas-only": "facts/dynamo.md §3 (replicas are no card input)",
-    "sglang-replicas-only-v1beta1": "facts/dynamo.md §3 (replicas are no card input)",
-    "vllm-gpu-memory-utilization": f"{RTP.format('num-gpu-blocks-override')}; facts/dynamo.md §3",
-    "vllm-is-prefill-worker-respelled": F32,
-    "frontend-router-mode-env": "DESIGN.md §1 (the frontend carries no card)",
-    "vllm-worker-env-jinja-template": f"{RTP.format('chat-template')}; facts/dynamo.md §3.3",
-    "trtllm-dgd-env-max-seq-len": f"{PARSER} (dynamo/trtllm/backend_args.py --max-seq-len: "
-                                  "deduced from the model config when unspecified); "
-                                  "facts/dynamo.md §3.3",
-    "trtllm-dgd-env-unrelated": "facts/dynamo.md §3.3",
-    "vllm-configmap-env-jinja-template": f"{RTP.format('chat-template')}; facts/dynamo.md §3.3",
-    "vllm-configmap-unrelated-key": "facts/dynamo.md §3.3",
+    "trtllm-configmap-free-memory-only": NOT_HASHED,
+    "trtllm-configmap-tokens-per-block": f"{RTP.format('trtllm-tokens-per-block')}; {TRT_12023}",
+    "trtllm-override-engine-args-tp": f"{TRT_PRECEDENCE}; {F4}",
+    "trtllm-kv-block-size-flag-1.5": TRT_12023,
+    "trtllm-kv-block-size-flag-1.3": TRT_12023,
+    "vllm-image-bump-v1alpha1": IMAGE,
+    "sglang-image-bump-v1beta1-frontend-only": IMAGE,
+    "shared-frontend-image-bump-multi-dgd": IMAGE,
+    "vllm-replicas-only": NOT_HASHED,
+    "sglang-replicas-only-v1beta1": NOT_HASHED,
+    "vllm-gpu-memory-utilization": f"{RTP.format('num-gpu-blocks-override')}; {NOT_HASHED}",
+    "vllm-is-prefill-worker-respelled": "ai-dynamo/dynamo #6483 (--is-prefill-worker deprecated "
+                                        "for --disaggregation-mode prefill), #12089 (removed)",
+    "frontend-router-mode-env": f"{DYN} lib/bindings/python/rust/lib.rs register_model (workers "
+                                "register the card, the frontend has none)",
+    "vllm-worker-env-jinja-template": f"{RTP.format('chat-template')}; {ENV}",
+    "trtllm-dgd-env-max-seq-len": f"{W}trtllm/backend_args.py (--max-seq-len, env_var "
+                                  "DYN_TRTLLM_MAX_SEQ_LEN: deduced from the model config when "
+                                  f"unspecified); {ENV}",
+    "trtllm-dgd-env-unrelated": ENV,
+    "vllm-configmap-env-jinja-template": f"{RTP.format('chat-template')}; {ENV}",
+    "vllm-configmap-unrelated-key": ENV,
     "vllm-configmap-mounted-template-content": f"{RTP.format('chat-template')}; {F32}",
     "vllm-worker-router-mode-1.5": F32,
-    "vllm-worker-router-mode-1.3": "facts/dynamo.md §3 history",
+    "vllm-worker-router-mode-1.3": f"{CARD}, its history: router_config hashed from July 2026",
     "vllm-worker-router-mode-1.6": RTP.format("router-mode-kv"),
-    "vllm-worker-kv-events-alias-without-mode-1.6": f"{RTP.format('kv-events-alias-without-mode')}; "
-                                                    f"{PARSER} (build_router_config)",
-    "vllm-worker-kv-events-alias-with-mode-1.6": f"{RTP.format('kv-events-alias-with-mode')}; "
-                                                 f"{PARSER} (kv_router_args aliases)",
-    "vllm-served-model-name-alias-added": f"{PARSER} (split_served_model_names); "
-                                          "facts/dynamo.md §3 item 11",
-    "vllm-served-model-name-alias-added-1.4": "facts/dynamo.md §3 history, §3.3",
-    "vllm-served-model-name-alias-packed-with-comma": f"{PARSER} (split_served_model_names)",
-    "sglang-served-model-name-same-name-respelled": f"{PARSER} (split_served_model_names)",
-    "vllm-disagg-max-model-len": f"{PARSER} (dynamo/vllm/handlers.py: context_length = the "
-                                 "engine's max_model_len, from config.json when unset)",
-    "vllm-disagg-max-model-len-value-changes": f"{RTP.format('max-model-len')}; issue 13 item 3",
-    "trtllm-served-model-name-equals-model-path": f"{PARSER} (dynamo/trtllm/backend_args.py: "
-                                                  "served_model_name None; ai-dynamo "
-                                                  "lib/llm/src/local_model.rs: the name "
-                                                  "defaults to the model path)",
+    "vllm-worker-kv-events-alias-without-mode-1.6": (
+        f"{RTP.format('kv-events-alias-without-mode')}; "
+        f"{W}common/configuration/groups/router_args.py build_router_config"),
+    "vllm-worker-kv-events-alias-with-mode-1.6": (
+        f"{RTP.format('kv-events-alias-with-mode')}; "
+        f"{W}common/configuration/groups/kv_router_args.py (--kv-events aliases)"),
+    "vllm-served-model-name-alias-added": f"{W}common/configuration/utils.py "
+                                          f"split_served_model_names; {CARD} (aliases)",
+    "vllm-served-model-name-alias-added-1.4": f"{CARD}, its history: aliases hashed from August "
+                                              "2026, after the 1.4 branch cut (#13137)",
+    "vllm-served-model-name-alias-packed-with-comma": f"{W}common/configuration/utils.py "
+                                                      "split_served_model_names",
+    "sglang-served-model-name-same-name-respelled": f"{W}common/configuration/utils.py "
+                                                    "split_served_model_names",
+    "vllm-disagg-max-model-len": f"{W}vllm/handlers.py (context_length = the engine's "
+                                 "max_model_len, from config.json when unset)",
+    "vllm-disagg-max-model-len-value-changes": f"{RTP.format('max-model-len')}; docs/checker.md "
+                                               "(What is compared: context length)",
+    "trtllm-served-model-name-equals-model-path": (
+        f"{W}trtllm/backend_args.py (served_model_name None); {DYN} lib/llm/src/local_model.rs "
+        "(the name defaults to the model path)"),
     "vllm-block-size-disagg-1.6.1": f"{RTP.format('block-size')}; {F4}",
-    "frontend-namespace-prefix-added": "DESIGN.md §1; facts/dynamo-runtime.md (namespace "
-                                       "selection), see DGD107",
-    "sh-c-max-model-len": f"{PARSER} (dynamo/vllm/handlers.py: context_length from "
-                          "config.json when --max-model-len is unset)",
-    "bash-c-continuation-block-size": f"{RTP.format('block-size')}; facts/dynamo.md §3.3",
-    "bash-c-continuation-safe-flag": f"{RTP.format('num-gpu-blocks-override')}; facts/dynamo.md §3",
+    "frontend-namespace-prefix-added": f"docs/checker.md (Prefix selection); {W}frontend/"
+                                       "frontend_args.py (--namespace-prefix)",
+    "sh-c-max-model-len": f"{W}vllm/handlers.py (context_length from config.json when "
+                          "--max-model-len is unset)",
+    "bash-c-continuation-block-size": f"{RTP.format('block-size')}; docs/checker.md "
+                                      "(What is compared: sh -c strings)",
+    "bash-c-continuation-safe-flag": f"{RTP.format('num-gpu-blocks-override')}; {NOT_HASHED}",
     "flag-equals-served-model-name": f"{RTP.format('served-model-name')}; {F32}",
-    "vllm-disagg-v1alpha1-to-v1beta1": F4,
-    "sglang-disagg-v1alpha1-to-v1beta1": "a pure CRD conversion (facts/dynamo.md §1.3)",
+    "vllm-disagg-v1alpha1-to-v1beta1": f"{F4}; {DYN} examples/backends/vllm/deploy/disagg.yaml "
+                                       "(#12375)",
+    "sglang-disagg-v1alpha1-to-v1beta1": f"{DYN} deploy/operator/api/v1alpha1/"
+                                         "shared_spec_conversion.go (a pure CRD conversion)",
 }
 
 
