@@ -220,7 +220,8 @@ def _experiment_samples(prepared: Prepared, path: str | None) -> Path | None:
     if not steps:
         raise InputError("--experiment-samples: the rollout has no experiment step (a step "
                          "with gate: experiment)")
-    read_samples(path, steps[0].stable.revision, steps[0].candidate.revision)
+    read_samples(path, steps[0].stable.revision, steps[0].candidate.revision,
+                 flag="--experiment-samples")
     return Path(path).resolve()
 
 
