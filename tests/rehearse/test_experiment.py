@@ -7,39 +7,20 @@ warns before the run and stops at the step with no decision, neither promoted no
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from rehearse_support import REPO, rehearse
+from rehearse_support import REPO, rehearse, require_runtime
+from rehearse_support import EXPERIMENT_MDE as MDE
+from rehearse_support import experiment_spec as _spec
 
 from dgdgen.analysis.experiment import experiment_samples
 
 pytestmark = [pytest.mark.slow, pytest.mark.rehearse]
 
-EXAMPLE = REPO / "examples" / "vllm-disagg-block-size"
-MDE = 0.3  # a small planned sample: 15 ratings a generation at 50/50
 FAST = ("--time-scale", "0.02", "--rate", "10")
-
-
-def _spec(tmp: Path) -> Path:
-    """The example with one experiment step at 50/50 (the gamma provider: no stickiness to
-    configure), then 100 %."""
-    text = (EXAMPLE / "rollout.yaml").read_text()
-    head, _, rest = text.partition("  steps:\n")
-    rest = rest[rest.index("  traffic:\n"):]
-    rest = rest.replace("    expectedRequestRate: 40\n", "    expectedRequestRate: 40\n"
-                        "    experiment:\n      metric: user rating 1-5\n"
-                        f"      minimumDetectableEffect: {MDE}\n      better: higher\n")
-    assert "experiment:" in rest
-    text = (head + "  steps:\n    - weight: 50\n      pause: 10m\n      gate: experiment\n"
-            "    - weight: 100\n" + rest)
-    folder = tmp / "spec"
-    folder.mkdir()
-    shutil.copy(EXAMPLE / "dgd.yaml", folder / "dgd.yaml")
-    (folder / "rollout.yaml").write_text(text)
-    return folder / "rollout.yaml"
 
 
 def _samples(tmp: Path, candidate: list[int]) -> Path:
@@ -104,3 +85,19 @@ def test_no_samples_warns_before_the_run_and_ends_with_no_decision(tmp_path: Pat
     report = (tmp_path / "report" / "report.md").read_text()
     assert "no --experiment-samples FILE" in report, report
     assert "Dgdgen-Experiment" not in _trailer(tmp_path)
+
+
+def test_a_bad_samples_file_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    require_runtime()
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"generation": "bs16", "value": 3}\n{"generation": "x", "value": 1}\n')
+    for spec, words in (
+            (_spec(tmp_path), f"{bad}:2: generation: expected 'bs16', 'bs32'"),
+            (REPO / "examples" / "vllm-disagg-block-size" / "rollout.yaml",
+             "--experiment-samples: the rollout has no experiment step")):
+        r = subprocess.run([sys.executable, "-m", "dgdgen", "rehearse", str(spec),
+                            "--experiment-samples", str(bad), "--workdir", str(tmp_path / "w")],
+                           capture_output=True, text=True, check=False, cwd=tmp_path)
+        assert r.returncode == 2, r.stderr
+        assert words in r.stderr and "Traceback" not in r.stderr, r.stderr
+        assert not (tmp_path / "w").exists()  # refused before anything started
