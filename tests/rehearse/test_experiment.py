@@ -87,6 +87,21 @@ def test_no_samples_warns_before_the_run_and_ends_with_no_decision(tmp_path: Pat
     assert "Dgdgen-Experiment" not in _trailer(tmp_path)
 
 
+def test_fewer_samples_than_planned_end_with_no_decision(tmp_path: Path) -> None:
+    samples = _samples(tmp_path, [4, 5])
+    lines = samples.read_text().splitlines()
+    samples.write_text("\n".join(lines[:-1]) + "\n")  # one candidate rating short
+    code, data, log = rehearse(tmp_path, str(_spec(tmp_path)), *FAST, "--experiment-samples",
+                               str(samples))
+    assert code == 3, log
+    assert data["result"] == "no decision"
+    assert _experiment_state(data)["verdict"] == "No decision"
+    assert not any(s["state"] in ("rollback", "cleanup") for s in data["states"])
+    report = (tmp_path / "report" / "report.md").read_text()
+    _, n_c = experiment_samples(MDE, 0.5)
+    assert "undecided: win rate" in report and f"candidate {n_c - 1}/{n_c}" in report, report
+
+
 def test_a_bad_samples_file_is_refused_before_anything_starts(tmp_path: Path) -> None:
     require_runtime()
     bad = tmp_path / "bad.jsonl"
