@@ -48,8 +48,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="text: the decision for a person; json: the same as data (default: text)")
 
 
-def read_samples(path: str, stable: str, candidate: str) -> tuple[list[float], list[float]]:
-    """(stable values, candidate values); one clear error at file:line for a bad line."""
+def read_samples(path: str, stable: str, candidate: str, *, flag: str = "--samples"
+                 ) -> tuple[list[float], list[float]]:
+    """(stable values, candidate values); one clear error at file:line for a bad line (``flag``:
+    the option that named the file, in the error)."""
     import json
     import math
 
@@ -59,7 +61,7 @@ def read_samples(path: str, stable: str, candidate: str) -> tuple[list[float], l
         with open(path, encoding="utf-8") as fh:
             lines = fh.read().splitlines()
     except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"--samples: cannot read {path}: {exc}") from None
+        raise InputError(f"{flag}: cannot read {path}: {exc}") from None
     out: dict[str, list[float]] = {"stable": [], "candidate": []}
     names = {stable: "stable", candidate: "candidate", "stable": "stable",
              "candidate": "candidate"}
@@ -84,7 +86,7 @@ def read_samples(path: str, stable: str, candidate: str) -> tuple[list[float], l
         out[names[gen]].append(float(value))
     for role, values in out.items():
         if not values:
-            raise InputError(f"--samples: {path} has no value of the {role} generation")
+            raise InputError(f"{flag}: {path} has no value of the {role} generation")
     return out["stable"], out["candidate"]
 
 

@@ -7,6 +7,10 @@ import contextlib
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from dgdgen.pipeline import Prepared
 
 HELP = "rehearse a whole rollout against the real Dynamo frontend and mocker workers"
 DESCRIPTION = """\
@@ -36,9 +40,14 @@ down by --candidate-slowdown (default 4 here) — and writes side-by-side.md/jso
 candidate served before anything could stop it, worst p95 TTFT/ITL, failures, time to rollback.
 It exits 0 once all four ran (what they found is in the report), 3 if one could not run.
 
+An A/B experiment step (gate: experiment) is decided by `dgdgen experiment --record` on the
+samples of --experiment-samples FILE; the rehearsal cannot measure a metric only users give, so
+without the file the step ends with no decision: neither promoted nor rolled back (exit 3).
+
 exit codes: 0 the rollout completed (cleanup reached) and no request failed, 1 a gate rolled it back
 or clients saw failed or truncated requests, 2 bad input or the
-extra is missing, 3 the rehearsal could not run here (no haproxy / prometheus / namespace).
+extra is missing, 3 the rehearsal could not run here (no haproxy / prometheus / namespace), or
+an experiment step had no decision (no samples, or fewer than planned).
 
 examples:
   dgdgen rehearse examples/vllm-disagg-block-size/rollout.yaml --min-requests 40
@@ -83,6 +92,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="make the candidate X times slower (the mocker's speedup ratio 1/X), "
                    "to rehearse a regression the gates must catch (default 1; with "
                    "--side-by-side, the slowed runs' factor, default 4)")
+    p.add_argument("--experiment-samples", metavar="FILE",
+                   help="the A/B experiment step's samples, as `dgdgen experiment --samples` "
+                   "reads them: the step is decided from them; without, it ends with no "
+                   "decision (the rehearsal cannot measure a metric only users give)")
     p.add_argument("--in-place", action="store_true",
                    help="rehearse the candidate applied in place (the operator's roll, ungated) "
                    "whatever the spec's isolation; implied when the isolation is in-place")
@@ -130,6 +143,7 @@ def run(args: argparse.Namespace) -> int:
     runtime.require()
     prepared = prepare(args.spec)  # bad input: exit 2 before anything starts
     in_place = args.in_place or prepared.mode == "in-place"
+    samples = _experiment_samples(prepared, args.experiment_samples)
     if (in_place or args.side_by_side) and args.worker_namespaces is None:
         from dgdgen.pipeline import in_place_roll
 
@@ -172,7 +186,7 @@ def run(args: argparse.Namespace) -> int:
         spec=Path(args.spec), time_scale=args.time_scale, rate=args.rate,
         min_requests=min_requests, auto_min_requests=auto_min,
         candidate_slowdown=args.candidate_slowdown or 1.0,
-        traffic_path=args.traffic_path, workdir=workdir,
+        traffic_path=args.traffic_path, workdir=workdir, experiment_samples=samples,
     )
     try:
         with could_not_run(keep):
@@ -191,6 +205,24 @@ def run(args: argparse.Namespace) -> int:
         print(line)
     print(f"report: {Path(args.report) / 'report.md'}")
     return int(outcome.exit_code)
+
+
+def _experiment_samples(prepared: Prepared, path: str | None) -> Path | None:
+    """The --experiment-samples file, read before anything starts (a bad line: exit 2 at
+    file:line, as `dgdgen experiment`); refused without an experiment step to decide."""
+    from dgdgen.analysis.gates import EXPERIMENT
+    from dgdgen.commands.experiment import read_samples
+    from dgdgen.errors import InputError
+
+    if path is None:
+        return None
+    steps = [s for s in prepared.plan.steps if s.kind == "step" and s.gate == EXPERIMENT]
+    if not steps:
+        raise InputError("--experiment-samples: the rollout has no experiment step (a step "
+                         "with gate: experiment)")
+    read_samples(path, steps[0].stable.revision, steps[0].candidate.revision,
+                 flag="--experiment-samples")
+    return Path(path).resolve()
 
 
 @contextlib.contextmanager

@@ -31,6 +31,9 @@ from dgdgen.runtime.procs import LocalDynamo, Proc
 from dgdgen.spec import TrafficProvider
 
 VERDICTS = {0: "Successful", 1: "Failed", 3: "Inconclusive"}
+# An experiment step without a decision (no samples, or fewer than planned): the rollout stops
+# there, neither promoted nor rolled back, as the workflow waits at the step (docs/rehearse.md).
+NO_DECISION = "No decision"
 # The load's default rate, requests per second (`dgdgen rehearse --rate`).
 DEFAULT_RATE = 40.0
 # `--min-requests auto` asks for this share of the requests a gate's bake is expected to bring:
@@ -58,6 +61,9 @@ class Options:
     workdir: Path | None = None
     settle: float = 2.0  # seconds after a weight move before the split is counted
     stop_grace: float = 60.0  # SIGTERM → SIGKILL for a stopped process (a pod's grace period)
+    # the A/B experiment's samples (`dgdgen experiment --samples`); None: the experiment step
+    # ends with no decision
+    experiment_samples: Path | None = None
 
 
 @dataclass
@@ -191,6 +197,24 @@ def sample_warnings(original: Prepared, scaled: Prepared, opts: Options) -> list
     return out
 
 
+def experiment_warnings(scaled: Prepared, opts: Options) -> list[str]:
+    """Before the run: an experiment step whose metric the rehearsal cannot measure. The metric
+    (spec.analysis.experiment.metric) is what one user or request is worth to you, a rating or
+    a conversion, named in words: the mocker's answers have no such value, and a latency the
+    rehearsal could time is not the metric the experiment names. Without --experiment-samples
+    the step ends with no decision, neither promoted nor rolled back (docs/rehearse.md)."""
+    from dgdgen.analysis.gates import EXPERIMENT
+
+    cfg = scaled.loaded.spec.spec.analysis.experiment
+    if opts.experiment_samples is not None or cfg is None:
+        return []
+    return [f"warning: step {st.index} is an A/B experiment on {cfg.metric!r}, a value only "
+            "your users give: the rehearsal cannot measure it, so without --experiment-samples "
+            f"FILE step {st.index} ends with no decision (the rollout is neither promoted nor "
+            "rolled back)"
+            for st in scaled.plan.steps if st.kind == "step" and st.gate == EXPERIMENT]
+
+
 def auto_min_requests(scaled: Prepared, opts: Options) -> int | None:
     """The gates' minimum sample under which every gate of the rehearsal can collect it: the
     fewest requests a gated generation is expected to get in its own step's scaled bake at the
@@ -300,7 +324,8 @@ class Rehearsal:
 
         self.say(f"rehearsal of {opts.spec} in {workdir} (time scale {opts.time_scale:g}, "
                  f"{opts.rate:g} requests/s)")
-        for line in sample_warnings(prepared, scaled_prepared, opts):
+        for line in [*sample_warnings(prepared, scaled_prepared, opts),
+                     *experiment_warnings(scaled_prepared, opts)]:
             self.say(line)
         model_dir = make_model_dir(workdir / "model")
         states: list[StateObservation] = []
@@ -335,6 +360,11 @@ class Rehearsal:
                     self._bake(obs, step.pause_seconds or 0)
                     if step.gate:
                         rc = self._gate(obs, n)
+                        if obs.verdict == NO_DECISION:
+                            # held at the split, as the workflow waits for a decision: no
+                            # promotion and no rollback the data did not ask for
+                            result = "no decision"
+                            break
                         if rc != 0:
                             # one commit per state of the rollback path, each applied (and
                             # healthy) before the next, as the workflow's exit handler does
@@ -370,7 +400,8 @@ class Rehearsal:
             result = "completed with client failures"
         # Prometheus stays up for the report's range queries; the caller stops it.
         return Outcome(
-            exit_code=0 if result == "completed" else 1, result=result, states=states,
+            exit_code={"completed": 0, "no decision": 3}.get(result, 1), result=result,
+            states=states,
             records=records, scaled=scaled, provider=provider.value,
             stand_in=provider is not TrafficProvider.HAPROXY, t0_wall=time.time() - self.now(),
             duration=self.now(), prometheus=prom, rss_peak_mb=sampler.rss_peak,
@@ -520,6 +551,10 @@ class Rehearsal:
             time.sleep(min(0.5, end - self.now()))
 
     def _gate_untimed(self, obs: StateObservation, n: int) -> int:
+        from dgdgen.analysis.gates import EXPERIMENT
+
+        if obs.gate == EXPERIMENT:
+            return self._experiment(obs, n)
         self.say(f"[{obs.label}] gate {obs.gate}: dgdgen analyze --step {n} --record deploy")
         r = _dgdgen(self.repo, "analyze", self.spec_rel, "--step", str(n), "--prometheus",
                     self.prom.url, "--record", "deploy", *self._quality_urls(n))
@@ -528,6 +563,32 @@ class Rehearsal:
         self.event(f"{obs.label}: gate {obs.gate} {obs.verdict}")
         self.say(f"[{obs.label}] gate {obs.gate}: {obs.verdict}")
         return r.returncode
+
+    def _experiment(self, obs: StateObservation, n: int) -> int:
+        """The experiment step, decided as in production: `dgdgen experiment --record` on the
+        samples the user gave (the same command and statistics), whose exit code is the gate's
+        (0 passed, 1 failed, 3 undecided). Without samples there is no decision to record."""
+        samples = self.opts.experiment_samples
+        if samples is None:
+            obs.verdict = NO_DECISION
+            obs.analyze_output = (
+                f"no decision: step {n} is an A/B experiment on a metric only users give "
+                "(spec.analysis.experiment.metric); the rehearsal cannot measure it and was given "
+                "no --experiment-samples FILE, so the step is neither promoted nor rolled back")
+        else:
+            self.say(f"[{obs.label}] gate {obs.gate}: dgdgen experiment --samples {samples} "
+                     "--record deploy")
+            r = _dgdgen(self.repo, "experiment", self.spec_rel, "--samples", str(samples),
+                        "--record", "deploy")
+            obs.verdict = {0: "Successful", 1: "Failed", 3: NO_DECISION}.get(
+                r.returncode, f"error (exit {r.returncode})")
+            obs.analyze_output = (r.stdout + r.stderr).strip()
+            if r.returncode not in (0, 1, 3):
+                raise RuntimeError(f"dgdgen experiment failed ({r.returncode}):\n"
+                                   f"{obs.analyze_output}")
+        self.event(f"{obs.label}: gate {obs.gate} {obs.verdict}")
+        self.say(f"[{obs.label}] gate {obs.gate}: {obs.verdict}")
+        return {"Successful": 0, "Failed": 1}.get(obs.verdict or "", 3)
 
     def _quality_urls(self, n: int) -> list[str]:
         """The quality gate's frontend URLs, each in-cluster Service mapped to the local frontend

@@ -47,3 +47,29 @@ def rehearse(tmp: Path, spec: str, *args: str, timeout: float = 600) -> tuple[in
     data = json.loads((report / "report.json").read_text()) if (report / "report.json").exists() \
         else {}
     return proc.returncode, data, proc.stdout + proc.stderr
+
+
+# The A/B experiment of tests/rehearse/test_experiment.py: a small planned sample, 15 ratings a
+# generation at 50/50.
+EXPERIMENT_MDE = 0.3
+
+
+def experiment_spec(tmp: Path) -> Path:
+    """vllm-disagg-block-size with one A/B experiment step at 50/50 (the gamma provider: no
+    stickiness to configure), then 100 %."""
+    example = REPO / "examples" / "vllm-disagg-block-size"
+    text = (example / "rollout.yaml").read_text()
+    head, _, rest = text.partition("  steps:\n")
+    rest = rest[rest.index("  traffic:\n"):]
+    rest = rest.replace("    expectedRequestRate: 40\n", "    expectedRequestRate: 40\n"
+                        "    experiment:\n      metric: user rating 1-5\n"
+                        f"      minimumDetectableEffect: {EXPERIMENT_MDE}\n"
+                        "      better: higher\n")
+    assert "experiment:" in rest
+    text = (head + "  steps:\n    - weight: 50\n      pause: 10m\n      gate: experiment\n"
+            "    - weight: 100\n" + rest)
+    folder = tmp / "spec"
+    folder.mkdir()
+    shutil.copy(example / "dgd.yaml", folder / "dgd.yaml")
+    (folder / "rollout.yaml").write_text(text)
+    return folder / "rollout.yaml"

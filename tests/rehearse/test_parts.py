@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from rehearse_support import REPO
+from rehearse_support import REPO, experiment_spec
 
 from dgdgen import yamlio
 from dgdgen.rehearse.prometheus import scrape_jobs
@@ -261,3 +261,20 @@ def test_a_stopped_replica_behind_a_service_loses_no_request(tmp_path: Path) -> 
     finally:
         proxy.stop()
         live.shutdown()
+
+
+def test_an_experiment_without_samples_is_named_before_the_run_as_documented(
+        tmp_path: Path) -> None:
+    from dgdgen.pipeline import prepare
+    from dgdgen.rehearse.run import Options, experiment_warnings
+
+    spec = experiment_spec(tmp_path)
+    prepared = prepare(str(spec))
+    (warning,) = experiment_warnings(prepared, Options(spec=spec))
+    assert warning.startswith("warning: step 1 is an A/B experiment on 'user rating 1-5'")
+    assert f"`{warning}`" in (REPO / "docs" / "rehearse.md").read_text()
+    given = Options(spec=spec, experiment_samples=tmp_path / "ratings.jsonl")
+    assert experiment_warnings(prepared, given) == []
+    # a rollout without an experiment step has nothing to warn about
+    plain = prepare(str(REPO / "examples" / "vllm-disagg-block-size" / "rollout.yaml"))
+    assert experiment_warnings(plain, Options(spec=spec)) == []
