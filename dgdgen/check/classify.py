@@ -176,7 +176,7 @@ def verdict(
 
 
 def recommend(v: Verdict) -> Recommendation:
-    """The isolation mode and step schedule the risk grade calls for (issue 5, item 8)."""
+    """The isolation mode and step schedule the risk grade calls for."""
     if v.risk is RiskGrade.NEW_FAMILY:
         return Recommendation("isolated", (2, 5, 10, 25, 50, 100), "30m",
                               "a new model family: smallest first steps, long holds")
@@ -339,8 +339,10 @@ def _norm(value: str | None) -> str | None:
 # dynamo/trtllm/backend_args.py: `if not self.served_model_name: self.served_model_name = None`)
 # and passes it with `config.model` to register_model (dynamo/trtllm/workers/llm_worker.py),
 # whose card builder names the model after its source path when no name is given
-# (ai-dynamo/dynamo lib/llm/src/local_model.rs LocalModelBuilder::build: "The served model name
-# defaults to the full model path. This matches what vllm and sglang do.").
+# (ai-dynamo/dynamo@2a6da14c8 lib/llm/src/local_model.rs LocalModelBuilder::build: "The served
+# model name defaults to the full model path. This matches what vllm and sglang do.").
+_MDCSUM = "ai-dynamo/dynamo@2a6da14c8 lib/llm/src/model_card.rs mdcsum()"
+
 SERVED_NAME_DEFAULT_CITE: dict[Backend, str] = {
     Backend.VLLM: "ai-dynamo 1.6.1 dynamo/vllm/args.py (served_model_name = [model])",
     Backend.SGLANG: "ai-dynamo 1.6.1 dynamo/sglang/args.py (served_model_name = model_path)",
@@ -393,7 +395,7 @@ def _component_changes(b: ComponentFacts, h: ComponentFacts, release: str, disag
         for cat in cats:
             out.append(Change(name, cat, "role", b.role.value, h.role.value,
                               f"role {b.role.value} → {h.role.value} changes worker_type",
-                              h.path, cite="ai-dynamo/dynamo lib/llm/src/model_card.rs mdcsum()"))
+                              h.path, cite=_MDCSUM))
     backend = h.backend if h.backend is not Backend.UNKNOWN else b.backend
     if (worker and b.backend is not h.backend
             and Backend.UNKNOWN not in (b.backend, h.backend)):

@@ -32,7 +32,7 @@ _ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 # Aliases accepted by the backends' parsers, mapped to one canonical spelling per backend.
 # vLLM: `-tp/-pp/-dp` short options; SGLang: `--tp`, `--tensor-parallel-size` etc. are aliases of
 # `--tp-size` (SGLang ServerArgs); TRT-LLM: `--model-path` is an obsolete alias of `--model`
-# (ai-dynamo/dynamo components/src/dynamo/trtllm/backend_args.py).
+# (ai-dynamo/dynamo@2a6da14c8 components/src/dynamo/trtllm/backend_args.py).
 _ALIASES: dict[Backend, dict[str, str]] = {
     Backend.VLLM: {
         "-tp": "--tensor-parallel-size", "-pp": "--pipeline-parallel-size",

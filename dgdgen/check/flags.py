@@ -109,7 +109,8 @@ def normalize_release(value: str | None) -> str:
 # ai-dynamo/dynamo main 2a6da14c8: `lib/llm/src/model_card.rs` `mdcsum()` and the flag → field map
 # in components/src/dynamo/{vllm/main.py,sglang/register.py,trtllm/workers/llm_worker.py}.
 
-_CARD = "ai-dynamo/dynamo lib/llm/src/model_card.rs mdcsum(), components/src/dynamo/{vllm,sglang,trtllm}"
+_CARD = ("ai-dynamo/dynamo@2a6da14c8 lib/llm/src/model_card.rs mdcsum(), "
+         "components/src/dynamo/{vllm,sglang,trtllm}")
 
 _MODEL_CONFIG = "the model's config.json (its maximum context length)"
 
@@ -128,7 +129,7 @@ MDC_INPUTS: tuple[Input, ...] = (
     # dynamo/common/configuration/utils.py split_served_model_names in ai-dynamo 1.6.1) are the
     # card's `aliases`, hashed since Aug 2026 (lib/llm/src/model_card.rs `mdcsum()`).
     Input((ALIASES_KEY,), Category.MDC, "aliases (extra served model names)", VLLM | SGLANG,
-          "ai-dynamo/dynamo lib/llm/src/model_card.rs (aliases)", since="1.5"),
+          "ai-dynamo/dynamo@2a6da14c8 lib/llm/src/model_card.rs (aliases)", since="1.5"),
     # The model id names the files whose contents are hashed (config, tokenizer,
     # tokenizer_config, generation_config) and `source_path` (model_card.rs `mdcsum()`).
     Input(("--model",), Category.MDC, "source_path and model file checksums",
@@ -166,7 +167,7 @@ MDC_INPUTS: tuple[Input, ...] = (
           "kv_cache_block_size (reported by the engine, #12023)", TRTLLM,
           "upstream #12023", since="1.4"),
     # worker_type / needs and the worker router config entered the checksum by July 2026
-    # (ai-dynamo/dynamo lib/llm/src/model_card.rs history).
+    # (ai-dynamo/dynamo@2a6da14c8 lib/llm/src/model_card.rs history).
     Input(("--disaggregation-mode", "--is-prefill-worker"), Category.MDC, "worker_type / needs",
           ALL, _CARD, since="1.4"),
     Input(("--route-to-encoder",), Category.MDC, "needs", VLLM, _CARD, since="1.4"),
@@ -184,11 +185,11 @@ MDC_INPUTS: tuple[Input, ...] = (
 )
 
 # --------------------------------------------------------------------------- KV transfer
-# ai-dynamo/dynamo components/src/dynamo/{vllm,sglang}/args.py, trtllm/backend_args.py. Only
-# meaningful for workers of a disaggregated DGD: old decode workers must be able to take KV
-# blocks from new prefill workers (docs/checker.md, "What is compared").
+# ai-dynamo/dynamo@2a6da14c8 components/src/dynamo/{vllm,sglang}/args.py,
+# trtllm/backend_args.py. Only meaningful for workers of a disaggregated DGD: old decode workers
+# must be able to take KV blocks from new prefill workers (docs/checker.md, "What is compared").
 
-_KV = "ai-dynamo/dynamo components/src/dynamo/{vllm,sglang,trtllm} (KV-transfer flags)"
+_KV = "ai-dynamo/dynamo@2a6da14c8 components/src/dynamo/{vllm,sglang,trtllm} (KV-transfer flags)"
 _NIXL = ("vllm-project/vllm vllm/distributed/kv_transfer/kv_connector/v1/nixl/metadata.py "
          "compute_nixl_compatibility_hash (fe6adf39a0a9); ai-dynamo 1.6.1 pins vllm==0.31.0")
 
@@ -243,7 +244,7 @@ KV_INPUTS: tuple[Input, ...] = (
     # max_seq_len) is a card input (context_length, above), not a KV-transfer change: the KV block
     # layout a prefill worker hands over (block size, dtype, heads, sharding) does not depend on
     # it, so it is not listed here although --max-model-len is often listed among layout flags
-    # (issue 13 item 3: a category only where it changes the KV layout or transfer).
+    # (a category only where it changes the KV layout or transfer).
     # SGLang
     Input(("--disaggregation-transfer-backend",), Category.KV, "KV transfer backend", SGLANG,
           _KV),
@@ -291,7 +292,7 @@ SAFE_KEYS: frozenset[str] = frozenset({
 UNKNOWN_ENGINE_FILE_MDC = Input(
     ("--extra-engine-args",), Category.MDC,
     "engine arguments file (contents unknown: may set max_seq_len / tokens_per_block)",
-    TRTLLM, "ai-dynamo/dynamo components/src/dynamo/trtllm/backend_args.py",
+    TRTLLM, "ai-dynamo/dynamo@2a6da14c8 components/src/dynamo/trtllm/backend_args.py",
 )
 
 # CLI flag → TRT-LLM engine key (YAML applied after the CLI, overrides last: ai-dynamo 1.6.1
@@ -369,7 +370,7 @@ FLAG_LIFECYCLE: tuple[FlagStatus, ...] = (
     # TRT-LLM `--model-path` is an obsolete alias of `--model`
     # (components/src/dynamo/trtllm/backend_args.py `obsolete_flag`).
     FlagStatus("--model-path", TRTLLM, "--model",
-               "ai-dynamo/dynamo components/src/dynamo/trtllm/backend_args.py",
+               "ai-dynamo/dynamo@2a6da14c8 components/src/dynamo/trtllm/backend_args.py",
                deprecated_since="1.3"),
     # components/src/dynamo/trtllm/backend_args.py: "The deprecated `--publish-events-and-metrics`
     # alias retains its original combined behavior for one release."

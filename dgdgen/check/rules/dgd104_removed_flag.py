@@ -18,7 +18,7 @@ RULE = RuleMeta(
         "A removed flag makes the worker exit at start-up, so the rollout stalls with crashing "
         "pods: vLLM --connector / DYN_CONNECTOR is rejected since #6450 (2026-02-24; use "
         "--kv-transfer-config), vLLM --is-prefill-worker was removed by #12089 (2026-07-24; use "
-        "--disaggregation-mode prefill) (ai-dynamo/dynamo components/src/dynamo/{vllm,sglang}/args.py, trtllm/backend_args.py)."
+        "--disaggregation-mode prefill) (ai-dynamo/dynamo@2a6da14c8 components/src/dynamo/{vllm,sglang}/args.py, trtllm/backend_args.py)."
     ),
     remediation="Replace the flag as the message says before rolling out the new release.",
 )

@@ -21,7 +21,7 @@ RULE = RuleMeta(
     rationale=(
         "A decode worker reads the KV blocks a prefill worker wrote, through the same "
         "connector: the block (page) size, the KV cache dtype and the connector or transfer "
-        "backend must be the same on both sides (ai-dynamo/dynamo components/src/dynamo/{vllm,sglang}/args.py, trtllm/backend_args.py). When they differ the "
+        "backend must be the same on both sides (ai-dynamo/dynamo@2a6da14c8 components/src/dynamo/{vllm,sglang}/args.py, trtllm/backend_args.py). When they differ the "
         "transfer fails or the decode worker reads a mismatched layout, from the first "
         "request. vLLM's NIXL connector also refuses, at its handshake, a peer whose "
         "compatibility hash differs: the model, the model dtype (`--dtype`), the attention "
