@@ -49,7 +49,7 @@ def rehearse(tmp: Path, spec: str, *args: str, timeout: float = 600) -> tuple[in
     return proc.returncode, data, proc.stdout + proc.stderr
 
 
-# The A/B experiment of tests/rehearse/test_experiment.py: a small planned sample, 15 ratings a
+# The A/B experiment of tests/rehearse/test_experiment_steps.py: a small planned sample, 15 ratings a
 # generation at 50/50.
 EXPERIMENT_MDE = 0.3
 
