@@ -433,8 +433,8 @@ def _check_one_wave(out: Sequence[PlanStep], rollback_steps: Sequence[PlanStep],
                 f"({', '.join(shrink[1])}) in the one DGD, which is applied in one sync wave: "
                 "either the route sends traffic to workers that do not exist yet or a group "
                 "loses workers while it still carries traffic. Use spec.strategy: blue-green "
-                "(the stable group keeps its workers until cleanup), or isolation separate-dgd "
-                "(a DGD per generation, each in its own wave)",
+                "(the stable group keeps its workers until cleanup) or spec.isolation: "
+                "separate-dgd (a DGD per generation, each in its own wave)",
                 field=("spec", "steps", k - 1),
             )
 
