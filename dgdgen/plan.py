@@ -328,6 +328,8 @@ def make_plan(inp: PlanInput) -> Plan:
         drain_seconds=(inp.drain_seconds if inp.mode in DRAIN_MODES and last.stable.present
                        else None),
     )
+    if inp.mode == "worker-group":
+        _check_one_wave(out, rollback_steps, rollback, cleanup, inp)
     notes = []
     if inp.mode != "in-place":
         notes.append(_rollback_note(len(out) - 1, rollback_steps, inp))
@@ -384,6 +386,57 @@ def _rollback_path(
                 raise direct from None
             chain.append(chosen)
             cur = chosen.index
+
+
+def _moves(before: GenerationState, now: GenerationState) -> tuple[list[str], list[str]]:
+    """(components that grow, components that shrink) of one generation, as ``name a→b``."""
+    up, down = [], []
+    for name, was in before.replicas.items():
+        n = now.replicas.get(name, 0) if now.present else 0
+        w = was if before.present else 0
+        if n > w:
+            up.append(f"{name} {w}→{n}")
+        elif n < w:
+            down.append(f"{name} {w}→{n}")
+    return up, down
+
+
+def _check_one_wave(out: Sequence[PlanStep], rollback_steps: Sequence[PlanStep],
+                    rollback: PlanStep, cleanup: PlanStep, inp: PlanInput) -> None:
+    """Isolation ``worker-group`` holds both generations in ONE DGD, which Argo CD applies in one
+    sync wave (dgdgen.render.waves): a transition that grows one group and shrinks the other
+    cannot keep both orders — applied before the route it removes workers that still carry
+    traffic, applied after it sends traffic to workers that do not exist yet. Such a spec is
+    refused, naming the first transition (forward steps, then the rollback from each step, then
+    cleanup). A blue-green rollout never needs one: the stable keeps every worker until cleanup
+    (docs/planning.md, "worker-group: one DGD, one sync wave")."""
+    last = len(out) - 1
+    paths: list[tuple[str, int, Sequence[PlanStep]]] = [
+        (f"step {i}", i, (out[i - 1], out[i])) for i in range(1, len(out))]
+    rb = Plan(inp.rollout, inp.mode, inp.strategy, inp.stable_revision, inp.candidate_revision,
+              tuple(out), rollback, cleanup, {}, 0.0, 0.0, 0, (), tuple(rollback_steps))
+    paths += [(f"rolling back from step {k}", k, (out[k], *rb.rollback_from(k)))
+              for k in range(1, len(out))]
+    paths.append(("cleanup", last, (out[last], cleanup)))
+    for what, k, path in paths:
+        for before, now in zip(path, path[1:]):
+            s_up, s_down = _moves(before.stable, now.stable)
+            c_up, c_down = _moves(before.candidate, now.candidate)
+            if not ((s_up or c_up) and (s_down or c_down)):
+                continue
+            grow, shrink = ((inp.stable_revision, s_up), (inp.candidate_revision, c_down)) \
+                if s_up else ((inp.candidate_revision, c_up), (inp.stable_revision, s_down))
+            into = "" if now.kind == "step" else f" (into state {now.label})"
+            raise PlanError(
+                f"isolation worker-group: {what}{into} grows group {grow[0]} "
+                f"({', '.join(grow[1])}) and shrinks group {shrink[0]} "
+                f"({', '.join(shrink[1])}) in the one DGD, which is applied in one sync wave: "
+                "either the route sends traffic to workers that do not exist yet or a group "
+                "loses workers while it still carries traffic. Use spec.strategy: blue-green "
+                "(the stable group keeps its workers until cleanup) or spec.isolation: "
+                "separate-dgd (a DGD per generation, each in its own wave)",
+                field=("spec", "steps", k - 1),
+            )
 
 
 def _rollback_targets(fwd: PlanStep, inp: PlanInput) -> tuple[GenerationState, GenerationState]:

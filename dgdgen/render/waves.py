@@ -91,8 +91,11 @@ def dgd_wave(prepared: Prepared, state: PlanStep, previous: PlanStep | None, nam
         gens.append((state.candidate, previous.candidate if previous else None))
     if len(gens) == 2 and state.kind in ("baseline", "rollback"):
         # One DGD holding both generations: a rollback removes the candidate's group, which must
-        # wait until the route no longer sends it traffic; the stable's group regrowing in the same
-        # object is the lesser harm (queueing, not failed requests). The baseline is the rollback
+        # wait until the route no longer sends it traffic. In `partition` the stable's workers
+        # regrowing in the same object is the lesser harm (queueing, not failed requests); in
+        # `worker-group` the planner refuses a rollback that regrows the stable's group (the
+        # route would send it traffic before its workers exist: docs/planning.md, "worker-group:
+        # one DGD, one sync wave"), so there it only shrinks. The baseline is the rollback
         # target and must stay byte-identical to it, so it uses the same wave (on a first deploy
         # nothing is served yet; on a new rollout's baseline the DGD is unchanged).
         return SHRINK
