@@ -550,23 +550,36 @@ def _transition(
             "capacity.maxUnavailable together with capacity.headroom, or add smaller steps",
             field=("spec", "steps", index - 1, "weight"),
         )
-    baseline_gpus = _extra_base(comps, inp.mode)
     min_cap = min(room_cap + prev_c.capacity, s_t.capacity + c_t.capacity)
     serving = [room] if prev_s.weight else []
     serving += [c_t.replicas] if prev_c.weight or c_t.weight else []
     serving += [s_t.replicas] if s_t.weight else []
     shrinks = any(s_t.replicas[c.name] < room[c.name] for c in comps)
-    return PlanStep(
-        index, "step", f"step-{index:02d}", s_t, c_t, st.pause_seconds, st.gate,
-        peak_replicas=peak, peak_gpus=peak_gpus,
-        extra_gpus_peak=max(0, peak_gpus - baseline_gpus), min_capacity=min_cap,
-        min_serving_workers=_min_workers(serving, comps),
+    return _move(
+        PlanStep(index, "step", f"step-{index:02d}", s_t, c_t, st.pause_seconds, st.gate),
+        peak, peak_gpus, min_cap, serving, comps, inp,
+        leaving=(prev_s.weight, s_t.weight, shrinks),
+    )
+
+
+def _move(step: PlanStep, peak: dict[str, int], peak_gpus: int, min_cap: float,
+          serving: Sequence[Mapping[str, int]], comps: Sequence[ComponentInput], inp: PlanInput,
+          *, leaving: tuple[int, int, bool], shift_first: bool = False) -> PlanStep:
+    """``step`` (a forward or a rollback transition between two separate generations) with its
+    peak, capacity and drain; ``leaving`` is the weight before and after, and whether it shrinks,
+    of the generation that gives up traffic (the stable forward, the candidate on the way back)."""
+    before, after, shrinks = leaving
+    return dataclasses.replace(
+        step, peak_replicas=peak, peak_gpus=peak_gpus,
+        extra_gpus_peak=max(0, peak_gpus - _extra_base(comps, inp.mode)), min_capacity=min_cap,
+        min_serving_workers=_min_workers([r for r in serving if r], comps),
         # A frontend's in-flight count reaches 0 only once it gets no new requests: a leaving
         # generation drains when its weight drops to 0 (a generation still serving part of the
         # traffic never would); workers it loses while serving finish their requests on SIGTERM
         # (docs/planning.md, shown by `dgdgen rehearse`).
-        drain_seconds=(inp.drain_seconds if shrinks and s_t.weight == 0 < prev_s.weight
+        drain_seconds=(inp.drain_seconds if shrinks and after == 0 < before
                        and inp.mode in DRAIN_MODES else None),
+        shift_first=shift_first,
     )
 
 
@@ -653,15 +666,9 @@ def _backward(
         )
     shrinks = any(to_c.replicas[c.name] < c0.replicas[c.name] for c in comps) or (
         c0.present and not to_c.present)
-    return PlanStep(
-        index, kind, label, to_s, to_c, None, None,
-        peak_replicas=peak, peak_gpus=peak_gpus,
-        extra_gpus_peak=max(0, peak_gpus - _extra_base(comps, inp.mode)), min_capacity=min_cap,
-        min_serving_workers=_min_workers([r for r in serving if r], comps),
-        drain_seconds=(inp.drain_seconds if shrinks and to_c.weight == 0 < c0.weight
-                       and inp.mode in DRAIN_MODES else None),
-        shift_first=shift_first,
-    )
+    return _move(PlanStep(index, kind, label, to_s, to_c, None, None), peak, peak_gpus, min_cap,
+                 serving, comps, inp, leaving=(c0.weight, to_c.weight, shrinks),
+                 shift_first=shift_first)
 
 
 def _partition_dgd(state: tuple[GenerationState, GenerationState], c: ComponentInput
