@@ -113,6 +113,7 @@ _CARD = ("ai-dynamo/dynamo@2a6da14c8 lib/llm/src/model_card.rs mdcsum(), "
          "components/src/dynamo/{vllm,sglang,trtllm}")
 
 _MODEL_CONFIG = "the model's config.json (its maximum context length)"
+_MODEL_DTYPE = "the model's config.json (its torch_dtype)"
 
 # The worker-side router flags (ai-dynamo 1.6.1 `add_worker_router_arguments`: RouterArgGroup +
 # KvRouterArgGroup; alias spellings are canonicalised by dgdgen.check.facts).
@@ -227,8 +228,10 @@ KV_INPUTS: tuple[Input, ...] = (
     Input(("--kv-cache-dtype",), Category.KV, "KV cache dtype", VLLM | SGLANG, _KV),
     # With the default `--kv-cache-dtype auto` the KV cache takes the model dtype, so a dtype
     # change is a KV-cache dtype change (vLLM CacheConfig / SGLang ServerArgs behaviour).
+    # Unset (or `auto`), the engine takes the dtype from the model's config.json: set on one
+    # side only, whether the effective dtype changes cannot be told from the manifests.
     Input(("--dtype",), Category.KV, "KV cache dtype (follows the model dtype)",
-          VLLM | SGLANG, _KV),
+          VLLM | SGLANG, _KV, derived_from=_MODEL_DTYPE),
     # vLLM's NIXL connector refuses a peer whose compatibility hash differs from its own. Beside
     # the vLLM version (the image: runtime-version), the model (a card input) and the two dtypes
     # above, the hash covers the attention backend and whether the hybrid KV cache manager is on

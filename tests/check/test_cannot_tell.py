@@ -107,3 +107,64 @@ def test_reports_say_cannot_tell_at_warning_severity(tmp_path: Path) -> None:
     code, out = _diff(tmp_path, "text")
     assert "cannot tell (mdc-checksum)" in out and "safe in place" not in out
     assert "warning DGD205 derived-default-in-place" in out
+
+
+DISAGG_VLLM = """\
+apiVersion: nvidia.com/v1alpha1
+kind: DynamoGraphDeployment
+metadata: {{name: g}}
+spec:
+  services:
+    Frontend:
+      componentType: frontend
+      replicas: 1
+      envs: [{{name: DYN_MIGRATION_LIMIT, value: "3"}}]
+    VllmDecodeWorker:
+      componentType: worker
+      subComponentType: decode
+      replicas: 1
+      extraPodSpec:
+        mainContainer:
+          command: [python3, -m, dynamo.vllm]
+          args: [--model, Qwen/Qwen3-0.6B{decode}]
+    VllmPrefillWorker:
+      componentType: worker
+      subComponentType: prefill
+      replicas: 1
+      extraPodSpec:
+        mainContainer:
+          command: [python3, -m, dynamo.vllm]
+          args: [--model, Qwen/Qwen3-0.6B, --disaggregation-mode, prefill{prefill}]
+"""
+
+
+def _diff_json(tmp_path: Path, old: str, new: str) -> tuple[int, dict]:
+    (tmp_path / "old.yaml").write_text(DISAGG_VLLM.format(decode=old, prefill=old))
+    (tmp_path / "new.yaml").write_text(DISAGG_VLLM.format(decode=new, prefill=new))
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(["diff", str(tmp_path / "old.yaml"), str(tmp_path / "new.yaml"),
+                     "--format", "json"])
+    return code, json.loads(out.getvalue())
+
+
+@pytest.mark.parametrize("direction", ["added", "removed"])
+def test_dtype_set_on_one_side_of_a_disaggregated_graph_cannot_be_told(
+        tmp_path: Path, direction: str) -> None:
+    # unset, vLLM takes the model's torch_dtype (`auto`), and the KV cache follows it: setting
+    # it on one side may or may not change the KV layout the prefill workers hand over
+    setv = ", --dtype, bfloat16"
+    old, new = ("", setv) if direction == "added" else (setv, "")
+    code, data = _diff_json(tmp_path, old, new)
+    assert data["cannot_tell"] == ["kv-transfer"] and data["categories"] == [], data
+    assert data["isolation_required"] is None
+    codes = [f["code"] for f in data["findings"]]
+    assert codes.count("DGD205") == 2 and "DGD202" not in codes, data["findings"]
+    assert code == 0  # a warning: below the default --fail-on error, above silence
+
+
+def test_dtype_between_two_values_is_a_kv_transfer_change(tmp_path: Path) -> None:
+    code, data = _diff_json(tmp_path, ", --dtype, bfloat16", ", --dtype, float16")
+    assert data["categories"] == ["kv-transfer"] and data["isolation_required"] is True, data
+    assert [f["code"] for f in data["findings"]].count("DGD202") == 2, data["findings"]
+    assert code == 1
