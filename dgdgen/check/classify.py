@@ -88,6 +88,14 @@ class Change:
         return self.category.demands_isolation and not self.cannot_tell
 
 
+def isolation_verdict(required: bool, cannot_tell: Sequence[str]) -> bool | None:
+    """``isolation_required`` as reports give it: True when a change demands isolation, None
+    (cannot tell) when none does but some change cannot be decided, else False."""
+    if required:
+        return True
+    return None if cannot_tell else False
+
+
 @dataclass(frozen=True)
 class Verdict:
     isolation_required: bool
@@ -122,9 +130,7 @@ class Verdict:
     def isolation_verdict(self) -> bool | None:
         """``isolation_required`` for reports: None when the only changes that may demand
         isolation are ones the checker cannot decide."""
-        if self.isolation_required:
-            return True
-        return None if self.cannot_tell else False
+        return isolation_verdict(self.isolation_required, self.cannot_tell)
 
     def to_dict(self) -> dict[str, object]:
         return {

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
 
-from dgdgen.check.classify import RiskGrade
+from dgdgen.check.classify import RiskGrade, isolation_verdict
 from dgdgen.check.context import (
     Context,
     DgdPair,
@@ -73,9 +73,7 @@ class Report:
     def isolation_verdict(self) -> bool | None:
         """``isolation_required`` as reported: None (cannot tell) when no change is known to
         demand isolation but some cannot be decided."""
-        if self.isolation_required:
-            return True
-        return None if self.cannot_tell else False
+        return isolation_verdict(self.isolation_required, self.cannot_tell)
 
     @property
     def risk(self) -> RiskGrade | None:

@@ -15,6 +15,7 @@ from dgdgen.check.classify import recommend, verdict
 from dgdgen.cli import main
 from dgdgen.dgd import Dgd, read_dgds
 from dgdgen.yamlio import load_documents_fast
+from worker_support import worker_dgd_text
 
 MODULES = {"vllm": ("dynamo.vllm", "--model"), "sglang": ("dynamo.sglang", "--model-path"),
            "trtllm": ("dynamo.trtllm", "--model")}
@@ -23,22 +24,7 @@ MODULES = {"vllm": ("dynamo.vllm", "--model"), "sglang": ("dynamo.sglang", "--mo
 def dgd_text(backend: str, extra: tuple[str, ...] = ()) -> str:
     module, model_flag = MODULES[backend]
     args = ", ".join(json.dumps(a) for a in (model_flag, "Qwen/Qwen3-0.6B", *extra))
-    return f"""\
-apiVersion: nvidia.com/v1beta1
-kind: DynamoGraphDeployment
-metadata:
-  name: qwen
-spec:
-  components:
-    - name: worker
-      type: worker
-      podTemplate:
-        spec:
-          containers:
-            - name: main
-              command: [python3, -m, {module}]
-              args: [{args}]
-"""
+    return worker_dgd_text(f"command: [python3, -m, {module}]", f"args: [{args}]")
 
 
 def dgd(backend: str, *extra: str) -> Dgd:

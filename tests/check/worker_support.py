@@ -22,11 +22,14 @@ spec:
 """
 
 
+def worker_dgd_text(*container: str) -> str:
+    """The DGD whose worker's main container has the given YAML lines (command, args, env ...)."""
+    return _HEAD + "".join(f"              {line}\n" for line in container)
+
+
 def worker_component(*container: str) -> ComponentFacts:
-    """The facts of the worker whose main container has the given YAML lines (command, args,
-    env ...)."""
-    text = _HEAD + "".join(f"              {line}\n" for line in container)
-    doc = load_documents_fast(text, "w.yaml")[0]
+    """The facts of the worker whose main container has the given YAML lines."""
+    doc = load_documents_fast(worker_dgd_text(*container), "w.yaml")[0]
     return dgd_facts(parse(doc.data, source=doc)).components["worker"]
 
 
