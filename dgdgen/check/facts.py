@@ -30,19 +30,27 @@ _SHELL_OPERATORS = frozenset({"&&", "||", ";", "|", "&", ";;", "(", ")"})
 _ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
 # Aliases accepted by the backends' parsers, mapped to one canonical spelling per backend.
-# vLLM: `-tp/-pp/-dp` short options; SGLang: `--tp`, `--tensor-parallel-size` etc. are aliases of
-# `--tp-size` (SGLang ServerArgs); TRT-LLM: `--model-path` is an obsolete alias of `--model`
+# vLLM: `-tp/-pp/-dp/-dcp/-sc` short options (vllm 0.31.0 vllm/engine/arg_utils.py); SGLang:
+# `--tensor-parallel-size` etc. are aliases of `--tp-size`, `--decode-context-parallel-size` of
+# `--dcp-size`, `--attention-context-parallel-size` of `--attn-cp-size` (sglang 0.5.21
+# sglang/srt/arg_groups/fields/parallel.py), `--tp`/`--dp` unique abbreviations argparse accepts
+# (`--pp` and `--tokenizer` are ambiguous abbreviations there, refused at start; they are mapped
+# to the flag they abbreviate so that a change to them still reads as one);
+# TRT-LLM: `--model-path` is an obsolete alias of `--model`
 # (ai-dynamo/dynamo@2a6da14c8 components/src/dynamo/trtllm/backend_args.py).
 _ALIASES: dict[Backend, dict[str, str]] = {
     Backend.VLLM: {
         "-tp": "--tensor-parallel-size", "-pp": "--pipeline-parallel-size",
         "-dp": "--data-parallel-size", "--tp": "--tensor-parallel-size",
+        "-dcp": "--decode-context-parallel-size", "-sc": "--speculative-config",
     },
     Backend.SGLANG: {
         "--tp": "--tp-size", "--tensor-parallel-size": "--tp-size",
         "--dp": "--dp-size", "--data-parallel-size": "--dp-size",
         "--pp": "--pp-size", "--pipeline-parallel-size": "--pp-size",
         "--model": "--model-path", "--tokenizer": "--tokenizer-path",
+        "--decode-context-parallel-size": "--dcp-size",
+        "--attention-context-parallel-size": "--attn-cp-size",
     },
     Backend.TRTLLM: {"--model-path": "--model", "--tp": "--tensor-parallel-size"},
     Backend.UNKNOWN: {},

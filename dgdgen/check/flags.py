@@ -191,20 +191,28 @@ MDC_INPUTS: tuple[Input, ...] = (
 # must be able to take KV blocks from new prefill workers (docs/checker.md, "What is compared").
 
 _KV = "ai-dynamo/dynamo@2a6da14c8 components/src/dynamo/{vllm,sglang,trtllm} (KV-transfer flags)"
-_NIXL = ("vllm-project/vllm vllm/distributed/kv_transfer/kv_connector/v1/nixl/metadata.py "
-         "compute_nixl_compatibility_hash (fe6adf39a0a9); ai-dynamo 1.6.1 pins vllm==0.31.0")
+# vLLM's NIXL handshake, read in the vllm 0.31.0 wheel from PyPI (the version ai-dynamo 1.6.1
+# pins in its [vllm] extra).
+_NIXL = ("vllm-project/vllm 0.31.0 vllm/distributed/kv_transfer/kv_connector/v1/nixl/metadata.py "
+         "compute_nixl_compatibility_hash; ai-dynamo 1.6.1 pins vllm==0.31.0")
+_NIXL_HANDSHAKE = ("vllm-project/vllm 0.31.0 vllm/distributed/kv_transfer/kv_connector/v1/nixl/"
+                   "base_worker.py _validate_remote_agent_handshake; ai-dynamo 1.6.1 pins "
+                   "vllm==0.31.0")
 
 # SGLang's decode worker fetches the prefill worker's registration from its bootstrap server and
-# refuses a peer whose page size or KV cache dtype (the `--kv-cache-dtype` value as given, so
-# `auto` and an explicit dtype differ) is not its own; the decode pipeline-parallel size must equal
-# the prefill's or be 1; TP sizes may differ (sgl-project/sglang
-# python/sglang/srt/disaggregation/common/conn.py, CommonKVManager.try_ensure_parallel_info and
-# register_to_bootstrap). ai-dynamo 1.6.1 pins sglang==0.5.21 in its [sglang] extra; the file was
-# read at upstream snapshots of a code index that cannot be tied to the v0.5.21 tag
-# (docs/checker.md).
-_SGLANG_HANDSHAKE = ("sgl-project/sglang python/sglang/srt/disaggregation/common/conn.py "
-                     "try_ensure_parallel_info (sglang 0.5.21 pinned by ai-dynamo 1.6.1; "
-                     "read at an untagged snapshot)")
+# refuses a peer whose page size or KV cache dtype is not its own (the dtype string the runner
+# resolved: the `--kv-cache-dtype` value as given, so `auto`, `bf16` and `bfloat16` all differ,
+# except where a quantized checkpoint resolves `auto` to an FP8 name); the decode
+# pipeline-parallel size must equal the prefill's or be 1; TP sizes may differ; a decode worker
+# with decode context parallelism (`--dcp-size` > 1) needs a prefill worker without attention
+# context parallelism (`--attn-cp-size` 1), and a prefill worker refuses a decode peer whose DCP
+# size is not its own unless its own is 1 (sgl-project/sglang 0.5.21
+# python/sglang/srt/disaggregation/common/conn.py: CommonKVManager.try_ensure_parallel_info,
+# _resolve_rank_mapping, requires_dcp_relayout, register_to_bootstrap;
+# sglang/srt/mem_cache/kv_cache_dtype.py configure_kv_cache_dtype). Read in the sglang 0.5.21
+# wheel from PyPI, the version ai-dynamo 1.6.1 pins in its [sglang] extra.
+_SGLANG_HANDSHAKE = ("sgl-project/sglang 0.5.21 python/sglang/srt/disaggregation/common/conn.py "
+                     "try_ensure_parallel_info (ai-dynamo 1.6.1 pins sglang==0.5.21)")
 # TRT-LLM's cache transceiver asks the formatter whether it can exchange KV with a peer's
 # CacheState and refuses a peer that differs in KV cache data type, tokens per block, attention
 # type, KV factor, heads per layer, size per head or number of layers, or that uses context
@@ -224,6 +232,10 @@ KV_INPUTS: tuple[Input, ...] = (
     Input(("--connector",), Category.KV, "KV connector (rejected since #6450)", VLLM, _KV),
     Input(("--tensor-parallel-size", "--pipeline-parallel-size", "--data-parallel-size"),
           Category.KV, "KV sharding (parallel sizes)", VLLM, _KV),
+    # Decode context parallelism: the handshake requires the two DCP sizes to divide one another
+    # (and equal with Mamba layers) (_NIXL_HANDSHAKE).
+    Input(("--decode-context-parallel-size",), Category.KV, "KV sharding (decode context parallel)",
+          VLLM, _NIXL_HANDSHAKE),
     Input(("--block-size",), Category.KV, "KV block size", VLLM, _KV),
     Input(("--kv-cache-dtype",), Category.KV, "KV cache dtype", VLLM | SGLANG, _KV),
     # With the default `--kv-cache-dtype auto` the KV cache takes the model dtype, so a dtype
@@ -235,14 +247,17 @@ KV_INPUTS: tuple[Input, ...] = (
     # vLLM's NIXL connector refuses a peer whose compatibility hash differs from its own. Beside
     # the vLLM version (the image: runtime-version), the model (a card input) and the two dtypes
     # above, the hash covers the attention backend and whether the hybrid KV cache manager is on
-    # (vllm-project/vllm vllm/distributed/kv_transfer/kv_connector/v1/nixl/metadata.py,
-    # compute_nixl_compatibility_hash, commit fe6adf39a0a9; ai-dynamo 1.6.1 pins
-    # vllm==0.31.0 in its [vllm] extra). Tensor-parallel size and block size are checked after
-    # the hash (_validate_remote_agent_handshake) and are listed above.
+    # (_NIXL: compute_nixl_compatibility_hash in vllm 0.31.0). Which connector (pull or push) is
+    # hashed too: it is named in --kv-transfer-config. Tensor-parallel, decode-context-parallel
+    # and block sizes are checked after the hash (_NIXL_HANDSHAKE) and are listed above.
     Input(("--attention-backend",), Category.KV,
           "attention backend (NIXL compatibility hash)", VLLM, _NIXL),
     Input(("--disable-hybrid-kv-cache-manager",), Category.KV,
           "hybrid KV cache manager on/off (NIXL compatibility hash)", VLLM, _NIXL),
+    # The hash also covers an EAGLE / MTP speculator's method, draft model and draft KV dtype
+    # (metadata.py _get_speculative_compatibility_factors, vllm 0.31.0).
+    Input(("--speculative-config",), Category.KV,
+          "speculative decoding config (NIXL compatibility hash)", VLLM, _NIXL),
     # Context / sequence length (vLLM --max-model-len, SGLang --context-length, TRT-LLM
     # max_seq_len) is a card input (context_length, above), not a KV-transfer change: the KV block
     # layout a prefill worker hands over (block size, dtype, heads, sharding) does not depend on
@@ -256,6 +271,8 @@ KV_INPUTS: tuple[Input, ...] = (
           _SGLANG_HANDSHAKE),
     Input(("--tp-size", "--dp-size", "--pp-size", "--enable-dp-attention"), Category.KV,
           "KV sharding (parallel sizes)", SGLANG, _SGLANG_HANDSHAKE),
+    Input(("--dcp-size", "--attn-cp-size"), Category.KV,
+          "KV sharding (context parallel sizes)", SGLANG, _SGLANG_HANDSHAKE),
     Input(("--skip-tokenizer-init",), Category.KV, "prefill/decode hand-off (token ids)", SGLANG,
           _KV),
     # TRT-LLM: CLI flags map onto engine keys (llm_worker.py precedence), so the effective engine
@@ -407,6 +424,9 @@ class PdKey:
     json_field: str | None = None  # compare this field of a JSON value (the connector name)
     # Values that leave the choice to the engine at run time: not compared.
     engine_picks: tuple[str, ...] = ()
+    # A prefill value that accepts any decode value (SGLang: a prefill worker without decode
+    # context parallelism relays its KV to any DCP layout of an MLA decode peer).
+    prefill_accepts_any: tuple[str, ...] = ()
 
 
 PD_MUST_AGREE: tuple[PdKey, ...] = (
@@ -425,11 +445,19 @@ PD_MUST_AGREE: tuple[PdKey, ...] = (
     PdKey(("--attention-backend",), "attention backend (NIXL compatibility hash)", VLLM, _NIXL),
     PdKey(("--disable-hybrid-kv-cache-manager",),
           "hybrid KV cache manager on/off (NIXL compatibility hash)", VLLM, _NIXL),
+    # Unset, SGLang 0.5.21 derives the page size: 1 on CUDA, 64 on MUSA, and attention backends
+    # override it (FA4 on SM100: 128; FlashMLA, TRT-LLM MLA/MHA: 64) (sglang/srt/arg_groups/
+    # overrides.py _page_size_default, _mla_backend_page_constraints): not a fixed default.
     PdKey(("--page-size",), "KV page size", SGLANG,
-          "SGLang ServerArgs.page_size (set to 1 when unset)", default="1"),
+          "SGLang ServerArgs.page_size (derived when unset)"),
     PdKey(("--kv-cache-dtype",), "KV cache dtype", SGLANG,
           "SGLang ServerArgs.kv_cache_dtype, default \"auto\"",
           default="auto"),
+    # A prefill worker refuses a decode peer of another DCP size unless its own is 1 ("Unsupported
+    # PD DCP topology"; 1 → N needs an MLA model, which the manifests do not show).
+    PdKey(("--dcp-size",), "decode context parallel size", SGLANG,
+          "SGLang CommonKVManager.requires_dcp_relayout (0.5.21), ServerArgs.dcp_size default 1",
+          default="1", prefill_accepts_any=("1",)),
     PdKey(("--disaggregation-transfer-backend",), "KV transfer backend", SGLANG,
           "SGLang ServerArgs.disaggregation_transfer_backend, default \"mooncake\"", default="mooncake"),
     PdKey(("engine:kv_cache_config.tokens_per_block",), "KV block size (tokens per block)",

@@ -26,12 +26,18 @@ RULE = RuleMeta(
         "request. vLLM's NIXL connector also refuses, at its handshake, a peer whose "
         "compatibility hash differs: the model, the model dtype (`--dtype`), the attention "
         "backend and whether the hybrid KV cache manager is on must agree as well "
-        "(vllm-project/vllm vllm/distributed/kv_transfer/kv_connector/v1/nixl/metadata.py "
-        "`compute_nixl_compatibility_hash`; Dynamo 1.6.1 pins vllm 0.31.0). A side that leaves "
+        "(vllm-project/vllm 0.31.0 vllm/distributed/kv_transfer/kv_connector/v1/nixl/metadata.py "
+        "`compute_nixl_compatibility_hash`; Dynamo 1.6.1 pins vllm 0.31.0). SGLang's decode "
+        "worker refuses a prefill peer whose page size or KV cache dtype string differs, and a "
+        "prefill worker with decode context parallelism (`--dcp-size` > 1) refuses a decode "
+        "peer with another DCP size (sgl-project/sglang 0.5.21 "
+        "python/sglang/srt/disaggregation/common/conn.py `try_ensure_parallel_info`, "
+        "`requires_dcp_relayout`; Dynamo 1.6.1 pins sglang 0.5.21). A side that leaves "
         "a setting unset is compared with the engine's default where it is fixed (vLLM and "
-        "SGLang `--kv-cache-dtype auto`, SGLang page size 1 and transfer backend mooncake, "
+        "SGLang `--kv-cache-dtype auto`, SGLang DCP size 1 and transfer backend mooncake, "
         "TRT-LLM tokens_per_block 32); where the engine derives it (vLLM's block size, model "
-        "dtype, attention backend, hybrid KV cache manager) or a value leaves the choice to the "
+        "dtype, attention backend, hybrid KV cache manager; SGLang's page size, from the "
+        "platform and the attention backend) or a value leaves the choice to the "
         "engine (TRT-LLM's `DEFAULT` transfer backend), only values set on both sides are "
         "compared."
     ),
@@ -74,7 +80,8 @@ def check(ctx: Context) -> Iterator[Finding]:
                     pv, ps = _value(p, key)
                     dv, ds = _value(d, key)
                     if pv is None or dv is None or pv == dv \
-                            or pv in key.engine_picks or dv in key.engine_picks:
+                            or pv in key.engine_picks or dv in key.engine_picks \
+                            or pv in key.prefill_accepts_any:
                         continue
                     at = ds or ps
                     assert at is not None  # two defaults are equal

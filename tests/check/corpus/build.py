@@ -75,8 +75,15 @@ TRT_12023 = (f"{W}trtllm/workers/llm_worker.py _populate_kv_cache_capacity (sinc
              "#12023 the card takes the engine's block size)")
 NOT_HASHED = f"{CARD} (total_kv_blocks, replicas and the rest of runtime_config are not hashed)"
 IMAGE = "docs/checker.md (What is compared: runtime-version)"
-NIXL = ("vllm-project/vllm fe6adf39a0a9 vllm/distributed/kv_transfer/kv_connector/v1/nixl/"
-        "metadata.py compute_nixl_compatibility_hash (ai-dynamo 1.6.1 pins vllm 0.31.0)")
+NIXL = ("vllm-project/vllm 0.31.0 vllm/distributed/kv_transfer/kv_connector/v1/nixl/"
+        "metadata.py compute_nixl_compatibility_hash (the version ai-dynamo 1.6.1 pins, read in "
+        "its PyPI wheel)")
+NIXL_HANDSHAKE = ("vllm-project/vllm 0.31.0 vllm/distributed/kv_transfer/kv_connector/v1/nixl/"
+                  "base_worker.py _validate_remote_agent_handshake (decode context parallel "
+                  "sizes must divide one another)")
+SGLANG_HS = ("sgl-project/sglang 0.5.21 python/sglang/srt/disaggregation/common/conn.py "
+             "try_ensure_parallel_info, _resolve_rank_mapping, requires_dcp_relayout (the version "
+             "ai-dynamo 1.6.1 pins, read in its PyPI wheel)")
 RTP = "runtime:{}"  # a probe of tests/check/test_runtime_truth.py (Dynamo 1.6.1)
 
 
@@ -154,6 +161,27 @@ case("vllm-disable-hybrid-kv-cache-manager-disagg", vllm_disagg,
      sub(vllm_disagg, "            - Qwen/Qwen3-0.6B\n",
          "            - Qwen/Qwen3-0.6B\n            - --disable-hybrid-kv-cache-manager\n", 1),
      [KV], note="hybrid KV cache manager on/off is hashed in the NIXL handshake")
+case("vllm-speculative-config-disagg", vllm_disagg,
+     sub(vllm_disagg, "            - Qwen/Qwen3-0.6B\n",
+         "            - Qwen/Qwen3-0.6B\n            - --speculative-config\n"
+         "            - '{\"method\":\"eagle3\",\"model\":\"AngelSlim/Qwen3-1.7B_eagle3\","
+         "\"num_speculative_tokens\":2}'\n"),
+     [KV], note="an EAGLE speculator's method and draft model are hashed in the NIXL handshake")
+case("vllm-dcp-short-flag-disagg", vllm_disagg,
+     sub(vllm_disagg, "            - Qwen/Qwen3-0.6B\n",
+         "            - Qwen/Qwen3-0.6B\n            - -dcp\n            - \"2\"\n", 1),
+     [KV], note="-dcp is --decode-context-parallel-size; the handshake checks the DCP sizes")
+case("sglang-attention-cp-prefill-disagg", sglang_b,
+     sub(sglang_b, "          - --disaggregation-mode\n          - prefill\n",
+         "          - --disaggregation-mode\n          - prefill\n"
+         "          - --attention-context-parallel-size\n          - \"2\"\n"),
+     [KV], note="the prefill's attention CP size is registered with its bootstrap server and "
+                "maps the decode worker's transfer; not a card input")
+case("sglang-dcp-size-disagg", sglang_b,
+     sub(sglang_b, '          - --page-size\n          - "16"\n',
+         '          - --page-size\n          - "16"\n          - --dcp-size\n          - "2"\n'),
+     [MDC, KV], note="kv_cache_block_size is page size x DCP size; the prefill refuses a decode "
+                     "peer of another DCP size")
 case("vllm-attention-backend-aggregated", vllm_agg,
      sub(vllm_agg, "            - Qwen/Qwen3-0.6B\n",
          "            - Qwen/Qwen3-0.6B\n            - --attention-backend\n"
@@ -393,6 +421,14 @@ SOURCES: dict[str, str] = {
                                                 "to [model])",
     "vllm-attention-backend-disagg": NIXL,
     "vllm-disable-hybrid-kv-cache-manager-disagg": NIXL,
+    "vllm-speculative-config-disagg": (f"{NIXL}; vllm-project/vllm 0.31.0 vllm/distributed/"
+                                       "kv_transfer/kv_connector/v1/nixl/metadata.py "
+                                       "_get_speculative_compatibility_factors"),
+    "vllm-dcp-short-flag-disagg": (f"{NIXL_HANDSHAKE}; vllm-project/vllm 0.31.0 "
+                                   "vllm/engine/arg_utils.py (-dcp)"),
+    "sglang-attention-cp-prefill-disagg": (f"{SGLANG_HS}; sgl-project/sglang 0.5.21 python/sglang/"
+                                           "srt/arg_groups/fields/parallel.py (the alias)"),
+    "sglang-dcp-size-disagg": f"{SGLANG_HS}; {F32}",
     "vllm-attention-backend-aggregated": f"{NIXL}, aggregated: no KV hand-off; {F32}",
     "trtllm-extra-engine-args-path-v1alpha1": f"{TRT_PRECEDENCE}; {F4}",
     "trtllm-configmap-transceiver-backend": F4,
