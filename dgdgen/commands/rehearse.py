@@ -43,6 +43,7 @@ It exits 0 once all four ran (what they found is in the report), 3 if one could 
 An A/B experiment step (gate: experiment) is decided by `dgdgen experiment --record` on the
 samples of --experiment-samples FILE; the rehearsal cannot measure a metric only users give, so
 without the file the step ends with no decision: neither promoted nor rolled back (exit 3).
+With --side-by-side the gated runs decide it on the same file.
 
 exit codes: 0 the rollout completed (cleanup reached) and no request failed, 1 a gate rolled it back
 or clients saw failed or truncated requests, 2 bad input or the
@@ -181,7 +182,8 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.flush()
 
     if args.side_by_side or in_place:
-        return _run_in_place(args, workdir, keep, say, side_by_side=args.side_by_side)
+        return _run_in_place(args, workdir, keep, say, side_by_side=args.side_by_side,
+                             samples=samples)
     opts = Options(
         spec=Path(args.spec), time_scale=args.time_scale, rate=args.rate,
         min_requests=min_requests, auto_min_requests=auto_min,
@@ -246,7 +248,8 @@ def could_not_run(keep: bool) -> Iterator[None]:
 
 
 def _run_in_place(args: argparse.Namespace, workdir: Path, keep: bool,
-                  say: Callable[[str], None], *, side_by_side: bool) -> int:
+                  say: Callable[[str], None], *, side_by_side: bool,
+                  samples: Path | None = None) -> int:
     """The operator's in-place roll, alone or side by side with the gated rollout."""
     import shutil
 
@@ -262,7 +265,7 @@ def _run_in_place(args: argparse.Namespace, workdir: Path, keep: bool,
                     min_requests=args.min_requests if isinstance(args.min_requests, int) else None,
                     auto_min_requests=args.min_requests == "auto",
                     worker_namespaces=args.worker_namespaces, pod_startup=args.pod_startup,
-                    workdir=workdir, report=report), say)
+                    workdir=workdir, report=report, experiment_samples=samples), say)
                 for line in sidebyside.table_rows(result):
                     print(line)
                 print(f"report: {report / 'side-by-side.md'}")

@@ -12,9 +12,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dgdgen.rehearse.run import Outcome
+from dgdgen.rehearse.run import NO_DECISION, Outcome
 
 COLORS = {"stable": "#1f77b4", "candidate": "#d62728"}
+# A gate's dot: passed, not passed (Failed or Inconclusive: the rollout does not go on), and no
+# decision (an A/B experiment step without samples: neither promoted nor rolled back).
+_GATE_FILL = {"Successful": "#2ca02c", NO_DECISION: "#ff7f0e"}
+_GATE_NOT_PASSED = "#d62728"
 
 
 def _p95(values: Sequence[float]) -> float | None:
@@ -359,10 +363,14 @@ def to_svg(out: Outcome, rows: list[StateRow]) -> str:
                                        "class": "legend-label", "style": _CHART_FONT}).text = label
         lx += 30 + 6.2 * len(label)
     lx, ly = float(left), ly + 18
-    for ok, label in ((True, "gate passed (Successful)"),
-                      (False, "gate not passed (Failed or Inconclusive)")):
+    dots = [(_GATE_FILL["Successful"], "gate passed (Successful)"),
+            (_GATE_NOT_PASSED, "gate not passed (Failed or Inconclusive)")]
+    if any(s.verdict == NO_DECISION for s in out.states):
+        dots.append((_GATE_FILL[NO_DECISION],
+                     "no decision (an A/B experiment without samples)"))
+    for fill, label in dots:
         ET.SubElement(legend, "circle", {"cx": f"{lx + 5:.1f}", "cy": f"{ly:.1f}", "r": "5",
-                                         "fill": "#2ca02c" if ok else "#d62728"})
+                                         "fill": fill})
         ET.SubElement(legend, "text", {"x": f"{lx + 14:.1f}", "y": f"{ly + 4:.1f}",
                                        "class": "legend-label", "style": _CHART_FONT}).text = label
         lx += 30 + 6.2 * len(label)
@@ -442,9 +450,9 @@ def _traffic_panel(g: ET.Element, out: Outcome, rows: list[StateRow], x: Any, y0
                                   "class": "observed"})
     for s in out.states:
         if s.verdict:
-            ok = s.verdict == "Successful"
+            fill = _GATE_FILL.get(s.verdict, _GATE_NOT_PASSED)
             dot = ET.SubElement(g, "circle", {"cx": f"{x(s.ended):.1f}", "cy": f"{y0 + 8:.1f}",
-                                              "r": "5", "fill": "#2ca02c" if ok else "#d62728",
+                                              "r": "5", "fill": fill,
                                               "class": "gate", "data-verdict": s.verdict,
                                               "data-state": s.label})
             ET.SubElement(dot, "title").text = f"{s.label}: gate {s.gate} {s.verdict}"

@@ -47,6 +47,8 @@ class SideBySideOptions:
     pod_startup: float = 4.0
     workdir: Path = Path("rehearsal-work")
     report: Path = Path("rehearsal")
+    # the A/B experiment step's samples, for the gated runs (as run.Options)
+    experiment_samples: Path | None = None
 
 
 def gated_spec(spec: Path, dest: Path) -> tuple[Path, str]:
@@ -170,7 +172,7 @@ def run(opts: SideBySideOptions, say: Callable[[str], None]) -> dict[str, Any]:
         gated = Rehearsal(Options(
             spec=spec_gated, time_scale=opts.time_scale, rate=opts.rate,
             min_requests=opts.min_requests, auto_min_requests=opts.auto_min_requests,
-            candidate_slowdown=slow,
+            candidate_slowdown=slow, experiment_samples=opts.experiment_samples,
             workdir=opts.workdir / f"g-{candidate[0]}"), say).run()
         try:
             data = write_report(gated, opts.report / name)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,8 @@ from rehearse_support import EXPERIMENT_MDE as MDE
 from rehearse_support import experiment_spec as _spec
 
 from dgdgen.analysis.experiment import experiment_samples
+
+NS = "{http://www.w3.org/2000/svg}"
 
 pytestmark = [pytest.mark.slow, pytest.mark.rehearse]
 
@@ -85,6 +88,14 @@ def test_no_samples_warns_before_the_run_and_ends_with_no_decision(tmp_path: Pat
     report = (tmp_path / "report" / "report.md").read_text()
     assert "no --experiment-samples FILE" in report, report
     assert "Dgdgen-Experiment" not in _trailer(tmp_path)
+    # the chart draws the step as no decision, not as a gate that failed
+    svg = ET.parse(tmp_path / "report" / "chart.svg").getroot()
+    dots = {c.get("data-state"): c.get("fill") for c in svg.iter(f"{NS}circle")
+            if c.get("class") == "gate"}
+    legend = {t.text for t in svg.iter(f"{NS}text") if t.get("class") == "legend-label"}
+    state = _experiment_state(data)["state"]
+    assert dots[state] == "#ff7f0e", dots
+    assert "no decision (an A/B experiment without samples)" in legend, legend
 
 
 def test_fewer_samples_than_planned_end_with_no_decision(tmp_path: Path) -> None:

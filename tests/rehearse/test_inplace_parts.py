@@ -162,3 +162,41 @@ def test_an_in_place_spec_is_compared_with_a_gated_separate_dgd(tmp_path: Path) 
     # a spec that isolates already is rehearsed as it is
     own = REPO / "examples/vllm-disagg-block-size/rollout.yaml"
     assert gated_spec(own, tmp_path / "h") == (own, "separate-dgd")
+
+
+def test_side_by_side_hands_the_experiment_samples_to_the_gated_runs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The wiring only (the runs themselves need the Dynamo runtime: tests/rehearse/
+    test_inplace.py and test_experiment_steps.py): the gated runs of --side-by-side decide an
+    experiment step on the samples given, as a plain rehearsal does."""
+    from dgdgen.rehearse import inplace, run, sidebyside
+
+    class Stop(Exception):
+        pass
+
+    seen: list[run.Options] = []
+
+    class InPlace:
+        def __init__(self, opts: InPlaceOptions, say: object) -> None:
+            pass
+
+        def run(self) -> None:
+            return None
+
+    class Gated:
+        def __init__(self, opts: run.Options, say: object) -> None:
+            seen.append(opts)
+
+        def run(self) -> None:
+            raise Stop
+
+    monkeypatch.setattr(inplace, "InPlaceRehearsal", InPlace)
+    monkeypatch.setattr(inplace, "write_report", lambda out, dest: {})
+    monkeypatch.setattr(sidebyside, "_inplace_row", lambda out, data, candidate: {})
+    monkeypatch.setattr(run, "Rehearsal", Gated)
+    samples = tmp_path / "samples.csv"
+    with pytest.raises(Stop):
+        sidebyside.run(sidebyside.SideBySideOptions(
+            spec=REPO / "examples/vllm-disagg-block-size/rollout.yaml", workdir=tmp_path / "w",
+            report=tmp_path / "r", experiment_samples=samples), lambda _: None)
+    assert [o.experiment_samples for o in seen] == [samples]
