@@ -37,6 +37,7 @@ Model (docs/planning.md explains it with examples):
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -419,7 +420,7 @@ def _check_one_wave(out: Sequence[PlanStep], rollback_steps: Sequence[PlanStep],
               for k in range(1, len(out))]
     paths.append(("cleanup", last, (out[last], cleanup)))
     for what, k, path in paths:
-        for before, now in zip(path, path[1:]):
+        for before, now in itertools.pairwise(path):
             s_up, s_down = _moves(before.stable, now.stable)
             c_up, c_down = _moves(before.candidate, now.candidate)
             if not ((s_up or c_up) and (s_down or c_down)):

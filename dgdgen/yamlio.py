@@ -656,7 +656,7 @@ class _Walker:
     for the set). A class, not a closure: a recursive closure is a reference cycle, and it would
     keep the loader alive until the garbage collector runs (the checker pauses it)."""
 
-    __slots__ = ("text_tag", "key_of", "value_of", "merges", "seen", "max_depth")
+    __slots__ = ("key_of", "max_depth", "merges", "seen", "text_tag", "value_of")
 
     def __init__(self, text_tag: str, key_of: Callable[[Any], str],
                  value_of: Callable[[Any], Any], *, merges: bool, seen: set[int] | None) -> None:

@@ -258,19 +258,20 @@ def check_clusters(prepared: Prepared) -> None:
     gated = [st for st in prepared.plan.steps if st.kind == "step" and st.gate
              and st.gate != EXPERIMENT]
     if analysis.hooks.enabled and gated:
-        f = ("spec", "analysis", "hooks", "enabled")
+        hooks: tuple[str | int, ...] = ("spec", "analysis", "hooks", "enabled")
         raise InputError(
             "analysis hooks cannot gate each cluster of spec.gitops.clusters on its own "
             "metrics: the PostSync AnalysisRun is one manifest that every cluster's "
             "Application syncs unchanged, so it cannot name its cluster",
-            location=loaded.location(("spec", "analysis", "hooks")), field=f,
+            location=loaded.location(("spec", "analysis", "hooks")), field=hooks,
             hint="leave hooks off: the workflow (dgdgen argo) then creates one AnalysisRun per "
             "cluster, each matching its own cluster label",
         )
     for st in gated:
+        assert st.gate is not None  # `gated` holds the steps with a gate
         jobs = [n for n in gate_metrics(analysis, st.gate) if n in IN_CLUSTER_JOBS]
         if jobs:
-            f = ("spec", "steps", st.index - 1, "gate")
+            f: tuple[str | int, ...] = ("spec", "steps", st.index - 1, "gate")
             raise InputError(
                 f"gate {st.gate!r} runs the {' and '.join(jobs)} metric, a Job in the cluster "
                 "that runs the AnalysisRun reaching the frontends by in-cluster Service names: "

@@ -321,7 +321,7 @@ def workflow_template(prepared: Prepared) -> dict[str, Any]:
                     # one run per cluster, measured over the same minutes: side by side
                     with rollout.parallel():
                         for res in runs:
-                            cluster = res.name.removeprefix(f"analysis-step-{i}-")
+                            cluster = str(res.name).removeprefix(f"analysis-step-{i}-")
                             res(name=f"step-{i}-analysis-{cluster}")
                 else:
                     for k, res in enumerate(runs):

@@ -14,8 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from dgdgen.check import facts as check_facts
-from dgdgen.check.classify import SERVED_NAME_DEFAULT_CITE
 from dgdgen.check import flags as check_flags
+from dgdgen.check.classify import SERVED_NAME_DEFAULT_CITE
 from dgdgen.check.flags import Category, Input
 from dgdgen.dgd import Backend
 
