@@ -392,6 +392,11 @@ def _yaml_error(exc: Exception, file: str, text: str | None = None) -> InputErro
         location = Location(file, line, column)
     if "maximum nesting depth" in problem:  # libyaml's own bound (1,000), met before ours
         return _too_deep(location)
+    if type(exc).__name__ == "DuplicateKeyError":
+        # ruamel's words for what the libyaml walk says (_Walker): one message from both loaders
+        dup = re.match(r'found duplicate key "(.*)" with value', problem, re.S)
+        if dup:
+            return InputError(f"duplicate key {dup[1]!r}", location=location)
     return InputError(message, location=location)
 
 

@@ -121,3 +121,23 @@ def test_streams_it_reads(text: str) -> None:
     fast = yamlio._load_yaml12_fast(text, "f.yaml")
     assert fast is not None
     _same(fast, _ruamel(text))
+
+
+@pytest.mark.parametrize("text", [
+    "a: 1\nb: 2\na: 3\n",
+    "outer:\n  name: a\n  name: b\n",
+    "items:\n  - {k: 1, k: 2}\n",
+])
+def test_both_loaders_word_a_duplicate_key_alike(text: str) -> None:
+    """The checker's libyaml walk and ruamel (spec, validate) report a duplicate key in the same
+    words at the same place."""
+    from dgdgen.errors import InputError
+
+    said = []
+    for load in (yamlio.load_documents, yamlio.load_documents_fast):
+        with pytest.raises(InputError) as err:
+            load(text, "f.yaml")
+        assert err.value.location is not None
+        said.append((err.value.message, err.value.location.line, err.value.location.column))
+    assert said[0] == said[1], said
+    assert "duplicate key" in said[0][0] and "malformed" not in said[0][0], said
