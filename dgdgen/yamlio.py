@@ -394,7 +394,7 @@ def _yaml_error(exc: Exception, file: str, text: str | None = None) -> InputErro
         return _too_deep(location)
     if type(exc).__name__ == "DuplicateKeyError":
         # ruamel's words for what the libyaml walk says (_Walker): one message from both loaders
-        dup = re.match(r'found duplicate key "(.*)" with value', problem, re.S)
+        dup = re.match(r'found duplicate key "(.*)" with value', problem, re.DOTALL)
         if dup:
             return InputError(f"duplicate key {dup[1]!r}", location=location)
     return InputError(message, location=location)
