@@ -111,7 +111,7 @@ def prepare(path: str) -> Prepared:
         ) from None
     notes = reasons + _migration_notes(cand, mode) + _model_name_notes(stable, cand)
     notes += _grace_notes(loaded, stable, cand, plan) + _shrink_notes(stable, cand, plan)
-    notes += _frontend_resource_notes(stable, cand)
+    notes += _frontend_resource_notes(stable, cand, mode)
     if notes:
         plan = _with_notes(plan, notes)
     base, cand_name = _names(loaded, stable, cand, mode)
@@ -346,7 +346,8 @@ def _shrink_notes(stable: Generation, cand: Generation, plan: planmod.Plan) -> t
     )
 
 
-def _frontend_resource_notes(stable: Generation, cand: Generation) -> tuple[str, ...]:
+def _frontend_resource_notes(stable: Generation, cand: Generation, mode: str
+                             ) -> tuple[str, ...]:
     """Frontends that request no CPU or memory run as BestEffort pods: scheduled onto any node
     however full, and the first evicted under node pressure — which takes that generation's only
     entry point (its Service, pool or HAProxy server) away while it carries traffic. dgdgen does
@@ -356,19 +357,26 @@ def _frontend_resource_notes(stable: Generation, cand: Generation) -> tuple[str,
     from dgdgen import frontends
 
     out = []
-    for role, gen in (("stable", stable), ("candidate", cand)):
+    # In-place and partition: one frontend serves both revisions (planning.md), said once.
+    shared = mode in ("in-place", "partition")
+    gens = (("shared", stable),) if shared else (("stable", stable), ("candidate", cand))
+    for role, gen in gens:
         bare = frontends.frontends_without_requests(gen.dgd)
         if bare:
             where = ("resources.requests" if gen.dgd.version == "v1alpha1"
                      else "podTemplate.spec.containers[main].resources.requests")
             # the candidate's DGD is made from the stable's (no spec field sets resources): the
             # field to set is the stable's, which the candidate then copies
-            where_dgd = ("the stable's DGD" if role == "stable" else
+            where_dgd = ("the stable's DGD" if role != "candidate" else
                          "the stable's DGD (spec.stable.dgd), which the candidate's copies")
+            entry = "both revisions' entry point" if shared else "the generation's entry point"
+            who = ("frontend(s) {}, which serve both revisions," if shared
+                   else f"{role} frontend(s) {{}}").format(", ".join(bare))
             out.append(
-                f"{role} frontend(s) {', '.join(bare)} request no CPU or memory: BestEffort "
-                "pods, placed on any node and evicted first under node pressure, taking the "
-                f"generation's entry point with them; set {where} (cpu, memory) in {where_dgd}"
+                f"{who} request no CPU or memory: BestEffort "
+                "pods, placed on any node and evicted first under node pressure, taking "
+                f"{entry} with them; "
+                f"set {where} (cpu, memory) in {where_dgd}"
             )
     return tuple(out)
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
+import pytest
 import yaml
 from gen_support import EXAMPLES, REPO
 
@@ -88,3 +89,15 @@ def test_frontends_without_resource_requests_are_said(tmp_path: Path) -> None:
     (tmp_path / "dgd.yaml").write_text(yaml.safe_dump(doc))
     p = prepare(str(tmp_path / "rollout.yaml"))
     assert not [n for n in p.plan.notes if "request no CPU or memory" in n]
+
+
+@pytest.mark.parametrize("example", ["vllm-agg-auto", "sglang-disagg-v1beta1-partition"])
+def test_a_frontend_both_revisions_share_is_said_once(example: str) -> None:
+    """In place and in partition one frontend serves both revisions: one note, not a stable
+    and a candidate note about the same pods."""
+    p = prepare(str(REPO / "examples" / example / "rollout.yaml"))
+    assert p.mode in ("in-place", "partition")
+    notes = [n for n in p.plan.notes if "request no CPU or memory" in n]
+    assert len(notes) == 1, notes
+    assert "which serve both revisions" in notes[0]
+    assert "both revisions's" not in notes[0] and "both revisions' entry point" in notes[0]
