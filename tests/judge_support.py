@@ -7,28 +7,25 @@ treats what comes back. Modes: ``longer`` (the rubric), ``always-a`` (pure posit
 
 from __future__ import annotations
 
-import json
 import re
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, ClassVar
 
+from http_support import Handler, serving
 
-class StandInJudge(BaseHTTPRequestHandler):
+
+class StandInJudge(Handler):
     requests: ClassVar[list[dict[str, Any]]] = []
     mode = "longer"
 
     def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        body = self.read_json()
         body["_auth"] = self.headers.get("Authorization")
         body["_path"] = self.path
         type(self).requests.append(body)
         if self.mode == "http500":
-            self.send_response(500)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
+            self.reply(b"", 500)
             return
         user = body["messages"][1]["content"]
         a = re.search(r"\[Answer A\]\n(.*)\n\n\[Answer B\]", user, re.DOTALL)
@@ -41,16 +38,8 @@ class StandInJudge(BaseHTTPRequestHandler):
         else:
             la, lb = len(a.group(1)), len(b.group(1))
             verdict = "TIE" if la == lb else ("A" if la > lb else "B")
-        out = json.dumps({"choices": [{"message": {"role": "assistant", "content": verdict},
-                                       "finish_reason": "stop"}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(out)))
-        self.end_headers()
-        self.wfile.write(out)
-
-    def log_message(self, *args: Any) -> None:
-        pass
+        self.reply_json({"choices": [{"message": {"role": "assistant", "content": verdict},
+                                      "finish_reason": "stop"}]})
 
 
 @contextmanager
@@ -58,12 +47,5 @@ def stand_in_judge(mode: str = "longer") -> Iterator[str]:
     """The stand-in judge on a free loopback port; yields its base URL."""
     StandInJudge.requests = []
     StandInJudge.mode = mode
-    server = ThreadingHTTPServer(("127.0.0.1", 0), StandInJudge)
-    t = threading.Thread(target=server.serve_forever, daemon=True)
-    t.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        t.join()
+    with serving(StandInJudge) as url:
+        yield url

@@ -270,44 +270,30 @@ def _run_probe(job: dict[str, Any], answers: dict[str, str]) -> tuple[int, list[
     loopback OpenAI-style endpoint that records each request body and answers like a reasoning
     model: ``answers[prompt]``, preceded by a thinking preamble unless the request sets
     ``chat_template_kwargs.enable_thinking: false``."""
-    import json
     import os
     import subprocess
     import sys
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from http_support import Handler, serving
 
     bodies: list[dict[str, Any]] = []
 
-    class Handler(BaseHTTPRequestHandler):
+    class Model(Handler):
         def do_POST(self) -> None:  # noqa: N802
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            body = self.read_json()
             bodies.append(body)
             reply = answers[body["messages"][-1]["content"]]
             if (body.get("chat_template_kwargs") or {}).get("enable_thinking") is not False:
                 reply = "<think>\nthe user wants a short answer\n</think>\n\n" + reply
-            out = json.dumps({"choices": [{"message": {"content": reply}}]}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(out)))
-            self.end_headers()
-            self.wfile.write(out)
+            self.reply_json({"choices": [{"message": {"content": reply}}]})
 
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
+    with serving(Model) as url:
         (container,) = job["spec"]["template"]["spec"]["containers"]
         env = {e["name"]: e["value"] for e in container["env"]}
-        env["PROBE_URL"] = f"http://127.0.0.1:{server.server_address[1]}"
+        env["PROBE_URL"] = url
         assert container["command"][:2] == ["python3", "-c"]
         r = subprocess.run([sys.executable, "-c", container["command"][2]],
                            env={**os.environ, **env}, capture_output=True, text=True, timeout=60)
-    finally:
-        server.shutdown()
-        server.server_close()
     return r.returncode, bodies
 
 

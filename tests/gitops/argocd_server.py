@@ -10,13 +10,13 @@ sync operation through its phases."""
 from __future__ import annotations
 
 import json
-import threading
 import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from http_support import Handler, serving
 
 TOKEN = "test-token"
 
@@ -42,18 +42,10 @@ class Fake:
         return False
 
 
-def _handler(fake: Fake) -> type[BaseHTTPRequestHandler]:
-    class H(BaseHTTPRequestHandler):
-        def log_message(self, *args: Any) -> None:  # quiet
-            pass
-
+def _handler(fake: Fake) -> type[Handler]:
+    class H(Handler):
         def _send(self, code: int, body: dict[str, Any]) -> None:
-            data = json.dumps(body).encode()
-            self.send_response(code)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            self.reply_json(body, code)
 
         def _route(self, method: str) -> None:
             url = urllib.parse.urlsplit(self.path)
@@ -117,15 +109,9 @@ def _handler(fake: Fake) -> type[BaseHTTPRequestHandler]:
 
 @contextmanager
 def serve(fake: Fake) -> Iterator[Fake]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(fake))
-    fake.url = f"http://127.0.0.1:{server.server_address[1]}"
-    t = threading.Thread(target=server.serve_forever, daemon=True)
-    t.start()
-    try:
+    with serving(_handler(fake)) as url:
+        fake.url = url
         yield fake
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def app_doc(name: str, revision: str, *, op: str | None, sync: str = "Synced",

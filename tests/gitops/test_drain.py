@@ -6,19 +6,17 @@ waits until nothing is in flight."""
 from __future__ import annotations
 
 import copy
-import json
 import os
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 from gitops_support import EXAMPLE
+from http_support import Handler, serving
 
 from dgdgen import crd, yamlio
 from dgdgen.gitops.drain import drain, inflight
@@ -115,27 +113,14 @@ def _frontend(series: list[int]) -> Iterator[tuple[str, list[int]]]:
     repeats); yields (url, served values)."""
     served: list[int] = []
 
-    class H(BaseHTTPRequestHandler):
-        def log_message(self, *args: Any) -> None:
-            pass
-
+    class H(Handler):
         def do_GET(self) -> None:
             n = series.pop(0) if len(series) > 1 else series[0]
             served.append(n)
-            body = _expo(n, 0).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "text/plain; version=0.0.4")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            self.reply(_expo(n, 0).encode(), content_type="text/plain; version=0.0.4")
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), H)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/metrics", served
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(H) as url:
+        yield f"{url}/metrics", served
 
 
 def _job_command(tmp_path: Path) -> list[str]:
@@ -224,32 +209,17 @@ def _api(slices: list[dict[str, Any]], routes: list[dict[str, Any]] | None = Non
     read, the last repeating). Yields (URL, [(path?query, Authorization)])."""
     seen: list[tuple[str, str]] = []
 
-    class H(BaseHTTPRequestHandler):
-        def log_message(self, *args: Any) -> None:
-            pass
-
+    class H(Handler):
         def do_GET(self) -> None:
             seen.append((self.path, self.headers.get("Authorization", "")))
             if "/httproutes/" in self.path and routes:
-                route = routes.pop(0) if len(routes) > 1 else routes[0]
-                body = json.dumps(route).encode()
+                self.reply_json(routes.pop(0) if len(routes) > 1 else routes[0])
             else:
-                body = json.dumps({"apiVersion": "discovery.k8s.io/v1",
-                                   "kind": "EndpointSliceList", "metadata": {},
-                                   "items": slices}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+                self.reply_json({"apiVersion": "discovery.k8s.io/v1",
+                                 "kind": "EndpointSliceList", "metadata": {}, "items": slices})
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), H)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", seen
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(H) as url:
+        yield url, seen
 
 
 def _slice(service: str, *serving: bool) -> dict[str, Any]:

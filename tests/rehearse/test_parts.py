@@ -227,9 +227,9 @@ def test_a_stopped_replica_behind_a_service_loses_no_request(tmp_path: Path) -> 
     # A replica stopped before the next config leaves the Service refuses its connections; they
     # go to another replica (kube-proxy takes a terminating pod out first). Half of these ten
     # requests would otherwise be sent to the closed port.
-    import threading
     import urllib.request
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from http_support import Handler, serving
 
     from dgdgen.rehearse.proxy import haproxy_binary
     from dgdgen.runtime.procs import free_port
@@ -237,30 +237,22 @@ def test_a_stopped_replica_behind_a_service_loses_no_request(tmp_path: Path) -> 
     if haproxy_binary() is None:
         pytest.skip("haproxy not installed")
 
-    class Ok(BaseHTTPRequestHandler):
-        def log_message(self, *args: object) -> None:
-            pass
-
+    class Ok(Handler):
         def do_GET(self) -> None:
-            self.send_response(200)
-            self.send_header("Content-Length", "2")
-            self.end_headers()
-            self.wfile.write(b"ok")
+            self.reply(b"ok")
 
-    live = ThreadingHTTPServer(("127.0.0.1", 0), Ok)
-    threading.Thread(target=live.serve_forever, daemon=True).start()
     closed = free_port()  # nothing listens here: the stopped replica
     proxy = Proxy(tmp_path)
-    try:
-        proxy.apply(proxy.stand_in([("gen", 1, [live.server_address[1], closed])]))
-        statuses = []
-        for _ in range(10):
-            with urllib.request.urlopen(f"http://127.0.0.1:{proxy.port}/", timeout=10) as r:
-                statuses.append(r.status)
-        assert statuses == [200] * 10
-    finally:
-        proxy.stop()
-        live.shutdown()
+    with serving(Ok) as live:
+        try:
+            proxy.apply(proxy.stand_in([("gen", 1, [int(live.rsplit(":", 1)[1]), closed])]))
+            statuses = []
+            for _ in range(10):
+                with urllib.request.urlopen(f"http://127.0.0.1:{proxy.port}/", timeout=10) as r:
+                    statuses.append(r.status)
+            assert statuses == [200] * 10
+        finally:
+            proxy.stop()
 
 
 def test_an_experiment_without_samples_is_named_before_the_run_as_documented(
