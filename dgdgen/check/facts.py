@@ -516,55 +516,112 @@ def _scalar_text(value: Any) -> str:
     return "null" if value is None else str(value)
 
 
-def _mounted_configmaps(dgd: Dgd, comp: Component) -> list[tuple[str, str, str | None]]:
-    """(mountPath, ConfigMap name, subPath) of the main container's ConfigMap volumes."""
+class _Mount(NamedTuple):
+    """A ConfigMap-backed volume mounted into the main container."""
+
+    path: str  # mountPath
+    sub: str | None  # subPath
+    # the ConfigMaps it projects, in order: (name, items' path → key; None: every key by its name)
+    sources: tuple[tuple[str, dict[str, str] | None], ...]
+
+
+def _items(items: Any) -> dict[str, str] | None:
+    """A ConfigMap volume source's ``items`` (key → path in the volume), as path → key; None when
+    it has none (every key is a file of its own name)."""
+    if not isinstance(items, list):
+        return None
+    return {str(i["path"]): str(i["key"]) for i in items
+            if isinstance(i, dict) and "key" in i and "path" in i}
+
+
+def _mounted_configmaps(dgd: Dgd, comp: Component) -> list[_Mount]:
+    """The main container's mounts of ConfigMap volumes: a ``configMap`` volume, or a
+    ``projected`` one with ``configMap`` sources (Kubernetes: a projected volume merges its
+    sources into one directory), each with its ``items`` mapping."""
     node = dgd.component_doc(comp.name)
     if dgd.version == "v1alpha1":
         pod = node.get("extraPodSpec") or {}
     else:
         pod = (node.get("podTemplate") or {}).get("spec") or {}
-    volumes = {v.get("name"): (v.get("configMap") or {}).get("name")
-               for v in pod.get("volumes") or [] if isinstance(v, dict) and v.get("configMap")}
+    volumes: dict[Any, tuple[tuple[str, dict[str, str] | None], ...]] = {}
+    for v in pod.get("volumes") or []:
+        if not isinstance(v, dict):
+            continue
+        sources = [v["configMap"]] if isinstance(v.get("configMap"), dict) else []
+        projected = v.get("projected")
+        if isinstance(projected, dict) and isinstance(projected.get("sources"), list):
+            sources += [src["configMap"] for src in projected["sources"]
+                        if isinstance(src, dict) and isinstance(src.get("configMap"), dict)]
+        if sources:
+            volumes[v.get("name")] = tuple((str(src.get("name")), _items(src.get("items")))
+                                           for src in sources)
     main = dgd.main_container(comp.name) or {}
     out = []
     for m in main.get("volumeMounts") or []:
         if isinstance(m, dict) and m.get("name") in volumes and m.get("mountPath"):
-            out.append((str(m["mountPath"]), str(volumes[m["name"]]), m.get("subPath")))
+            sub = m.get("subPath")
+            out.append(_Mount(str(m["mountPath"]), str(sub) if sub else None,
+                              volumes[m["name"]]))
     return out
 
 
-def mounted_configmap(dgd: Dgd, comp: Component, path: str) -> tuple[str, str | None] | None:
-    """(ConfigMap name, key or None when unknown) of the file at ``path`` when it lies in a
-    ConfigMap volume of the main container; None when no ConfigMap is mounted there."""
-    for mount, cm_name, sub in _mounted_configmaps(dgd, comp):
-        mount_dir = mount.rstrip("/")
-        if sub:
-            if path == mount:
-                return cm_name, sub
+def _volume_path(mount: _Mount, path: str) -> str | None:
+    """Where ``path`` lies inside the volume of ``mount`` (through its subPath), or None when
+    it lies outside the mount."""
+    mount_dir = mount.path.rstrip("/")
+    if path in (mount.path, mount_dir):
+        rel = ""
+    elif path.startswith(mount_dir + "/"):
+        rel = path[len(mount_dir) + 1:]
+    else:
+        return None
+    if mount.sub:
+        return mount.sub.strip("/") + (f"/{rel}" if rel else "")
+    return rel or None
+
+
+class MountedFile(NamedTuple):
+    """A file the worker reads from a mounted ConfigMap: its ConfigMap and key, and its text when
+    the ConfigMap is among the checked files (``seen``) and holds the key."""
+
+    configmap: str
+    key: str | None
+    seen: bool
+    text: str | None
+
+
+def mounted_file(dgd: Dgd, comp: Component, path: str,
+                 configmaps: Mapping[str, Mapping[str, str]]) -> MountedFile | None:
+    """The file at ``path`` when it lies in a ConfigMap volume of the main container, or None
+    (a file of the image). Each source the volume projects is tried in order: the first that holds
+    the file gives its text; a source whose ConfigMap is not among the checked files may be the
+    one that holds it, so the file is then not seen."""
+    for mount in _mounted_configmaps(dgd, comp):
+        rel = _volume_path(mount, path)
+        if rel is None:
             continue
-        if path.startswith(mount_dir + "/"):
-            return cm_name, path[len(mount_dir) + 1:]
+        first: tuple[str, str | None] | None = None
+        for cm_name, items in mount.sources:
+            key = rel if items is None else items.get(rel)
+            first = first or (cm_name, key)
+            if key is None:
+                continue  # this source does not project the path
+            data = configmaps.get(cm_name)
+            if data is None:
+                return MountedFile(cm_name, key, False, None)
+            if key in data:
+                return MountedFile(cm_name, key, True, data[key])
+        assert first is not None
+        return MountedFile(first[0], first[1], True, None)
     return None
 
 
 def resolve_engine_file(dgd: Dgd, comp: Component, path: str,
                         configmaps: Mapping[str, Mapping[str, str]]) -> str | None:
-    """The text of an ``--extra-engine-args`` file when it comes from a ConfigMap in the same
-    file (the TRT-LLM multinode example mounts `nvidia-config` at /workspace/)."""
-    for mount, cm_name, sub in _mounted_configmaps(dgd, comp):
-        data = configmaps.get(cm_name)
-        if data is None:
-            continue
-        mount_dir = mount.rstrip("/")
-        if sub:
-            if path == mount:
-                return data.get(sub)
-            continue
-        if path.startswith(mount_dir + "/"):
-            key = path[len(mount_dir) + 1:]
-            if key in data:
-                return data[key]
-    return None
+    """The text of an ``--extra-engine-args`` file when it comes from a ConfigMap among the checked
+    files (the TRT-LLM multinode example mounts `nvidia-config` at /workspace/)."""
+    m = mounted_file(dgd, comp, path, configmaps)
+    return m.text if m is not None else None
 
 
 def engine_file_data(text: str, name: str) -> dict[str, Any] | None:
@@ -679,19 +736,17 @@ def component_facts(dgd: Dgd, comp: Component,
     for flag, s in list(flags.items()):
         if flag == "--extra-engine-args" or not s.value.startswith("/"):
             continue
-        where = mounted_configmap(dgd, comp, s.value)
-        if where is None:
+        m = mounted_file(dgd, comp, s.value, configmaps)
+        if m is None:
             continue  # a file of the image: the image is compared
-        data = configmaps.get(where[0])
-        if data is None:
-            unresolved.append(Unresolved(f"{flag} {s.value}", "ConfigMap", where[0], s.path,
+        if not m.seen:
+            unresolved.append(Unresolved(f"{flag} {s.value}", "ConfigMap", m.configmap, s.path,
                                          flag))
-        elif where[1] is not None and where[1] in data:
+        elif m.text is not None:
             flags[flag] = s._replace(
-                value=f"{s.value} (ConfigMap {where[0]}/{where[1]} sha256:"
-                      f"{_digest(data[where[1]])})")
+                value=f"{s.value} (ConfigMap {m.configmap}/{m.key} sha256:{_digest(m.text)})")
         else:
-            flags[flag] = s._replace(value=f"{s.value} (not in ConfigMap {where[0]})")
+            flags[flag] = s._replace(value=f"{s.value} (not in ConfigMap {m.configmap})")
     for i, u in enumerate(unresolved):
         if u.flag is None and u.what.startswith("env "):
             unresolved[i] = u._replace(flag=env_flag(u.what[4:], backend))
