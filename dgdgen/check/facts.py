@@ -244,8 +244,9 @@ def _program_index(words: list[str]) -> tuple[int, str | None]:
 
 
 def _tokens(command: tuple[str, ...], args: tuple[str, ...], container_path: FieldPath | None
-            ) -> tuple[list[Token], list[Token]]:
-    """(tokens of the whole command line, env assignments written before the program)."""
+            ) -> tuple[list[Token], list[Token], bool]:
+    """(tokens of the whole command line, env assignments written before the program, whether
+    a shell runs it: `sh -c SCRIPT`)."""
     base: FieldPath = container_path or ()
     items: list[Token] = [(c, base + ("command", i), None) for i, c in enumerate(command)]
     items += [(a, base + ("args", i), None) for i, a in enumerate(args)]
@@ -290,7 +291,67 @@ def _tokens(command: tuple[str, ...], args: tuple[str, ...], container_path: Fie
             env_assign.append(t)
         elif t[0] not in ("exec", "env"):
             break
-    return chosen, env_assign
+    return chosen, env_assign, shell_at is not None
+
+
+# Kubernetes expands `$(VAR)` in a container's command and args from the container's
+# environment (`$$(VAR)` is a literal `$(VAR)`; an undefined VAR is left as written); a shell
+# script (`sh -c`) then expands `$VAR`, `${VAR}` and `${VAR:-default}` itself.
+_K8S_REF = re.compile(r"\$\$\(([A-Za-z_][A-Za-z0-9_]*)\)|\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
+_SHELL_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?-([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def _expand(s: Setting, flag: str, env: Mapping[str, Setting], shell: bool,
+            unresolved: list[Unresolved]) -> Setting:
+    """``s`` with the variables it references replaced by their values from the container's
+    environment, as the kubelet and the shell would: a flag set to `$(BLOCK_SIZE)` whose
+    ConfigMap value changes changes with it. A variable whose value comes from an object not among
+    the checked files is recorded as unresolved for ``flag``."""
+    if "$" not in s.value:
+        return s
+
+    def value_of(name: str, default: str | None = None) -> str | None:
+        v = env.get(name)
+        if v is None:
+            return default
+        ref = _unseen_ref(v.value)
+        if ref is not None:
+            unresolved.append(Unresolved(f"{flag} {s.value}", ref[0], ref[1], s.path, flag))
+        return v.value
+
+    def k8s(m: re.Match[str]) -> str:
+        if m[1] is not None:
+            return f"$({m[1]})"
+        got = value_of(m[2])
+        return m[0] if got is None else got
+
+    text = _K8S_REF.sub(k8s, s.value)
+    if shell:
+        def sh(m: re.Match[str]) -> str:
+            name = m[1] or m[3]
+            got = value_of(name, m[2] if m[1] is not None else None)
+            return "" if got is None else got
+
+        text = _SHELL_REF.sub(sh, text)
+    return s if text == s.value else s._replace(value=text)
+
+
+def _unseen_ref(value: str) -> tuple[str, str] | None:
+    """(kind, name) of the ConfigMap or Secret an env value still refers to (`_value_from` left
+    the reference itself: the object is not among the checked files), else None."""
+    if not value.startswith("valueFrom:"):
+        return None
+    try:
+        ref = json.loads(value[len("valueFrom:"):])
+    except ValueError:
+        return None
+    if not isinstance(ref, dict):
+        return None
+    for key, kind in (("configMapKeyRef", "ConfigMap"), ("secretKeyRef", "Secret")):
+        sel = ref.get(key)
+        if isinstance(sel, dict) and isinstance(sel.get("name"), str):
+            return kind, sel["name"]
+    return None
 
 
 def canonical_flag(flag: str, backend: Backend) -> str:
@@ -695,10 +756,11 @@ def component_facts(dgd: Dgd, comp: Component,
     objects = objects or Objects(configmaps or {})
     configmaps = objects.configmaps
     unresolved: list[Unresolved] = []
-    tokens, assigns = _tokens(comp.command, comp.args, comp.container_path)
+    tokens, assigns, shell = _tokens(comp.command, comp.args, comp.container_path)
     program = _program_index([t[0] for t in tokens])[1]
-    raw = parse_flags(tokens, backend)
     env = _component_env(dgd, comp, objects, unresolved)
+    raw = [(flag, _expand(s, flag, env, shell, unresolved))
+           for flag, s in parse_flags(tokens, backend)]
     for t in assigns:
         name, value = t[0].split("=", 1)
         env[name] = Setting(value, t[1], "env", name, t[2])

@@ -44,6 +44,13 @@ KNOWN_DIVERGENCES: dict[str, tuple[tuple[str, ...], tuple[str, ...], str]] = {
     "vllm-configmap-mounted-template-content": (
         (), ("DGD201",),
         "a flag naming a file of a mounted ConfigMap: the file changes, the DGD does not"),
+    "vllm-configmap-arg-variable": (
+        (), ("DGD201", "DGD202"),
+        "a flag set to $(VAR) from a configMapKeyRef: the ConfigMap changes, the DGD does not"),
+    "sh-c-env-variable-value": (
+        (), ("DGD201",),
+        "a `sh -c` script passes a flag as $VAR: the policy reads flags as written, it does not "
+        "expand variables"),
     "vllm-kv-transfer-config-whitespace-only": (
         ("DGD202",), (),
         "JSON values are compared without blanks but not parsed: reordered keys look like a "

@@ -259,6 +259,29 @@ case("vllm-configmap-env-jinja-template", _CM_ENV,
           "changes")
 case("vllm-configmap-unrelated-key", _CM_ENV, sub(_CM_ENV, "note: first", "note: second"), [],
      note="a ConfigMap key the worker does not read")
+# A flag whose value is a variable: Kubernetes expands `$(VAR)` in args from the container's
+# env (here a ConfigMap key), a `sh -c` script expands `$VAR` itself.
+_KNOBS = ("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: knobs\ndata:\n"
+          "  block-size: \"16\"\n---\n")
+_CM_ARG = _KNOBS + sub(
+    sub(vllm_disagg, "            - decode\n",
+        "            - decode\n            - --block-size\n            - $(BLOCK_SIZE)\n", 1),
+    "    VllmDecodeWorker:\n      envFromSecret: hf-token-secret\n",
+    "    VllmDecodeWorker:\n      envFromSecret: hf-token-secret\n      envs:\n"
+    "        - name: BLOCK_SIZE\n          valueFrom:\n"
+    "            configMapKeyRef: {name: knobs, key: block-size}\n")
+case("vllm-configmap-arg-variable", _CM_ARG,
+     sub(_CM_ARG, 'block-size: "16"', 'block-size: "32"'), [MDC, KV],
+     note="--block-size $(BLOCK_SIZE), the variable from a ConfigMap key of the same file: the "
+          "kubelet expands it, so the key's change is a block-size change")
+_SH_VAR = sub(sub(shared, "python3 -m dynamo.vllm --model Qwen/Qwen3-0.6B",
+                  "python3 -m dynamo.vllm --model Qwen/Qwen3-0.6B --max-model-len $MAX_LEN", 1),
+              "    VllmDecodeWorker:\n      volumeMounts:\n",
+              "    VllmDecodeWorker:\n      envs:\n        - name: MAX_LEN\n"
+              "          value: \"8192\"\n      volumeMounts:\n")
+case("sh-c-env-variable-value", _SH_VAR, sub(_SH_VAR, 'value: "8192"', 'value: "16384"'),
+     [MDC], note="a `sh -c` script passes --max-model-len $MAX_LEN: the env value changes the "
+                 "context length")
 _CM_FILE = _CM + sub(
     sub(vllm_disagg, "            - decode\n",
         "            - decode\n            - --custom-jinja-template\n"
@@ -421,6 +444,10 @@ SOURCES: dict[str, str] = {
                                                 "to [model])",
     "vllm-attention-backend-disagg": NIXL,
     "vllm-disable-hybrid-kv-cache-manager-disagg": NIXL,
+    "vllm-configmap-arg-variable": ("https://kubernetes.io/docs/tasks/inject-data-application/"
+                                    "define-interdependent-environment-variables/; "
+                                    f"{RTP.format('block-size')}; {F4}"),
+    "sh-c-env-variable-value": f"{RTP.format('max-model-len')}; {F32}",
     "vllm-speculative-config-disagg": (f"{NIXL}; vllm-project/vllm 0.31.0 vllm/distributed/"
                                        "kv_transfer/kv_connector/v1/nixl/metadata.py "
                                        "_get_speculative_compatibility_factors"),
