@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from dgdgen.check.facts import ComponentFacts, DgdFacts, Setting, dgd_facts, env_flag
 from dgdgen.check.flags import (
+    PARSER_DEFAULTS,
     TRTLLM_CLI_ENGINE_KEYS,
     UNKNOWN_ENGINE_FILE_MDC,
     Category,
@@ -488,6 +489,14 @@ def _classified(component: str, key: str, bs: Setting | None, hs: Setting | None
     if not entries:
         return [Change(component, Category.SAFE, key, old, new, f"{what} (not a card or KV input)",
                        s.path, s.offset, side)]
+    # A flag set on one side only to the value its engine uses when it is unset changes nothing
+    # (flags.Input.defaults: the parsers of the pinned engine releases).
+    if (bs is None) != (hs is None):
+        defaults = {e.default_of(key) for e in entries}
+        if len(defaults) == 1 and _norm(s.value) == _norm(next(iter(defaults))):
+            return [Change(component, Category.SAFE, key, old, new,
+                           f"{what} is the {backend.value} default (unset means the same)",
+                           s.path, s.offset, side, PARSER_DEFAULTS)]
     out = []
     for e in entries:
         if e.derived_from is not None and (bs is None or hs is None):

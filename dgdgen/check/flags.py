@@ -74,6 +74,13 @@ class Input:
     # may or may not change the input, so it is reported as "cannot tell" (DGD205), never as a
     # change and never as safe. A change between two values is a change.
     derived_from: str | None = None
+    # (flag, value) pairs: the value the engine uses when the flag is unset, fixed by its parser
+    # whatever the model or the platform (read in the pinned engine releases, PARSER_DEFAULTS).
+    # Between unset and exactly that value nothing changes: a safe change, not an input change.
+    defaults: tuple[tuple[str, str], ...] = ()
+
+    def default_of(self, key: str) -> str | None:
+        return next((v for k, v in self.defaults if k == key), None)
 
     def applies(self, backend: Backend, release: str) -> bool:
         if backend not in self.backends:
@@ -158,7 +165,7 @@ MDC_INPUTS: tuple[Input, ...] = (
           _CARD, derived_from=_MODEL_CONFIG),
     Input(("--block-size",), Category.MDC, "kv_cache_block_size", VLLM, _CARD),
     Input(("--page-size", "--dcp-size"), Category.MDC, "kv_cache_block_size (page size x dcp)",
-          SGLANG, _CARD),
+          SGLANG, _CARD, defaults=(("--dcp-size", "1"),)),
     # TRT-LLM: since #12023 (2026-07-22) the card takes the block size the engine reports and
     # --kv-block-size is only a fallback that is not passed to the engine (ai-dynamo 1.6.1
     # dynamo/trtllm/workers/llm_worker.py `_populate_kv_cache_capacity`).
@@ -224,6 +231,17 @@ _TRTLLM_INQUIRE = ("NVIDIA/TensorRT-LLM cpp/tensorrt_llm/batch_manager/cacheForm
                    "CacheFormatter::inquireSupport (tensorrt-llm 1.3.0rc29 pinned by ai-dynamo "
                    "1.6.1; read at an untagged snapshot)")
 
+# Parser defaults, read in the engine releases ai-dynamo 1.6.1 pins (Dynamo's wrappers keep them:
+# dynamo/vllm/args.py, dynamo/sglang/args.py): vllm 0.31.0 vllm/config/parallel.py
+# (tensor/pipeline/data/decode-context parallel sizes 1), vllm/config/cache.py (cache_dtype
+# "auto"), vllm/config/model.py (dtype "auto"); sglang 0.5.21
+# sglang/srt/arg_groups/fields/parallel.py (tp/dp/pp/dcp sizes 1) and fields/disagg.py
+# (disaggregation_transfer_backend "mooncake"). SGLang fields its parser marks resolvable
+# (kv_cache_dtype, dtype, attn_cp_size, page_size) are resolved per model and platform when
+# unset: no fixed default is assumed for them.
+PARSER_DEFAULTS = ("vllm-project/vllm 0.31.0 vllm/config/{parallel,cache,model}.py; "
+                    "sgl-project/sglang 0.5.21 sglang/srt/arg_groups/fields/{parallel,disagg}.py")
+
 KV_INPUTS: tuple[Input, ...] = (
     Input(("--disaggregation-mode", "--is-prefill-worker"), Category.KV, "disaggregation role",
           ALL, _KV),
@@ -231,19 +249,25 @@ KV_INPUTS: tuple[Input, ...] = (
     Input(("--kv-transfer-config",), Category.KV, "KV connector", VLLM, _KV),
     Input(("--connector",), Category.KV, "KV connector (rejected since #6450)", VLLM, _KV),
     Input(("--tensor-parallel-size", "--pipeline-parallel-size", "--data-parallel-size"),
-          Category.KV, "KV sharding (parallel sizes)", VLLM, _KV),
+          Category.KV, "KV sharding (parallel sizes)", VLLM, _KV,
+          defaults=(("--tensor-parallel-size", "1"), ("--pipeline-parallel-size", "1"),
+                    ("--data-parallel-size", "1"))),
     # Decode context parallelism: the handshake requires the two DCP sizes to divide one another
     # (and equal with Mamba layers) (_NIXL_HANDSHAKE).
     Input(("--decode-context-parallel-size",), Category.KV, "KV sharding (decode context parallel)",
-          VLLM, _NIXL_HANDSHAKE),
+          VLLM, _NIXL_HANDSHAKE, defaults=(("--decode-context-parallel-size", "1"),)),
     Input(("--block-size",), Category.KV, "KV block size", VLLM, _KV),
-    Input(("--kv-cache-dtype",), Category.KV, "KV cache dtype", VLLM | SGLANG, _KV),
+    Input(("--kv-cache-dtype",), Category.KV, "KV cache dtype", VLLM, _KV,
+          defaults=(("--kv-cache-dtype", "auto"),)),
+    Input(("--kv-cache-dtype",), Category.KV, "KV cache dtype", SGLANG, _KV),
     # With the default `--kv-cache-dtype auto` the KV cache takes the model dtype, so a dtype
     # change is a KV-cache dtype change (vLLM CacheConfig / SGLang ServerArgs behaviour).
     # Unset (or `auto`), the engine takes the dtype from the model's config.json: set on one
     # side only, whether the effective dtype changes cannot be told from the manifests.
     Input(("--dtype",), Category.KV, "KV cache dtype (follows the model dtype)",
-          VLLM | SGLANG, _KV, derived_from=_MODEL_DTYPE),
+          VLLM, _KV, derived_from=_MODEL_DTYPE, defaults=(("--dtype", "auto"),)),
+    Input(("--dtype",), Category.KV, "KV cache dtype (follows the model dtype)",
+          SGLANG, _KV, derived_from=_MODEL_DTYPE),
     # vLLM's NIXL connector refuses a peer whose compatibility hash differs from its own. Beside
     # the vLLM version (the image: runtime-version), the model (a card input) and the two dtypes
     # above, the hash covers the attention backend and whether the hybrid KV cache manager is on
@@ -265,14 +289,16 @@ KV_INPUTS: tuple[Input, ...] = (
     # (a category only where it changes the KV layout or transfer).
     # SGLang
     Input(("--disaggregation-transfer-backend",), Category.KV, "KV transfer backend", SGLANG,
-          _KV),
+          _KV, defaults=(("--disaggregation-transfer-backend", "mooncake"),)),
     Input(("--disaggregation-bootstrap-port",), Category.KV, "KV bootstrap port", SGLANG, _KV),
     Input(("--page-size",), Category.KV, "KV page size (bootstrap handshake)", SGLANG,
           _SGLANG_HANDSHAKE),
     Input(("--tp-size", "--dp-size", "--pp-size", "--enable-dp-attention"), Category.KV,
-          "KV sharding (parallel sizes)", SGLANG, _SGLANG_HANDSHAKE),
+          "KV sharding (parallel sizes)", SGLANG, _SGLANG_HANDSHAKE,
+          defaults=(("--tp-size", "1"), ("--dp-size", "1"), ("--pp-size", "1"))),
     Input(("--dcp-size", "--attn-cp-size"), Category.KV,
-          "KV sharding (context parallel sizes)", SGLANG, _SGLANG_HANDSHAKE),
+          "KV sharding (context parallel sizes)", SGLANG, _SGLANG_HANDSHAKE,
+          defaults=(("--dcp-size", "1"),)),
     Input(("--skip-tokenizer-init",), Category.KV, "prefill/decode hand-off (token ids)", SGLANG,
           _KV),
     # TRT-LLM: CLI flags map onto engine keys (llm_worker.py precedence), so the effective engine

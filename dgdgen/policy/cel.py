@@ -12,6 +12,7 @@ line after, as the backends read them (ai-dynamo 1.6.1 ``add_argument``).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 
 from dgdgen.generation import ANN_BASE_NAME, ANN_REVISION
@@ -227,6 +228,16 @@ def spelled(prev: str) -> str:
     return f"{prev}.map(c, {{{_keep(chr(34) + 'named' + chr(34) + ': ' + named)}}})"
 
 
+def _normalised_literal(value: str) -> str:
+    """A CEL expression of ``value`` normalised as stage 7 normalises a flag's value (the same
+    CEL functions, so every engine gives both sides the same text)."""
+    if value.lower() in ("true", "false"):
+        return lit(value.lower())
+    if re.fullmatch(_DECIMAL, value):
+        return f"string(double({lit(value)}))"
+    return lit(value)
+
+
 def normalised(prev: str, aliases_var: str) -> str:
     """Stage 7: values as the checker compares them (classify.py ``_norm``): JSON without
     blanks, booleans in lower case, decimal numbers by value; flag names canonical (the
@@ -354,6 +365,13 @@ def key_list(key: Key, changed_var: str) -> str:
                            f"p.diff))" for f in ("--model=", "--model-path="))
         backends += (f" && !(p.backend in {lit(list(key.model_default))} && size({mine}) == 1"
                      f" && ({same}))")
+    if key.default is not None:
+        # classify.py ``_classified``: set on one side only to the engine's default, nothing
+        # changes (flags.Input.defaults)
+        name = key.label + "="
+        mine = f"p.every.filter(x, x.startsWith({lit(name)}))"
+        backends += (f" && !(size({mine}) == 1 && "
+                     f"{mine}[0] == {lit(name)} + {_normalised_literal(key.default)})")
     if key.requires is not None:
         # classify.py ``_either``: the flag is set (not to false) on the old or the new side
         req = key.requires + "="

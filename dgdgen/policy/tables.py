@@ -54,6 +54,9 @@ class Key:
     # `--model-path`): setting it to exactly that value, the model unchanged, is no change
     # (classify.py SERVED_NAME_DEFAULT_CITE)
     model_default: tuple[str, ...] = ()
+    # the value the engine uses when the flag is unset (Input.defaults): set on one side only
+    # to exactly this value, nothing changes
+    default: str | None = None
 
 
 def release(value: str | None) -> str:
@@ -148,7 +151,8 @@ def _resolve(entries: Iterable[Input], rel: str) -> list[Key]:
             defaults = tuple(BACKEND_NAMES[b] for b in Backend if b in SERVED_NAME_DEFAULT_CITE
                              and entry.applies(b, rel)) if key == SERVED_NAME else ()
             out.append(Key(entry.category, key, entry.what, backends, _matches(key),
-                           entry.requires, entry.derived_from is not None, defaults))
+                           entry.requires, entry.derived_from is not None, defaults,
+                           entry.default_of(key)))
     return out
 
 

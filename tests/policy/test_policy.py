@@ -404,3 +404,51 @@ def test_policy_follows_the_checker_on_derived_defaults(
     # the checker on the same pair (one source of truth: the same tables)
     da, db = (read_dgds(load_documents_fast(yaml.safe_dump(d), "x.yaml"))[0] for d in (a, b))
     assert verdict(da, db).isolation_required is denied
+
+
+def _disagg(module: str, extra: list[str]) -> dict[str, Any]:
+    model = ["--model-path" if module == "dynamo.sglang" else "--model", "Qwen/Qwen3-0.6B"]
+    comps = [{"name": role, "type": role, "podTemplate": {"spec": {"containers": [{
+        "name": "main", "command": ["python3", "-m", module],
+        "args": model + ["--disaggregation-mode", role] + extra}]}}}
+        for role in ("prefill", "decode")]
+    return {"apiVersion": "nvidia.com/v1beta1", "kind": "DynamoGraphDeployment",
+            "metadata": {"name": "qwen", "namespace": "ns"}, "spec": {"components": comps}}
+
+
+@pytest.mark.parametrize(("module", "extra", "denied"), [
+    # set to the value the engine's parser uses when the flag is unset: nothing changes
+    ("dynamo.vllm", ["--tensor-parallel-size", "1"], False),
+    ("dynamo.vllm", ["--kv-cache-dtype", "auto"], False),
+    ("dynamo.vllm", ["--decode-context-parallel-size", "1"], False),
+    ("dynamo.sglang", ["--tp-size", "1"], False),
+    ("dynamo.sglang", ["--dcp-size", "1"], False),
+    ("dynamo.sglang", ["--disaggregation-transfer-backend", "mooncake"], False),
+    # another value is a KV-transfer change
+    ("dynamo.vllm", ["--tensor-parallel-size", "2"], True),
+    ("dynamo.vllm", ["--kv-cache-dtype", "fp8"], True),
+    ("dynamo.sglang", ["--dcp-size", "2"], True),
+    ("dynamo.sglang", ["--disaggregation-transfer-backend", "nixl"], True),
+    # SGLang resolves an unset KV cache dtype per model and platform: `auto` written out is
+    # not assumed to be the same
+    ("dynamo.sglang", ["--kv-cache-dtype", "auto"], True),
+])
+def test_policy_follows_the_checker_on_parser_defaults(module: str, extra: list[str],
+                                                       denied: bool) -> None:
+    from dgdgen.check.classify import verdict
+    from dgdgen.dgd import read_dgds
+    from dgdgen.yamlio import load_documents_fast
+
+    a, b = _disagg(module, []), _disagg(module, extra)
+    out = evaluate(_policy(), a, b)
+    assert not out.errors
+    assert ("DGD202" in out.codes) is denied, out.codes
+    # cel-cpp decides it alike: the default is normalised by the same CEL functions as the value
+    import importlib.util
+
+    if importlib.util.find_spec("cel_expr_python") is not None:
+        from dgdgen.policy import typecheck
+
+        assert ("DGD202" in (typecheck.evaluate(_policy(), a, b) or ())) is denied
+    da, db = (read_dgds(load_documents_fast(yaml.safe_dump(d), "x.yaml"))[0] for d in (a, b))
+    assert verdict(da, db).isolation_required is denied

@@ -182,6 +182,15 @@ case("sglang-dcp-size-disagg", sglang_b,
          '          - --page-size\n          - "16"\n          - --dcp-size\n          - "2"\n'),
      [MDC, KV], note="kv_cache_block_size is page size x DCP size; the prefill refuses a decode "
                      "peer of another DCP size")
+case("vllm-tp-size-default-disagg", vllm_disagg,
+     sub(vllm_disagg, "            - Qwen/Qwen3-0.6B\n",
+         "            - Qwen/Qwen3-0.6B\n            - --tensor-parallel-size\n"
+         "            - \"1\"\n"),
+     [], note="TP 1 written out: the size vLLM uses when the flag is unset")
+case("vllm-kv-cache-dtype-auto-disagg", vllm_disagg,
+     sub(vllm_disagg, "            - Qwen/Qwen3-0.6B\n",
+         "            - Qwen/Qwen3-0.6B\n            - --kv-cache-dtype\n            - auto\n"),
+     [], note="`auto` written out: vLLM's cache_dtype when unset (hashed as \"auto\" either way)")
 case("vllm-attention-backend-aggregated", vllm_agg,
      sub(vllm_agg, "            - Qwen/Qwen3-0.6B\n",
          "            - Qwen/Qwen3-0.6B\n            - --attention-backend\n"
@@ -448,6 +457,10 @@ SOURCES: dict[str, str] = {
                                     "define-interdependent-environment-variables/; "
                                     f"{RTP.format('block-size')}; {F4}"),
     "sh-c-env-variable-value": f"{RTP.format('max-model-len')}; {F32}",
+    "vllm-tp-size-default-disagg": ("vllm-project/vllm 0.31.0 vllm/config/parallel.py "
+                                    "(tensor_parallel_size default 1)"),
+    "vllm-kv-cache-dtype-auto-disagg": (f"vllm-project/vllm 0.31.0 vllm/config/cache.py "
+                                        f"(cache_dtype default \"auto\"); {NIXL}"),
     "vllm-speculative-config-disagg": (f"{NIXL}; vllm-project/vllm 0.31.0 vllm/distributed/"
                                        "kv_transfer/kv_connector/v1/nixl/metadata.py "
                                        "_get_speculative_compatibility_factors"),
