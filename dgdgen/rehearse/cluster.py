@@ -281,12 +281,21 @@ class LocalCluster:
             raise ApplyError(f"DGD {run.name} did not become healthy: {exc}") from exc
 
     def _wait_workers(self, fe: Proc, run: DgdRun, workers: int, timeout: float) -> None:
-        from dgdgen.runtime.procs import count_ready_workers
+        from dgdgen.runtime.procs import (
+            count_ready_workers,
+            prefill_namespaces,
+            prefill_routers_active,
+        )
 
         deadline = time.monotonic() + timeout
         while True:
             data = self.rt.model_ready(fe, run.model)
-            if data and data.get("ready") and count_ready_workers(data) == workers:
+            # Healthy once every worker is counted and, in a disaggregated graph, the frontend
+            # can route to them: it activates a namespace's prefill router a few milliseconds
+            # after /ready counts its workers (prefill_routers_active). A readiness probe or a
+            # sync wave in a cluster comes seconds later; here the next wave could be at once.
+            if (data and data.get("ready") and count_ready_workers(data) == workers
+                    and prefill_routers_active(fe, prefill_namespaces(data))):
                 return
             if time.monotonic() > deadline:
                 raise ApplyError(

@@ -14,12 +14,13 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -296,6 +297,36 @@ class LocalDynamo:
     def stop_all(self) -> None:
         for proc in reversed(list(self.procs)):
             self.stop(proc, grace=5.0)
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def prefill_routers_active(proc: Proc, namespaces: Iterable[str]) -> bool:
+    """Whether the frontend ``proc`` has activated the prefill router of every namespace given
+    (its log: "Prefill router target activated ... namespace=NS"). The 1.6.1 frontend's
+    ``/v1/models/{model}/ready`` counts a disaggregated namespace's prefill and decode workers a
+    few milliseconds before that, and a request it routes there in between fails with 503 "no
+    backend worker available" (docs/rehearse.md, In place: the operator's roll)."""
+    want = set(namespaces)
+    if not want:
+        return True
+    seen = set()
+    for line in _ANSI.sub("", proc.log_text()).splitlines():
+        if "Prefill router target activated" in line:
+            m = re.search(r"\bnamespace=(\S+)", line)
+            if m:
+                seen.add(m[1])
+    return want <= seen
+
+
+def prefill_namespaces(ready: Mapping[str, Any]) -> list[str]:
+    """The namespaces of a ``/v1/models/{model}/ready`` answer that have prefill workers."""
+    namespaces = ready.get("namespaces")
+    if not isinstance(namespaces, dict):
+        return []
+    return sorted(ns for ns, v in namespaces.items()
+                  if isinstance(v, dict) and "prefill" in (v.get("worker_types") or {}))
 
 
 def count_ready_workers(ready: Mapping[str, Any]) -> int:

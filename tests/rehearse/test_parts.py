@@ -270,3 +270,29 @@ def test_an_experiment_without_samples_is_named_before_the_run_as_documented(
     # a rollout without an experiment step has nothing to warn about
     plain = prepare(str(REPO / "examples" / "vllm-disagg-block-size" / "rollout.yaml"))
     assert experiment_warnings(plain, Options(spec=spec)) == []
+
+
+def test_a_disaggregated_namespace_is_routable_once_its_prefill_router_is_active(
+        tmp_path: Path) -> None:
+    """The readiness the rehearsal waits for beyond /ready's worker count: the frontend's log line
+    that activates a namespace's prefill router (the 1.6.1 frontend's words, colour codes and
+    all), for every namespace with prefill workers."""
+    from dgdgen.runtime.procs import prefill_namespaces, prefill_routers_active
+
+    log = tmp_path / "frontend.log"
+    fe = Proc(name="fe", kind="frontend", namespace=None, popen=None,  # type: ignore[arg-type]
+              log_path=log)
+    ready = {"ready": True, "namespaces": {
+        "ns-a": {"worker_types": {"decode": {"workers": 1}, "prefill": {"workers": 1}}},
+        "ns-b": {"worker_types": {"decode": {"workers": 1}, "prefill": {"workers": 1}}},
+        "ns-agg": {"worker_types": {"backend": {"workers": 1}}}}}
+    assert prefill_namespaces(ready) == ["ns-a", "ns-b"]
+    line = ("\x1b[2m2026-11-25T23:53:24.934242Z\x1b[0m \x1b[32m INFO\x1b[0m dynamo_llm::kv_router::"
+            "prefill_router::activation: Prefill router target activated model_name=Qwen/Qwen3-0.6B"
+            " \x1b[3mnamespace\x1b[0m\x1b[2m=\x1b[0m{ns} endpoint_id={ns}/prefill/generate\n")
+    log.write_text(line.format(ns="ns-a"))
+    assert not prefill_routers_active(fe, prefill_namespaces(ready))  # ns-b not yet
+    assert prefill_routers_active(fe, ["ns-a"])
+    log.write_text(line.format(ns="ns-a") + line.format(ns="ns-b"))
+    assert prefill_routers_active(fe, prefill_namespaces(ready))
+    assert prefill_routers_active(fe, [])  # an aggregated graph has no prefill router to wait for

@@ -19,7 +19,6 @@ The processes run in a private network namespace (dgdgen.runtime.netns.run_isola
 from __future__ import annotations
 
 import copy
-import re
 import json
 import subprocess
 import sys
@@ -58,18 +57,12 @@ def _workers(doc: dict[str, Any], model_dir: Path) -> list[tuple[str, tuple[str,
     return [(c.name, mocker_invocation(c, model_dir=model_dir).args) for c in facts.workers()]
 
 
-def _prefill_router_active(log: str, namespace: str) -> bool:
-    """Whether the frontend's log says it activated the prefill router of ``namespace``."""
-    return any("Prefill router target activated" in ln and f"namespace={namespace} " in ln
-               for ln in re.sub(r"\x1b\[[0-9;]*m", "", log).splitlines())
-
-
 def _in_place(stable: dict[str, Any], candidate: dict[str, Any],
               hashed: bool = False) -> dict[str, Any]:
     work = Path(tempfile.mkdtemp(prefix="dgdgen-inplace-"))
     from dgdgen.runtime import client, metrics
     from dgdgen.runtime.model import make_model_dir
-    from dgdgen.runtime.procs import LocalDynamo, count_ready_workers
+    from dgdgen.runtime.procs import LocalDynamo, count_ready_workers, prefill_routers_active
 
     model_dir = make_model_dir(work / "model")
     ns = dgdmod.dynamo_namespace("inference", stable["metadata"]["name"])
@@ -98,14 +91,12 @@ def _in_place(stable: dict[str, Any], candidate: dict[str, Any],
         # docs/rehearse.md). Two listed namespaces are not yet side-by-side serving.
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
-            log = fe.log_text()
-            if "Rejected incompatible workers" in log:
+            if "Rejected incompatible workers" in fe.log_text():
                 break
             ready = rt.model_ready(fe, model) or {}
-            listed = sorted(ready.get("namespaces") or {})
-            if (hashed and len(listed) == 2
+            if (hashed and len(ready.get("namespaces") or {}) == 2
                     and count_ready_workers(ready) >= len(old) + len(new)
-                    and all(_prefill_router_active(log, n) for n in listed)):
+                    and prefill_routers_active(fe, ready["namespaces"])):
                 break
             time.sleep(0.2)
         out["workers_counted"] = count_ready_workers(rt.model_ready(fe, model) or {})
