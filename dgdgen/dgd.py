@@ -352,11 +352,15 @@ def _pod_shape(t: _Shape, pod: dict[str, Any], ppath: FieldPath, main: dict[str,
     a wrong shape there is an error at its line, as everywhere past :func:`parse`."""
     for vol, vpath in _entries(t, pod, "volumes", ppath):
         t.text(vol, "name", vpath)
-        cm = t.mapping(vol, "configMap", vpath)
-        t.text(cm, "name", vpath + ("configMap",))
-        for item, ipath in _entries(t, cm, "items", vpath + ("configMap",)):
-            t.text(item, "key", ipath)
-            t.text(item, "path", ipath)
+        sources = [(vol, vpath)]
+        projected = t.mapping(vol, "projected", vpath)
+        sources += _entries(t, projected, "sources", vpath + ("projected",))
+        for src, spath in sources:
+            cm = t.mapping(src, "configMap", spath)
+            t.text(cm, "name", spath + ("configMap",))
+            for item, ipath in _entries(t, cm, "items", spath + ("configMap",)):
+                t.text(item, "key", ipath)
+                t.text(item, "path", ipath)
     _env_shape(t, main, "env", mpath)
     for src, spath in _entries(t, main, "envFrom", mpath):
         t.text(src, "prefix", spath)

@@ -441,3 +441,28 @@ def test_pod_volume_configmap_that_is_a_list_is_exit_2_at_its_line(work: Path,
     assert r.code == 2, r.err
     assert f"head.yaml:{line}:" in r.err
     assert "extraPodSpec.volumes[0].configMap: must be a mapping, got a list" in r.err
+
+
+@pytest.mark.parametrize(("volume", "field", "said"), [
+    ("projected: [1, 2]", "volumes[0].projected", "must be a mapping, got a list"),
+    ("projected: {sources: x}", "volumes[0].projected.sources", "must be a list, got a string"),
+    ("projected: {sources: [{configMap: [a]}]}", "volumes[0].projected.sources[0].configMap",
+     "must be a mapping, got a list"),
+    ("projected: {sources: [{configMap: {name: c, items: [{key: k, path: [1]}]}}]}",
+     "volumes[0].projected.sources[0].configMap.items[0].path", "must be a string, got a list"),
+])
+def test_projected_volume_of_a_wrong_shape_is_exit_2_at_its_line(work: Path, volume: str,
+                                                                 field: str, said: str) -> None:
+    """The checker reads a projected volume's ConfigMap sources (a flag may name one of their
+    files): a wrong shape there is one error at its line, not an internal error."""
+    text = (EXAMPLE / "dgd.yaml").read_text().replace(
+        "      extraPodSpec:\n        mainContainer:\n",
+        f"      extraPodSpec:\n        volumes:\n          - name: tmpl\n            {volume}\n"
+        "        mainContainer:\n", 1)
+    assert volume in text
+    (work / "head.yaml").write_text(text)
+    line = text.splitlines().index(f"            {volume}") + 1
+    r = cli("diff", str(EXAMPLE / "dgd.yaml"), str(work / "head.yaml"))
+    assert r.code == 2, r.err
+    assert f"head.yaml:{line}:" in r.err
+    assert f"extraPodSpec.{field}: {said}" in r.err

@@ -39,6 +39,16 @@ def sub(text: str, old: str, new: str, count: int = -1) -> str:
     return text.replace(old, new, count)
 
 
+_MODEL_ARG = "            - Qwen/Qwen3-0.6B\n"
+
+
+def with_args(text: str, *words: str, count: int = -1) -> str:
+    """``text`` (a vLLM example, list args) with ``words`` added after the model argument of
+    its workers (the first ``count`` of them; -1: every one)."""
+    return sub(text, _MODEL_ARG, _MODEL_ARG + "".join(f"            - {w}\n" for w in words),
+               count)
+
+
 CASES: list[dict] = []
 
 
@@ -153,23 +163,18 @@ case("vllm-served-model-name-equals-model-path", vllm_agg,
          "            - Qwen/Qwen3-0.6B\n"),
      [], note="the name the worker derives from --model anyway: display_name unchanged")
 case("vllm-attention-backend-disagg", vllm_disagg,
-     sub(vllm_disagg, "            - Qwen/Qwen3-0.6B\n",
-         "            - Qwen/Qwen3-0.6B\n            - --attention-backend\n"
-         "            - FLASHINFER\n"),
+     with_args(vllm_disagg, "--attention-backend", "FLASHINFER"),
      [KV], note="the attention backend is hashed in the NIXL handshake; not a card input")
 case("vllm-disable-hybrid-kv-cache-manager-disagg", vllm_disagg,
-     sub(vllm_disagg, "            - Qwen/Qwen3-0.6B\n",
-         "            - Qwen/Qwen3-0.6B\n            - --disable-hybrid-kv-cache-manager\n", 1),
+     with_args(vllm_disagg, "--disable-hybrid-kv-cache-manager", count=1),
      [KV], note="hybrid KV cache manager on/off is hashed in the NIXL handshake")
 case("vllm-speculative-config-disagg", vllm_disagg,
-     sub(vllm_disagg, "            - Qwen/Qwen3-0.6B\n",
-         "            - Qwen/Qwen3-0.6B\n            - --speculative-config\n"
-         "            - '{\"method\":\"eagle3\",\"model\":\"AngelSlim/Qwen3-1.7B_eagle3\","
-         "\"num_speculative_tokens\":2}'\n"),
+     with_args(vllm_disagg, "--speculative-config",
+               "'{\"method\":\"eagle3\",\"model\":\"AngelSlim/Qwen3-1.7B_eagle3\","
+               "\"num_speculative_tokens\":2}'"),
      [KV], note="an EAGLE speculator's method and draft model are hashed in the NIXL handshake")
 case("vllm-dcp-short-flag-disagg", vllm_disagg,
-     sub(vllm_disagg, "            - Qwen/Qwen3-0.6B\n",
-         "            - Qwen/Qwen3-0.6B\n            - -dcp\n            - \"2\"\n", 1),
+     with_args(vllm_disagg, "-dcp", '"2"', count=1),
      [KV], note="-dcp is --decode-context-parallel-size; the handshake checks the DCP sizes")
 case("sglang-attention-cp-prefill-disagg", sglang_b,
      sub(sglang_b, "          - --disaggregation-mode\n          - prefill\n",
@@ -183,18 +188,13 @@ case("sglang-dcp-size-disagg", sglang_b,
      [MDC, KV], note="kv_cache_block_size is page size x DCP size; the prefill refuses a decode "
                      "peer of another DCP size")
 case("vllm-tp-size-default-disagg", vllm_disagg,
-     sub(vllm_disagg, "            - Qwen/Qwen3-0.6B\n",
-         "            - Qwen/Qwen3-0.6B\n            - --tensor-parallel-size\n"
-         "            - \"1\"\n"),
+     with_args(vllm_disagg, "--tensor-parallel-size", '"1"'),
      [], note="TP 1 written out: the size vLLM uses when the flag is unset")
 case("vllm-kv-cache-dtype-auto-disagg", vllm_disagg,
-     sub(vllm_disagg, "            - Qwen/Qwen3-0.6B\n",
-         "            - Qwen/Qwen3-0.6B\n            - --kv-cache-dtype\n            - auto\n"),
+     with_args(vllm_disagg, "--kv-cache-dtype", "auto"),
      [], note="`auto` written out: vLLM's cache_dtype when unset (hashed as \"auto\" either way)")
 case("vllm-attention-backend-aggregated", vllm_agg,
-     sub(vllm_agg, "            - Qwen/Qwen3-0.6B\n",
-         "            - Qwen/Qwen3-0.6B\n            - --attention-backend\n"
-         "            - FLASHINFER\n"),
+     with_args(vllm_agg, "--attention-backend", "FLASHINFER"),
      [], note="aggregated: no KV hand-off, and the backend is not a card input")
 case("trtllm-extra-engine-args-path-v1alpha1", trt,
      sub(trt, "engine_configs/qwen3/prefill.yaml", "engine_configs/qwen3/prefill_fp8kv.yaml"),
