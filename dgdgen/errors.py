@@ -29,9 +29,11 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
 
 
 class DgdgenError(Exception):
-    """Base class. ``exit_code`` is what the CLI returns for it."""
+    """Base class. ``exit_code`` is what the CLI returns for it; ``notes`` are what the command
+    did before it failed (finished an interrupted write, say), printed before the error."""
 
     exit_code = 2
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -194,8 +194,9 @@ def test_write_tree_refuses_escaping_paths(tmp_path: Path, rel: str) -> None:
 def test_into_guard_is_a_clean_error(tmp_path: Path) -> None:
     from dgdgen.gitops import tree
 
-    with pytest.raises(InputError, match="would leave the --into directory"):
-        tree._safe_rel("../../etc/x")
+    for rel in ("../../etc/x", "/etc/x", "a/../../x", ".git/config", ""):
+        with pytest.raises(InputError, match="refusing to write"):
+            tree._safe_rel(rel)
 
 
 def test_dgd_outside_the_spec_folder_is_refused(work: Path) -> None:

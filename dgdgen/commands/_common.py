@@ -28,6 +28,8 @@ def progress(items: list[T], verb: str, label: str = "") -> Iterator[T]:
 def report_error(command: str, exc: BaseException) -> None:
     """The one error format of every command: each line of the message as
     ``dgdgen COMMAND: error: …`` on stderr (an error with several problems gives several lines)."""
+    for note in getattr(exc, "notes", ()):
+        sys.stderr.write(f"note: {note}\n")
     lines = [line for line in str(exc).splitlines() if line.strip()] or [type(exc).__name__]
     sys.stderr.write("".join(f"dgdgen {command}: error: {line}\n" for line in lines))
 

@@ -9,10 +9,12 @@ from dgdgen.commands import _gitops
 
 HELP = "show the recorded step, weights, generations and next gate of a rollout in Git"
 DESCRIPTION = """\
-Read the rollout's directory (see `dgdgen render --into`) and show the recorded step, the traffic
-weights, the replicas of each generation, the gate of the current step (the one that must pass
-before the next promotion) and what comes next. Also reports files that differ from a fresh
-render (hand edits, a stale render) and uncommitted changes.
+Read the rollout's directory (see `dgdgen render --into`) and show the step HEAD records (outside
+Git: the directory's index), the traffic weights, the replicas of each generation, the gate of the
+current step (the one that must pass before the next promotion) and what comes next. Apart from
+that it reports what is not committed: a directory that records another step than HEAD, a write
+that was interrupted (which the next writing command finishes or discards), files that differ
+from a fresh render (hand edits, a stale render) and uncommitted changes. It only reads.
 
 Exit 0; 1 when the directory drifted from the recorded step (as `render --check`).
 
@@ -74,6 +76,10 @@ def run(args: argparse.Namespace) -> int:
         rows.append(("next", "nothing: the rollout is finished"))
     if st.head:
         rows.append(("commit", st.head[:12]))
+    if st.uncommitted:
+        rows.append(("uncommitted", st.uncommitted))
+    if st.pending:
+        rows.append(("interrupted", st.pending))
     if st.dirty:
         rows.append(("dirty", ", ".join(st.dirty[:5]) + (" …" if len(st.dirty) > 5 else "")))
     if st.drifted:

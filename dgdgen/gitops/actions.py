@@ -3,33 +3,32 @@ exactly one commit per action.
 
 The recorded state lives in the rendered directory's index (:mod:`dgdgen.gitops.tree`): the
 current plan state, the state it came from (which decides the sync waves), and the gate results.
-Every action here:
+Every action that writes runs in a writing session (:mod:`dgdgen.gitops.transaction`):
 
-1. finishes or discards an interrupted earlier write,
-2. refuses on a dirty work tree, an unknown or impossible step, or a gate not recorded as
-   passed,
-3. re-renders, writes the directory, and commits only that directory with a clear message,
-4. optionally pushes.
+1. it takes the repository's writer lock, finishes or discards an interrupted earlier write, and
+   refuses when the rollout's directory changed in Git after the command started;
+2. it refuses on a dirty work tree, an unknown or impossible step, or a gate not recorded as
+   passed;
+3. it re-renders and commits only that directory, with a clear message — the commit first, the
+   work tree after it;
+4. optionally it pushes (a push the remote rejects takes the commit back).
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import hashlib
 import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from dgdgen.errors import DgdgenError, InputError, Location
-from dgdgen.gitops import repo, tree
+from dgdgen.gitops import repo, transaction, tree
+from dgdgen.gitops.index import GATE_RESULTS, INDEX, STAGING, GateResult, Index, digest
 
 if TYPE_CHECKING:
     from dgdgen.pipeline import Prepared
     from dgdgen.plan import PlanStep
-
-GATE_RESULTS = ("passed", "failed", "inconclusive")
-
 
 class GateRefused(DgdgenError):
     """A promotion refused because the step's gate is not recorded as passed."""
@@ -42,6 +41,7 @@ class Target:
     prepared: Prepared
     into: str  # absolute path of the rendered directory
     top: str | None  # the Git work tree it is in
+    premise: str | None = None  # HEAD when the command started, before it read anything
 
     @property
     def rel(self) -> str:
@@ -51,7 +51,10 @@ class Target:
     @property
     def repo_path(self) -> str:
         """The directory inside its repository (``.`` for the work tree root)."""
-        return os.path.relpath(self.into, self.top) if self.top else self.rel
+        if not self.top:
+            return self.rel
+        rel = os.path.relpath(os.path.realpath(self.into), os.path.realpath(self.top))
+        return rel.replace(os.sep, "/")
 
 
 @dataclass(frozen=True)
@@ -73,9 +76,30 @@ def open_target(spec: str, into: str | None) -> Target:
     from dgdgen.pipeline import prepare
     from dgdgen.write import resolve_target
 
+    # The premise first: HEAD before the spec is read and anything is decided, so a command that
+    # another one overtakes finds out once it holds the writer lock (transaction.writing).
+    early_top = repo.toplevel(os.path.abspath(into) if into else os.getcwd())
+    early_head = repo.head_or_none(early_top) if early_top else None
     prepared = prepare(spec)
     path = resolve_target(into or default_into(prepared), what="--into path")
-    return Target(prepared, path, repo.toplevel(path))
+    _refuse_odd_path(path, into)
+    top = repo.toplevel(path)
+    premise = early_head if top is not None and top == early_top else (
+        repo.head_or_none(top) if top else None)
+    return Target(prepared, path, top, premise)
+
+
+def _refuse_odd_path(path: str, given: str | None) -> None:
+    """A rendered directory inside a ``.git`` folder (whose hooks run code), or whose path holds a
+    control character (git's line-based plumbing could not name it), is refused."""
+    parts = os.path.realpath(path).split(os.sep)
+    if any(p.lower() == ".git" for p in parts):
+        raise InputError("the rendered directory would be inside a .git folder",
+                         location=Location(given or path),
+                         hint="give --into (or spec.gitops.path) a folder of the work tree")
+    if any(ord(c) < 32 or ord(c) == 127 for c in path):
+        raise InputError("the rendered directory's path holds a control character",
+                         location=Location(repr(given or path)))
 
 
 # --------------------------------------------------------------------------- rendering
@@ -94,13 +118,13 @@ def _states(prepared: Prepared) -> dict[str, PlanStep]:
 
 
 def _index(t: Target, state: PlanStep, previous: PlanStep | None,
-           gates: dict[str, tree.GateResult]) -> tree.Index:
+           gates: dict[str, GateResult]) -> Index:
     p = t.prepared.plan
-    return tree.Index(p.rollout, p.stable_revision, p.candidate_revision, state.label,
+    return Index(p.rollout, p.stable_revision, p.candidate_revision, state.label,
                       previous.label if previous else None, {}, gates)
 
 
-def recorded(t: Target) -> tree.Index | None:
+def recorded(t: Target) -> Index | None:
     """The index in ``--into``, checked to belong to this rollout and plan."""
     idx = tree.read_index(t.into)
     if idx is None:
@@ -109,13 +133,13 @@ def recorded(t: Target) -> tree.Index | None:
     if idx.rollout != p.rollout:
         raise InputError(
             f"this directory holds rollout {idx.rollout!r}, not {p.rollout!r}",
-            location=Location(os.path.join(t.into, tree.INDEX)),
+            location=Location(os.path.join(t.into, INDEX)),
             hint="each rollout needs its own --into directory",
         )
     return idx
 
 
-def _same_generations(t: Target, idx: tree.Index) -> bool:
+def _same_generations(t: Target, idx: Index) -> bool:
     p = t.prepared.plan
     return (idx.stable_revision, idx.candidate_revision) == (p.stable_revision, p.candidate_revision)
 
@@ -128,36 +152,42 @@ def _state_of(t: Target, label: str | None) -> PlanStep | None:
         raise InputError(
             f"the recorded step {label!r} is not in the plan (steps 0..{len(t.prepared.plan.steps) - 1}"
             ", rollback, cleanup)",
-            location=Location(os.path.join(t.into, tree.INDEX)),
+            location=Location(os.path.join(t.into, INDEX)),
             hint="the spec's steps changed during a rollout; restore them, or start over with "
             "`dgdgen render SPEC --into PATH --step 0 --commit`",
         )
     return states[label]
 
 
-def current(t: Target) -> tuple[tree.Index, PlanStep, PlanStep | None]:
+def current(t: Target) -> tuple[Index, PlanStep, PlanStep | None]:
     """The recorded index, state and previous state; refuses when nothing is recorded or the
     recorded rollout is a different pair of generations."""
-    rel = t.rel
     idx = recorded(t)
     if idx is None:
         raise InputError(
-            f"nothing is rendered in {rel} yet",
+            f"nothing is rendered in {t.rel} yet",
             location=Location(t.into),
-            hint=f"start with `dgdgen render SPEC --into {rel} --commit` (the baseline)",
+            hint=f"start with `dgdgen render SPEC --into {t.rel} --commit` (the baseline)",
         )
+    state, previous = _resolve(t, idx)
+    return idx, state, previous
+
+
+def _resolve(t: Target, idx: Index) -> tuple[PlanStep, PlanStep | None]:
+    """The plan states an index records, checked to be this spec's generations."""
+    rel = t.rel
     if not _same_generations(t, idx):
         raise InputError(
             f"{rel} holds the rollout {idx.stable_revision} → {idx.candidate_revision}, but the "
             f"spec now describes {t.prepared.plan.stable_revision} → "
             f"{t.prepared.plan.candidate_revision}",
-            location=Location(os.path.join(t.into, tree.INDEX)),
+            location=Location(os.path.join(t.into, INDEX)),
             hint=f"finish the recorded rollout first, or start the new one with "
             f"`dgdgen render SPEC --into {rel} --step 0 --commit`",
         )
     state = _state_of(t, idx.step)
     assert state is not None
-    return idx, state, _state_of(t, idx.previous)
+    return state, _state_of(t, idx.previous)
 
 
 def render_into(t: Target, selector: int | str | None, *, force: bool = False,
@@ -171,45 +201,50 @@ def render_into(t: Target, selector: int | str | None, *, force: bool = False,
     if commit and t.top is None:
         raise InputError("not inside a Git work tree", location=Location(t.into),
                          hint="pass --init to create one, or drop --commit")
-    if commit:
-        assert t.top is not None
-        tree.recover(t.into)
-        finished = _finish_pending(t)
-        if finished:
-            notes.append(finished)
-        repo.require_clean(t.top)
-    idx = recorded(t)
-    same = idx is not None and _same_generations(t, idx)
-    gates = dict(idx.gates) if idx is not None and same else {}
-    if selector is None:
-        if idx is not None and same:
-            state = _state_of(t, idx.step)
-            previous = _state_of(t, idx.previous)
+    author = t.prepared.loaded.spec.spec.gitops.commit_author
+    intent = f"render --into --step {selector}" if selector is not None else "render --into"
+    with transaction.writing(t.into, t.top, t.premise, intent, author) as session:
+        notes.extend(session.notes)
+        if session.finished is not None:
+            return _finished(t, session.finished, notes)
+        if commit:
+            assert t.top is not None
+            repo.require_clean(t.top)
+        idx = recorded(t)
+        same = idx is not None and _same_generations(t, idx)
+        gates = dict(idx.gates) if idx is not None and same else {}
+        if selector is None:
+            if idx is not None and same:
+                state = _state_of(t, idx.step)
+                previous = _state_of(t, idx.previous)
+            else:
+                state, previous = t.prepared.plan.steps[0], None
         else:
-            state, previous = t.prepared.plan.steps[0], None
-    else:
-        state = t.prepared.state(selector)
-        previous = _state_of(t, idx.step) if idx is not None and same else None
-        if previous is not None and previous.label == state.label:
-            previous = _state_of(t, idx.previous) if idx is not None else None
-    assert state is not None
-    files = state_files(t.prepared, state, previous, validate=validate)
-    message = _subject(t, f"render {_title(state)}") + "\n\n" + _describe(t, state) + \
-        _trailers(t, state)
-    index = _index(t, state, previous, gates)
-    change = (_write_pending(t, message, files, index, force=force) if commit
-              else tree.write(t.into, files, index, force=force))
-    sha = None
-    if commit:
-        assert t.top is not None
-        sha = _commit(t, message)
+            state = t.prepared.state(selector)
+            previous = _state_of(t, idx.step) if idx is not None and same else None
+            if previous is not None and previous.label == state.label:
+                previous = _state_of(t, idx.previous) if idx is not None else None
+        assert state is not None
+        files = state_files(t.prepared, state, previous, validate=validate)
+        subject = _subject(t, f"render {_title(state)}")
+        message = subject + "\n\n" + _describe(t, state) + _trailers(t, state)
+        change, sha = session.write(files, _index(t, state, previous, gates), message=message,
+                                    subject=subject, force=force, commit=commit)
     return Outcome(message, state, change, sha, notes=tuple(notes))
 
 
+def _finished(t: Target, done: transaction.Finished, notes: list[str]) -> Outcome:
+    """The outcome of a rerun whose own interrupted command had committed: it only finished
+    writing that commit's files (exactly one step, as the interrupted command meant)."""
+    _idx, state, _prev = current(t)
+    return Outcome(done.message, state, tree.Change((), (), ()), done.commit,
+                   notes=(*notes, done.note))
+
+
 def check(t: Target) -> list[str]:
-    """Unified diffs between the committed tree and a fresh render of its recorded state. An
-    interrupted earlier write is finished or discarded first (it is not part of the tree)."""
-    tree.recover(t.into)
+    """Unified diffs between the directory and a fresh render of its recorded state. Writes
+    nothing: an interrupted earlier write still in the directory is reported as a difference
+    (the next writing command finishes or discards it)."""
     idx = recorded(t)
     if idx is not None and _same_generations(t, idx):
         state = _state_of(t, idx.step)
@@ -220,10 +255,15 @@ def check(t: Target) -> list[str]:
     assert state is not None
     files = state_files(t.prepared, state, previous)
     index = _index(t, state, previous, gates)
-    index = tree.Index(index.rollout, index.stable_revision, index.candidate_revision,
-                       index.step, index.previous,
-                       {r: tree.digest(x) for r, x in files.items()}, gates)
-    return tree.drift(t.into, files, index.to_text(), label=t.repo_path)
+    index = Index(index.rollout, index.stable_revision, index.candidate_revision,
+                  index.step, index.previous, {r: digest(x) for r, x in files.items()}, gates)
+    diffs = tree.drift(t.into, files, index.to_text(), label=t.repo_path, old=idx)
+    if os.path.lexists(os.path.join(t.into, STAGING)):
+        prefix = "" if t.repo_path == "." else t.repo_path.rstrip("/") + "/"
+        diffs.append(f"--- a/{prefix}{STAGING}\n+++ b/{prefix}{STAGING}\n"
+                     "@@ an interrupted write is pending here: the next dgdgen command that "
+                     "writes finishes or discards it @@\n")
+    return diffs
 
 
 # --------------------------------------------------------------------------- moves
@@ -273,11 +313,11 @@ def _unknown(t: Target, selector: object) -> str:
     return unknown_state(t.prepared.plan, selector, t.prepared.loaded.path)
 
 
-def _gate_of(idx: tree.Index, state: PlanStep) -> tree.GateResult | None:
+def _gate_of(idx: Index, state: PlanStep) -> GateResult | None:
     return idx.gates.get(state.label)
 
 
-def _require_gate(t: Target, idx: tree.Index, state: PlanStep, action: str,
+def _require_gate(t: Target, idx: Index, state: PlanStep, action: str,
                   skip_reason: str | None = None) -> str | None:
     """Refuse unless the current step's gate is recorded as passed; describe it else. A gate
     that is not recorded refuses too: leaving a gated step without its result would move traffic
@@ -304,13 +344,25 @@ def _skip_reason(reason: str | None) -> str | None:
     """The override's reason, one line (it becomes a commit trailer)."""
     if reason is None:
         return None
-    text = " ".join(reason.split())
+    text = " ".join(_text_arg(reason, "--reason").split())
     if not text:
         raise InputError("--skip-gate needs a non-empty --reason (it is recorded in the commit)")
     return text
 
 
-def _overridden(idx: tree.Index, state: PlanStep, skip: str | None) -> list[str]:
+def _text_arg(value: str, flag: str) -> str:
+    """A free-text argument that goes into a commit: UTF-8 text (a command line can carry bytes
+    that are not), without NUL."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InputError(f"{flag}: not UTF-8 text: {value!r}") from None
+    if "\0" in value:
+        raise InputError(f"{flag}: holds a NUL character")
+    return value
+
+
+def _overridden(idx: Index, state: PlanStep, skip: str | None) -> list[str]:
     """The trailer value for the current step's gate when ``--skip-gate`` overrode it."""
     res = _gate_of(idx, state)
     if skip is None or not state.gate or (res is not None and res.result == "passed"):
@@ -323,7 +375,7 @@ def _skip_trailers(notes: list[str]) -> list[str]:
     return [f"Dgdgen-Skip-Gate: {n}" for n in notes]
 
 
-def _experiment_trailers(idx: tree.Index, state: PlanStep) -> list[str]:
+def _experiment_trailers(idx: Index, state: PlanStep) -> list[str]:
     """The decision of an experiment step (`dgdgen experiment --record`), carried by the commit
     that promotes or rolls back from it."""
     from dgdgen.analysis.gates import EXPERIMENT
@@ -334,101 +386,59 @@ def _experiment_trailers(idx: tree.Index, state: PlanStep) -> list[str]:
     return ["Dgdgen-Experiment: " + " ".join(res.message.split())]
 
 
-def _move(t: Target, idx: tree.Index, frm: PlanStep, to: PlanStep, subject: str,
-          extra: list[str], push: bool, trailers: list[str] | None = None) -> Outcome:
+def _move(t: Target, s: transaction.Session, idx: Index, frm: PlanStep, to: PlanStep,
+          subject: str, extra: list[str], push: bool, trailers: list[str] | None = None
+          ) -> Outcome:
     assert t.top is not None
     files = state_files(t.prepared, to, frm)
     body = [f"{_title(frm)} → {_title(to)}", _describe(t, to).rstrip("\n"), *extra]
     message = _subject(t, subject) + "\n\n" + "\n".join(body) + "\n" + _trailers(t, to) \
         + "".join(f"{x}\n" for x in trailers or [])
-    change = _write_pending(t, message, files, _index(t, to, frm, dict(idx.gates)))
-    sha = _commit(t, message)
-    pushed = _push(t, sha, subject) if push else None
-    return Outcome(message, to, change, sha, pushed)
+    parent = s.base
+    change, sha = s.write(files, _index(t, to, frm, dict(idx.gates)), message=message,
+                          subject=_subject(t, subject))
+    pushed = _push(t, sha, subject, undo_to=parent if sha else None) if push else None
+    return Outcome(message, to, change, sha, pushed, notes=tuple(s.notes))
 
 
-# --------------------------------------------------------------------------- crash safety
-#
-# A committing command writes the tree (tree.write: staged, journalled, applied) and then commits
-# it. Killed after the journal's commit point, the next command finishes the apply
-# (tree.recover) — and, through the pending-commit record below, also the commit, with the
-# message the killed command meant. Without it the finished apply would be "uncommitted changes"
-# that every later command refuses.
-
-
-def _pending_file(t: Target) -> str:
-    assert t.top is not None
-    git_dir = repo.git(t.top, "rev-parse", "--absolute-git-dir").stdout.strip()
-    key = hashlib.sha256(os.path.realpath(t.into).encode()).hexdigest()[:16]
-    return os.path.join(git_dir, f"dgdgen-pending-{key}")
-
-
-def _begin_pending(t: Target, message: str) -> None:
-    path = _pending_file(t)
-    with open(path + ".tmp", "w", encoding="utf-8") as fh:
-        fh.write(message)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(path + ".tmp", path)
-
-
-def _end_pending(t: Target) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        os.remove(_pending_file(t))
-
-
-def _write_pending(t: Target, message: str, files: dict[str, str], index: tree.Index, *,
-                   force: bool = False) -> tree.Change:
-    """tree.write with the pending-commit record around it (dropped again when the write
-    fails cleanly, so nothing is "finished" later that was never written)."""
-    _begin_pending(t, message)
-    try:
-        return tree.write(t.into, files, index, force=force)
-    except Exception:
-        _end_pending(t)
-        raise
-
-
-def _commit(t: Target, message: str) -> str | None:
-    assert t.top is not None
-    tree.maybe_kill("commit", 1)
-    g = t.prepared.loaded.spec.spec.gitops
-    sha = repo.commit(t.top, [t.into], message, g.commit_author)
-    _end_pending(t)
-    return sha
-
-
-def _finish_pending(t: Target) -> str | None:
-    """Commit what a killed committing command applied but did not commit — only when every
-    uncommitted change is inside its directory (anything else is left for require_clean)."""
-    assert t.top is not None
-    path = _pending_file(t)
-    if not os.path.exists(path):
-        return None
-    with open(path, encoding="utf-8") as fh:
-        message = fh.read()
-    rel = os.path.relpath(os.path.realpath(t.into), os.path.realpath(t.top))
-    dirty = repo.dirty(t.top).paths
-    if any(p != rel and not p.startswith(rel.rstrip("/") + "/") for p in dirty):
-        return None
-    sha = _commit(t, message) if dirty else None
-    _end_pending(t)
-    return (f"finished an interrupted command: committed {sha[:12]}" if sha else
-            "an interrupted command had already committed its work")
+def _writing(t: Target, intent: str) -> contextlib.AbstractContextManager[transaction.Session]:
+    """The writing session of a promotion command (see :mod:`dgdgen.gitops.transaction`)."""
+    if t.top is None:
+        raise InputError("not inside a Git work tree", location=Location(t.into),
+                         hint="promotions are commits; see `dgdgen render --into PATH --init`")
+    return transaction.writing(t.into, t.top, t.premise, intent,
+                               t.prepared.loaded.spec.spec.gitops.commit_author)
 
 
 # --------------------------------------------------------------------------- pushing
 
 
-def _push(t: Target, sha: str | None, subject: str) -> str:
-    """Push, or say exactly what was committed and how to push it: a failed push must never
-    leave a commit nobody knows about (a retry would promote past its gate)."""
+def _push(t: Target, sha: str | None, subject: str, *, undo_to: str | None = None) -> str:
+    """Push, never forced. A push the remote rejects because its branch moved (someone else
+    pushed) takes the new commit ``sha`` back (when ``undo_to``, its parent, is given): the
+    step it records was decided on a state that is no longer the remote's. Any other failure
+    keeps the commit and says exactly how to push it: a failed push must never leave a commit
+    nobody knows about (a retry would promote past its gate)."""
     assert t.top is not None
     g = t.prepared.loaded.spec.spec.gitops
+    where = f"{g.remote} {('HEAD:refs/heads/' + g.branch) if g.branch else 'HEAD'}"
     try:
         return repo.push(t.top, g.remote, g.branch)
+    except repo.PushRejected as exc:
+        if undo_to is not None and sha is not None:
+            repo.undo(t.top, sha, undo_to)
+            raise InputError(
+                f"nothing was pushed: {g.remote} {exc}: its branch holds commits this one does "
+                f"not (someone else pushed); the local commit {sha[:12]} ({subject}) was taken "
+                "back, so the directory is as it was",
+                hint="pull, check `dgdgen status`, then run the command again if it still "
+                "applies",
+            ) from None
+        raise InputError(
+            f"the push of {(sha or 'HEAD')[:12]} ({subject}) was rejected: {exc}",
+            hint="pull (or rebase) first, then run the command again",
+        ) from None
     except (repo.GitError, InputError) as exc:
-        where = f"{g.remote} {('HEAD:refs/heads/' + g.branch) if g.branch else 'HEAD'}"
         raise InputError(
             f"committed {(sha or 'HEAD')[:12]} ({subject}) in {t.top}, but the push failed: "
             f"{exc}",
@@ -437,7 +447,7 @@ def _push(t: Target, sha: str | None, subject: str) -> str:
         ) from None
 
 
-def _push_pending(t: Target, idx: tree.Index, state: PlanStep) -> Outcome | None:
+def _push_pending(t: Target, idx: Index, state: PlanStep) -> Outcome | None:
     """With --push, before moving forward: commits of this rollout that an earlier, failed
     push left local are pushed, and nothing else is done — the step they hold has not been
     synced, so its gate cannot have been judged."""
@@ -456,9 +466,9 @@ def _push_pending(t: Target, idx: tree.Index, state: PlanStep) -> Outcome | None
         )
     if not pending or state.index == 0:
         return None  # the baseline is what runs today: it goes out with the next commit
-    remote_index = repo.remote_file(t.top, g.remote, g.branch, os.path.join(t.into, tree.INDEX))
-    where = f"{g.remote}:{t.rel}/{tree.INDEX}"
-    if remote_index is not None and tree.Index.parse(remote_index, where).step == idx.step:
+    remote_index = repo.remote_file(t.top, g.remote, g.branch, os.path.join(t.into, INDEX))
+    where = f"{g.remote}:{t.rel}/{INDEX}"
+    if remote_index is not None and Index.parse(remote_index, where).step == idx.step:
         # the remote already runs this step: what is local records its gate, and goes out
         # with the move
         return None
@@ -470,16 +480,11 @@ def _push_pending(t: Target, idx: tree.Index, state: PlanStep) -> Outcome | None
     return Outcome(message, state, tree.Change((), (), ()), None, pushed)
 
 
-def _prepare_move(t: Target) -> tuple[tree.Index, PlanStep]:
-    if t.top is None:
-        raise InputError("not inside a Git work tree", location=Location(t.into),
-                         hint="promotions are commits; see `dgdgen render --into PATH --init`")
-    recovered = tree.recover(t.into)
-    _finish_pending(t)
+def _prepare_move(t: Target) -> tuple[Index, PlanStep]:
+    """Inside the writing session: the work tree must be clean, the recorded state known."""
+    assert t.top is not None
     repo.require_clean(t.top)
     idx, state, _prev = current(t)
-    if recovered:  # the tree now differs from HEAD only if the interrupted write was ours
-        repo.require_clean(t.top)
     return idx, state
 
 
@@ -503,6 +508,15 @@ def promote(t: Target, to: int | None = None, *, push: bool = False,
     recorded as passed, and never jumps over a gated step; ``skip_gate`` (a reason) overrides
     both and is recorded as ``Dgdgen-Skip-Gate`` trailers."""
     skip = _skip_reason(skip_gate)
+    intent = f"promote --to {to}" + (f" --skip-gate --reason {skip}" if skip else "")
+    with _writing(t, intent) as s:
+        if s.finished is not None:
+            return _finished(t, s.finished, s.notes)
+        return _promote(t, s, to, push, skip)
+
+
+def _promote(t: Target, s: transaction.Session, to: int | None, push: bool, skip: str | None
+             ) -> Outcome:
     idx, state = _prepare_move(t)
     _terminal(t, state, "promote")
     pending = _push_pending(t, idx, state) if push else None
@@ -528,19 +542,19 @@ def promote(t: Target, to: int | None = None, *, push: bool = False,
     gate = _require_gate(t, idx, state, f"promote to step {to}", skip)
     target = t.prepared.plan.steps[to]
     extra = [gate] if gate else []
-    skipped = [s for s in t.prepared.plan.steps[state.index + 1:to] if s.gate]
+    skipped = [st for st in t.prepared.plan.steps[state.index + 1:to] if st.gate]
     if skipped and skip is None:
         raise GateRefused(
             f"{t.rel}: refusing to promote to step {to}: it jumps over "
-            + ", ".join(f"gate {s.gate!r} of step {s.index}" for s in skipped)
+            + ", ".join(f"gate {st.gate!r} of step {st.index}" for st in skipped)
             + ", which would never be evaluated; promote one step at a time, or override with "
             "--skip-gate --reason TEXT (recorded in the commit)"
         )
     notes = _overridden(idx, state, skip)
     if skipped:
-        extra.append("skipped gates: " + ", ".join(f"{s.gate} of step {s.index}" for s in skipped)
-                     + f": {skip}")
-        notes += [f"{s.gate} of step {s.index} (jumped over): {skip}" for s in skipped]
+        extra.append("skipped gates: " + ", ".join(f"{st.gate} of step {st.index}"
+                                                    for st in skipped) + f": {skip}")
+        notes += [f"{st.gate} of step {st.index} (jumped over): {skip}" for st in skipped]
     nxt = t.prepared.plan.steps[to + 1] if to < last else None
     if nxt is not None:
         extra.append(f"next: step {nxt.index} at {nxt.candidate.weight}%"
@@ -548,11 +562,18 @@ def promote(t: Target, to: int | None = None, *, push: bool = False,
     else:
         extra.append("next: cleanup" + (f", after the gate {target.gate}" if target.gate else ""))
     subject = f"promote to step {to} ({target.candidate.revision} at {target.candidate.weight}%)"
-    return _move(t, idx, state, target, subject, extra, push,
+    return _move(t, s, idx, state, target, subject, extra, push,
                  _skip_trailers(notes) + _experiment_trailers(idx, state))
 
 
 def rollback(t: Target, *, push: bool = False) -> Outcome:
+    with _writing(t, "rollback") as s:
+        if s.finished is not None:
+            return _finished(t, s.finished, s.notes)
+        return _rollback(t, s, push)
+
+
+def _rollback(t: Target, s: transaction.Session, push: bool) -> Outcome:
     idx, state = _prepare_move(t)
     _terminal(t, state, "roll back")
     if state.kind == "baseline":
@@ -573,14 +594,14 @@ def rollback(t: Target, *, push: bool = False) -> Outcome:
                      "again once this one is Synced and Healthy")
     else:
         subject = f"roll back to {target.stable.revision} (from {_title(state)})"
-    out = _move(t, idx, state, target, subject, extra, push, _experiment_trailers(idx, state))
+    out = _move(t, s, idx, state, target, subject, extra, push, _experiment_trailers(idx, state))
     if t.prepared.loaded.spec.spec.analysis.hooks.enabled:
         from dgdgen.gitops.argocd import app_names
 
         # Argo CD starts no new sync while one runs, and a PostSync AnalysisRun keeps the
         # step's sync running for the whole analysis: stop it so the rollback applies now.
         apps = app_names(t.prepared)
-        out = dataclasses.replace(out, notes=(
+        out = dataclasses.replace(out, notes=(*out.notes,
             "analysis hooks: a running PostSync AnalysisRun holds Argo CD's sync, and this "
             "commit syncs only after it; stop it now with "
             + " and ".join(f"`argocd app terminate-op {a}`" for a in apps)
@@ -590,6 +611,13 @@ def rollback(t: Target, *, push: bool = False) -> Outcome:
 
 def cleanup(t: Target, *, push: bool = False, skip_gate: str | None = None) -> Outcome:
     skip = _skip_reason(skip_gate)
+    with _writing(t, "cleanup" + (f" --skip-gate --reason {skip}" if skip else "")) as s:
+        if s.finished is not None:
+            return _finished(t, s.finished, s.notes)
+        return _cleanup(t, s, push, skip)
+
+
+def _cleanup(t: Target, s: transaction.Session, push: bool, skip: str | None) -> Outcome:
     idx, state = _prepare_move(t)
     _terminal(t, state, "clean up")
     last = len(t.prepared.plan.steps) - 1
@@ -605,7 +633,7 @@ def cleanup(t: Target, *, push: bool = False, skip_gate: str | None = None) -> O
     gate = _require_gate(t, idx, state, "clean up", skip)
     target = t.prepared.plan.cleanup
     subject = f"clean up: remove {target.stable.revision} ({target.candidate.revision} at 100%)"
-    return _move(t, idx, state, target, subject, [gate] if gate else [], push,
+    return _move(t, s, idx, state, target, subject, [gate] if gate else [], push,
                  _skip_trailers(_overridden(idx, state, skip)))
 
 
@@ -614,6 +642,15 @@ def record_gate(t: Target, result: str, *, step: int | None = None, message: str
     """Record a gate result for the current (or given) step, as one commit."""
     if result not in GATE_RESULTS:
         raise InputError(f"a gate result is one of {', '.join(GATE_RESULTS)}, got {result!r}")
+    message = _text_arg(message, "--message")
+    with _writing(t, f"gate --result {result} --step {step} --message {message}") as s:
+        if s.finished is not None:
+            return _finished(t, s.finished, s.notes)
+        return _record_gate(t, s, result, step, message, push)
+
+
+def _record_gate(t: Target, s: transaction.Session, result: str, step: int | None,
+                 message: str, push: bool) -> Outcome:
     idx, state = _prepare_move(t)
     _terminal(t, state, "record a gate")
     if step is not None:
@@ -628,17 +665,18 @@ def record_gate(t: Target, result: str, *, step: int | None = None, message: str
         raise InputError(f"{_title(state)} has no gate in the spec; nothing to record")
     assert t.top is not None
     gates = dict(idx.gates)
-    gates[state.label] = tree.GateResult(state.gate, result, message.strip())
+    gates[state.label] = GateResult(state.gate, result, message.strip())
     previous = _state_of(t, idx.previous)
     files = state_files(t.prepared, state, previous)
     subject = f"gate {state.gate} of {_title(state)}: {result}"
     body = [message.strip()] if message.strip() else []
     text = _subject(t, subject) + "\n\n" + "\n".join(body + [f"traffic: {_weights(state)}"]) \
         + "\n" + _trailers(t, state)
-    change = _write_pending(t, text, files, _index(t, state, previous, gates))
-    sha = _commit(t, text)
-    pushed = _push(t, sha, subject) if push else None
-    return Outcome(text, state, change, sha, pushed)
+    parent = s.base
+    change, sha = s.write(files, _index(t, state, previous, gates), message=text,
+                          subject=_subject(t, subject))
+    pushed = _push(t, sha, subject, undo_to=parent if sha else None) if push else None
+    return Outcome(text, state, change, sha, pushed, notes=tuple(s.notes))
 
 
 # --------------------------------------------------------------------------- status
@@ -651,11 +689,13 @@ class Status:
     recorded: bool
     state: PlanStep
     previous: PlanStep | None
-    gates: dict[str, tree.GateResult]
+    gates: dict[str, GateResult]
     next_state: PlanStep | None
     drifted: tuple[str, ...]
     dirty: tuple[str, ...]
     head: str | None
+    uncommitted: str | None = None  # the directory records another state than HEAD does
+    pending: str | None = None  # an interrupted write still in the directory
 
     def to_json(self) -> dict[str, object]:
         def gen(g: object) -> dict[str, object]:
@@ -685,14 +725,55 @@ class Status:
             "drifted": list(self.drifted),
             "dirty": list(self.dirty),
             "head": self.head,
+            "uncommitted": self.uncommitted,
+            "pending": self.pending,
         }
 
 
+def _pending(t: Target) -> str | None:
+    """What an interrupted write left in the directory, and what the next writing command does
+    with it (status reads; it never finishes or discards anything itself)."""
+    if not os.path.lexists(os.path.join(t.into, STAGING)):
+        return None
+    journal = tree.read_journal(t.into)
+    if journal is None:
+        return "a write stopped while staging (nothing changed); the next writing command " \
+            "discards it"
+    what = journal.subject or "a dgdgen write"
+    if journal.commit is None:
+        return "an interrupted render past its commit point; the next writing command " \
+            "finishes it"
+    head = repo.head_or_none(t.top) if t.top else None
+    if head == journal.commit:
+        return (f"{what}: committed {journal.commit[:12]} (HEAD), but its files were not all "
+                "written; the next writing command finishes it")
+    if head == journal.parent:
+        return f"{what}: stopped before its commit (nothing changed); the next writing " \
+            "command discards it"
+    return (f"{what}: staged for commit {journal.commit[:12]}, which HEAD neither is nor "
+            f"follows; writing commands refuse until {STAGING} is checked and removed")
+
+
 def status(t: Target) -> Status:
-    tree.recover(t.into)
-    idx = recorded(t)
+    """Where the rollout stands: the state HEAD records (outside Git, the directory's), and apart
+    from it anything uncommitted or interrupted. Reads only; writes nothing."""
+    head = repo.head_or_none(t.top) if t.top else None
+    worktree = recorded(t)
+    idx = worktree
+    uncommitted = None
+    if head is not None:
+        assert t.top is not None
+        rel_index = INDEX if t.repo_path == "." else f"{t.repo_path}/{INDEX}"
+        text = repo.show(t.top, head, rel_index)
+        idx = Index.parse(text, f"HEAD:{rel_index}") if text is not None else None
+        if idx is not None and idx.rollout != t.prepared.plan.rollout:
+            idx = recorded(t)  # the same refusal, worded for the directory
+        if (worktree.to_text() if worktree else None) != (idx.to_text() if idx else None):
+            uncommitted = ("the directory records " + (
+                f"{worktree.step}, which is not committed" if worktree else "nothing")
+                + f" (HEAD records {idx.step if idx else 'nothing'})")
     if idx is not None:
-        idx, state, previous = current(t)
+        state, previous = _resolve(t, idx)
         gates = dict(idx.gates)
     else:
         state, previous, gates = t.prepared.plan.steps[0], None, {}
@@ -702,13 +783,7 @@ def status(t: Target) -> Status:
         nxt = plan.steps[state.index + 1] if state.index + 1 < len(plan.steps) else plan.cleanup
     else:
         nxt = None
-    drifted = tuple(
-        d.splitlines()[1][len("+++ b/"):] if d.splitlines()[1].startswith("+++ b/")
-        else d.splitlines()[0][len("--- a/"):]
-        for d in check(t)
-    ) if idx is not None else ()
+    drifted = tree.changed_paths(check(t)) if worktree is not None else ()
     dirty = repo.dirty(t.top).paths if t.top else ()
-    head = repo.head(t.top) if t.top and repo.git(t.top, "rev-parse", "--verify", "-q", "HEAD",
-                                                 check=False).returncode == 0 else None
     return Status(plan.rollout, t.rel, idx is not None, state, previous, gates, nxt, drifted,
-                  dirty, head)
+                  dirty, head, uncommitted, _pending(t))

@@ -7,182 +7,265 @@ overwrite a file it does not own, and removes owned files that are no longer par
 The index is JSON in a file without a ``.yaml``/``.json`` suffix, so an Argo CD directory source
 does not try to apply it (Argo CD only reads ``*.yaml``, ``*.yml``, ``*.json``, ``*.jsonnet``).
 
+The directory is untrusted input: a pull request can change anything in it, the index and the
+staging area included. So the index is checked for shape before anything acts on it (every path
+relative, normalised, made of the characters dgdgen writes, never ``..``, ``.git`` or absolute),
+nothing is read, written or removed through a symlink, and an owned file is removed only while it
+still holds what the index says dgdgen wrote there.
+
 Crash safety: a write stages the complete new tree under ``.dgdgen-staging/`` and only then
 writes a journal (one atomic rename: the commit point). Applying the journal is a handful of
 renames and unlinks. A process killed while staging leaves the previous tree untouched (the
-half-staged directory is discarded by the next run); one killed while applying leaves a complete
-journal that the next run finishes (:func:`recover`), so the tree is always either the old or the
-new render once any dgdgen command has looked at it.
+half-staged directory is discarded by the next write); one killed while applying leaves a
+complete journal that the next write finishes. In a Git work tree the journal also names the
+commit that holds the new tree (:mod:`dgdgen.gitops.actions`): it is applied only once that
+commit is HEAD, and discarded while HEAD is still its parent.
 """
 
 from __future__ import annotations
 
 import difflib
-import hashlib
+import errno
 import json
 import os
+import re
 import shutil
 import signal
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+import stat
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from dgdgen.errors import InputError, Location
+from dgdgen.gitops.index import (
+    INDEX,
+    MAX_FILES,
+    MAX_INDEX_BYTES,
+    STAGING,
+    Index,
+    digest,
+    path_problem,
+    shown,
+)
 from dgdgen.write import fsync_dir
 
-INDEX = ".dgdgen-index"
-STAGING = ".dgdgen-staging"
 JOURNAL = "JOURNAL"
-INDEX_FORMAT = 1
-# Test hook: ``stage:N`` or ``apply:N`` sends SIGKILL to this process after N files of that
-# phase, so tests can prove what an interrupted write leaves behind with a real kill.
+MAX_FILE_BYTES = 64 * 1024 * 1024  # an owned file read back to compare it (rendered: a few kB)
+_SHA1 = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")  # a Git object id (SHA-1 or SHA-256 repository)
+# Test hook: ``stage:N``, ``apply:N``, ``commit:1``, ``ref:1`` or ``index:1`` sends SIGKILL to
+# this process at that point, so tests can prove what an interrupted write leaves behind.
 _KILL_ENV = "DGDGEN_TEST_KILL_AT"
+# A string the directory never holds as a file's text: a path that is a symlink, a directory, a
+# FIFO or device where a file should be. Never read, never shown, never equal to a render.
+NOT_A_FILE = "\0<not a regular file: not read>\0"
 
 
-@dataclass(frozen=True)
-class GateResult:
-    gate: str
-    result: str  # passed | failed | inconclusive
-    message: str = ""
-
-    def to_json(self) -> dict[str, str]:
-        out = {"gate": self.gate, "result": self.result}
-        if self.message:
-            out["message"] = self.message
-        return out
-
-
-@dataclass(frozen=True)
-class Index:
-    """What the directory holds: the rollout, the recorded state and the owned files."""
-
-    rollout: str
-    stable_revision: str
-    candidate_revision: str
-    step: str  # a plan state label: step-00 .. step-NN, rollback, cleanup
-    previous: str | None  # the state the last transition came from (decides sync waves)
-    files: dict[str, str] = field(default_factory=dict)  # relative path -> sha256
-    gates: dict[str, GateResult] = field(default_factory=dict)  # step label -> result
-
-    def to_text(self) -> str:
-        doc: dict[str, Any] = {
-            "format": INDEX_FORMAT,
-            "generator": "dgdgen",
-            "rollout": self.rollout,
-            "stableRevision": self.stable_revision,
-            "candidateRevision": self.candidate_revision,
-            "step": self.step,
-            "previous": self.previous,
-            "gates": {k: v.to_json() for k, v in sorted(self.gates.items())},
-            "files": dict(sorted(self.files.items())),
-        }
-        return json.dumps(doc, indent=2) + "\n"
-
-    @classmethod
-    def parse(cls, text: str, where: str) -> Index:
+def confined(directory: str, rel: str) -> str | None:
+    """``directory/rel`` when every folder between them is a real folder (or does not exist
+    yet), else None: nothing is read or written through a symlink a pull request committed."""
+    here = directory
+    for part in rel.split("/")[:-1]:
+        here = os.path.join(here, part)
         try:
-            doc = json.loads(text)
-            if doc.get("format") != INDEX_FORMAT:
-                raise ValueError(f"unsupported index format {doc.get('format')!r}")
-            return cls(
-                rollout=str(doc["rollout"]),
-                stable_revision=str(doc["stableRevision"]),
-                candidate_revision=str(doc["candidateRevision"]),
-                step=str(doc["step"]),
-                previous=None if doc.get("previous") is None else str(doc["previous"]),
-                files={str(k): str(v) for k, v in doc["files"].items()},
-                gates={
-                    str(k): GateResult(str(v["gate"]), str(v["result"]), str(v.get("message", "")))
-                    for k, v in doc.get("gates", {}).items()
-                },
-            )
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise InputError(
-                f"not a dgdgen index ({exc}); remove it only if you know the directory's files",
-                location=Location(where),
-            ) from None
+            st = os.lstat(here)
+        except FileNotFoundError:
+            break
+        except OSError:
+            return None
+        if not stat.S_ISDIR(st.st_mode):
+            return None
+    return os.path.join(directory, rel)
 
 
-def digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def read_index(directory: str) -> Index | None:
-    path = os.path.join(directory, INDEX)
-    if not os.path.exists(path):
-        return None
-    with open(path, encoding="utf-8") as fh:
-        return Index.parse(fh.read(), path)
-
-
-def _read(path: str) -> str | None:
+def read_owned(directory: str, rel: str, *, limit: int = MAX_FILE_BYTES) -> str | None:
+    """The text of ``directory/rel``, None when it does not exist, :data:`NOT_A_FILE` when it is
+    anything but a regular file (a symlink is never followed) or lies behind a symlinked folder.
+    Undecodable bytes read as a fixed placeholder."""
+    path = confined(directory, rel)
+    if path is None:
+        return NOT_A_FILE
+    flags = os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
     try:
-        with open(path, encoding="utf-8", newline="") as fh:
-            return fh.read()
+        fd = os.open(path, flags)
     except FileNotFoundError:
         return None
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EISDIR, errno.ENOTDIR, errno.ENXIO):
+            return NOT_A_FILE
+        raise InputError(f"cannot read: {exc.strerror}", location=Location(path)) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return NOT_A_FILE
+        if st.st_size > limit:
+            return NOT_A_FILE
+        chunks, total = [], 0
+        while True:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > limit:
+                return NOT_A_FILE
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", location=Location(path)) from None
+    finally:
+        os.close(fd)
+    try:
+        return b"".join(chunks).decode("utf-8")
     except UnicodeDecodeError:
         return "<binary file>\n"
 
 
+def read_index(directory: str) -> Index | None:
+    """The index in ``directory`` (checked for shape), or None when there is none. An index that
+    is a symlink, a folder or a device is refused, never followed."""
+    text = read_owned(directory, INDEX, limit=MAX_INDEX_BYTES)
+    path = os.path.join(directory, INDEX)
+    if text is None:
+        return None
+    if text is NOT_A_FILE:
+        raise InputError(
+            f"not a regular file of at most {MAX_INDEX_BYTES} bytes (a symlink, folder or "
+            "device?); dgdgen never follows it", location=Location(path),
+            hint="restore the index from the last dgdgen commit")
+    return Index.parse(text, path)
+
+
+# --------------------------------------------------------------------------- writing
+
+
 def maybe_kill(phase: str, count: int) -> None:
     """The kill points of the crash tests (``DGDGEN_TEST_KILL_AT=phase:count``)."""
-    _maybe_kill(phase, count)
-
-
-def _maybe_kill(phase: str, count: int) -> None:
     spec = os.environ.get(_KILL_ENV)
     if spec and spec == f"{phase}:{count}":
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-def _fsync_file(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _safe_rel(rel: str) -> str:
-    norm = os.path.normpath(rel)
-    if os.path.isabs(norm) or norm in (INDEX, STAGING) or \
-            norm.startswith(("..", STAGING + os.sep)):
-        raise InputError(f"refusing to write {rel!r}: it would leave the --into directory")
-    return norm
+    problem = path_problem(rel)
+    if problem is not None:
+        raise InputError(f"refusing to write {shown(rel)}: {problem}")
+    return rel
 
 
-def recover(directory: str) -> str | None:
-    """Finish or discard an interrupted write. Returns what was done (for messages), or None."""
-    staging = os.path.join(directory, STAGING)
-    if not os.path.isdir(staging):
+def _staging(directory: str) -> str | None:
+    """The staging folder, when there is one; refuses one that is not a plain folder (a symlink
+    committed in its place would send the cleanup elsewhere)."""
+    path = os.path.join(directory, STAGING)
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
         return None
-    journal = os.path.join(staging, JOURNAL)
-    if not os.path.exists(journal):
-        shutil.rmtree(staging)
-        return "discarded an interrupted render that had not finished staging"
-    with open(journal, encoding="utf-8") as fh:
-        plan = json.load(fh)
-    _apply(directory, staging, plan)
-    return "finished an interrupted render"
+    if not stat.S_ISDIR(st.st_mode):
+        raise InputError(
+            f"{STAGING} is not a folder dgdgen made (a symlink or file); nothing was touched",
+            location=Location(path), hint="remove it by hand after checking what it is")
+    return path
 
 
-def _apply(directory: str, staging: str, plan: Mapping[str, Any]) -> None:
+@dataclass(frozen=True)
+class Journal:
+    """What an interrupted write still has to do, as the staging folder records it."""
+
+    write: tuple[str, ...]
+    delete: tuple[str, ...]
+    commit: str | None = None  # the Git commit holding the new tree (None outside Git)
+    parent: str | None = None  # HEAD the commit was made on (None: the first commit)
+    intent: str = ""  # the command that wrote it (a rerun of the same command only finishes it)
+    subject: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"write": list(self.write), "delete": list(self.delete), "commit": self.commit,
+                "parent": self.parent, "intent": self.intent, "subject": self.subject}
+
+
+def read_journal(directory: str) -> Journal | None:
+    """The journal of an interrupted write (checked like the index), None when there is none or
+    the write stopped before its commit point (then :func:`discard` is all that is left)."""
+    staging = _staging(directory)
+    if staging is None:
+        return None
+    text = read_owned(staging, JOURNAL, limit=MAX_INDEX_BYTES)
+    if text is None:
+        return None
+    where = os.path.join(staging, JOURNAL)
+    try:
+        doc = json.loads(text) if text is not NOT_A_FILE else None
+    except (ValueError, RecursionError):
+        doc = None
+    problem = "" if isinstance(doc, dict) else "not a JSON object"
+    if isinstance(doc, dict):
+        lists = [doc.get("write"), doc.get("delete")]
+        if not all(isinstance(x, list) and len(x) <= MAX_FILES for x in lists):
+            problem = "write/delete are not lists"
+        else:
+            bad = [p for x in lists for p in x if path_problem(p) is not None]  # type: ignore[union-attr]
+            if bad:
+                problem = f"{path_problem(bad[0])}: {shown(bad[0])}"
+        for key in ("commit", "parent"):
+            v = doc.get(key)
+            if v is not None and not (isinstance(v, str) and _SHA1.fullmatch(v)):
+                problem = problem or f"{key} is not a commit id"
+        for key in ("intent", "subject"):
+            if not isinstance(doc.get(key, ""), str):
+                problem = problem or f"{key} is not a string"
+    if problem:
+        raise InputError(
+            f"the journal of an interrupted write is not one dgdgen wrote ({problem}); nothing "
+            "was touched", location=Location(where),
+            hint=f"check and remove {STAGING} by hand")
+    assert isinstance(doc, dict)
+    return Journal(tuple(doc["write"]), tuple(doc["delete"]), doc.get("commit"),
+                   doc.get("parent"), doc.get("intent", ""), doc.get("subject", ""))
+
+
+def discard(directory: str) -> bool:
+    """Remove an interrupted write's staging folder; True when there was one."""
+    staging = _staging(directory)
+    if staging is None:
+        return False
+    shutil.rmtree(staging)
+    return True
+
+
+def apply(directory: str) -> Journal:
+    """Apply the journalled write in ``directory`` (idempotent: files moved by an earlier,
+    interrupted apply are skipped); the journal stays until :func:`discard` removes it."""
+    journal = read_journal(directory)
+    staging = _staging(directory)
+    assert journal is not None and staging is not None
     count = 0
-    for rel in plan["write"]:
-        src = os.path.join(staging, "files", rel)
-        if os.path.exists(src):  # else already moved by an earlier, interrupted apply
-            dst = os.path.join(directory, rel)
-            os.makedirs(os.path.dirname(dst), exist_ok=True)
-            os.replace(src, dst)
-            count += 1
-            _maybe_kill("apply", count)
-    for rel in plan["delete"]:
+    for rel in journal.write:
+        src = confined(os.path.join(staging, "files"), rel)
+        dst = confined(directory, rel)
+        if src is None or dst is None:
+            raise InputError(f"refusing to write {shown(rel)} through a symlinked folder",
+                             location=Location(directory))
         try:
-            os.unlink(os.path.join(directory, rel))
+            st = os.lstat(src)
+        except FileNotFoundError:
+            continue  # already moved by an earlier, interrupted apply
+        if not stat.S_ISREG(st.st_mode):
+            raise InputError(f"the staged {shown(rel)} is not a regular file; nothing more was "
+                             "touched", location=Location(staging),
+                             hint=f"check and remove {STAGING} by hand")
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        os.replace(src, dst)
+        count += 1
+        maybe_kill("apply", count)
+    for rel in journal.delete:
+        path = confined(directory, rel)
+        if path is None:
+            continue
+        try:
+            os.unlink(path)
         except FileNotFoundError:
             pass
-        parent = os.path.dirname(os.path.join(directory, rel))
+        except IsADirectoryError:
+            continue
+        parent = os.path.dirname(path)
         while os.path.abspath(parent) != os.path.abspath(directory):
             try:
                 os.rmdir(parent)  # only empty directories left behind by removed files
@@ -190,9 +273,34 @@ def _apply(directory: str, staging: str, plan: Mapping[str, Any]) -> None:
                 break
             parent = os.path.dirname(parent)
     src = os.path.join(staging, INDEX)
-    if os.path.exists(src):
+    if os.path.lexists(src):
+        if not stat.S_ISREG(os.lstat(src).st_mode):
+            raise InputError("the staged index is not a regular file; nothing more was touched",
+                             location=Location(staging), hint=f"check and remove {STAGING}")
         os.replace(src, os.path.join(directory, INDEX))
-    shutil.rmtree(staging)
+    fsync_dir(directory)
+    return journal
+
+
+def recover(directory: str) -> str | None:
+    """Outside Git: finish a journalled write (past its commit point) or discard a half-staged
+    one. Returns what was done (for messages), or None. (In a Git work tree the journal names a
+    commit, and :mod:`dgdgen.gitops.actions` decides by HEAD.)"""
+    staging = _staging(directory)
+    if staging is None:
+        return None
+    journal = read_journal(directory)
+    if journal is None:
+        discard(directory)
+        return "discarded an interrupted render that had not finished staging"
+    if journal.commit is not None:
+        raise InputError(
+            f"an interrupted write in {STAGING} belongs to Git commit {journal.commit[:12]}, but "
+            "this directory is not in that work tree; nothing was touched",
+            location=Location(staging), hint=f"check and remove {STAGING} by hand")
+    apply(directory)
+    discard(directory)
+    return "finished an interrupted render"
 
 
 @dataclass(frozen=True)
@@ -203,21 +311,52 @@ class Change:
     recovered: str | None = None
 
 
-def write(directory: str, files: Mapping[str, str], index: Index, *, force: bool = False
-          ) -> Change:
-    """Make ``directory`` hold ``files`` (relative path → text) and ``index``; leave every file
-    it does not own alone. ``index.files`` is filled in here."""
-    directory = os.path.abspath(directory)
-    if os.path.exists(directory) and not os.path.isdir(directory):
+@dataclass(frozen=True)
+class Staged:
+    """A new tree staged beside the directory, not yet journalled: :func:`seal` makes it the
+    write to apply, :func:`discard` drops it."""
+
+    directory: str
+    files: dict[str, str]  # every file of the new render (relative path → text)
+    change: Change
+    index_text: str
+
+    @property
+    def staging(self) -> str:
+        return os.path.join(self.directory, STAGING)
+
+    def source(self, rel: str) -> str:
+        """Where the content of ``rel`` can be read now: the staged copy, or the directory's
+        own file when it is unchanged."""
+        if rel == INDEX:
+            return os.path.join(self.staging, INDEX)
+        if rel in self.change.written:
+            return os.path.join(self.staging, "files", rel)
+        return os.path.join(self.directory, rel)
+
+
+def stage(directory: str, files: Mapping[str, str], index: Index, *, force: bool = False
+          ) -> Staged | None:
+    """Stage the new tree of ``directory`` — ``files`` (relative path → text) and ``index`` —
+    without touching anything visible; None when the directory already holds exactly that.
+    Refuses (before anything is written) a file in the way that dgdgen does not own, a folder
+    that is a symlink, and an owned file due for removal that no longer holds what dgdgen wrote
+    there."""
+    if os.path.lexists(directory) and not os.path.isdir(directory):
         raise InputError("--into path exists and is not a directory", location=Location(directory))
-    os.makedirs(directory, exist_ok=True)
-    recovered = recover(directory)
-    old = read_index(directory)
-    owned = set(old.files) if old else set()
+    if _staging(directory) is not None:
+        raise InputError(f"an interrupted write is still in {STAGING}", location=Location(directory),
+                         hint="run the command again: it finishes or discards it first")
+    old = read_index(directory) if os.path.isdir(directory) else None
+    owned = old.files if old else {}
     rels = {_safe_rel(r): t for r, t in files.items()}
-    foreign = sorted(
-        r for r in rels if r not in owned and os.path.lexists(os.path.join(directory, r))
-    )
+    through_links = sorted(r for r in rels if confined(directory, r) is None)
+    if through_links:
+        raise InputError(
+            f"refusing to write through a symlinked folder: {', '.join(through_links[:5])}",
+            location=Location(directory), hint="replace the symlink with a folder, or remove it")
+    current = {r: read_owned(directory, r) for r in sorted(set(rels) | set(owned))}
+    foreign = sorted(r for r in rels if r not in owned and current[r] is not None)
     if foreign and not force:
         raise InputError(
             f"{len(foreign)} file(s) in the way were not written by dgdgen: "
@@ -225,17 +364,27 @@ def write(directory: str, files: Mapping[str, str], index: Index, *, force: bool
             location=Location(directory),
             hint="move them away, or pass --force to take them over",
         )
-    to_write = sorted(r for r, t in rels.items() if _read(os.path.join(directory, r)) != t)
-    to_delete = sorted(owned - set(rels))
+    to_delete = sorted(r for r in set(owned) - set(rels) if current[r] is not None)
+    changed = [r for r in to_delete
+               if current[r] is NOT_A_FILE or digest(current[r] or "") != owned[r]]
+    if changed:
+        raise InputError(
+            f"{len(changed)} file(s) due for removal no longer hold what dgdgen wrote there "
+            "(edited by hand, replaced, or the index was edited): kept, and nothing was touched: "
+            + ", ".join(changed[:5]) + (" …" if len(changed) > 5 else ""),
+            location=Location(directory),
+            hint="restore them from the commit that wrote them, or remove them yourself (and "
+            "commit) if they should go",
+        )
+    to_write = sorted(r for r, t in rels.items() if current[r] != t)
     new_index = Index(
         index.rollout, index.stable_revision, index.candidate_revision, index.step,
         index.previous, {r: digest(t) for r, t in rels.items()}, dict(index.gates),
     )
     index_text = new_index.to_text()
-    old_index_text = _read(os.path.join(directory, INDEX))
-    if not to_write and not to_delete and old_index_text == index_text:
-        return Change((), (), tuple(sorted(rels)), recovered)
-
+    if not to_write and not to_delete and read_owned(directory, INDEX) == index_text:
+        return None
+    os.makedirs(directory, exist_ok=True)
     staging = os.path.join(directory, STAGING)
     os.makedirs(staging)
     try:
@@ -246,41 +395,81 @@ def write(directory: str, files: Mapping[str, str], index: Index, *, force: bool
                 fh.write(rels[rel])
                 fh.flush()
                 os.fsync(fh.fileno())
-            _maybe_kill("stage", n)
+            maybe_kill("stage", n)
         with open(os.path.join(staging, INDEX), "w", encoding="utf-8", newline="\n") as fh:
             fh.write(index_text)
-        tmp = os.path.join(staging, JOURNAL + ".tmp")
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump({"write": to_write, "delete": to_delete}, fh)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, os.path.join(staging, JOURNAL))  # the commit point
-        fsync_dir(staging)
+    except OSError as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise InputError(f"cannot stage the new tree: {exc.strerror}; nothing was changed",
+                         location=Location(directory)) from None
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    with open(os.path.join(staging, JOURNAL), encoding="utf-8") as fh:
-        _apply(directory, staging, json.load(fh))
-    fsync_dir(directory)
     unchanged = tuple(sorted(set(rels) - set(to_write)))
-    return Change(tuple(to_write), tuple(to_delete), unchanged, recovered)
+    return Staged(directory, rels, Change(tuple(to_write), tuple(to_delete), unchanged),
+                  index_text)
 
 
-def drift(directory: str, files: Mapping[str, str], index_text: str, *, label: str = ""
-          ) -> list[str]:
-    """Unified diffs between what is in ``directory`` and what a render would write (owned files
-    and the index only). Empty when the directory is current."""
+def seal(staged: Staged, *, commit: str | None = None, parent: str | None = None,
+         intent: str = "", subject: str = "") -> None:
+    """Write the journal: the commit point of the write (before it, the next write discards the
+    staging; after it, the next write applies it — in Git, once ``commit`` is HEAD)."""
+    journal = Journal(staged.change.written, staged.change.removed, commit, parent, intent,
+                      subject)
+    tmp = os.path.join(staged.staging, JOURNAL + ".tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(journal.to_json(), fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, os.path.join(staged.staging, JOURNAL))
+        fsync_dir(staged.staging)
+    except OSError as exc:
+        shutil.rmtree(staged.staging, ignore_errors=True)
+        raise InputError(f"cannot record the write: {exc.strerror}; nothing was changed",
+                         location=Location(staged.directory)) from None
+
+
+def write(directory: str, files: Mapping[str, str], index: Index, *, force: bool = False
+          ) -> Change:
+    """Make ``directory`` hold ``files`` (relative path → text) and ``index``, outside Git (or
+    without a commit); leave every file it does not own alone."""
     directory = os.path.abspath(directory)
-    old = read_index(directory) if os.path.exists(os.path.join(directory, INDEX)) else None
+    recovered = recover(directory) if os.path.isdir(directory) else None
+    staged = stage(directory, files, index, force=force)
+    if staged is None:
+        return Change((), (), tuple(sorted(files)), recovered)
+    seal(staged)
+    apply(directory)
+    discard(directory)
+    c = staged.change
+    return Change(c.written, c.removed, c.unchanged, recovered)
+
+
+# --------------------------------------------------------------------------- drift
+
+
+def drift(directory: str, files: Mapping[str, str], index_text: str, *, label: str = "",
+          old: Index | None = None) -> list[str]:
+    """Unified diffs between what is in ``directory`` and what a render would write (owned files
+    and the index only; ``old`` is the index already read). Empty when the directory is current.
+    A path that is not a regular file is reported without being read."""
+    directory = os.path.abspath(directory)
     want = dict(files)
     want[INDEX] = index_text
-    rels = set(want) | (set(old.files) if old else set())
-    prefix = label.rstrip("/") + "/" if label else ""
+    rels: set[str] = set(want) | (set(old.files) if old else set())
+    prefix = label.rstrip("/") + "/" if label and label != "." else ""
     diffs = []
     for rel in sorted(rels):
-        have = _read(os.path.join(directory, rel))
+        have = read_owned(directory, rel)
         new = want.get(rel)
         if have == new:
+            continue
+        if have is NOT_A_FILE:
+            diffs.append(f"--- a/{prefix}{rel}\n+++ b/{prefix}{rel}\n"
+                         "@@ not a regular file (a symlink, folder or device): not read @@\n")
             continue
         diffs.append("".join(difflib.unified_diff(
             (have or "").splitlines(keepends=True),
@@ -289,3 +478,13 @@ def drift(directory: str, files: Mapping[str, str], index_text: str, *, label: s
             tofile=f"b/{prefix}{rel}" if new is not None else "/dev/null",
         )))
     return diffs
+
+
+def changed_paths(diffs: Sequence[str]) -> tuple[str, ...]:
+    """The paths of :func:`drift`'s diffs (as the diff headers name them)."""
+    out = []
+    for d in diffs:
+        lines = d.splitlines()
+        out.append(lines[1][len("+++ b/"):] if lines[1].startswith("+++ b/")
+                   else lines[0][len("--- a/"):])
+    return tuple(out)
