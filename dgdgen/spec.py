@@ -958,6 +958,9 @@ class GitOps(_Model):
     def _relative(cls, v: str | None) -> str | None:
         if v is not None and (v.startswith("/") or ".." in v.split("/") or v.strip("/") == ""):
             raise ValueError(f"a path inside the repository (relative, no '..'), got {v!r}")
+        if v is not None and any(p.lower() == ".git" for p in v.split("/")):
+            # git's own folder: its hooks run code, and nothing there is a work tree
+            raise ValueError(f"a path of the work tree, not inside .git, got {v!r}")
         return v
 
     @field_validator("commit_author")

@@ -121,15 +121,20 @@ def read_owned(directory: str, rel: str, *, limit: int = MAX_FILE_BYTES) -> str 
 def read_index(directory: str) -> Index | None:
     """The index in ``directory`` (checked for shape), or None when there is none. An index that
     is a symlink, a folder or a device is refused, never followed."""
-    text = read_owned(directory, INDEX, limit=MAX_INDEX_BYTES)
     path = os.path.join(directory, INDEX)
+    text = read_owned(directory, INDEX, limit=MAX_INDEX_BYTES)
     if text is None:
         return None
     if text is NOT_A_FILE:
+        try:
+            st = os.lstat(path)
+            big = stat.S_ISREG(st.st_mode) and st.st_size > MAX_INDEX_BYTES
+        except OSError:
+            big = False
         raise InputError(
-            f"not a regular file of at most {MAX_INDEX_BYTES} bytes (a symlink, folder or "
-            "device?); dgdgen never follows it", location=Location(path),
-            hint="restore the index from the last dgdgen commit")
+            f"the index is over {MAX_INDEX_BYTES} bytes; dgdgen writes a few kB" if big else
+            "not a regular file (a symlink, folder or device); dgdgen never follows it",
+            location=Location(path), hint="restore the index from the last dgdgen commit")
     return Index.parse(text, path)
 
 
