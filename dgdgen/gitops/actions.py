@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from dgdgen.errors import DgdgenError, InputError, Location
-from dgdgen.gitops import repo, transaction, tree
+from dgdgen.gitops import lock, repo, transaction, tree
 from dgdgen.gitops.index import GATE_RESULTS, INDEX, STAGING, GateResult, Index, digest
 
 if TYPE_CHECKING:
@@ -422,6 +422,7 @@ def _push(t: Target, sha: str | None, subject: str, *, undo_to: str | None = Non
     assert t.top is not None
     g = t.prepared.loaded.spec.spec.gitops
     where = f"{g.remote} {('HEAD:refs/heads/' + g.branch) if g.branch else 'HEAD'}"
+    lock.pause_point("push")
     try:
         return repo.push(t.top, g.remote, g.branch)
     except repo.PushRejected as exc:

@@ -89,8 +89,11 @@ def writer(path: str, command: str, notes: list[str] | None = None) -> Iterator[
                          "below")
         if not folder:
             record = json.dumps({"pid": os.getpid(), "command": command, "since": time.time()})
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, record.encode("utf-8", "replace"), 0)
+            # the record only words messages: a full disk must not stop a command that can
+            # still fail cleanly further on (the flock is held either way)
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, record.encode("utf-8", "replace"), 0)
         pause_point("locked")
         try:
             yield

@@ -23,7 +23,9 @@ class GitError(DgdgenError):
 
 def _env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ)
-    env.update({"LC_ALL": "C", "GIT_TERMINAL_PROMPT": "0"})
+    # GIT_OPTIONAL_LOCKS=0: a read (git status) never takes git's index lock to refresh it, so
+    # it neither races the user's own git commands nor fails on a full disk
+    env.update({"LC_ALL": "C", "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"})
     env.update(extra or {})
     return env
 

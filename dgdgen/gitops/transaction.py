@@ -85,6 +85,10 @@ class Session:
         entries += [(self.repo_path(r), None) for r in staged.change.removed]
         try:
             sha = repo.write_commit(self.top, self.base, entries, message, self.author)
+        except repo.GitError as exc:
+            tree.discard(self.into)
+            raise InputError(f"cannot make the commit: {exc}; nothing was changed",
+                             location=Location(self.top)) from None
         except BaseException:
             tree.discard(self.into)
             raise
