@@ -8,7 +8,7 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from dgdgen.gitops.actions import Outcome, Target
+    from dgdgen.gitops.target import Outcome, Target
 
 
 def add_target(p: argparse.ArgumentParser, *, push: bool = True) -> None:
@@ -47,7 +47,7 @@ def skip_gate(p_args: argparse.Namespace) -> str | None:
 
 
 def target(args: argparse.Namespace) -> Target:
-    from dgdgen.gitops.actions import open_target
+    from dgdgen.gitops.target import open_target
 
     return open_target(args.spec, args.into)
 

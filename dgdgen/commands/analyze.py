@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from dgdgen.analysis.gates import StepGate
-    from dgdgen.gitops.actions import Target
+    from dgdgen.gitops.target import Target
     from dgdgen.pipeline import Prepared
 
 HELP = "run a step's SLO gate against a live Prometheus (a rehearsal before promoting)"
@@ -224,13 +224,13 @@ _RESULT = {"Successful": "passed", "Failed": "failed", "Error": "failed",
 
 def _record_target(args: argparse.Namespace) -> Target:
     from dgdgen.errors import InputError
-    from dgdgen.gitops import actions
+    from dgdgen.gitops import target
 
-    t = actions.open_target(args.spec, args.record)
+    t = target.open_target(args.spec, args.record)
     if t.top is None:
         raise InputError(f"--record: {t.into} is not inside a Git work tree",
                          hint="render it first: dgdgen render SPEC --into PATH --init")
-    _idx, state, _prev = actions.current(t)
+    _idx, state, _prev = target.current(t)
     if state.index != args.step or state.kind != "step":
         raise InputError(f"--record: {t.rel} is at {state.label}, not step {args.step}; a gate "
                          "result is recorded for the current step only")

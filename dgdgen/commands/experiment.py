@@ -121,12 +121,12 @@ def run(args: argparse.Namespace) -> int:
     state = steps[0]
     target = None
     if args.record:
-        from dgdgen.gitops import actions
+        from dgdgen.gitops import target as gitops_target
 
-        target = actions.open_target(args.spec, args.record)
+        target = gitops_target.open_target(args.spec, args.record)
         if target.top is None:
             raise InputError(f"--record: {target.into} is not inside a Git work tree")
-        _idx, cur, _prev = actions.current(target)
+        _idx, cur, _prev = gitops_target.current(target)
         if cur.index != state.index or cur.kind != "step":
             raise InputError(f"--record: {target.rel} is at {cur.label}, not the experiment "
                              f"step {state.index}")

@@ -131,9 +131,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _into(args: argparse.Namespace, spec: str) -> int:
-    from dgdgen.gitops import actions
+    from dgdgen.gitops import actions, status
+    from dgdgen.gitops.target import open_target
 
-    target = actions.open_target(spec, args.into)
+    target = open_target(spec, args.into)
     if args.init and target.top is not None \
             and os.path.realpath(target.top) != os.path.realpath(target.into):
         from dgdgen.errors import InputError, Location
@@ -151,7 +152,7 @@ def _into(args: argparse.Namespace, spec: str) -> int:
             from dgdgen.errors import InputError
 
             raise InputError("--check compares with the recorded step; drop --step")
-        diffs = actions.check(target)
+        diffs = status.check(target)
         if diffs:
             sys.stdout.write("".join(diffs))
             sys.stderr.write(
@@ -184,7 +185,8 @@ def _into(args: argparse.Namespace, spec: str) -> int:
 
 def _stdout(args: argparse.Namespace, spec: str) -> int:
     from dgdgen.errors import InputError
-    from dgdgen.gitops import actions, tree
+    from dgdgen.gitops import target as gitops_target
+    from dgdgen.gitops import tree
     from dgdgen.pipeline import prepare
 
     prepared = prepare(spec)
@@ -192,18 +194,19 @@ def _stdout(args: argparse.Namespace, spec: str) -> int:
     if args.state:
         if args.step is not None:
             raise InputError("give --step or --state, not both")
-        target = actions.Target(prepared, os.path.abspath(args.state), None)
+        target = gitops_target.Target(prepared, os.path.abspath(args.state), None)
         idx = tree.read_index(target.into)
         if idx is None:
             state = prepared.plan.steps[0]
         else:
-            _idx, state, previous = actions.current(target)
+            _idx, state, previous = gitops_target.current(target)
     else:
         state = prepared.state(0 if args.step is None else args.step)
         from dgdgen.render.waves import plan_previous
 
         previous = plan_previous(prepared.plan, state)
-    files = actions.state_files(prepared, state, previous, validate=not args.no_validate)
+    files = gitops_target.state_files(prepared, state, previous,
+                                      validate=not args.no_validate)
     sys.stdout.write("".join(
         ("---\n" if i else "") + text for i, (_name, text) in enumerate(sorted(files.items()))
     ))

@@ -37,11 +37,11 @@ def _title(label: str, index: int, kind: str) -> str:
 def run(args: argparse.Namespace) -> int:
     import json
 
-    from dgdgen.gitops import actions
+    from dgdgen.gitops import status
     from dgdgen.planreport import _duration, _reps
 
     t = _gitops.target(args)
-    st = actions.status(t)
+    st = status.status(t)
     if args.format == "json":
         sys.stdout.write(json.dumps(st.to_json(), indent=2) + "\n")
         return 1 if st.drifted else 0

@@ -19,175 +19,30 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from dgdgen.errors import DgdgenError, InputError, Location
 from dgdgen.gitops import lock, repo, transaction, tree
-from dgdgen.gitops.index import GATE_RESULTS, INDEX, STAGING, GateResult, Index, digest
+from dgdgen.gitops.index import GATE_RESULTS, INDEX, GateResult, Index
+from dgdgen.gitops.target import (
+    Outcome,
+    Target,
+    current,
+    index_of,
+    recorded,
+    same_generations,
+    state_files,
+    state_of,
+)
 
 if TYPE_CHECKING:
-    from dgdgen.pipeline import Prepared
     from dgdgen.plan import PlanStep
+
 
 class GateRefused(DgdgenError):
     """A promotion refused because the step's gate is not recorded as passed."""
 
     exit_code = 1
-
-
-@dataclass(frozen=True)
-class Target:
-    prepared: Prepared
-    into: str  # absolute path of the rendered directory
-    top: str | None  # the Git work tree it is in
-    premise: str | None = None  # HEAD when the command started, before it read anything
-
-    @property
-    def rel(self) -> str:
-        """The directory as the user sees it (relative to the current directory)."""
-        return os.path.relpath(self.into)
-
-    @property
-    def repo_path(self) -> str:
-        """The directory inside its repository (``.`` for the work tree root)."""
-        if not self.top:
-            return self.rel
-        rel = os.path.relpath(os.path.realpath(self.into), os.path.realpath(self.top))
-        return rel.replace(os.sep, "/")
-
-
-@dataclass(frozen=True)
-class Outcome:
-    message: str  # the commit message (or what was done)
-    state: PlanStep
-    change: tree.Change
-    commit: str | None = None
-    pushed: str | None = None
-    notes: tuple[str, ...] = field(default_factory=tuple)
-
-
-def default_into(prepared: Prepared) -> str:
-    g = prepared.loaded.spec.spec.gitops
-    return g.path or f"deploy/{prepared.plan.rollout}"
-
-
-def open_target(spec: str, into: str | None) -> Target:
-    from dgdgen.pipeline import prepare
-    from dgdgen.write import resolve_target
-
-    # The premise first: HEAD before the spec is read and anything is decided, so a command that
-    # another one overtakes finds out once it holds the writer lock (transaction.writing).
-    early_top = repo.toplevel(os.path.abspath(into) if into else os.getcwd())
-    early_head = repo.head_or_none(early_top) if early_top else None
-    prepared = prepare(spec)
-    path = resolve_target(into or default_into(prepared), what="--into path")
-    _refuse_odd_path(path, into)
-    top = repo.toplevel(path)
-    premise = early_head if top is not None and top == early_top else (
-        repo.head_or_none(top) if top else None)
-    return Target(prepared, path, top, premise)
-
-
-def _refuse_odd_path(path: str, given: str | None) -> None:
-    """A rendered directory inside a ``.git`` folder (whose hooks run code), or whose path holds a
-    control character (git's line-based plumbing could not name it), is refused."""
-    parts = os.path.realpath(path).split(os.sep)
-    if any(p.lower() == ".git" for p in parts):
-        raise InputError("the rendered directory would be inside a .git folder",
-                         location=Location(given or path),
-                         hint="give --into (or spec.gitops.path) a folder of the work tree")
-    if any(ord(c) < 32 or ord(c) == 127 for c in path):
-        raise InputError("the rendered directory's path holds a control character",
-                         location=Location(repr(given or path)))
-
-
-# --------------------------------------------------------------------------- rendering
-
-
-def state_files(prepared: Prepared, state: PlanStep, previous: PlanStep | None, *,
-                validate: bool = True) -> dict[str, str]:
-    """The files of one state as committed to Git: sync waves from ``previous`` → ``state``."""
-    from dgdgen import output
-
-    return output.state_files(prepared, state, previous, validate=validate)
-
-
-def _states(prepared: Prepared) -> dict[str, PlanStep]:
-    return {s.label: s for s in prepared.plan.all_states()}
-
-
-def _index(t: Target, state: PlanStep, previous: PlanStep | None,
-           gates: dict[str, GateResult]) -> Index:
-    p = t.prepared.plan
-    return Index(p.rollout, p.stable_revision, p.candidate_revision, state.label,
-                      previous.label if previous else None, {}, gates)
-
-
-def recorded(t: Target) -> Index | None:
-    """The index in ``--into``, checked to belong to this rollout and plan."""
-    idx = tree.read_index(t.into)
-    if idx is None:
-        return None
-    p = t.prepared.plan
-    if idx.rollout != p.rollout:
-        raise InputError(
-            f"this directory holds rollout {idx.rollout!r}, not {p.rollout!r}",
-            location=Location(os.path.join(t.into, INDEX)),
-            hint="each rollout needs its own --into directory",
-        )
-    return idx
-
-
-def _same_generations(t: Target, idx: Index) -> bool:
-    p = t.prepared.plan
-    return (idx.stable_revision, idx.candidate_revision) == (p.stable_revision, p.candidate_revision)
-
-
-def _state_of(t: Target, label: str | None) -> PlanStep | None:
-    if label is None:
-        return None
-    states = _states(t.prepared)
-    if label not in states:
-        raise InputError(
-            f"the recorded step {label!r} is not in the plan (steps 0..{len(t.prepared.plan.steps) - 1}"
-            ", rollback, cleanup)",
-            location=Location(os.path.join(t.into, INDEX)),
-            hint="the spec's steps changed during a rollout; restore them, or start over with "
-            "`dgdgen render SPEC --into PATH --step 0 --commit`",
-        )
-    return states[label]
-
-
-def current(t: Target) -> tuple[Index, PlanStep, PlanStep | None]:
-    """The recorded index, state and previous state; refuses when nothing is recorded or the
-    recorded rollout is a different pair of generations."""
-    idx = recorded(t)
-    if idx is None:
-        raise InputError(
-            f"nothing is rendered in {t.rel} yet",
-            location=Location(t.into),
-            hint=f"start with `dgdgen render SPEC --into {t.rel} --commit` (the baseline)",
-        )
-    state, previous = _resolve(t, idx)
-    return idx, state, previous
-
-
-def _resolve(t: Target, idx: Index) -> tuple[PlanStep, PlanStep | None]:
-    """The plan states an index records, checked to be this spec's generations."""
-    rel = t.rel
-    if not _same_generations(t, idx):
-        raise InputError(
-            f"{rel} holds the rollout {idx.stable_revision} → {idx.candidate_revision}, but the "
-            f"spec now describes {t.prepared.plan.stable_revision} → "
-            f"{t.prepared.plan.candidate_revision}",
-            location=Location(os.path.join(t.into, INDEX)),
-            hint=f"finish the recorded rollout first, or start the new one with "
-            f"`dgdgen render SPEC --into {rel} --step 0 --commit`",
-        )
-    state = _state_of(t, idx.step)
-    assert state is not None
-    return state, _state_of(t, idx.previous)
 
 
 def render_into(t: Target, selector: int | str | None, *, force: bool = False,
@@ -211,24 +66,24 @@ def render_into(t: Target, selector: int | str | None, *, force: bool = False,
             assert t.top is not None
             repo.require_clean(t.top)
         idx = recorded(t)
-        same = idx is not None and _same_generations(t, idx)
+        same = idx is not None and same_generations(t, idx)
         gates = dict(idx.gates) if idx is not None and same else {}
         if selector is None:
             if idx is not None and same:
-                state = _state_of(t, idx.step)
-                previous = _state_of(t, idx.previous)
+                state = state_of(t, idx.step)
+                previous = state_of(t, idx.previous)
             else:
                 state, previous = t.prepared.plan.steps[0], None
         else:
             state = t.prepared.state(selector)
-            previous = _state_of(t, idx.step) if idx is not None and same else None
+            previous = state_of(t, idx.step) if idx is not None and same else None
             if previous is not None and previous.label == state.label:
-                previous = _state_of(t, idx.previous) if idx is not None else None
+                previous = state_of(t, idx.previous) if idx is not None else None
         assert state is not None
         files = state_files(t.prepared, state, previous, validate=validate)
         subject = _subject(t, f"render {_title(state)}")
         message = subject + "\n\n" + _describe(t, state) + _trailers(t, state)
-        change, sha = session.write(files, _index(t, state, previous, gates), message=message,
+        change, sha = session.write(files, index_of(t, state, previous, gates), message=message,
                                     subject=subject, force=force, commit=commit)
     return Outcome(message, state, change, sha, notes=tuple(notes))
 
@@ -239,31 +94,6 @@ def _finished(t: Target, done: transaction.Finished, notes: list[str]) -> Outcom
     _idx, state, _prev = current(t)
     return Outcome(done.message, state, tree.Change((), (), ()), done.commit,
                    notes=(*notes, done.note))
-
-
-def check(t: Target) -> list[str]:
-    """Unified diffs between the directory and a fresh render of its recorded state. Writes
-    nothing: an interrupted earlier write still in the directory is reported as a difference
-    (the next writing command finishes or discards it)."""
-    idx = recorded(t)
-    if idx is not None and _same_generations(t, idx):
-        state = _state_of(t, idx.step)
-        previous = _state_of(t, idx.previous)
-        gates = dict(idx.gates)
-    else:
-        state, previous, gates = t.prepared.plan.steps[0], None, {}
-    assert state is not None
-    files = state_files(t.prepared, state, previous)
-    index = _index(t, state, previous, gates)
-    index = Index(index.rollout, index.stable_revision, index.candidate_revision,
-                  index.step, index.previous, {r: digest(x) for r, x in files.items()}, gates)
-    diffs = tree.drift(t.into, files, index.to_text(), label=t.repo_path, old=idx)
-    if os.path.lexists(os.path.join(t.into, STAGING)):
-        prefix = "" if t.repo_path == "." else t.repo_path.rstrip("/") + "/"
-        diffs.append(f"--- a/{prefix}{STAGING}\n+++ b/{prefix}{STAGING}\n"
-                     "@@ an interrupted write is pending here: the next dgdgen command that "
-                     "writes finishes or discards it @@\n")
-    return diffs
 
 
 # --------------------------------------------------------------------------- moves
@@ -395,7 +225,7 @@ def _move(t: Target, s: transaction.Session, idx: Index, frm: PlanStep, to: Plan
     message = _subject(t, subject) + "\n\n" + "\n".join(body) + "\n" + _trailers(t, to) \
         + "".join(f"{x}\n" for x in trailers or [])
     parent = s.base
-    change, sha = s.write(files, _index(t, to, frm, dict(idx.gates)), message=message,
+    change, sha = s.write(files, index_of(t, to, frm, dict(idx.gates)), message=message,
                           subject=_subject(t, subject))
     pushed = _push(t, sha, subject, undo_to=parent if sha else None) if push else None
     return Outcome(message, to, change, sha, pushed, notes=tuple(s.notes))
@@ -667,124 +497,14 @@ def _record_gate(t: Target, s: transaction.Session, result: str, step: int | Non
     assert t.top is not None
     gates = dict(idx.gates)
     gates[state.label] = GateResult(state.gate, result, message.strip())
-    previous = _state_of(t, idx.previous)
+    previous = state_of(t, idx.previous)
     files = state_files(t.prepared, state, previous)
     subject = f"gate {state.gate} of {_title(state)}: {result}"
     body = [message.strip()] if message.strip() else []
     text = _subject(t, subject) + "\n\n" + "\n".join(body + [f"traffic: {_weights(state)}"]) \
         + "\n" + _trailers(t, state)
     parent = s.base
-    change, sha = s.write(files, _index(t, state, previous, gates), message=text,
+    change, sha = s.write(files, index_of(t, state, previous, gates), message=text,
                           subject=_subject(t, subject))
     pushed = _push(t, sha, subject, undo_to=parent if sha else None) if push else None
     return Outcome(text, state, change, sha, pushed, notes=tuple(s.notes))
-
-
-# --------------------------------------------------------------------------- status
-
-
-@dataclass(frozen=True)
-class Status:
-    rollout: str
-    path: str
-    recorded: bool
-    state: PlanStep
-    previous: PlanStep | None
-    gates: dict[str, GateResult]
-    next_state: PlanStep | None
-    drifted: tuple[str, ...]
-    dirty: tuple[str, ...]
-    head: str | None
-    uncommitted: str | None = None  # the directory records another state than HEAD does
-    pending: str | None = None  # an interrupted write still in the directory
-
-    def to_json(self) -> dict[str, object]:
-        def gen(g: object) -> dict[str, object]:
-            from dataclasses import asdict
-
-            return asdict(g)  # type: ignore[call-overload,no-any-return]
-
-        s = self.state
-        gate = self.gates.get(s.label)
-        return {
-            "rollout": self.rollout,
-            "path": self.path,
-            "recorded": self.recorded,
-            "step": s.label,
-            "index": s.index,
-            "previous": self.previous.label if self.previous else None,
-            "stable": gen(s.stable),
-            "candidate": gen(s.candidate),
-            "gate": None if not s.gate else {
-                "name": s.gate, "result": gate.result if gate else "not-recorded",
-                "message": gate.message if gate else "",
-            },
-            "next": None if self.next_state is None else {
-                "step": self.next_state.label, "weight": self.next_state.candidate.weight,
-            },
-            "gates": {k: v.to_json() for k, v in sorted(self.gates.items())},
-            "drifted": list(self.drifted),
-            "dirty": list(self.dirty),
-            "head": self.head,
-            "uncommitted": self.uncommitted,
-            "pending": self.pending,
-        }
-
-
-def _pending(t: Target) -> str | None:
-    """What an interrupted write left in the directory, and what the next writing command does
-    with it (status reads; it never finishes or discards anything itself)."""
-    if not os.path.lexists(os.path.join(t.into, STAGING)):
-        return None
-    journal = tree.read_journal(t.into)
-    if journal is None:
-        return "a write stopped while staging (nothing changed); the next writing command " \
-            "discards it"
-    what = journal.subject or "a dgdgen write"
-    if journal.commit is None:
-        return "an interrupted render past its commit point; the next writing command " \
-            "finishes it"
-    head = repo.head_or_none(t.top) if t.top else None
-    if head == journal.commit:
-        return (f"{what}: committed {journal.commit[:12]} (HEAD), but its files were not all "
-                "written; the next writing command finishes it")
-    if head == journal.parent:
-        return f"{what}: stopped before its commit (nothing changed); the next writing " \
-            "command discards it"
-    return (f"{what}: staged for commit {journal.commit[:12]}, which HEAD neither is nor "
-            f"follows; writing commands refuse until {STAGING} is checked and removed")
-
-
-def status(t: Target) -> Status:
-    """Where the rollout stands: the state HEAD records (outside Git, the directory's), and apart
-    from it anything uncommitted or interrupted. Reads only; writes nothing."""
-    head = repo.head_or_none(t.top) if t.top else None
-    worktree = recorded(t)
-    idx = worktree
-    uncommitted = None
-    if head is not None:
-        assert t.top is not None
-        rel_index = INDEX if t.repo_path == "." else f"{t.repo_path}/{INDEX}"
-        text = repo.show(t.top, head, rel_index)
-        idx = Index.parse(text, f"HEAD:{rel_index}") if text is not None else None
-        if idx is not None and idx.rollout != t.prepared.plan.rollout:
-            idx = recorded(t)  # the same refusal, worded for the directory
-        if (worktree.to_text() if worktree else None) != (idx.to_text() if idx else None):
-            uncommitted = ("the directory records " + (
-                f"{worktree.step}, which is not committed" if worktree else "nothing")
-                + f" (HEAD records {idx.step if idx else 'nothing'})")
-    if idx is not None:
-        state, previous = _resolve(t, idx)
-        gates = dict(idx.gates)
-    else:
-        state, previous, gates = t.prepared.plan.steps[0], None, {}
-    plan = t.prepared.plan
-    nxt: PlanStep | None
-    if state.kind == "baseline" or state.kind == "step":
-        nxt = plan.steps[state.index + 1] if state.index + 1 < len(plan.steps) else plan.cleanup
-    else:
-        nxt = None
-    drifted = tree.changed_paths(check(t)) if worktree is not None else ()
-    dirty = repo.dirty(t.top).paths if t.top else ()
-    return Status(plan.rollout, t.rel, idx is not None, state, previous, gates, nxt, drifted,
-                  dirty, head, uncommitted, _pending(t))

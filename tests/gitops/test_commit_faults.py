@@ -177,7 +177,7 @@ def test_push_rejected_because_the_remote_moved_takes_the_commit_back(ws: Worksp
     git(other, "commit", "-q", "-m", "elsewhere")
     git(other, "push", "-q", "origin", "HEAD:main")
     marker.unlink()
-    out, err = proc.communicate(timeout=120)
+    _out, err = proc.communicate(timeout=120)
     assert proc.returncode == 2, err
     assert "nothing was pushed" in err and "taken back" in err and "pull" in err
     assert ws.head() == head and _snapshot(ws.into) == before

@@ -98,7 +98,7 @@ def _paused(ws: Workspace, args: list[str], point: str, marker: Path) -> subproc
     deadline = time.monotonic() + 120
     while not marker.exists():
         if proc.poll() is not None:
-            out, err = proc.communicate()
+            _out, err = proc.communicate()
             raise AssertionError(f"{args} ended before reaching {point}: {proc.returncode} {err}")
         assert time.monotonic() < deadline, f"{args} never reached {point}"
         time.sleep(0.01)
@@ -157,7 +157,7 @@ def test_second_command_while_the_first_holds_the_lock(
     a = _paused(ws, commands[first], "locked", marker)
     b = _run(ws, commands[second])
     marker.unlink()
-    out, err = a.communicate(timeout=120)
+    _out, err = a.communicate(timeout=120)
     assert a.returncode == 0, err
     assert b.returncode == 2, b.stderr
     assert "another dgdgen command is writing this repository" in b.stderr
@@ -179,7 +179,7 @@ def test_second_command_whose_premise_a_first_one_replaced(
     a = _run(ws, commands[first])
     assert a.returncode == 0, a.stderr
     marker.unlink()
-    out, err = b.communicate(timeout=120)
+    _out, err = b.communicate(timeout=120)
     assert b.returncode == 2, err
     assert "the rollout changed after this command started" in err
     assert "nothing was done" in err

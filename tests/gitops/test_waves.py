@@ -6,14 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from gitops_support import EXAMPLE
 from gen_support import EXAMPLES
+from gitops_support import EXAMPLE
 
 from dgdgen import yamlio
-from dgdgen.gitops import actions
-from dgdgen.render import waves
+from dgdgen.gitops import target
 from dgdgen.pipeline import prepare
-from dgdgen.render import Manifest, render_state
+from dgdgen.render import Manifest, render_state, waves
 
 
 def _waves(manifests: list[Manifest]) -> dict[str, str | None]:
@@ -57,9 +56,9 @@ def _dump(ms: list[Manifest]) -> dict[str, str]:
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)
 def test_rollback_from_any_step_equals_the_baseline(example: Any) -> None:
     p = prepare(str(example / "rollout.yaml"))
-    baseline = actions.state_files(p, p.plan.steps[0], None, validate=False)
+    baseline = target.state_files(p, p.plan.steps[0], None, validate=False)
     for frm in p.plan.steps[1:]:
-        got = actions.state_files(p, p.plan.rollback, frm, validate=False)
+        got = target.state_files(p, p.plan.rollback, frm, validate=False)
         # the stable's manifests exactly; beside them at most the drain hook of the candidate
         # the rollback removes (dgdgen's own Job and the account it reads EndpointSlices with,
         # run and deleted by Argo CD)
@@ -95,6 +94,6 @@ def test_the_static_render_drains_where_the_plan_says(example: Any) -> None:
             assert [j.rsplit("-drain-", 1)[1] for j in jobs] == [f"{rev}.yaml"], jobs
             # the same files as a `dgdgen rollback` commit from that step
             frm = p.plan.rollback_origin(state)
-            got = actions.state_files(p, state, frm, validate=False)
+            got = target.state_files(p, state, frm, validate=False)
             assert got == {k.split("/", 1)[1]: v for k, v in files.items()
                            if k.startswith("rollback/")}
