@@ -197,23 +197,45 @@ def collect(paths: list[str], base: str | None, *, use_git: bool = True) -> list
 
     files = _expand(paths)
     rev = base or "HEAD"
-    specs: list[str] = []
+    base_texts: list[str | None] = [None] * len(files)
     if git is not None:
-        for f in files:
-            real = os.path.realpath(f)
-            rel = os.path.relpath(real, os.path.realpath(git.top))
-            if rel.startswith(".."):
-                specs.append(rev + ":<outside>")
-            else:
-                old = renames.get(real, rel)
-                specs.append(f"{rev}:{old}" if old else rev + ":<none>")
-    base_texts: list[str | None] = (
-        list(git.blobs(specs)) if git is not None else [None] * len(files)
-    )
+        # Only the files of the work tree that have a path at the base are asked for: a file
+        # outside it, or added since, has none (and no git process runs when no file has one).
+        top = os.path.realpath(git.top)
+        asked: list[int] = []
+        specs: list[str] = []
+        for i, real in enumerate(realpaths(files)):
+            rel = os.path.relpath(real, top)
+            if rel == os.pardir or rel.startswith(os.pardir + os.sep):
+                continue
+            old = renames.get(real, rel)
+            if old:
+                asked.append(i)
+                specs.append(f"{rev}:{old}")
+        for i, text in zip(asked, git.blobs(specs)):
+            base_texts[i] = text
     shown = [_display(f) for f in files]
     parsed = _parse_files(list(zip(files, shown)))
     return [FileInput(name, head, _parse(text, name) if text is not None else None)
             for name, head, text in zip(shown, parsed, base_texts)]
+
+
+def realpaths(paths: Iterable[str]) -> list[str]:
+    """``os.path.realpath`` of each path, each folder resolved once: realpath looks up every
+    component of every path, and a checked folder's files share all but the last."""
+    folders: dict[str, str] = {}
+    out: list[str] = []
+    for path in paths:
+        folder, name = os.path.split(path)
+        if name in ("", os.curdir, os.pardir):  # not a file's own name: resolved whole
+            out.append(os.path.realpath(path))
+            continue
+        real = folders.get(folder)
+        if real is None:
+            real = folders[folder] = os.path.realpath(folder)
+        full = os.path.join(real, name)
+        out.append(os.path.realpath(full) if os.path.islink(full) else full)
+    return out
 
 
 def _parse_files(items: list[tuple[str, str]]) -> list[list[Document]]:
@@ -318,7 +340,10 @@ def sibling_loader(checked: Iterable[str],
     (:func:`dgdgen.check.siblings.head_namespace`), so a pre-commit run does not grow with the
     folder. A file that is not UTF-8 or does not parse holds none. What was learnt is saved to
     the cache after the call that learnt it."""
-    checked_real = {os.path.realpath(f) for f in checked}
+    names = list(checked)
+    reals = realpaths(names)
+    checked_real = set(reals)
+    folder_of = {f: os.path.dirname(real) for f, real in zip(names, reals)}
     listed: dict[str, list[_Sibling]] = {}
     resolved: dict[str, list[siblings.SiblingObject]] = {}
     answers: dict[tuple[str, tuple[tuple[str, ...], ...], frozenset[str | None] | None],
@@ -332,7 +357,9 @@ def sibling_loader(checked: Iterable[str],
 
     def load(file: str, require: Sequence[Sequence[str]] = (),
              namespaces: Collection[str | None] | None = None) -> list[siblings.SiblingObject]:
-        directory = os.path.dirname(os.path.realpath(file))
+        directory = folder_of.get(file)
+        if directory is None:
+            directory = folder_of[file] = os.path.dirname(os.path.realpath(file))
         wanted = None if namespaces is None else frozenset(namespaces)
         key = (directory, tuple(tuple(group) for group in require), wanted)
         if key in answers:  # checked files in one folder share their siblings
