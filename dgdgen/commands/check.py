@@ -164,6 +164,7 @@ def run(args: argparse.Namespace) -> int:
     import gc
 
     from dgdgen.check import engine, sources
+    from dgdgen.commands._common import keep_until_exit
 
     git = sources.git_top()
     opts, fail_on = options(args, git.top if git else None)
@@ -179,4 +180,5 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if enabled:
             gc.enable()
+    keep_until_exit(files, report)
     return 1 if report.failing(fail_on) else 0
