@@ -114,6 +114,24 @@ def _display(path: str) -> str:
     return rel if not rel.startswith("..") else path
 
 
+def _displays(paths: list[str]) -> list[str]:
+    """:func:`_display` of each path, each folder's relative path found once (the files of a
+    checked folder share it)."""
+    folders: dict[str, str] = {}
+    out: list[str] = []
+    for path in paths:
+        folder, name = os.path.split(path)
+        if name in ("", os.curdir, os.pardir):
+            out.append(_display(path))
+            continue
+        rel = folders.get(folder)
+        if rel is None:
+            rel = folders[folder] = os.path.relpath(folder) if folder else os.curdir
+        rel = name if rel == os.curdir else os.path.join(rel, name)
+        out.append(rel if not rel.startswith("..") else path)
+    return out
+
+
 def _expand(paths: Iterable[str]) -> list[str]:
     out: list[str] = []
     for p in paths:
@@ -214,7 +232,7 @@ def collect(paths: list[str], base: str | None, *, use_git: bool = True) -> list
                 specs.append(f"{rev}:{old}")
         for i, text in zip(asked, git.blobs(specs)):
             base_texts[i] = text
-    shown = [_display(f) for f in files]
+    shown = _displays(files)
     parsed = _parse_files(list(zip(files, shown)))
     return [FileInput(name, head, _parse(text, name) if text is not None else None)
             for name, head, text in zip(shown, parsed, base_texts)]

@@ -84,3 +84,17 @@ def test_git_is_asked_only_for_files_with_a_path_at_the_base(
     files = sources.collect([], "HEAD")  # every YAML file changed since HEAD: new.yaml, added
     assert [f.file for f in files] == ["new.yaml"] and files[0].base is None
     assert asked == [[]]
+
+
+def test_displayed_names_are_those_of_each_path_alone(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each folder's relative path found once names every file as the path alone would: below
+    the current folder relative, elsewhere as given; `..`, `.`, doubled slashes, a file whose
+    name starts with two dots."""
+    (tmp_path / "cwd" / "sub").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path / "cwd")
+    paths = ["a.yaml", "./a.yaml", "sub/b.yaml", "sub//b.yaml", "sub/../a.yaml", "..x.yaml",
+             "sub/..x.yaml", "../c.yaml", str(tmp_path / "cwd" / "sub" / "b.yaml"),
+             str(tmp_path / "elsewhere" / "d.yaml"), "/", ".", "..", "sub/", "sub/.",
+             "sub/.."]
+    assert sources._displays(paths) == [sources._display(p) for p in paths]
