@@ -433,6 +433,11 @@ class _Shape:
 
     def strs(self, node: dict[str, Any], key: str, path: FieldPath) -> tuple[str, ...]:
         items = self.items(node, key, path)
+        for v in items:
+            if type(v) is not str:
+                break
+        else:  # only strings (a command line, almost always): as they are
+            return tuple(items)
         for i, v in enumerate(items):
             if isinstance(v, (dict, list)):
                 raise _bad(self.source, path + (key, i), f"must be a string, got {_type_name(v)}")
