@@ -64,6 +64,7 @@ class Backend(str, enum.Enum):
     UNKNOWN = "unknown"
 
 
+_BACKEND_NAMES = frozenset(b.value for b in Backend)
 _MODULE_BACKEND = {
     "dynamo.vllm": Backend.VLLM,
     "dynamo.sglang": Backend.SGLANG,
@@ -133,7 +134,7 @@ class Dgd:
     @property
     def backend(self) -> Backend:
         declared = self.doc.get("spec", {}).get("backendFramework")
-        if declared in {b.value for b in Backend}:
+        if declared in _BACKEND_NAMES:
             return Backend(declared)
         for comp in self.components.values():
             if comp.backend is not Backend.UNKNOWN:

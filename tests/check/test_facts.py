@@ -294,3 +294,17 @@ spec:
     # the own ones come last: the file without any gets them too
     assert seen([other, bare, own]) == {"bare:True": mine, "bare:False": mine,
                                         "own:True": mine, "own:False": mine}
+
+
+def test_the_whitespace_test_of_a_word_is_that_of_the_pattern() -> None:
+    """`_has_space` (a printable word without a space has none) agrees with `\\s` on every
+    character, alone and inside a word."""
+    import re
+
+    from dgdgen.check.facts import _has_space
+
+    for i in range(0x110000):
+        c = chr(i)
+        want = re.search(r"\s", c) is not None
+        assert _has_space(c) is want, hex(i)
+        assert _has_space(f"--a{c}b") is want, hex(i)
