@@ -199,8 +199,12 @@ def collect(paths: list[str], base: str | None, *, use_git: bool = True) -> list
             raise InputError("no files given, and not in a Git work tree to find staged files")
         if base is None:  # pre-commit mode: index vs HEAD
             changed = [(p, b) for p, b in git.changed("--cached") if _is_yaml(p)]
-            heads = git.blobs([":" + p for p, _ in changed])
-            bases = git.blobs(["HEAD:" + b if b else "HEAD:<none>" for _, b in changed])
+            # The staged texts and those at HEAD in one git process; an added file has none.
+            blobs = git.blobs([":" + p for p, _ in changed]
+                              + ["HEAD:" + b for _, b in changed if b])
+            heads = blobs[:len(changed)]
+            at_head = iter(blobs[len(changed):])
+            bases = [next(at_head) if b else None for _, b in changed]
             staged = []
             for (p, _), h, b in zip(changed, heads, bases):
                 name = _display(os.path.join(git.top, p))

@@ -84,6 +84,14 @@ def test_git_is_asked_only_for_files_with_a_path_at_the_base(
     files = sources.collect([], "HEAD")  # every YAML file changed since HEAD: new.yaml, added
     assert [f.file for f in files] == ["new.yaml"] and files[0].base is None
     assert asked == [[]]
+    asked.clear()
+    (repo / "tracked.yaml").write_text(DGD.replace("replicas: 1", "replicas: 2"))
+    _git(repo, "add", "tracked.yaml")
+    files = sources.collect([], None)  # pre-commit: the staged files against HEAD, one process
+    assert asked == [[":new.yaml", ":tracked.yaml", "HEAD:tracked.yaml"]]
+    assert [(f.file, f.base is not None) for f in files] == [("new.yaml", False),
+                                                            ("tracked.yaml", True)]
+    assert files[1].head != files[1].base
 
 
 def test_displayed_names_are_those_of_each_path_alone(tmp_path: Path,
