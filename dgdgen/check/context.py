@@ -117,17 +117,25 @@ def build(files: list[FileInput], release: str,
     own_bases = [_own(f.base) if f.base is not None else None for f in files]
     every_head = _folder(own_heads)
     every_base = _folder(o for o in own_bases if o is not None)
+    # A file unchanged since the base has the same documents on both sides (sources.collect);
+    # their DGDs are read once, and their facts built once when they resolve against the same
+    # ConfigMaps and Secrets on both sides.
+    same_objects = every_head == every_base
     for f, own_head, own_base in zip(files, own_heads, own_bases):
         head_objs = _first(own_head, every_head)
         heads = [parse(d.data, source=d) for d in f.head if is_dgd(d.data)]
         bases: list[Dgd] = []
         base_objs = Objects()
+        shared = False
         if f.base is not None and own_base is not None:
             base_objs = _first(own_base, every_base)
-            bases = [parse(d.data, source=d) for d in f.base if is_dgd(d.data)]
+            shared = f.base is f.head
+            bases = heads if shared else [parse(d.data, source=d) for d in f.base
+                                          if is_dgd(d.data)]
         for b, h in pair_dgds(bases, heads):
             hf = dgd_facts(h, objects=head_objs)
-            bf = dgd_facts(b, objects=base_objs) if b is not None else None
+            bf = (hf if b is h and shared and same_objects else
+                  dgd_facts(b, objects=base_objs) if b is not None else None)
             v = classify(bf, hf, release) if bf is not None else None
             assert h.source is not None
             ctx.dgds.append(DgdPair(hf, bf, v, h.source))

@@ -237,9 +237,8 @@ def collect(paths: list[str], base: str | None, *, use_git: bool = True) -> list
         for i, text in zip(asked, git.blobs(specs)):
             base_texts[i] = text
     shown = _displays(files)
-    parsed = _parse_files(list(zip(files, shown)))
-    return [FileInput(name, head, _parse(text, name) if text is not None else None)
-            for name, head, text in zip(shown, parsed, base_texts)]
+    parsed = _parse_files(list(zip(files, shown)), base_texts)
+    return [FileInput(name, head, base) for name, (head, base) in zip(shown, parsed)]
 
 
 def realpaths(paths: Iterable[str]) -> list[str]:
@@ -260,19 +259,33 @@ def realpaths(paths: Iterable[str]) -> list[str]:
     return out
 
 
-def _parse_files(items: list[tuple[str, str]]) -> list[list[Document]]:
-    """Read and parse files, in this process, with the cyclic garbage collector paused.
+def _parse_files(items: list[tuple[str, str]], base_texts: list[str | None]
+                 ) -> list[tuple[list[Document], list[Document] | None]]:
+    """Read and parse files, and their texts at the base (None: no base), in this process, with
+    the cyclic garbage collector paused; every file first, then the bases (the first error
+    reported is that of the first file that has one, as a check without a base reports).
 
     Parsed documents are acyclic and live until the run ends, yet every collection triggered by
     their allocation scans all of them again: with the collector running, 2,000 files cost
     about 1.6 s of CPU instead of 1.0 s, and the cost grows faster than the number of files.
     Afterwards they are frozen (``gc.freeze``) so later collections skip them too; reference
     counting still frees them. A process pool does not pay on this (2-CPU) machine: sending the
-    parsed documents back costs more than parsing saves (docs/performance.md)."""
+    parsed documents back costs more than parsing saves (docs/performance.md).
+
+    A base text equal to the file's own (a file unchanged since the base) is not parsed again:
+    the file's documents serve as its base's too (the checker never changes a document), and
+    :func:`dgdgen.check.context.build` then builds their facts once."""
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return [_parse(read_text(path, display=shown), shown) for path, shown in items]
+        heads: list[list[Document]] = []
+        unchanged: list[bool] = []
+        for (path, shown), base in zip(items, base_texts):
+            text = read_text(path, display=shown)
+            heads.append(_parse(text, shown))
+            unchanged.append(base == text)
+        return [(head, head if same else _parse(base, shown) if base is not None else None)
+                for head, same, base, (_, shown) in zip(heads, unchanged, base_texts, items)]
     finally:
         gc.freeze()
         if enabled:

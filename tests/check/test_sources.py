@@ -106,3 +106,57 @@ def test_displayed_names_are_those_of_each_path_alone(tmp_path: Path,
              str(tmp_path / "elsewhere" / "d.yaml"), "/", ".", "..", "sub/", "sub/.",
              "sub/.."]
     assert sources._displays(paths) == [sources._display(p) for p in paths]
+
+
+def test_a_file_unchanged_since_the_base_is_read_once_and_still_compared(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file whose text at the base is its own is parsed once (its documents serve both sides),
+    and its facts are built once while the ConfigMaps and Secrets are the same on both sides;
+    a ConfigMap changed in another file still makes the unchanged DGD's change (both sides
+    resolved against their own objects)."""
+    from dgdgen.check.engine import Options, run
+
+    dgd = """apiVersion: nvidia.com/v1beta1
+kind: DynamoGraphDeployment
+metadata: {name: agg}
+spec:
+  components:
+    - name: worker
+      type: worker
+      podTemplate:
+        spec:
+          containers:
+            - name: main
+              command: [python3, -m, dynamo.vllm]
+              args: [--model, m]
+              env:
+                - name: DYN_CUSTOM_JINJA_TEMPLATE
+                  valueFrom: {configMapKeyRef: {name: chat, key: path}}
+"""
+    cm = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: chat}\ndata: {path: /t/%s.jinja}\n"
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    (repo / "dgd.yaml").write_text(dgd)
+    (repo / "cm.yaml").write_text(cm % "a")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "base")
+    monkeypatch.chdir(repo)
+
+    files = sources.collect(["dgd.yaml", "cm.yaml"], None)
+    assert all(f.base is f.head for f in files)
+    report = run(files, Options())
+    [pair] = report.pairs
+    assert pair.base is pair.head and pair.verdict is not None
+    assert not report.categories and not report.findings
+
+    (repo / "cm.yaml").write_text(cm % "b")
+    files = sources.collect(["dgd.yaml", "cm.yaml"], None)
+    assert files[0].base is files[0].head and files[1].base is not files[1].head
+    report = run(files, Options())
+    [pair] = report.pairs
+    assert pair.base is not None and pair.base is not pair.head
+    flag = "--custom-jinja-template"
+    assert pair.base.components["worker"].flags[flag].value == "/t/a.jinja"
+    assert pair.head.components["worker"].flags[flag].value == "/t/b.jinja"
+    assert report.categories == ["mdc-checksum"]
