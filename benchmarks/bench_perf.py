@@ -103,6 +103,12 @@ def crd_schema(out: Path) -> Path:
     return out
 
 
+# The parse floor of `dgdgen check DIR`: read and parse every file with PyYAML's libyaml loader,
+# in one Python process, the files named on the command line.
+PARSE_ONLY = ("import sys, yaml\nfor f in sys.argv[1:]:\n"
+              "    list(yaml.load_all(open(f).read(), Loader=yaml.CSafeLoader))\n")
+
+
 def bulk_corpus(directory: Path, n: int) -> int:
     """n single-DGD files built from the checker corpus with distinct names; total bytes."""
     directory.mkdir()
@@ -226,11 +232,9 @@ def main() -> int:
                 speed = (f"; check-jsonschema took {b:.1f} s for the 2,000 files (10.6 s when the "
                          f"targets were set: the host ran {b / 10.6:.2f}× as slow)")
         if "check" in want:
-            parse_only = ("import sys, yaml\nfor f in sys.argv[1:]:\n"
-                          "    list(yaml.load_all(open(f).read(), Loader=yaml.CSafeLoader))\n")
             a, b, r = paired(lambda: cpu([*dgdgen, "check", str(t / "bulk"), "--fail-on",
                                           "never"]),
-                             lambda: cpu([py, "-c", parse_only, *files]), args.runs)
+                             lambda: cpu([py, "-c", PARSE_ONLY, *files]), args.runs)
             row(f"`dgdgen check DIR` (all rules) / parse only with `yaml.CSafeLoader`, "
                 f"{args.files} files", a, b, r, "≤ 2.0")
         if "scaling" in want:

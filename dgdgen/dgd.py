@@ -51,7 +51,10 @@ class Role(str, enum.Enum):
 
     @property
     def is_worker(self) -> bool:
-        return self in (Role.AGGREGATED, Role.PREFILL, Role.DECODE)
+        return self in _WORKER_ROLES
+
+
+_WORKER_ROLES = (Role.AGGREGATED, Role.PREFILL, Role.DECODE)
 
 
 class Backend(str, enum.Enum):
@@ -61,11 +64,16 @@ class Backend(str, enum.Enum):
     UNKNOWN = "unknown"
 
 
+_BACKEND_NAMES = frozenset(b.value for b in Backend)
 _MODULE_BACKEND = {
     "dynamo.vllm": Backend.VLLM,
     "dynamo.sglang": Backend.SGLANG,
     "dynamo.trtllm": Backend.TRTLLM,
 }
+# A module named as a word of its own (not `mydynamo.vllm` or `dynamo.vllm_x`), in the order of
+# _MODULE_BACKEND.
+_MODULE_PATTERNS = tuple((re.compile(rf"(?<![\w.]){re.escape(module)}(?![\w])"), backend)
+                         for module, backend in _MODULE_BACKEND.items())
 
 
 @dataclass(frozen=True)
@@ -126,7 +134,7 @@ class Dgd:
     @property
     def backend(self) -> Backend:
         declared = self.doc.get("spec", {}).get("backendFramework")
-        if declared in {b.value for b in Backend}:
+        if declared in _BACKEND_NAMES:
             return Backend(declared)
         for comp in self.components.values():
             if comp.backend is not Backend.UNKNOWN:
@@ -390,8 +398,8 @@ class _Shape:
     def _get(self, node: dict[str, Any], key: str, path: FieldPath, want: type | tuple[type, ...],
              what: str) -> Any:
         value = node.get(key)
-        if value is None:
-            return None
+        if value is None or type(value) is want:  # most fields: read and of the exact type
+            return value
         if not isinstance(value, want) or (isinstance(value, bool) and bool not in _tuple(want)):
             raise _bad(self.source, path + (key,), f"must be {what}, got {_type_name(value)}")
         return value
@@ -426,6 +434,11 @@ class _Shape:
 
     def strs(self, node: dict[str, Any], key: str, path: FieldPath) -> tuple[str, ...]:
         items = self.items(node, key, path)
+        for v in items:
+            if type(v) is not str:
+                break
+        else:  # only strings (a command line, almost always): as they are
+            return tuple(items)
         for i, v in enumerate(items):
             if isinstance(v, (dict, list)):
                 raise _bad(self.source, path + (key, i), f"must be a string, got {_type_name(v)}")
@@ -477,6 +490,9 @@ def _role(ctype: str, sub: str | None, args: tuple[str, ...]) -> Role:
     return Role.OTHER
 
 
+_DISAGGREGATION_MODE = re.compile(r"--disaggregation-mode[= ]+([A-Za-z]+)")
+
+
 def disaggregation_mode(args: tuple[str, ...]) -> str | None:
     """``--disaggregation-mode`` from an argument list (also inside one ``sh -c`` string)."""
     flat = list(args)
@@ -485,8 +501,7 @@ def disaggregation_mode(args: tuple[str, ...]) -> str | None:
             return flat[i + 1].lower()
         if a.startswith("--disaggregation-mode="):
             return a.split("=", 1)[1].lower()
-        m = re.search(r"--disaggregation-mode[= ]+([A-Za-z]+)", a)
-        if m and " " in a:
+        if " " in a and (m := _DISAGGREGATION_MODE.search(a)):
             return m.group(1).lower()
     if "--is-prefill-worker" in flat:
         return "prefill"
@@ -495,8 +510,10 @@ def disaggregation_mode(args: tuple[str, ...]) -> str | None:
 
 def _backend(command: tuple[str, ...], args: tuple[str, ...]) -> Backend:
     text = " ".join(command + args)
-    for module, backend in _MODULE_BACKEND.items():
-        if re.search(rf"(?<![\w.]){re.escape(module)}(?![\w])", text):
+    if "dynamo." not in text:
+        return Backend.UNKNOWN
+    for pattern, backend in _MODULE_PATTERNS:
+        if pattern.search(text):
             return backend
     return Backend.UNKNOWN
 

@@ -3,9 +3,10 @@ base), the DGDs in them with their facts, and each DGD's base → head verdict."
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Sequence
+from collections import ChainMap
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 from dgdgen.check.classify import Change, Verdict, classify, pair_dgds
 from dgdgen.check.facts import DgdFacts, Objects, configmaps_of, dgd_facts, line_of, secrets_of
@@ -109,29 +110,77 @@ def build(files: list[FileInput], release: str,
           run_by: RunBy = DEFAULT_RUN_BY) -> Context:
     ctx = Context(release=release, files=files, sibling_loader=sibling_loader, run_by=run_by)
     # ConfigMaps and Secrets of every checked file (the same file or folder): a DGD's env
-    # references and mounted files resolve against them, the file's own objects first.
-    every_head = [d.data for f in files for d in f.head]
-    every_base = [d.data for f in files for d in (f.base or [])]
-    for f in files:
-        head_objs = _objects(every_head, [d.data for d in f.head])
+    # references and mounted files resolve against them, the file's own objects first. Each
+    # file's objects are collected once, and the folder's from them once per side: rescanning
+    # every document for every file made a folder check quadratic in its files.
+    own_heads = [_own(f.head) for f in files]
+    own_bases = [_own(f.base) if f.base is not None else None for f in files]
+    every_head = _folder(own_heads)
+    every_base = _folder(o for o in own_bases if o is not None)
+    # A file unchanged since the base has the same documents on both sides (sources.collect);
+    # their DGDs are read once, and their facts built once when they resolve against the same
+    # ConfigMaps and Secrets on both sides.
+    same_objects = every_head == every_base
+    for f, own_head, own_base in zip(files, own_heads, own_bases):
+        head_objs = _first(own_head, every_head)
         heads = [parse(d.data, source=d) for d in f.head if is_dgd(d.data)]
         bases: list[Dgd] = []
         base_objs = Objects()
-        if f.base is not None:
-            base_objs = _objects(every_base, [d.data for d in f.base])
-            bases = [parse(d.data, source=d) for d in f.base if is_dgd(d.data)]
+        shared = False
+        if f.base is not None and own_base is not None:
+            base_objs = _first(own_base, every_base)
+            shared = f.base is f.head
+            bases = heads if shared else [parse(d.data, source=d) for d in f.base
+                                          if is_dgd(d.data)]
         for b, h in pair_dgds(bases, heads):
             hf = dgd_facts(h, objects=head_objs)
-            bf = dgd_facts(b, objects=base_objs) if b is not None else None
+            bf = (hf if b is h and shared and same_objects else
+                  dgd_facts(b, objects=base_objs) if b is not None else None)
             v = classify(bf, hf, release) if bf is not None else None
             assert h.source is not None
             ctx.dgds.append(DgdPair(hf, bf, v, h.source))
     return ctx
 
 
-def _objects(every: list[Any], own: list[Any]) -> Objects:
-    return Objects({**configmaps_of(every), **configmaps_of(own)},
-                   {**secrets_of(every), **secrets_of(own)})
+class _Found(NamedTuple):
+    """ConfigMaps (name → data) and Secrets (name → key names) found in checked files."""
+
+    configmaps: dict[str, dict[str, str]]
+    secrets: dict[str, frozenset[str]]
+
+
+def _own(documents: list[Document]) -> _Found:
+    """The ConfigMaps and Secrets of one file (a later one of the same name wins)."""
+    data = [d.data for d in documents]
+    return _Found(configmaps_of(data), secrets_of(data))
+
+
+def _folder(owns: Iterable[_Found]) -> _Found:
+    """The ConfigMaps and Secrets of every file, in file order (a later one of the same name
+    wins, and a name keeps the place it was first seen in, as one scan of every document)."""
+    every = _Found({}, {})
+    for own in owns:
+        every.configmaps.update(own.configmaps)
+        every.secrets.update(own.secrets)
+    return every
+
+
+def _first(own: _Found, every: _Found) -> Objects:
+    """``every`` with the file's ``own`` objects taking precedence."""
+    configmaps = _over(own.configmaps, every.configmaps)
+    return Objects(configmaps, _over(own.secrets, every.secrets))
+
+
+V = TypeVar("V")
+
+
+def _over(own: dict[str, V], every: dict[str, V]) -> Mapping[str, V]:
+    # Usually the folder's entry of each name is the file's own already (no later file has one
+    # of that name), so the folder's map serves as it is; otherwise the file's own are looked up
+    # first, without copying the folder's map for every file.
+    if all(every.get(name) is value for name, value in own.items()):
+        return every
+    return ChainMap(own, every)
 
 
 def annotations_of(doc: Any) -> dict[str, str]:

@@ -28,6 +28,14 @@ _BACKEND_MODULES = {"dynamo.vllm": Backend.VLLM, "dynamo.sglang": Backend.SGLANG
                     "dynamo.trtllm": Backend.TRTLLM}
 _SHELL_OPERATORS = frozenset({"&&", "||", ";", "|", "&", ";;", "(", ")"})
 _ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_SPACE = re.compile(r"\s")
+
+
+def _has_space(text: str) -> bool:
+    """Whether ``text`` holds a whitespace character (``\\s``). Every whitespace character but
+    the ASCII space is unprintable, so a printable word without a space has none (most words:
+    no pattern is run)."""
+    return " " in text or (not text.isprintable() and _SPACE.search(text) is not None)
 
 # Aliases accepted by the backends' parsers, mapped to one canonical spelling per backend.
 # vLLM: `-tp/-pp/-dp/-dcp/-sc` short options (vllm 0.31.0 vllm/engine/arg_utils.py); SGLang:
@@ -265,7 +273,7 @@ def _tokens(command: tuple[str, ...], args: tuple[str, ...], container_path: Fie
         # A list element holding several words (`- --model Qwen/Qwen3-0.6B`) is split too.
         expanded: list[Token] = []
         for t in items:
-            if t[0].startswith("-") and re.search(r"\s", t[0].strip()):
+            if t[0].startswith("-") and _has_space(t[0].strip()):
                 expanded += [(w, t[1], off) for w, off in split_shell(t[0])]
             else:
                 expanded.append(t)
@@ -357,6 +365,18 @@ def _unseen_ref(value: str) -> tuple[str, str] | None:
 def canonical_flag(flag: str, backend: Backend) -> str:
     """``--block_size`` → ``--block-size``; backend aliases → their canonical spelling.
     ``--trtllm.a.b`` overrides keep their dotted path."""
+    known = _CANONICAL.get((flag, backend))
+    if known is None:
+        known = _canonical_flag(flag, backend)
+        if len(_CANONICAL) < 4096:  # the flags of a run repeat; any text can be a flag
+            _CANONICAL[(flag, backend)] = known
+    return known
+
+
+_CANONICAL: dict[tuple[str, Backend], str] = {}
+
+
+def _canonical_flag(flag: str, backend: Backend) -> str:
     if flag.startswith("--trtllm."):
         return flag
     if flag.startswith("--"):

@@ -114,6 +114,24 @@ def _display(path: str) -> str:
     return rel if not rel.startswith("..") else path
 
 
+def _displays(paths: list[str]) -> list[str]:
+    """:func:`_display` of each path, each folder's relative path found once (the files of a
+    checked folder share it)."""
+    folders: dict[str, str] = {}
+    out: list[str] = []
+    for path in paths:
+        folder, name = os.path.split(path)
+        if name in ("", os.curdir, os.pardir):
+            out.append(_display(path))
+            continue
+        rel = folders.get(folder)
+        if rel is None:
+            rel = folders[folder] = os.path.relpath(folder) if folder else os.curdir
+        rel = name if rel == os.curdir else os.path.join(rel, name)
+        out.append(rel if not rel.startswith("..") else path)
+    return out
+
+
 def _expand(paths: Iterable[str]) -> list[str]:
     out: list[str] = []
     for p in paths:
@@ -181,8 +199,12 @@ def collect(paths: list[str], base: str | None, *, use_git: bool = True) -> list
             raise InputError("no files given, and not in a Git work tree to find staged files")
         if base is None:  # pre-commit mode: index vs HEAD
             changed = [(p, b) for p, b in git.changed("--cached") if _is_yaml(p)]
-            heads = git.blobs([":" + p for p, _ in changed])
-            bases = git.blobs(["HEAD:" + b if b else "HEAD:<none>" for _, b in changed])
+            # The staged texts and those at HEAD in one git process; an added file has none.
+            blobs = git.blobs([":" + p for p, _ in changed]
+                              + ["HEAD:" + b for _, b in changed if b])
+            heads = blobs[:len(changed)]
+            at_head = iter(blobs[len(changed):])
+            bases = [next(at_head) if b else None for _, b in changed]
             staged = []
             for (p, _), h, b in zip(changed, heads, bases):
                 name = _display(os.path.join(git.top, p))
@@ -197,38 +219,73 @@ def collect(paths: list[str], base: str | None, *, use_git: bool = True) -> list
 
     files = _expand(paths)
     rev = base or "HEAD"
-    specs: list[str] = []
+    base_texts: list[str | None] = [None] * len(files)
     if git is not None:
-        for f in files:
-            real = os.path.realpath(f)
-            rel = os.path.relpath(real, os.path.realpath(git.top))
-            if rel.startswith(".."):
-                specs.append(rev + ":<outside>")
-            else:
-                old = renames.get(real, rel)
-                specs.append(f"{rev}:{old}" if old else rev + ":<none>")
-    base_texts: list[str | None] = (
-        list(git.blobs(specs)) if git is not None else [None] * len(files)
-    )
-    shown = [_display(f) for f in files]
-    parsed = _parse_files(list(zip(files, shown)))
-    return [FileInput(name, head, _parse(text, name) if text is not None else None)
-            for name, head, text in zip(shown, parsed, base_texts)]
+        # Only the files of the work tree that have a path at the base are asked for: a file
+        # outside it, or added since, has none (and no git process runs when no file has one).
+        top = os.path.realpath(git.top)
+        asked: list[int] = []
+        specs: list[str] = []
+        for i, real in enumerate(realpaths(files)):
+            rel = os.path.relpath(real, top)
+            if rel == os.pardir or rel.startswith(os.pardir + os.sep):
+                continue
+            old = renames.get(real, rel)
+            if old:
+                asked.append(i)
+                specs.append(f"{rev}:{old}")
+        for i, text in zip(asked, git.blobs(specs)):
+            base_texts[i] = text
+    shown = _displays(files)
+    parsed = _parse_files(list(zip(files, shown)), base_texts)
+    return [FileInput(name, head, base) for name, (head, base) in zip(shown, parsed)]
 
 
-def _parse_files(items: list[tuple[str, str]]) -> list[list[Document]]:
-    """Read and parse files, in this process, with the cyclic garbage collector paused.
+def realpaths(paths: Iterable[str]) -> list[str]:
+    """``os.path.realpath`` of each path, each folder resolved once: realpath looks up every
+    component of every path, and a checked folder's files share all but the last."""
+    folders: dict[str, str] = {}
+    out: list[str] = []
+    for path in paths:
+        folder, name = os.path.split(path)
+        if name in ("", os.curdir, os.pardir):  # not a file's own name: resolved whole
+            out.append(os.path.realpath(path))
+            continue
+        real = folders.get(folder)
+        if real is None:
+            real = folders[folder] = os.path.realpath(folder)
+        full = os.path.join(real, name)
+        out.append(os.path.realpath(full) if os.path.islink(full) else full)
+    return out
+
+
+def _parse_files(items: list[tuple[str, str]], base_texts: list[str | None]
+                 ) -> list[tuple[list[Document], list[Document] | None]]:
+    """Read and parse files, and their texts at the base (None: no base), in this process, with
+    the cyclic garbage collector paused; every file first, then the bases (the first error
+    reported is that of the first file that has one, as a check without a base reports).
 
     Parsed documents are acyclic and live until the run ends, yet every collection triggered by
     their allocation scans all of them again: with the collector running, 2,000 files cost
     about 1.6 s of CPU instead of 1.0 s, and the cost grows faster than the number of files.
     Afterwards they are frozen (``gc.freeze``) so later collections skip them too; reference
     counting still frees them. A process pool does not pay on this (2-CPU) machine: sending the
-    parsed documents back costs more than parsing saves (docs/performance.md)."""
+    parsed documents back costs more than parsing saves (docs/performance.md).
+
+    A base text equal to the file's own (a file unchanged since the base) is not parsed again:
+    the file's documents serve as its base's too (the checker never changes a document), and
+    :func:`dgdgen.check.context.build` then builds their facts once."""
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return [_parse(read_text(path, display=shown), shown) for path, shown in items]
+        heads: list[list[Document]] = []
+        unchanged: list[bool] = []
+        for (path, shown), base in zip(items, base_texts):
+            text = read_text(path, display=shown)
+            heads.append(_parse(text, shown))
+            unchanged.append(base == text)
+        return [(head, head if same else _parse(base, shown) if base is not None else None)
+                for head, same, base, (_, shown) in zip(heads, unchanged, base_texts, items)]
     finally:
         gc.freeze()
         if enabled:
@@ -318,7 +375,10 @@ def sibling_loader(checked: Iterable[str],
     (:func:`dgdgen.check.siblings.head_namespace`), so a pre-commit run does not grow with the
     folder. A file that is not UTF-8 or does not parse holds none. What was learnt is saved to
     the cache after the call that learnt it."""
-    checked_real = {os.path.realpath(f) for f in checked}
+    names = list(checked)
+    reals = realpaths(names)
+    checked_real = set(reals)
+    folder_of = {f: os.path.dirname(real) for f, real in zip(names, reals)}
     listed: dict[str, list[_Sibling]] = {}
     resolved: dict[str, list[siblings.SiblingObject]] = {}
     answers: dict[tuple[str, tuple[tuple[str, ...], ...], frozenset[str | None] | None],
@@ -332,7 +392,9 @@ def sibling_loader(checked: Iterable[str],
 
     def load(file: str, require: Sequence[Sequence[str]] = (),
              namespaces: Collection[str | None] | None = None) -> list[siblings.SiblingObject]:
-        directory = os.path.dirname(os.path.realpath(file))
+        directory = folder_of.get(file)
+        if directory is None:
+            directory = folder_of[file] = os.path.dirname(os.path.realpath(file))
         wanted = None if namespaces is None else frozenset(namespaces)
         key = (directory, tuple(tuple(group) for group in require), wanted)
         if key in answers:  # checked files in one folder share their siblings

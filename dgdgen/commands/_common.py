@@ -25,6 +25,18 @@ def progress(items: list[T], verb: str, label: str = "") -> Iterator[T]:
         sys.stderr.flush()
 
 
+# What the last command built, kept alive (keep_until_exit).
+_KEPT: list[object] = []
+
+
+def keep_until_exit(*objects: object) -> None:
+    """Keep what a command built referenced after it returns, so that the console script's quick
+    exit (``cli.console``) ends the process without freeing it object by object: the documents,
+    facts and findings of a check of 20,000 files took 0.44 s of CPU to free. A caller that runs
+    commands in one process holds at most the last command's objects (each call replaces them)."""
+    _KEPT[:] = objects
+
+
 def report_error(command: str, exc: BaseException) -> None:
     """The one error format of every command: each line of the message as
     ``dgdgen COMMAND: error: …`` on stderr (an error with several problems gives several lines)."""

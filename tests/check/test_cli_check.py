@@ -235,3 +235,25 @@ def test_check_says_when_no_dgd_was_among_the_files(tmp_path: Path) -> None:
     assert "no DynamoGraphDeployment" not in dgd.stdout
     assert json.loads(dgdgen("check", str(SAFE / "new.yaml"), "-f", "json").stdout)[
         "summary"]["dgds"] == 1
+
+
+def test_a_check_leaves_its_objects_to_the_process_exit_and_only_its_own(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The documents and the report of a check stay referenced after it returns (the console
+    script then ends without freeing them one by one); a later command replaces them, so a
+    process that runs many holds one run's objects at most."""
+    import weakref
+
+    from dgdgen import cli
+    from dgdgen.commands import _common
+
+    assert cli.main(["check", str(SAFE / "new.yaml"), "--fail-on", "never"]) == 0
+    files, report = _common._KEPT
+    assert [f.file for f in files] == report.files and report.pairs
+    first = weakref.ref(report.pairs[0])
+    del files, report
+    assert first() is not None  # still referenced after the command returned
+    assert cli.main(["check", str(BLOCK / "new.yaml"), "--fail-on", "never"]) == 0
+    assert first() is None  # replaced, and freed, by the next check
+    assert len(_common._KEPT) == 2
+    capsys.readouterr()

@@ -239,3 +239,72 @@ spec:
     assert len(hits) == 1, hits  # a Secret brought in whole is credentials: not reported
     assert "ConfigMap 'chat'" in hits[0] and "--custom-jinja-template" in hits[0]
     assert "mdc-checksum input" in hits[0]
+
+
+def test_a_files_own_configmaps_and_secrets_come_before_the_folders() -> None:
+    """A DGD resolves a name against its own file's ConfigMaps and Secrets first; a DGD in a
+    file without one gets the last of that name in the checked files; on both sides."""
+    from dgdgen.check.context import FileInput, build
+    from dgdgen.yamlio import load_documents_fast
+
+    dgd = """apiVersion: nvidia.com/v1beta1
+kind: DynamoGraphDeployment
+metadata: {name: %s}
+spec:
+  components:
+    - name: worker
+      type: worker
+      podTemplate:
+        spec:
+          containers:
+            - name: main
+              command: [python3, -m, dynamo.vllm]
+              args: [--model, m]
+              env:
+                - name: DYN_CUSTOM_JINJA_TEMPLATE
+                  valueFrom: {configMapKeyRef: {name: chat, key: path}}
+                - name: DYN_SECRET_KEY
+                  valueFrom: {secretKeyRef: {name: tokens, key: mine}}
+"""
+    cm = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: chat}\ndata: {path: /t/%s.jinja}\n"
+    secret = "apiVersion: v1\nkind: Secret\nmetadata: {name: tokens}\nstringData: {%s: x}\n"
+
+    def file(name: str, text: str) -> FileInput:
+        return FileInput(name, load_documents_fast(text, name), load_documents_fast(text, name))
+
+    own = file("own.yaml", dgd % "own" + "---\n" + cm % "own" + "---\n" + secret % "mine")
+    other = file("other.yaml", cm % "other" + "---\n" + cm % "last" + "---\n" + secret % "theirs")
+    bare = file("bare.yaml", dgd % "bare")
+
+    def seen(files: list[FileInput]) -> dict[str, tuple[str, ...]]:
+        out = {}
+        for pair in build(files, "1.6").dgds:
+            assert pair.base is not None
+            for side in (pair.head, pair.base):
+                env = side.components["worker"].env
+                out[f"{side.name}:{side is pair.head}"] = (
+                    env["DYN_CUSTOM_JINJA_TEMPLATE"].value, env["DYN_SECRET_KEY"].value)
+        return out
+
+    mine = ("/t/own.jinja", "secretKeyRef:tokens/mine (present)")
+    theirs = ("/t/last.jinja", "secretKeyRef:tokens/mine (absent)")
+    # another file's ConfigMap and Secret of the same names come later: the own ones still win
+    assert seen([own, other, bare]) == {"own:True": mine, "own:False": mine,
+                                        "bare:True": theirs, "bare:False": theirs}
+    # the own ones come last: the file without any gets them too
+    assert seen([other, bare, own]) == {"bare:True": mine, "bare:False": mine,
+                                        "own:True": mine, "own:False": mine}
+
+
+def test_the_whitespace_test_of_a_word_is_that_of_the_pattern() -> None:
+    """`_has_space` (a printable word without a space has none) agrees with `\\s` on every
+    character, alone and inside a word."""
+    import re
+
+    from dgdgen.check.facts import _has_space
+
+    for i in range(0x110000):
+        c = chr(i)
+        want = re.search(r"\s", c) is not None
+        assert _has_space(c) is want, hex(i)
+        assert _has_space(f"--a{c}b") is want, hex(i)

@@ -9,19 +9,22 @@ from dgdgen.check.facts import line_of
 from dgdgen.check.findings import Finding
 from dgdgen.check.flags import FLAG_LIFECYCLE
 from dgdgen.check.rules import RuleMeta
+from dgdgen.dgd import Backend
 
 
 def lifecycle(ctx: Context, rule: RuleMeta, state: str) -> Iterator[Finding]:
+    # The flags in this state in the target release, per backend: decided once, not per worker.
+    statuses = [s for s in FLAG_LIFECYCLE if s.state(ctx.release) == state]
+    by_backend = {b: [s for s in statuses if b in s.backends] for b in Backend}
     for pair in ctx.dgds:
         h = pair.head
         for comp in h.components.values():
-            if not comp.is_worker:
+            mine = by_backend[comp.backend]
+            if not mine or not comp.is_worker:
                 continue
-            for status in FLAG_LIFECYCLE:
-                if comp.backend not in status.backends or status.state(ctx.release) != state:
-                    continue
-                hits = [(raw, s) for raw, s in comp.raw_flags
-                        if "--" + raw[2:].replace("_", "-") == status.flag]
+            spelled = [("--" + raw[2:].replace("_", "-"), raw, s) for raw, s in comp.raw_flags]
+            for status in mine:
+                hits = [(raw, s) for flag, raw, s in spelled if flag == status.flag]
                 if status.env and status.env in comp.env:
                     hits.append((status.env, comp.env[status.env]))
                 for raw, s in hits:

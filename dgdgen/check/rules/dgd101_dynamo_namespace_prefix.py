@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from dgdgen.check.context import Context
 from dgdgen.check.findings import Finding, Severity
 from dgdgen.check.rules import RuleMeta
-from dgdgen.dgd import KIND, dynamo_namespace
+from dgdgen.dgd import KIND, Dgd, dynamo_namespace
 
 RULE = RuleMeta(
     code="DGD101",
@@ -44,11 +44,11 @@ _LITERAL_NAMESPACE = re.compile(r"^(?=.*[a-z])[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 def check(ctx: Context) -> Iterator[Finding]:
     # DGDs of the checked files, plus those rendered next to them (a pre-commit run sees only
     # the changed files; the other half of a conflicting pair usually sits in the same folder).
-    entries: dict[tuple[str | None, str], tuple[str, int | None, int | None, str, bool]] = {}
+    # (file, the checked DGD or None for a sibling, object); a line is looked up for a finding
+    entries: dict[tuple[str | None, str], tuple[str, Dgd | None, str]] = {}
     for pair in ctx.dgds:
         h = pair.head
-        loc = h.dgd.location(("metadata", "name"))
-        entries.setdefault((h.namespace, h.name), (h.file, loc.line, loc.column, h.object, True))
+        entries.setdefault((h.namespace, h.name), (h.file, h.dgd, h.object))
     # Only siblings that can be a DGD in the namespace of a checked one (no namespace being a
     # group of its own) can conflict: the others are not parsed (a textual pre-filter,
     # sources.could_contain, and the namespace a file's head declares, siblings.head_namespace).
@@ -62,27 +62,30 @@ def check(ctx: Context) -> Iterator[Finding]:
         for sib in ctx.siblings(pair.head.file, require, namespaces):
             if sib.kind == KIND:
                 entries.setdefault((sib.namespace, sib.name),
-                                   (sib.file, None, None, f"{KIND}/{sib.name}", False))
+                                   (sib.file, None, f"{KIND}/{sib.name}"))
     by_ns: dict[str | None, list[str]] = {}
     for ns, name in entries:
         by_ns.setdefault(ns, []).append(name)
     for ns, names in sorted(by_ns.items(), key=lambda kv: kv[0] or ""):
         dyn = {n: dynamo_namespace(ns or "<namespace>", n) for n in names}
         # In sorted order every string that starts with `a` directly follows `a`, so each scan
-        # stops at the first non-match: O(n log n) for thousands of DGDs.
+        # stops at the first non-match: O(n log n) for thousands of DGDs (by index: a slice of
+        # the rest for each name would copy O(n²) entries).
         ordered = sorted(names, key=lambda n: (dyn[n], n))
         for i, short in enumerate(ordered):
-            for long in ordered[i + 1:]:
+            for j in range(i + 1, len(ordered)):
+                long = ordered[j]
                 if not dyn[long].startswith(dyn[short]):
                     break
                 if dyn[long] == dyn[short]:
                     continue
                 # Report on the checked one of the pair (the longer name when both are checked).
                 for name, other in ((long, short), (short, long)):
-                    file, line, col, obj, checked = entries[(ns, name)]
-                    if checked:
+                    file, dgd, obj = entries[(ns, name)]
+                    if dgd is not None:
+                        loc = dgd.location(("metadata", "name"))
                         yield RULE.finding(
-                            file=file, line=line, column=col,
+                            file=file, line=loc.line, column=loc.column,
                             message=(f"Dynamo namespace of DGD {short!r} ({dyn[short]}) is a "
                                      f"prefix of that of {long!r} ({dyn[long]}): the frontend "
                                      f"of {short!r} also discovers the workers of {long!r}"),
