@@ -1,0 +1,13 @@
+"""The explicit invariant registry: adding one touches its module and one line here."""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from dgdgen.cluster.rules import clu101_incomplete_generation_reachable
+
+_MODULES: tuple[ModuleType, ...] = (
+    clu101_incomplete_generation_reachable,
+)
+
+RULES: dict[str, ModuleType] = {m.RULE.code: m for m in _MODULES}
