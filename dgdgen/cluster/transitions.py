@@ -68,11 +68,13 @@ def is_hook(doc: Mapping[str, Any]) -> bool:
     return isinstance(ann, dict) and ANN_HOOK in ann
 
 
-def read_state(label: str, files: list[str]) -> State:
+def read_state(label: str, files: list[tuple[str, str]]) -> State:
+    """A state from its files: (path shown in findings, YAML text). Hooks (drain Jobs, PostSync
+    AnalysisRuns) serve nothing and are left out."""
     objects: dict[Key, dict[str, Any]] = {}
     documents: dict[Key, yamlio.Document] = {}
-    for path in files:
-        for doc in yamlio.load_file(path):
+    for path, text in files:
+        for doc in yamlio.load_documents(text, path):
             if isinstance(doc.data, dict) and doc.data.get("kind") and not is_hook(doc.data):
                 k = key_of(doc.data)
                 objects[k] = doc.data
@@ -80,19 +82,38 @@ def read_state(label: str, files: list[str]) -> State:
     return State(label, objects, documents)
 
 
-def _yaml_files(folder: str) -> list[str]:
-    return sorted(os.path.join(folder, n) for n in os.listdir(folder)
-                  if n.endswith((".yaml", ".yml")) and os.path.isfile(os.path.join(folder, n)))
+def _yaml_files(folder: str) -> list[tuple[str, str]]:
+    names = sorted(n for n in os.listdir(folder)
+                   if n.endswith((".yaml", ".yml")) and os.path.isfile(os.path.join(folder, n)))
+    return [(os.path.join(folder, n), yamlio.read_text(os.path.join(folder, n))) for n in names]
 
 
 def read_tree(root: str) -> list[State]:
-    """The states of a rendered tree, in plan order; a folder without state folders is one
-    state named after itself."""
+    """The states of a rendered tree on disk, in plan order; a folder without state folders is
+    one state named after itself."""
     subdirs = sorted(d for d in os.listdir(root) if STATE.match(d)
                      and os.path.isdir(os.path.join(root, d)))
     if not subdirs:
         return [read_state(os.path.basename(os.path.normpath(root)), _yaml_files(root))]
     return [read_state(d, _yaml_files(os.path.join(root, d))) for d in sorted(subdirs, key=_order)]
+
+
+def states_of(files: Mapping[str, str], root: str) -> list[State]:
+    """The states of a rendered tree in memory (relative path → text, as ``render`` builds it
+    before writing), shown under ``root``."""
+    by: dict[str, list[tuple[str, str]]] = {}
+    single: list[tuple[str, str]] = []
+    for rel, text in sorted(files.items()):
+        if not rel.endswith((".yaml", ".yml")):
+            continue
+        head, _, _name = rel.partition("/")
+        if _name and STATE.match(head):
+            by.setdefault(head, []).append((os.path.join(root, rel), text))
+        elif not _name:
+            single.append((os.path.join(root, rel), text))
+    if not by:
+        return [read_state(os.path.basename(os.path.normpath(root)) or "state", single)]
+    return [read_state(label, by[label]) for label in sorted(by, key=_order)]
 
 
 def _order(label: str) -> tuple[int, int]:

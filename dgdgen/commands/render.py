@@ -124,6 +124,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             state = prepared.state(args.step)
             rendered = state_files(prepared, state, validate=not args.no_validate)
+        _invariants(rendered, os.path.join(args.output, prefix))
         files.update({prefix + k: v for k, v in rendered.items()})
     write_tree(args.output, files, force=args.force)
     sys.stderr.write(f"wrote {len(files)} file(s) to {os.path.relpath(args.output)}\n")
@@ -211,3 +212,13 @@ def _stdout(args: argparse.Namespace, spec: str) -> int:
         ("---\n" if i else "") + text for i, (_name, text) in enumerate(sorted(files.items()))
     ))
     return 0
+
+
+def _invariants(files: dict[str, str], root: str) -> None:
+    """Refuse (exit 1, nothing written) a tree that would break an invariant on a cluster
+    (docs/invariants.md); print its warnings."""
+    from dgdgen.cluster.check import check_files, require
+
+    for f in require(check_files(files, os.path.normpath(root))):
+        sys.stderr.write(f"{f.file}:{f.line}:{f.column}: warning: {f.code} {f.slug}: "
+                         f"{f.message}\n")

@@ -9,7 +9,7 @@ state or the moment of a transition where the invariant breaks.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 
 from dgdgen.check.findings import Finding, Severity
@@ -40,11 +40,14 @@ class Tree:
 
     root: str
     states: list[State]
-    _graphs: dict[str, Graph] = field(default_factory=dict)
+    pairs: list[tuple[State, State]] | None = None  # the transitions, when not the tree's own
+    # states whose own findings at rest are not reported (the state a GitOps move leaves: what
+    # it breaks is no reason to refuse leaving it); they still tell a transition's findings apart
+    quiet: frozenset[str] = frozenset()
 
     @cached_property
     def transitions(self) -> list[tuple[State, State]]:
-        return transitions(self.states)
+        return self.pairs if self.pairs is not None else transitions(self.states)
 
     def moments(self) -> Iterator[Moment]:
         """Every state at rest, then every moment of every transition."""

@@ -61,6 +61,8 @@ def check(tree: Tree) -> Iterator[Finding]:
         for reach, what, gen in _violations(tree, moment):
             if moment.frm is None:
                 at_rest.setdefault(moment.to.label, set()).add((reach.entry, gen))
+                if moment.to.label in tree.quiet:
+                    continue
             elif (reach.entry, gen) in at_rest.get(moment.frm.label, set()) | \
                     at_rest.get(moment.to.label, set()):
                 continue  # the state's own finding says it

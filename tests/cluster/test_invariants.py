@@ -1,0 +1,102 @@
+"""The invariants over rendered trees: the tree the landed code rendered before the fix reports
+its finding; every bundled example reports nothing; `verify` prints them; `render` and the GitOps
+commands refuse (exit 1, nothing written) what would break one; a wave-order mistake shows up at
+the moment it would bite."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cluster_support import dgd, route, service
+from hostile_support import cli
+
+from dgdgen import yamlio
+from dgdgen.cluster.check import check_tree
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURES = REPO / "tests" / "data" / "cluster"
+EXAMPLES = sorted(p.parent for p in (REPO / "examples").glob("*/rollout.yaml"))
+
+
+def test_finding_1_tree_reports_the_out_of_mesh_path_to_a_workerless_frontend() -> None:
+    """The GAMMA example as the landed code rendered it: at the 100 % step the parent Service
+    still selects the stable frontend, whose workers that step removes."""
+    [f] = check_tree(str(FIXTURES / "finding1-gamma-parent"))
+    assert (f.code, f.slug) == ("CLU101", "incomplete-generation-reachable")
+    assert f.file.endswith("step-03/service-qwen-router.yaml") and f.line == 15  # spec.selector
+    assert "out-of-mesh callers of Service inference/qwen-router" in f.message
+    assert "vllm-v1-disagg-router runs no decode and no prefill worker" in f.message
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=[e.name for e in EXAMPLES])
+def test_bundled_examples_break_no_invariant(example: Path) -> None:
+    assert check_tree(str(example / "rendered")) == []
+
+
+def test_verify_prints_broken_invariants_and_exits_1(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    shutil.copytree(FIXTURES / "finding1-gamma-parent", tree)
+    r = cli("verify", str(tree))
+    assert r.code == 1
+    assert f"{tree}/step-03/service-qwen-router.yaml:15:3: Service/inference/qwen-router: " \
+        "CLU101 incomplete-generation-reachable: step-03 at rest:" in r.out
+    assert "1 broken invariant(s)" in r.err
+    r = cli("verify", "--skip-invariants", str(tree))
+    assert r.code == 0 and "CLU101" not in r.out
+    r = cli("verify", str(REPO / "examples" / "vllm-disagg-block-size" / "rendered"))
+    assert r.code == 0, r.out
+
+
+def _write(folder: Path, *docs: dict[str, Any]) -> None:
+    folder.mkdir(parents=True)
+    for d in docs:
+        (folder / f"{d['kind'].lower()}-{d['metadata']['name']}.yaml").write_text(yamlio.dump(d))
+
+
+def test_a_route_that_moves_in_the_wave_its_generation_grows_in_is_caught(tmp_path: Path
+                                                                         ) -> None:
+    """Both states are fine at rest; between them the route gives the new generation weight in
+    wave 0, where its DGD is created: its frontend is Ready long before its workers."""
+    blue = dgd("blue", agg=1)
+    _write(tmp_path / "t" / "step-00", blue, service("blue-fe", "blue"),
+           route("r", {"blue-fe": 100}))
+    _write(tmp_path / "t" / "step-01", blue, dgd("green", agg=1, wave="0"),
+           service("blue-fe", "blue"), service("green-fe", "green", wave="0"),
+           route("r", {"blue-fe": 50, "green-fe": 50}, wave="0"))
+    [f] = check_tree(str(tmp_path / "t"))
+    assert f.code == "CLU101" and f.file.endswith("step-01/httproute-r.yaml")
+    assert f.message.startswith("step-00 → step-01, wave 0: HTTPRoute/r applied alone") or \
+        f.message.startswith("step-00 → step-01, wave 0 applied")
+    assert "green/Frontend" in f.message and "runs no aggregated worker" in f.message
+    # the same route in the shift wave: nothing
+    (tmp_path / "t" / "step-01" / "httproute-r.yaml").write_text(yamlio.dump(
+        route("r", {"blue-fe": 50, "green-fe": 50}, wave="1")))
+    assert check_tree(str(tmp_path / "t")) == []
+
+
+@pytest.fixture
+def stable_parent(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The renderer as it was: the GAMMA parent Service selects the stable's frontend at every
+    step."""
+    from dgdgen.render import traffic
+
+    real = traffic.frontend_selector
+
+    def stable_only(prepared: Any, revision: str | None) -> dict[str, str]:
+        return real(prepared, prepared.stable.revision if revision else revision)
+
+    monkeypatch.setattr(traffic, "frontend_selector", stable_only)
+
+
+@pytest.mark.usefixtures("stable_parent")
+def test_render_refuses_a_tree_that_breaks_an_invariant(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    r = cli("render", str(REPO / "examples" / "vllm-disagg-block-size" / "rollout.yaml"),
+            "-o", str(out))
+    assert r.code == 1, r.err
+    assert "CLU101 incomplete-generation-reachable" in r.err and "nothing was written" in r.err
+    assert not out.exists()
+
