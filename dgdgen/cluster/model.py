@@ -10,14 +10,14 @@ given. What it assumes of the cluster, each from a recorded fact:
   (its name), plus the pod template's own labels (ai-dynamo/dynamo
   ``deploy/operator/internal/consts/consts.go``; :mod:`dgdgen.render.services`).
 * A frontend's readiness probe is the operator's ``/health``, which answers 200 with no workers
-  at all (measured on the Dynamo 1.6.1 frontend, shared/facts/dynamo-runtime.md "Endpoints"):
+  at all (observed on the Dynamo 1.6.1 frontend: docs/traffic.md, "Frontend readiness"):
   a Service keeps a workerless frontend in its endpoints. Only a probe on
   ``/v1/models/{model}/ready`` (404 without workers) takes it out.
 * A frontend routes to the workers of its own Dynamo namespace: the workers of its DGD, and of
   its worker group where the proposed ``workerGroupName`` splits one DGD. A disaggregated graph
   serves only while both its prefill and its decode workers run: on the 1.6.1 runtime a
   generation with prefill workers alone, or decode workers alone, answers 503 to every request
-  (shared/facts/dynamo-runtime.md).
+  (the in-place rehearsal, docs/rehearse.md).
 * HAProxy's health check on the ready path marks a frontend with no workers DOWN
   (``option httpchk GET /v1/models/…/ready``), not one with workers of one role only.
 * Callers inside a GAMMA mesh follow the route's weights; callers outside it (and every caller of

@@ -9,7 +9,7 @@ below it, then ``rollback``), and ``cleanup`` after the last step. A folder that
 Between two states Argo CD applies the new objects wave by wave
 (``argocd.argoproj.io/sync-wave``, lowest first), waits until each wave is Healthy — for a DGD,
 until its new replicas run (``argo/dgd-health.lua``) — and prunes what the new state no longer
-holds after the last wave (``PruneLast=true``; shared/facts/argo.md §3.2). The moments checked
+holds after the last wave (``PruneLast=true``; Argo CD v3.5.1 docs/user-guide/sync-waves.md and sync-options.md). The moments checked
 are, for every wave: each object of the wave applied alone while the rest of the wave is still
 old, the wave applied before its DGDs have converged (new frontends up, new workers not yet
 ready: a frontend is Ready in about a second, a worker only once its engine loaded), and the wave

@@ -100,3 +100,19 @@ def test_render_refuses_a_tree_that_breaks_an_invariant(tmp_path: Path) -> None:
     assert "CLU101 incomplete-generation-reachable" in r.err and "nothing was written" in r.err
     assert not out.exists()
 
+
+
+def test_registry_and_docs() -> None:
+    """Codes unique and well-formed, every invariant documented, the committed pages current."""
+    from dgdgen.cluster import docs
+    from dgdgen.cluster.rules.registry import RULES
+
+    codes = [m.RULE.code for m in RULES.values()]
+    assert len(set(codes)) == len(codes)
+    for m in RULES.values():
+        meta = m.RULE
+        assert meta.code.startswith("CLU") and meta.slug and meta.finding_of and meta.rationale
+    for name, text in docs.pages().items():
+        path = REPO / "docs" / name
+        assert path.exists(), f"run: python -m dgdgen.cluster.docs --write docs ({name})"
+        assert path.read_text() == text, "stale: python -m dgdgen.cluster.docs --write docs"
