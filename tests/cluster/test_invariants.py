@@ -116,3 +116,14 @@ def test_registry_and_docs() -> None:
         path = REPO / "docs" / name
         assert path.exists(), f"run: python -m dgdgen.cluster.docs --write docs ({name})"
         assert path.read_text() == text, "stale: python -m dgdgen.cluster.docs --write docs"
+
+
+def test_finding_4_tree_reports_the_rollback_that_drops_the_roll_settings() -> None:
+    """The in-place example as the landed code rendered it: step 1 rolls with surge 1 /
+    unavailable 0; the rollback state is the bare stable DGD, so the way back rolls on the
+    operator's 25 %/25 % defaults."""
+    [f] = check_tree(str(FIXTURES / "finding4-inplace-rollback"))
+    assert (f.code, f.slug) == ("CLU201", "rollback-drops-roll-settings")
+    assert f.file.endswith("rollback/dynamographdeployment-vllm-agg.yaml")
+    assert f.message.startswith("step-01 → rollback: component VllmDecodeWorker rolls back")
+    assert "max-surge: '1'" in f.message and "max-unavailable: '0'" in f.message

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from dgdgen.cluster.rules import clu101_incomplete_generation_reachable
+from dgdgen.cluster.rules import (
+    clu101_incomplete_generation_reachable,
+    clu201_rollback_drops_roll_settings,
+)
 
 _MODULES: tuple[ModuleType, ...] = (
     clu101_incomplete_generation_reachable,
+    clu201_rollback_drops_roll_settings,
 )
 
 RULES: dict[str, ModuleType] = {m.RULE.code: m for m in _MODULES}
