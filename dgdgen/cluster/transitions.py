@@ -23,7 +23,7 @@ import itertools
 import os
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from dgdgen import yamlio
@@ -40,6 +40,7 @@ class State:
     label: str
     objects: dict[Key, dict[str, Any]]
     documents: dict[Key, yamlio.Document]
+    hooks: dict[Key, dict[str, Any]] = field(default_factory=dict)  # drain Jobs, PostSync runs
 
 
 @dataclass(frozen=True)
@@ -73,13 +74,18 @@ def read_state(label: str, files: list[tuple[str, str]]) -> State:
     AnalysisRuns) serve nothing and are left out."""
     objects: dict[Key, dict[str, Any]] = {}
     documents: dict[Key, yamlio.Document] = {}
+    hooks: dict[Key, dict[str, Any]] = {}
     for path, text in files:
         for doc in yamlio.load_documents(text, path):
-            if isinstance(doc.data, dict) and doc.data.get("kind") and not is_hook(doc.data):
-                k = key_of(doc.data)
+            if not isinstance(doc.data, dict) or not doc.data.get("kind"):
+                continue
+            k = key_of(doc.data)
+            if is_hook(doc.data):
+                hooks[k] = doc.data
+            else:
                 objects[k] = doc.data
                 documents[k] = doc
-    return State(label, objects, documents)
+    return State(label, objects, documents, hooks)
 
 
 def _yaml_files(folder: str) -> list[tuple[str, str]]:

@@ -127,3 +127,68 @@ def test_finding_4_tree_reports_the_rollback_that_drops_the_roll_settings() -> N
     assert f.file.endswith("rollback/dynamographdeployment-vllm-agg.yaml")
     assert f.message.startswith("step-01 → rollback: component VllmDecodeWorker rolls back")
     assert "max-surge: '1'" in f.message and "max-unavailable: '0'" in f.message
+
+
+def _frontend_grace(doc: dict[str, Any], seconds: int) -> dict[str, Any]:
+    doc["spec"]["services"]["Frontend"]["extraPodSpec"] = {
+        "terminationGracePeriodSeconds": seconds}
+    return doc
+
+
+def _migrating(doc: dict[str, Any]) -> dict[str, Any]:
+    doc["spec"]["services"]["Frontend"].setdefault("extraPodSpec", {})["mainContainer"] = {
+        "env": [{"name": "DYN_MIGRATION_LIMIT", "value": "3"}]}
+    return doc
+
+
+def _timed(r: dict[str, Any], timeout: str) -> dict[str, Any]:
+    r["spec"]["rules"][0]["timeouts"] = {"request": timeout}
+    return r
+
+
+def _shrink_tree(tmp: Path, before: dict[str, Any], after: dict[str, Any]) -> Path:
+    green = dgd("green", agg=2, wave="0")
+    _write(tmp / "step-00", before, green, service("blue-fe", "blue"), service("green-fe", "green"),
+           _timed(route("r", {"blue-fe": 75, "green-fe": 25}), "610s"))
+    _write(tmp / "step-01", after, green, service("blue-fe", "blue"), service("green-fe", "green"),
+           _timed(route("r", {"blue-fe": 50, "green-fe": 50}, wave="1"), "610s"))
+    return tmp
+
+
+def test_finding_8_a_serving_generation_shrinks_with_a_short_grace(tmp_path: Path) -> None:
+    """The stable keeps half the traffic and loses a worker and a frontend: no drain, the
+    default 30 s grace against a 610 s request bound."""
+    tree = _shrink_tree(tmp_path / "a", dgd("blue", frontend=2, agg=2),
+                        dgd("blue", frontend=1, agg=1, wave="3"))
+    found = check_tree(str(tree))
+    assert [(f.code, f.message.split(": ", 1)[1][:47]) for f in found] == [
+        ("CLU202", "1 pod(s) of blue/Frontend stop while its genera"),
+        ("CLU202", "1 pod(s) of blue/Worker stop while its generati")]
+    assert "termination grace of 30 s against a request bound of 610 s" in found[0].message
+    # frontends that migrate protect the workers, not the frontend's own connections
+    tree = _shrink_tree(tmp_path / "b", _migrating(dgd("blue", frontend=2, agg=2)),
+                        _migrating(dgd("blue", frontend=1, agg=1, wave="3")))
+    assert [f.message.split(": ", 1)[1][:26] for f in check_tree(str(tree))] == [
+        "1 pod(s) of blue/Frontend "]
+    # a grace covering the bound keeps them all
+    tree = _shrink_tree(tmp_path / "c", _migrating(_frontend_grace(dgd("blue", frontend=2, agg=2),
+                                                                   620)),
+                        _migrating(_frontend_grace(dgd("blue", frontend=1, agg=1, wave="3"), 620)))
+    assert check_tree(str(tree)) == []
+    # or an acknowledgment with a reason, on the DGD
+    acked = dgd("blue", frontend=1, agg=1, wave="3")
+    acked["metadata"]["annotations"]["dgdgen.dev/ignore"] = "CLU202: batch clients retry"
+    tree = _shrink_tree(tmp_path / "d", dgd("blue", frontend=2, agg=2), acked)
+    assert check_tree(str(tree)) == []
+
+
+def test_a_generation_that_leaves_without_a_drain_is_reported(tmp_path: Path) -> None:
+    tree = tmp_path / "t"
+    _write(tree / "step-00", dgd("blue", agg=1), dgd("green", agg=1), service("blue-fe", "blue"),
+           service("green-fe", "green"), route("r", {"blue-fe": 50, "green-fe": 50}))
+    _write(tree / "step-01", dgd("blue", agg=0, wave="3"), dgd("green", agg=1),
+           service("blue-fe", "blue"), service("green-fe", "green"),
+           route("r", {"blue-fe": 0, "green-fe": 100}, wave="1"))
+    [f] = check_tree(str(tree))
+    assert f.code == "CLU202" and "as its generation leaves the traffic, and no drain hook" in \
+        f.message

@@ -7,11 +7,13 @@ from types import ModuleType
 from dgdgen.cluster.rules import (
     clu101_incomplete_generation_reachable,
     clu201_rollback_drops_roll_settings,
+    clu202_pods_stop_under_traffic,
 )
 
 _MODULES: tuple[ModuleType, ...] = (
     clu101_incomplete_generation_reachable,
     clu201_rollback_drops_roll_settings,
+    clu202_pods_stop_under_traffic,
 )
 
 RULES: dict[str, ModuleType] = {m.RULE.code: m for m in _MODULES}
