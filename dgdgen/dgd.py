@@ -210,6 +210,18 @@ class Dgd:
         assert isinstance(labels, dict)
         return labels
 
+    def doc_annotations(self, name: str) -> dict[str, Any]:
+        """The component's rolling-update annotations as written (read only: nothing is
+        created)."""
+        node = self.component_doc(name)
+        if self.version == "v1alpha1":
+            ann = node.get("annotations")
+        else:
+            tmpl = node.get("podTemplate")
+            meta = tmpl.get("metadata") if isinstance(tmpl, dict) else None
+            ann = meta.get("annotations") if isinstance(meta, dict) else None
+        return ann if isinstance(ann, dict) else {}
+
     def component_annotations(self, name: str) -> dict[str, Any]:
         """Where the operator reads per-component rolling-update annotations (upstream #6110)."""
         node = self.component_doc(name)

@@ -111,7 +111,7 @@ def prepare(path: str) -> Prepared:
         ) from None
     notes = reasons + _migration_notes(cand, mode) + _model_name_notes(stable, cand)
     notes += _grace_notes(loaded, stable, cand, plan) + _shrink_notes(stable, cand, plan)
-    notes += _frontend_resource_notes(stable, cand, mode)
+    notes += _frontend_resource_notes(stable, cand, mode) + _roll_settings_notes(stable, mode)
     if notes:
         plan = _with_notes(plan, notes)
     base, cand_name = _names(loaded, stable, cand, mode)
@@ -379,6 +379,25 @@ def _frontend_resource_notes(stable: Generation, cand: Generation, mode: str
                 f"set {where} (cpu, memory) in {where_dgd}"
             )
     return tuple(out)
+
+
+def _roll_settings_notes(stable: Generation, mode: str) -> tuple[str, ...]:
+    """In place the way back is a roll that keeps the forward roll's surge settings (CLU201); a
+    stable DGD without them has them added at rollback, and the operator's worker hash covers
+    annotations: the next rollout's baseline, without them, would roll the workers once more."""
+    from dgdgen.dgd import ANN_MAX_SURGE
+
+    if mode != "in-place":
+        return ()
+    bare = [c.name for c in stable.dgd.workers()
+            if ANN_MAX_SURGE not in stable.dgd.doc_annotations(c.name)]
+    if not bare:
+        return ()
+    return (
+        "the rollback state keeps the forward roll's nvidia.com/deployment-rolling-update-* "
+        f"annotations on {', '.join(bare)} (the way back is a roll too); the operator's worker "
+        "hash covers annotations, so a stable DGD without them rolls its workers once more when "
+        "the next rollout starts from it: set them in spec.stable.dgd",)
 
 
 def _with_notes(plan: planmod.Plan, notes: tuple[str, ...]) -> planmod.Plan:
