@@ -393,11 +393,11 @@ def _roll_settings_notes(stable: Generation, mode: str) -> tuple[str, ...]:
             if ANN_MAX_SURGE not in stable.dgd.doc_annotations(c.name)]
     if not bare:
         return ()
-    return (
+    return ((
         "the rollback state keeps the forward roll's nvidia.com/deployment-rolling-update-* "
         f"annotations on {', '.join(bare)} (the way back is a roll too); the operator's worker "
         "hash covers annotations, so a stable DGD without them rolls its workers once more when "
-        "the next rollout starts from it: set them in spec.stable.dgd",)
+        "the next rollout starts from it: set them in spec.stable.dgd"),)
 
 
 def _with_notes(plan: planmod.Plan, notes: tuple[str, ...]) -> planmod.Plan:
