@@ -192,3 +192,26 @@ def test_a_generation_that_leaves_without_a_drain_is_reported(tmp_path: Path) ->
     [f] = check_tree(str(tree))
     assert f.code == "CLU202" and "as its generation leaves the traffic, and no drain hook" in \
         f.message
+
+
+def test_finding_6_gitops_objects_whose_deletion_cascades_to_serving_dgds(tmp_path: Path
+                                                                         ) -> None:
+    """`dgdgen argo` output as the landed code wrote it (one Application; an ApplicationSet for
+    two clusters) reports both; today's output for the same specs reports nothing."""
+    found = check_tree(str(FIXTURES / "finding6-cascading-delete"))
+    assert [(f.code, f.object) for f in found] == [
+        ("CLU301", "Application/argocd/qwen-router"),
+        ("CLU301", "ApplicationSet/argocd/qwen-router")]
+    assert "cascading-delete finalizer" in found[0].message
+    assert "preserveResourcesOnDeletion is not true" in found[1].message
+    spec = tmp_path / "rollout.yaml"
+    shutil.copy(REPO / "examples" / "vllm-disagg-block-size" / "dgd.yaml", tmp_path / "dgd.yaml")
+    text = (REPO / "examples" / "vllm-disagg-block-size" / "rollout.yaml").read_text()
+    for name, fan_out in (("one", ""), ("two", "    clusters:\n"
+                                                "      - {name: us-east, server: https://a:6443}\n"
+                                                "      - {name: eu-west, server: https://b:6443}\n")):
+        spec.write_text(text.replace("    branch: main\n", "    branch: main\n" + fan_out, 1))
+        out = tmp_path / name
+        assert cli("argo", str(spec), "-o", str(out)).code == 0
+        r = cli("verify", str(out))
+        assert r.code == 0 and "CLU301" not in r.out, r.out

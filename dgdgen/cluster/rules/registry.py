@@ -8,12 +8,14 @@ from dgdgen.cluster.rules import (
     clu101_incomplete_generation_reachable,
     clu201_rollback_drops_roll_settings,
     clu202_pods_stop_under_traffic,
+    clu301_delete_cascades_to_serving,
 )
 
 _MODULES: tuple[ModuleType, ...] = (
     clu101_incomplete_generation_reachable,
     clu201_rollback_drops_roll_settings,
     clu202_pods_stop_under_traffic,
+    clu301_delete_cascades_to_serving,
 )
 
 RULES: dict[str, ModuleType] = {m.RULE.code: m for m in _MODULES}
