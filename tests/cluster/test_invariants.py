@@ -207,9 +207,9 @@ def test_finding_6_gitops_objects_whose_deletion_cascades_to_serving_dgds(tmp_pa
     spec = tmp_path / "rollout.yaml"
     shutil.copy(REPO / "examples" / "vllm-disagg-block-size" / "dgd.yaml", tmp_path / "dgd.yaml")
     text = (REPO / "examples" / "vllm-disagg-block-size" / "rollout.yaml").read_text()
-    for name, fan_out in (("one", ""), ("two", "    clusters:\n"
+    for name, fan_out in (("one", ""), ("two", ("    clusters:\n"
                                                 "      - {name: us-east, server: https://a:6443}\n"
-                                                "      - {name: eu-west, server: https://b:6443}\n")):
+                                                "      - {name: eu-west, server: https://b:6443}\n"))):
         spec.write_text(text.replace("    branch: main\n", "    branch: main\n" + fan_out, 1))
         out = tmp_path / name
         assert cli("argo", str(spec), "-o", str(out)).code == 0

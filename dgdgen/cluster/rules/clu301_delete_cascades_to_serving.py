@@ -51,8 +51,8 @@ def _cascading(doc: Mapping[str, Any]) -> tuple[str, tuple[str | int, ...]] | No
         policy = spec.get("syncPolicy") if isinstance(spec.get("syncPolicy"), Mapping) else {}
         assert isinstance(policy, Mapping)
         if policy.get("preserveResourcesOnDeletion") is not True:
-            return ("deletes its Applications and their resources with it "
-                    "(spec.syncPolicy.preserveResourcesOnDeletion is not true)", ("spec",))
+            return (("deletes its Applications and their resources with it "
+                    "(spec.syncPolicy.preserveResourcesOnDeletion is not true)"), ("spec",))
         tmpl = spec.get("template") if isinstance(spec.get("template"), Mapping) else {}
         assert isinstance(tmpl, Mapping)
         if any(f.startswith(FINALIZER) for f in _finalizers(tmpl.get("metadata"))):
