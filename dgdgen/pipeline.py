@@ -82,6 +82,7 @@ def prepare(path: str) -> Prepared:
     check_gates(loaded)  # gate names are checked even while analysis is off
     stable = stable_generation(loaded.stable, body.stable.revision)
     cand = candidate_generation(stable, body.candidate, loaded.location)
+    _require_gpus_for_parallelism(loaded, cand)
     steps = tuple(
         planmod.StepInput(s.weight, parse_duration(s.pause) if s.pause else None, s.gate)
         for s in body.steps
@@ -379,6 +380,29 @@ def _frontend_resource_notes(stable: Generation, cand: Generation, mode: str
                 f"set {where} (cpu, memory) in {where_dgd}"
             )
     return tuple(out)
+
+
+def _require_gpus_for_parallelism(loaded: LoadedSpec, cand: Generation) -> None:
+    """Refuse a candidate whose engine parallelism needs more GPUs than its pods ask for (its
+    pods would never start: CLU102), at the component's change in the spec — before any
+    isolation is decided, so `auto` never calls such a change safe to roll in place."""
+    from dgdgen.check.facts import dgd_facts
+    from dgdgen.parallelism import needed
+
+    for comp in dgd_facts(cand.dgd).workers():
+        have = cand.dgd.components[comp.name].gpus_per_replica
+        need = needed(cand.dgd.components[comp.name].backend,
+                      {k: v.value or "" for k, v in comp.flags.items()})
+        if not have or need is None or need <= have:
+            continue
+        field = ("spec", "candidate", "components", comp.name)
+        raise InputError(
+            f"the candidate's {comp.name} needs {need} GPU(s) per replica by its engine's "
+            f"parallelism, but its pods ask for {have}: they would never become Ready",
+            location=loaded.location(field), field=field,
+            hint=f"give it the GPUs with the change: spec.candidate.components.{comp.name}."
+            f"gpus: {need}",
+        )
 
 
 def _roll_settings_notes(stable: Generation, mode: str) -> tuple[str, ...]:

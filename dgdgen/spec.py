@@ -248,6 +248,11 @@ class ComponentChange(_Model):
     # stable DGD's replicas line the candidate copies it into.
     replicas: int | None = Field(None, ge=0, le=2**31 - 1,
                                  description="Replicas of the candidate at 100%.")
+    gpus: int | None = Field(
+        None, ge=0, le=2**31 - 1,
+        description="GPUs each pod of the candidate's component asks for (each node's pod of a "
+        "multinode replica): what a change of tensor / pipeline / data parallelism needs with "
+        "it, or its new pods never start (invariant CLU102).")
 
 
 class Candidate(_Model):

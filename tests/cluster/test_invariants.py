@@ -215,3 +215,54 @@ def test_finding_6_gitops_objects_whose_deletion_cascades_to_serving_dgds(tmp_pa
         assert cli("argo", str(spec), "-o", str(out)).code == 0
         r = cli("verify", str(out))
         assert r.code == 0 and "CLU301" not in r.out, r.out
+
+
+def test_finding_2_a_parallelism_change_without_its_gpus(tmp_path: Path) -> None:
+    """`isolation: auto`, vLLM aggregated, --tensor-parallel-size 1 → 2 and nothing else: the
+    landed code rendered it in place with pods asking for 1 GPU (the fixture, and its spec)."""
+    [f] = check_tree(str(FIXTURES / "finding2-tp-in-place"))
+    assert (f.code, f.slug) == ("CLU102", "parallelism-exceeds-gpus")
+    assert "VllmDecodeWorker's engine needs 2 GPU(s) per replica" in f.message
+    assert "its pods ask for 1" in f.message
+    # today the spec is refused where the change is written, before any isolation is decided
+    shutil.copy(REPO / "examples" / "vllm-agg-auto" / "dgd.yaml", tmp_path / "dgd.yaml")
+    spec = tmp_path / "rollout.yaml"
+    spec.write_text((FIXTURES / "finding2-tp-in-place" / "rollout.yaml.txt").read_text())
+    for command in ("validate", "plan", "render"):
+        args = [command, str(spec)] + (["-o", str(tmp_path / "out")] if command == "render"
+                                        else [])
+        r = cli(*args)
+        assert r.code == 2, (command, r.err)
+        assert "spec.candidate.components.VllmDecodeWorker: the candidate's VllmDecodeWorker " \
+            "needs 2 GPU(s)" in r.err and "gpus: 2" in r.err
+    assert not (tmp_path / "out").exists()
+    # with the GPUs given, it renders, and its pods ask for 2
+    spec.write_text(spec.read_text().replace(
+        "            --tensor-parallel-size: 2\n",
+        "            --tensor-parallel-size: 2\n        gpus: 2\n"))
+    r = cli("render", str(spec), "-o", str(tmp_path / "out"))
+    assert r.code == 0, r.err
+    text = (tmp_path / "out" / "step-01" / "dynamographdeployment-vllm-agg.yaml").read_text()
+    assert "gpu: '2'" in text
+    assert cli("verify", str(tmp_path / "out")).code == 0
+
+
+def test_gpus_change_on_a_v1beta1_component(tmp_path: Path) -> None:
+    from dgdgen.dgd import parse
+
+    example = REPO / "examples" / "trtllm-disagg-v1beta1"
+    for name in ("dgd.yaml", "quality-prompts.jsonl"):
+        if (example / name).exists():
+            shutil.copy(example / name, tmp_path / name)
+    doc = yamlio.load_file(str(example / "rollout.yaml"))[0].data
+    worker = next(n for n, c in parse(yamlio.load_file(str(example / "dgd.yaml"))[0].data)
+                  .components.items() if c.is_worker)
+    doc["spec"]["candidate"].setdefault("components", {}).setdefault(worker, {})["gpus"] = 4
+    (tmp_path / "rollout.yaml").write_text(yamlio.dump(doc))
+    r = cli("render", str(tmp_path / "rollout.yaml"), "-o", str(tmp_path / "out"), "--step", "1")
+    assert r.code == 0, r.err
+    [cand] = [p for p in (tmp_path / "out").glob("dynamographdeployment-*.yaml")
+              if "r" in p.name.split("-")[1][:1] and p.name != "dynamographdeployment-" +
+              "trtllm-disagg.yaml"]
+    d = parse(yamlio.load_file(str(cand))[0].data)
+    assert d.components[worker].gpus_per_replica == 4

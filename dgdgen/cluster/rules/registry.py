@@ -6,6 +6,7 @@ from types import ModuleType
 
 from dgdgen.cluster.rules import (
     clu101_incomplete_generation_reachable,
+    clu102_parallelism_exceeds_gpus,
     clu201_rollback_drops_roll_settings,
     clu202_pods_stop_under_traffic,
     clu301_delete_cascades_to_serving,
@@ -13,6 +14,7 @@ from dgdgen.cluster.rules import (
 
 _MODULES: tuple[ModuleType, ...] = (
     clu101_incomplete_generation_reachable,
+    clu102_parallelism_exceeds_gpus,
     clu201_rollback_drops_roll_settings,
     clu202_pods_stop_under_traffic,
     clu301_delete_cascades_to_serving,
