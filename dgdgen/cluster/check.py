@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from dgdgen.check.findings import Finding, Severity
+from dgdgen.cluster.model import forget
 from dgdgen.cluster.rules import Tree
 from dgdgen.cluster.rules.registry import RULES
 from dgdgen.cluster.transitions import State, read_tree, states_of
@@ -13,7 +14,10 @@ from dgdgen.errors import DgdgenError
 
 
 def _run(tree: Tree) -> list[Finding]:
-    return sorted(f for m in RULES.values() for f in m.check(tree))
+    try:
+        return sorted(f for m in RULES.values() for f in m.check(tree))
+    finally:
+        forget()
 
 
 def check_tree(root: str) -> list[Finding]:

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dgdgen.dgd import Dgd, Role, is_dgd, parse
+from dgdgen.errors import DgdgenError
 
 OP_LABEL_DGD = "nvidia.com/dynamo-graph-deployment-name"
 OP_LABEL_COMPONENT_TYPE = "nvidia.com/dynamo-component-type"
@@ -204,21 +205,42 @@ def pods_of(dgd: Dgd) -> list[PodSet]:
     return out
 
 
-_PARSED: dict[int, tuple[dict[str, Any], Dgd, list[PodSet]]] = {}
+_PARSED: dict[int, tuple[Mapping[str, Any], Dgd | None, list[PodSet]]] = {}
+
+
+def _parsed(doc: Mapping[str, Any]) -> tuple[Dgd | None, list[PodSet]]:
+    """A DGD document parsed once per process however many moments share it (keyed by the
+    document itself, which the cache keeps alive). One that does not parse is None: the schema
+    check reports it, and the model serves nothing from it."""
+    hit = _PARSED.get(id(doc))
+    if hit is None or hit[0] is not doc:
+        try:
+            dgd: Dgd | None = parse(doc)
+        except DgdgenError:
+            dgd = None
+        hit = _PARSED[id(doc)] = (doc, dgd, pods_of(dgd) if dgd is not None else [])
+    return hit[1], hit[2]
+
+
+def forget() -> None:
+    """Drop the parsed DGDs (a run over one tree is over)."""
+    _PARSED.clear()
+
+
+def dgd_of(doc: Mapping[str, Any]) -> Dgd | None:
+    """The DGD a rendered document holds, or None (not a DGD, or one that does not parse)."""
+    return _parsed(doc)[0] if is_dgd(doc) else None
 
 
 def build(objects: Mapping[Key, dict[str, Any]]) -> Graph:
-    """The graph of one moment. A DGD document is parsed once per process however many moments
-    share it (keyed by the document itself, which the cache keeps alive)."""
+    """The graph of one moment."""
     g = Graph(dict(objects))
     for key, doc in sorted(objects.items()):
         if is_dgd(doc):
-            hit = _PARSED.get(id(doc))
-            if hit is None or hit[0] is not doc:
-                dgd = parse(doc)
-                hit = _PARSED[id(doc)] = (doc, dgd, pods_of(dgd))
-            g.dgds[key] = hit[1]
-            g.pods.extend(hit[2])
+            dgd, pods = _parsed(doc)
+            if dgd is not None:
+                g.dgds[key] = dgd
+                g.pods.extend(pods)
     return g
 
 

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dgdgen import yamlio
-from dgdgen.cluster.model import Key, key_of
-from dgdgen.dgd import is_dgd, parse
+from dgdgen.cluster.model import Key, dgd_of, key_of
+from dgdgen.dgd import parse
 
 ANN_WAVE = "argocd.argoproj.io/sync-wave"
 ANN_HOOK = "argocd.argoproj.io/hook"
@@ -135,9 +135,11 @@ def _order(label: str) -> tuple[int, int]:
 def transitions(states: list[State]) -> list[tuple[State, State]]:
     """Forward step by step; from every step ≥ 1 the way back (each ``rollback-NN`` below it,
     highest first, then ``rollback``); ``cleanup`` from the last step."""
-    by = {s.label: s for s in states}
-    steps = sorted((s for s in states if s.label.startswith("step-")), key=lambda s: _order(s.label))
-    backs = sorted((s for s in states if re.match(r"rollback-\d", s.label)),
+    named = [s for s in states if STATE.match(s.label)]  # a lone state may be named anyhow
+    by = {s.label: s for s in named}
+    steps = sorted((s for s in named if s.label.startswith("step-")),
+                   key=lambda s: _order(s.label))
+    backs = sorted((s for s in named if s.label.startswith("rollback-")),
                    key=lambda s: _order(s.label))
     out = list(itertools.pairwise(steps))
     seen: set[tuple[str, str]] = {(a.label, b.label) for a, b in out}
@@ -160,12 +162,12 @@ def transitions(states: list[State]) -> list[tuple[State, State]]:
 def _unconverged(new: Mapping[str, Any], old: Mapping[str, Any] | None) -> dict[str, Any]:
     """A DGD applied but not converged: frontends at the new count, workers no higher than they
     were (new workers are not ready yet). Other objects take effect as applied."""
-    if not is_dgd(new):
+    if dgd_of(new) is None:
         return dict(new)
-    before = ({n: c.replicas for n, c in parse(old).components.items()}
-              if old is not None and is_dgd(old) else {})
+    was = dgd_of(old) if old is not None else None
+    before = {n: c.replicas for n, c in was.components.items()} if was is not None else {}
     doc = copy.deepcopy(dict(new))
-    dgd = parse(doc)
+    dgd = parse(doc)  # a copy of one that parsed (not cached: it lives for one moment)
     for name, comp in dgd.components.items():
         if comp.role.is_worker and comp.replicas > before.get(name, 0):
             dgd.component_doc(name)["replicas"] = before.get(name, 0)

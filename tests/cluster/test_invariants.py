@@ -266,3 +266,14 @@ def test_gpus_change_on_a_v1beta1_component(tmp_path: Path) -> None:
               "trtllm-disagg.yaml"]
     d = parse(yamlio.load_file(str(cand))[0].data)
     assert d.components[worker].gpus_per_replica == 4
+
+
+@pytest.mark.parametrize("folder", ["step-2", "step-02", "x", "rollback-7"])
+def test_one_state_rendered_into_any_folder(tmp_path: Path, folder: str) -> None:
+    """`render --step N -o DIR`: one state, whatever DIR is called (a name like a state's but
+    not one, `step-2`, was taken for a step and crashed the model)."""
+    out = tmp_path / folder
+    r = cli("render", str(REPO / "examples" / "vllm-disagg-block-size" / "rollout.yaml"),
+            "-o", str(out), "--step", "2")
+    assert r.code == 0, r.err
+    assert cli("verify", str(out)).code == 0

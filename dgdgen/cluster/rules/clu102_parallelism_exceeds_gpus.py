@@ -6,8 +6,8 @@ from collections.abc import Iterator
 
 from dgdgen.check.facts import dgd_facts
 from dgdgen.check.findings import Finding, Severity
+from dgdgen.cluster.model import dgd_of
 from dgdgen.cluster.rules import InvariantMeta, Tree, object_name
-from dgdgen.dgd import is_dgd, parse
 from dgdgen.parallelism import needed
 
 RULE = InvariantMeta(
@@ -38,9 +38,9 @@ def check(tree: Tree) -> Iterator[Finding]:
     seen: set[tuple[str, str, str, int, int]] = set()
     for state in tree.states:
         for key, doc in sorted(state.objects.items()):
-            if not is_dgd(doc):
+            dgd = dgd_of(doc)
+            if dgd is None:
                 continue
-            dgd = parse(doc)
             facts = dgd_facts(dgd)
             for comp in facts.workers():
                 have = dgd.components[comp.name].gpus_per_replica

@@ -6,8 +6,9 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from dgdgen.check.findings import Finding, Severity
+from dgdgen.cluster.model import dgd_of
 from dgdgen.cluster.rules import InvariantMeta, Tree, object_name
-from dgdgen.dgd import Dgd, is_dgd, parse
+from dgdgen.dgd import Dgd
 
 RULE = InvariantMeta(
     code="CLU201",
@@ -70,9 +71,9 @@ def check(tree: Tree) -> Iterator[Finding]:
             continue
         for key, new in sorted(to.objects.items()):
             old = frm.objects.get(key)
-            if old is None or not is_dgd(new) or not is_dgd(old):
+            a, b = dgd_of(old) if old is not None else None, dgd_of(new)
+            if a is None or b is None:
                 continue
-            a, b = parse(old), parse(new)
             for name in sorted(set(a.components) & set(b.components)):
                 if not a.components[name].is_worker:
                     continue
