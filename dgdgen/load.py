@@ -92,6 +92,12 @@ def _pydantic_errors(exc: Any, doc: yamlio.Document, root_model: Any) -> InputEr
             message = msg[:1].lower() + msg[1:]
             if etype in ("literal_error", "enum") and "expected" in err.get("ctx", {}):
                 message = f"expected {err['ctx']['expected']}, got {err.get('input')!r}"
+            elif etype == "too_long" and "max_length" in err.get("ctx", {}):
+                # pydantic's "List should have at most 1000 items after validation, not 200000"
+                ctx = err["ctx"]
+                count = ctx.get("actual_length")
+                message = (f"{count:,} items" if isinstance(count, int) else "too many items"
+                           ) + f", more than the maximum of {ctx['max_length']:,}"
         errors.append(InputError(message, location=doc.location(path), field=path, hint=hint))
     # one message per field path, in file order
     seen: dict[str, InputError] = {}

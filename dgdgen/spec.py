@@ -1010,6 +1010,14 @@ class DynamoTarget(_Model):
         return v
 
 
+# A schedule has at most 101 distinct weights (whole percentages that never go back); a weight held
+# over several gated steps repeats one. 1,000 steps leaves room for any such schedule, while a plan
+# that long already renders about 9,000 files (50 MB for the examples) into the deploy repository
+# and takes `validate` about a second; past it a spec is a generator gone wrong, and every
+# command's cost grows with it (docs/robustness.md).
+MAX_STEPS = 1000
+
+
 class RolloutBody(_Model):
     stable: StableGeneration
     candidate: Candidate
@@ -1017,9 +1025,10 @@ class RolloutBody(_Model):
     strategy: Strategy = Strategy.CANARY
     capacity: Capacity = Field(default_factory=Capacity)
     steps: list[Step] = Field(
-        default_factory=list,
-        description="Traffic steps; weights never go backwards and end at 100. Empty: a default "
-        "schedule (for `auto`, the one the change's risk grade calls for).",
+        default_factory=list, max_length=MAX_STEPS,
+        description="Traffic steps; weights never go backwards and end at 100 (at most "
+        f"{MAX_STEPS:,}). Empty: a default schedule (for `auto`, the one the change's risk "
+        "grade calls for).",
     )
     traffic: Traffic = Field(default_factory=Traffic)
     analysis: Analysis = Field(default_factory=Analysis)

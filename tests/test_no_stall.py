@@ -11,6 +11,7 @@ import pytest
 from hostile_support import EXAMPLE, cli
 
 from dgdgen.analysis import gates
+from dgdgen.spec import MAX_STEPS
 
 ROLLOUT = (EXAMPLE / "rollout.yaml").read_text()
 DGD = (EXAMPLE / "dgd.yaml").read_text()
@@ -61,3 +62,20 @@ def test_gated_steps_cost_linear_work(work: Path, command: str,
     r = cli(command, str(_gated_steps(work, n)))
     assert r.code == 0, r.err
     assert 0 < calls <= 10 * n, calls  # quadratic was n * n
+
+
+@pytest.mark.parametrize("command", ["validate", "plan", "render"])
+def test_steps_over_the_maximum_are_refused(work: Path, command: str) -> None:
+    path = _gated_steps(work, MAX_STEPS + 1)
+    extra = ["-o", str(work / "out")] if command == "render" else []
+    err = _clean_exit_2(cli(command, str(path), *extra))
+    line = ROLLOUT[:ROLLOUT.index("  steps:\n")].count("\n") + 1
+    assert f"rollout.yaml:{line}:3: spec.steps: 1,001 items, more than the maximum of 1,000" \
+        in err, err
+    assert len(err.splitlines()) == 1, err
+    assert not (work / "out").exists()
+
+
+def test_the_maximum_number_of_steps_plans(work: Path) -> None:
+    r = cli("plan", str(_gated_steps(work, MAX_STEPS)), "--format", "json")
+    assert r.code == 0, r.err
