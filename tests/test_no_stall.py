@@ -41,6 +41,21 @@ def _gated_steps(work: Path, n: int) -> Path:
     return path
 
 
+DECODE_MODEL = "            - --model\n            - Qwen/Qwen3-0.6B\n            - --disaggregation-mode\n" \
+    "            - decode\n"
+
+
+def _located(err: str, file: str, line: int) -> None:
+    assert f"{file}:{line}:" in err, err
+
+
+def _dgd(work: Path, old: str, new: str) -> int:
+    """Edit the stable DGD; the line of the edit."""
+    assert old in DGD, old
+    (work / "dgd.yaml").write_text(DGD.replace(old, new, 1))
+    return DGD[:DGD.index(old)].count("\n") + 1
+
+
 # --------------------------------------------------------------------------- steps
 
 
@@ -79,3 +94,35 @@ def test_steps_over_the_maximum_are_refused(work: Path, command: str) -> None:
 def test_the_maximum_number_of_steps_plans(work: Path) -> None:
     r = cli("plan", str(_gated_steps(work, MAX_STEPS)), "--format", "json")
     assert r.code == 0, r.err
+
+# --------------------------------------------------------------------------- errors per field
+
+
+def test_a_fields_errors_are_capped_in_a_spec(work: Path) -> None:
+    from dgdgen.errors import MAX_PER_FIELD
+
+    path = work / "rollout.yaml"
+    path.write_text(ROLLOUT.replace("            --block-size: 32\n      VllmPrefillWorker",
+                                    "            --block-size: 32\n          remove:\n"
+                                    + "            - {a: 1}\n" * 500 + "      VllmPrefillWorker", 1))
+    err = _clean_exit_2(cli("validate", str(path)))
+    lines = err.splitlines()
+    assert len(lines) == MAX_PER_FIELD + 1, err
+    assert all(".args.remove[" in ln for ln in lines[:-1]), err
+    assert lines[-1].endswith(".args.remove: and 490 more problem(s) in this field (10 shown)")
+    assert "rollout.yaml:" in lines[-1], err
+
+
+@pytest.mark.parametrize("command", ["validate", "verify"])
+def test_a_fields_errors_are_capped_in_a_dgd(work: Path, command: str) -> None:
+    _dgd(work, DECODE_MODEL, DECODE_MODEL + "            - 1\n" * 500)
+    r = cli(command, str(work / ("rollout.yaml" if command == "validate" else "dgd.yaml")))
+    if command == "validate":
+        lines = _clean_exit_2(r).splitlines()
+    else:
+        assert r.code == 1, r.err
+        lines = [ln for ln in r.out.splitlines() if ".args" in ln]
+        assert "501 violation(s)" in r.err, r.err  # and "CEL was not checked"
+    args = [ln for ln in lines if "mainContainer.args" in ln]
+    assert len(args) == 11, lines
+    assert "and 490 more problem(s) in this field" in args[-1], args[-1]
