@@ -228,9 +228,12 @@ class ArgChanges(_Model):
     @field_validator("set")
     @classmethod
     def _flags(cls, v: dict[str, Any]) -> dict[str, Any]:
-        for k in v:
+        for k, value in v.items():
             if not k.startswith("-"):
                 raise ValueError(f"argument names start with '-', got {k!r}")
+            if (k in ("--served-model-name", "--model", "--model-path") and isinstance(value, str)
+                    and value and not value.strip()):
+                raise ValueError(f"{k} {value!r}: a model name that is blank (only whitespace)")
         return v
 
 

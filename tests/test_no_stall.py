@@ -5,6 +5,7 @@ benchmarks/bench_hostile.py (docs/robustness.md), here only what decides them is
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -126,3 +127,30 @@ def test_a_fields_errors_are_capped_in_a_dgd(work: Path, command: str) -> None:
     args = [ln for ln in lines if "mainContainer.args" in ln]
     assert len(args) == 11, lines
     assert "and 490 more problem(s) in this field" in args[-1], args[-1]
+
+# --------------------------------------------------------------------------- crashes (exit 70): model names
+
+
+@pytest.mark.parametrize("value", ["'   '", '"\\t"', '" \\n "'])
+@pytest.mark.parametrize("command", ["validate", "plan", "render", "check", "diff"])
+def test_blank_model_names_are_refused_at_their_field(work: Path, value: str,
+                                                      command: str) -> None:
+    line = _dgd(work, DECODE_MODEL, DECODE_MODEL.replace("- Qwen/Qwen3-0.6B", f"- {value}"))
+    shutil.copy(EXAMPLE / "dgd.yaml", work / "base.yaml")
+    args = {"validate": [str(work / "rollout.yaml")], "plan": [str(work / "rollout.yaml")],
+            "render": [str(work / "rollout.yaml"), "-o", str(work / "out")],
+            "check": [str(work / "dgd.yaml")],
+            "diff": [str(work / "base.yaml"), str(work / "dgd.yaml")]}[command]
+    err = _clean_exit_2(cli(command, *args))
+    _located(err, "dgd.yaml", line + 1)
+    assert ".mainContainer.args[1]: --model " in err and "blank" in err, err
+    assert not (work / "out").exists()
+
+
+def test_blank_served_names_are_refused_where_the_spec_sets_them(work: Path) -> None:
+    path = work / "rollout.yaml"
+    path.write_text(ROLLOUT.replace("            --block-size: 32\n",
+                                    "            --block-size: 32\n"
+                                    "            --served-model-name: ' '\n", 1))
+    err = _clean_exit_2(cli("validate", str(path)))
+    assert "rollout.yaml:" in err and ".args.set: --served-model-name ' '" in err, err
