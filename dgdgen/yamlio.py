@@ -128,6 +128,57 @@ def _too_deep(location: Location) -> InputError:
     return InputError(f"nested more than {_limits.max_depth} levels deep", location=location)
 
 
+# Kubernetes reads an integer into an int64 (apimachinery's JSON and YAML decoding; the CRD
+# schemas' int32/int64 formats are narrower still), so a wider one is refused where it is read,
+# at its field. Python reads any width, but converts at most 4,300 digits between text and int
+# (sys.int_info.default_max_str_digits) and a long text costs quadratic time: the text is checked
+# before Python reads it, and a value never leaves a loader unbounded.
+INT_MIN, INT_MAX = -(2**63), 2**63 - 1
+
+
+class _BadScalar(Exception):
+    """A scalar that is refused (its message), raised where it is read and turned into an error
+    at its field by the walk that knows the field."""
+
+
+def _int_text_fits(text: str) -> bool:
+    """Whether an integer's text may hold a 64-bit value (binary needs 64 digits at most)."""
+    digits = text.replace("_", "").lstrip("+-")
+    if digits[:2] in ("0x", "0o", "0b", "0X", "0O", "0B"):
+        digits = digits[2:]
+    return len(digits.lstrip("0")) <= 64
+
+
+def _int_range_error(text: str) -> _BadScalar:
+    shown = text if len(text) <= 40 else f"an integer of {len(text):,} characters"
+    return _BadScalar(f"{shown} does not fit in a 64-bit integer (out of range: Kubernetes reads "
+                      f"integers from {INT_MIN} to {INT_MAX})")
+
+
+def _bounded(value: int, text: str | None = None) -> int:
+    """``value`` when it fits in 64 bits, else the refusal (``text``: as written)."""
+    if INT_MIN <= value <= INT_MAX:
+        return value
+    raise _int_range_error(text if text is not None else str(value))
+
+
+def _not_text(value: str) -> _BadScalar | None:
+    """The refusal of a string that is not Unicode text: a lone UTF-16 surrogate, which only an
+    escape can write (``"\\ud800"``, half of a JSON-style pair), cannot be encoded in UTF-8 and
+    Kubernetes' YAML reader refuses it."""
+    if value.isascii():
+        return None
+    for c in value:
+        if 0xD800 <= ord(c) <= 0xDFFF:
+            return _BadScalar(_surrogate_message(f"\\u{ord(c):04x}"))
+    return None
+
+
+def _surrogate_message(escape: str) -> str:
+    return (f"{escape} is half of a UTF-16 surrogate pair, not a character: the string cannot be "
+            "encoded in UTF-8 (write the character itself, or its \\U escape of 8 hex digits)")
+
+
 def _remember(cache: dict[Any, Any], key: Any, value: Any, text: str) -> None:
     """Keep a scalar's reading in a memo: only for short scalars (they repeat: keys, enums; long
     ones rarely), and the memo is emptied when full, so a long-lived process cannot grow it."""
@@ -302,7 +353,34 @@ def _ruamel_loader() -> Any:
 
     yaml = YAML(typ="rt")
     yaml.allow_duplicate_keys = False
+    yaml.Constructor = _bounded_constructor()
     return yaml
+
+
+class _WideInt:
+    """An integer scalar whose text is too long to hold 64 bits, kept unread (:func:`_scalar`
+    refuses it at its field)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+@functools.lru_cache(maxsize=1)
+def _bounded_constructor() -> Any:
+    """ruamel.yaml's round-trip constructor, but an integer too long for 64 bits is not read
+    (ruamel would call int() on it: a ValueError past 4,300 digits, quadratic time before)."""
+    from ruamel.yaml.constructor import RoundTripConstructor
+
+    class Constructor(RoundTripConstructor):
+        def construct_yaml_int(self, node: Any) -> Any:
+            if isinstance(node.value, str) and not _int_text_fits(node.value):
+                return _WideInt(node.value)
+            return super().construct_yaml_int(node)
+
+    Constructor.add_constructor("tag:yaml.org,2002:int", Constructor.construct_yaml_int)
+    return Constructor
 
 
 def _plain(node: Any, path: FieldPath, positions: _Positions) -> Any:
@@ -312,7 +390,13 @@ def _plain(node: Any, path: FieldPath, positions: _Positions) -> Any:
     if isinstance(node, CommentedMap):
         out: dict[str, Any] = {}
         for key in node:
-            text = _key(key)
+            try:
+                text = _key(key)
+            except _BadScalar as exc:
+                where: _Positions = {}
+                _ruamel_position(where, path, node, "key", key)
+                raise InputError(str(exc), location=Location("", *where.get(path, (None, None))),
+                                 field=path) from None
             child = path + (text,)
             _ruamel_position(positions, child, node, "key", key)
             out[text] = _plain(node[key], child, positions)
@@ -324,7 +408,11 @@ def _plain(node: Any, path: FieldPath, positions: _Positions) -> Any:
             _ruamel_position(positions, child, node, "item", i)
             items.append(_plain(item, child, positions))
         return items
-    return _scalar(node)
+    try:
+        return _scalar(node)
+    except _BadScalar as exc:
+        raise InputError(str(exc), location=Location("", *positions.get(path, (None, None))),
+                         field=path) from None
 
 
 def _ruamel_position(positions: _Positions, child: FieldPath, node: Any, kind: str,
@@ -342,6 +430,14 @@ def _key(key: Any) -> str:
     # Kubernetes keys are strings; a YAML key such as `8000:` or `true:` is read as its text.
     if isinstance(key, bool):
         return "true" if key else "false"
+    if isinstance(key, _WideInt):
+        raise _int_range_error(key.text)
+    if isinstance(key, int):
+        _bounded(int(key))
+    if isinstance(key, str):
+        bad = _not_text(key)
+        if bad is not None:
+            raise bad
     return str(key)
 
 
@@ -351,11 +447,16 @@ def _scalar(value: Any) -> Any:
     if isinstance(value, bool):
         return bool(value)
     if isinstance(value, int):
-        return int(value)
+        return _bounded(int(value))
     if isinstance(value, float):
         return float(value)
     if isinstance(value, str):
+        bad = _not_text(value)
+        if bad is not None:
+            raise bad
         return str(value)
+    if isinstance(value, _WideInt):
+        raise _int_range_error(value.text)
     if isinstance(value, (_dt.datetime, _dt.date)):
         return value.isoformat()
     tag = getattr(getattr(value, "tag", None), "value", None)
@@ -364,7 +465,10 @@ def _scalar(value: Any) -> Any:
         # has already checked that its text fits the tag, so PyYAML's constructor builds it.
         import yaml
 
-        node = yaml.ScalarNode(tag, str(value.value))
+        text = str(value.value)
+        if _PLAIN_TAGS[tag] == "int" and not _int_text_fits(text):
+            raise _int_range_error(text)
+        node = yaml.ScalarNode(tag, text)
         return _scalar(yaml.SafeLoader("").construct_object(node))
     return value
 
@@ -392,12 +496,93 @@ def _yaml_error(exc: Exception, file: str, text: str | None = None) -> InputErro
         location = Location(file, line, column)
     if "maximum nesting depth" in problem:  # libyaml's own bound (1,000), met before ours
         return _too_deep(location)
+    if problem.startswith("found incompatible YAML document") and text is not None:
+        return _version_error(text, file) or InputError(message, location=location)
+    if problem == "found invalid Unicode character escape code" and text is not None:
+        return _escape_error(text, file, location, index)
     if type(exc).__name__ == "DuplicateKeyError":
         # ruamel's words for what the libyaml walk says (_Walker): one message from both loaders
         dup = re.match(r'found duplicate key "(.*)" with value', problem, re.DOTALL)
         if dup:
             return InputError(f"duplicate key {dup[1]!r}", location=location)
     return InputError(message, location=location)
+
+
+_DIRECTIVE = re.compile(r"^%YAML[ \t]+([^ \t\r\n#]*)", re.MULTILINE)
+
+
+def _version_error(text: str, file: str) -> InputError | None:
+    """The refusal of a ``%YAML`` directive other than 1.1 and 1.2, at its line (libyaml says
+    "incompatible YAML document"; ruamel.yaml failed an assertion)."""
+    for m in _DIRECTIVE.finditer(text):
+        if m[1] not in ("1.1", "1.2"):
+            return InputError(
+                f"unsupported YAML version {m[1]!r} (%YAML directive): only 1.1 and 1.2 are read",
+                location=Location(file, text.count("\n", 0, m.start()) + 1, 1),
+                hint="remove the directive: YAML 1.2 is read by default")
+    return None
+
+
+_ESCAPE = re.compile(r"\\(?:u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8})")
+
+
+def _escape_error(text: str, file: str, location: Location, index: Any) -> InputError:
+    """libyaml's "found invalid Unicode character escape code", as ruamel.yaml's path reports a
+    string that is not text: the escape, why, and the field it was in."""
+    escape, code = "a \\u or \\U escape", -1
+    start = text.rfind("\\", 0, index + 1) if isinstance(index, int) else -1
+    m = _ESCAPE.match(text, start) if start >= 0 else None
+    if m:
+        escape, code = m[0], int(m[0][2:], 16)  # noqa: FURB166 - \\u is no int() prefix
+    if 0xD800 <= code <= 0xDFFF:
+        message = _surrogate_message(escape)
+    else:
+        message = f"{escape} is not a Unicode character (the last one is U+10FFFF)"
+    return InputError(message, location=location, field=_path_before_error(text))
+
+
+def _path_before_error(text: str) -> FieldPath:
+    """The field libyaml was reading when it met a syntax error: the key (or list item) whose
+    value it had begun. One pass over the events before the error (linear, no node built)."""
+    import yaml
+    from yaml import events as ev
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
+    stack: list[list[Any]] = []  # per open collection: [a mapping?, key or index, in a value?]
+
+    def node_done() -> None:  # the node being read in the innermost collection has ended
+        if stack:
+            if stack[-1][0]:
+                stack[-1][2] = not stack[-1][2]
+            else:
+                stack[-1][1] += 1
+
+    try:
+        while loader.check_event():
+            e = loader.get_event()
+            if isinstance(e, (ev.ScalarEvent, ev.AliasEvent, ev.CollectionStartEvent)):
+                if stack and stack[-1][0] and not stack[-1][2]:  # a key
+                    stack[-1][1] = e.value if isinstance(e, ev.ScalarEvent) else "?"
+                if isinstance(e, ev.CollectionStartEvent):
+                    mapping = isinstance(e, ev.MappingStartEvent)
+                    stack.append([mapping, None if mapping else 0, False])
+                else:
+                    node_done()
+            elif isinstance(e, ev.CollectionEndEvent):
+                stack.pop()
+                node_done()
+            elif isinstance(e, ev.DocumentStartEvent):
+                stack.clear()
+    except yaml.YAMLError:
+        pass
+    finally:
+        loader.dispose()
+    path: list[str | int] = []
+    for mapping, key, in_value in stack:
+        if mapping and not in_value:
+            break
+        path.append(key)
+    return tuple(path)
 
 
 def load_documents(text: str, file: str) -> list[Document]:
@@ -434,13 +619,50 @@ def load_documents(text: str, file: str) -> list[Document]:
                 docs.append(Document(data, file, i, positions, start))
     except YAMLError as exc:
         raise _yaml_error(exc, file, text) from None
+    except InputError as exc:  # raised by _plain, which knows the line but not the file
+        raise _in_file(exc, file) from None
     except Exception as exc:  # ruamel raises a few non-YAMLError types for odd input
         if exc.__class__.__module__.startswith("ruamel"):
             raise _yaml_error(exc, file, text) from None
         if isinstance(exc, TypeError) and "unhashable" in str(exc):
             raise _collection_key_error(text, file) from None
+        if isinstance(exc, (AssertionError, ValueError)) and _raised_in_ruamel(exc):
+            # `%YAML 1.0` fails an assertion, `"\U00110000"` a chr(): libyaml says what is wrong
+            raise (_version_error(text, file) or _syntax_error(text, file) or InputError(
+                f"malformed YAML: {exc}", location=Location(file))) from None
         raise
     return docs
+
+
+def _raised_in_ruamel(exc: BaseException) -> bool:
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and "ruamel" in tb.tb_frame.f_code.co_filename
+
+
+def _in_file(exc: InputError, file: str) -> InputError:
+    """``exc`` (raised where the file is not known) located in ``file``."""
+    if exc.location is not None and not exc.location.file:
+        exc.location = Location(file, exc.location.line, exc.location.column)
+    elif exc.location is None:
+        exc.location = Location(file)
+    return exc
+
+
+def _syntax_error(text: str, file: str) -> InputError | None:
+    """libyaml's syntax error of ``text``, if it has one (events only: nothing is built)."""
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
+    try:
+        while loader.check_event():
+            loader.get_event()
+    except yaml.YAMLError as exc:
+        return _yaml_error(exc, file, text)
+    finally:
+        loader.dispose()
+    return None
 
 
 def _collection_key_error(text: str, file: str) -> InputError:
@@ -504,6 +726,9 @@ class _GiveUp(Exception):
     pass
 
 
+_OUT_OF_RANGE = object()  # a decimal integer wider than 64 bits (its text is the node's)
+
+
 def _roots(loader: Any) -> Iterator[tuple[int, Any]]:
     """(index, root node) of every document a PyYAML loader composes, in order (the caller
     disposes of the loader)."""
@@ -561,7 +786,9 @@ def _plain12(value: str) -> tuple[bool, Any]:
     elif tag == "tag:yaml.org,2002:null":
         result = (True, None)
     elif tag == "tag:yaml.org,2002:int" and _DECIMAL.fullmatch(value):
-        result = (True, int(value))
+        # at most 19 digits can fit (and int() reads at most 4,300)
+        wide = len(value.lstrip("+-")) > 19 or not INT_MIN <= int(value) <= INT_MAX
+        result = (True, _OUT_OF_RANGE if wide else int(value))
     elif tag == "tag:yaml.org,2002:float" and _SIMPLE_FLOAT.fullmatch(value):
         result = (True, float(value))
     _remember(_PLAIN12, value, result, value)
@@ -629,6 +856,8 @@ def _scalar12(node: Any) -> Any:
         return node.value
     if tag == _PLAIN_TAG:
         known, value = _PLAIN12.get(node.value) or _plain12(node.value)
+        if value is _OUT_OF_RANGE:
+            raise _int_range_error(node.value)
         if known:
             return value
     raise _GiveUp
@@ -696,8 +925,15 @@ class _Walker:
                     if id(key_node) in seen:
                         raise _GiveUp  # an alias
                     seen.add(id(key_node))
-                key = key_node.value if key_node.tag == text_tag else self.key_of(key_node)
                 mark = key_node.start_mark
+                if key_node.tag == text_tag:
+                    key = key_node.value
+                else:
+                    try:
+                        key = self.key_of(key_node)
+                    except _BadScalar as exc:
+                        raise InputError(str(exc), location=Location("", *_at(mark)),
+                                         field=path) from None
                 if key in out:
                     raise InputError(f"duplicate key {key!r}", location=Location("", *_at(mark)))
                 child = path + (key,)
@@ -714,7 +950,13 @@ class _Walker:
                 positions[child] = (mark.line + 1, mark.column + 1)
                 items.append(self.walk(item, child, positions))
             return items
-        return node.value if tag == self.text_tag else self.value_of(node)
+        if tag == self.text_tag:
+            return node.value
+        try:
+            return self.value_of(node)
+        except _BadScalar as exc:
+            where = positions.get(path) or _at(node.start_mark)
+            raise InputError(str(exc), location=Location("", *where), field=path) from None
 
 
 def _same_text_in_both(text: str) -> bool:
@@ -855,9 +1097,7 @@ def load_documents_fast(text: str, file: str) -> list[Document]:
     except yaml.YAMLError as exc:
         raise _yaml_error(exc, file, text) from None
     except InputError as exc:  # raised by the walk, which knows the line but not the file
-        if exc.location is not None and not exc.location.file:
-            exc.location = Location(file, exc.location.line, exc.location.column)
-        raise
+        raise _in_file(exc, file) from None
     return docs
 
 
@@ -900,16 +1140,22 @@ def _walker11(loader: Any) -> _Walker:
     aliases are expanded and ``<<`` merges."""
     construct = loader.construct_object
 
+    def read(node: Any) -> Any:
+        if node.tag == _INT_TAG and not _int_text_fits(node.value):
+            raise _int_range_error(node.value)  # before int() reads it
+        return construct(node, deep=True)
+
     def key_of(node: Any) -> str:
-        return _key(construct(node, deep=True))
+        return _key(read(node))
 
     def value_of(node: Any) -> Any:
-        return _scalar(construct(node, deep=True))
+        return _scalar(read(node))
 
     return _Walker(_STR_TAG, key_of, value_of, merges=True, seen=None)
 
 
 _STR_TAG = "tag:yaml.org,2002:str"
+_INT_TAG = "tag:yaml.org,2002:int"
 
 
 # --------------------------------------------------------------------------- dumping

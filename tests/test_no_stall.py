@@ -154,3 +154,119 @@ def test_blank_served_names_are_refused_where_the_spec_sets_them(work: Path) -> 
                                     "            --served-model-name: ' '\n", 1))
     err = _clean_exit_2(cli("validate", str(path)))
     assert "rollout.yaml:" in err and ".args.set: --served-model-name ' '" in err, err
+
+# --------------------------------------------------------------------------- crashes (exit 70): YAML
+
+WIDE = "9" * 5000  # past Python's 4,300-digit limit of int <-> str
+INTEGERS = {
+    # where, the edit, the field the error names
+    "decimal": (WIDE, "replicas"),
+    "negative": ("-" + WIDE, "replicas"),
+    "hex": ("0x" + "f" * 5000, "replicas"),  # Python reads it, but str() of it fails
+    "underscores": ("1_" * 2500 + "1", "replicas"),
+    "tagged": ("!!int " + WIDE, "replicas"),
+    "20 digits": ("99999999999999999999", "replicas"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(INTEGERS))
+@pytest.mark.parametrize("command", ["validate", "check", "verify", "diff"])
+def test_wide_integers_are_refused_at_their_field(work: Path, case: str, command: str) -> None:
+    value, _ = INTEGERS[case]
+    line = _dgd(work, "      replicas: 1\n", f"      replicas: {value}\n")
+    shutil.copy(EXAMPLE / "dgd.yaml", work / "base.yaml")
+    args = {"validate": [str(work / "rollout.yaml")], "check": [str(work / "dgd.yaml")],
+            "verify": [str(work / "dgd.yaml")],
+            "diff": [str(work / "base.yaml"), str(work / "dgd.yaml")]}[command]
+    err = _clean_exit_2(cli(command, *args))
+    _located(err, "dgd.yaml", line)
+    assert "spec.services.Frontend.replicas: " in err and "64-bit integer" in err, err
+
+
+@pytest.mark.parametrize("text", [
+    f"  x-wide: {WIDE}\n",  # libyaml reads the spec
+    f"  x-wide: 0o{'7' * 5000}\n",  # YAML 1.2 octal: ruamel.yaml reads the spec
+    f"  x-alias: &a 1\n  x-again: *a\n  x-wide: {WIDE}\n",  # an alias: ruamel.yaml again
+    f"  ? {WIDE}\n  : 1\n",  # a key (explicit: an implicit key is at most 1,024 characters)
+])
+def test_wide_integers_in_a_spec(work: Path, text: str) -> None:
+    path = work / "rollout.yaml"
+    path.write_text(ROLLOUT.replace("  capacity:\n", text + "  capacity:\n", 1))
+    err = _clean_exit_2(cli("validate", str(path)))
+    written = path.read_text()
+    _located(err, "rollout.yaml", written[:written.index("7777" if "0o" in text else WIDE)]
+             .count("\n") + 1)
+    assert "does not fit in a 64-bit integer" in err and "spec" in err, err
+
+
+def test_a_wide_integer_in_a_yaml_1_1_stream(work: Path) -> None:
+    """`%YAML 1.1` leaves the stream to ruamel.yaml's YAML 1.1 types: sexagesimal integers too."""
+    path = work / "rollout.yaml"
+    path.write_text("%YAML 1.1\n---\n" + ROLLOUT.replace(
+        "  capacity:\n", "  x-wide: " + "59:" * 3000 + "1\n  capacity:\n", 1))
+    err = _clean_exit_2(cli("validate", str(path)))
+    assert "rollout.yaml:" in err and "does not fit in a 64-bit integer" in err, err
+
+
+def test_policy_test_with_an_integer_cel_cannot_hold(work: Path) -> None:
+    """CEL integers are 64-bit: one wider failed converting (`celtypes` overflow), exit 70."""
+    shutil.copy(work / "dgd.yaml", work / "old.yaml")
+    line = _dgd(work, "      replicas: 1\n", "      replicas: 1\n      x-count: "
+                "99999999999999999999\n") + 1
+    err = _clean_exit_2(cli("policy", "test", str(work / "old.yaml"), str(work / "dgd.yaml")))
+    _located(err, "dgd.yaml", line)
+    assert "spec.services.Frontend.x-count: " in err and "64-bit integer" in err, err
+
+
+@pytest.mark.parametrize("version", ["1.0", "1.3", "2.0"])
+@pytest.mark.parametrize("where", ["spec", "stable", "verify", "check", "policy"])
+def test_yaml_versions_other_than_1_1_and_1_2_are_refused(work: Path, version: str,
+                                                          where: str) -> None:
+    directive = f"%YAML {version}\n---\n"
+    if where == "spec":
+        (work / "rollout.yaml").write_text(directive + ROLLOUT)
+        r, file = cli("validate", str(work / "rollout.yaml")), "rollout.yaml"
+    else:
+        (work / "new.yaml").write_text(directive + DGD)
+        file = "new.yaml"
+        if where == "stable":
+            (work / "rollout.yaml").write_text(ROLLOUT.replace("dgd: dgd.yaml", "dgd: new.yaml"))
+            r = cli("validate", str(work / "rollout.yaml"))
+        elif where == "policy":
+            r = cli("policy", "test", str(work / "dgd.yaml"), str(work / "new.yaml"))
+        else:
+            r = cli(where, str(work / "new.yaml"))
+    err = _clean_exit_2(r)
+    _located(err, file, 1)
+    assert f"unsupported YAML version '{version}'" in err and "1.1 and 1.2" in err, err
+
+
+@pytest.mark.parametrize("escape", ["\\uD800", "\\udfff", "\\ud83d\\ude00", "\\U00110000"])
+@pytest.mark.parametrize("command", ["validate", "render", "verify", "check"])
+def test_strings_that_are_not_text_are_refused_at_their_field(work: Path, escape: str,
+                                                              command: str) -> None:
+    line = _dgd(work, DECODE_MODEL, "            - --served-model-name\n"
+                f'            - "{escape}"\n' + DECODE_MODEL)
+    args = {"validate": [str(work / "rollout.yaml")],
+            "render": [str(work / "rollout.yaml"), "-o", str(work / "out")],
+            "verify": [str(work / "dgd.yaml")], "check": [str(work / "dgd.yaml")]}[command]
+    err = _clean_exit_2(cli(command, *args))
+    _located(err, "dgd.yaml", line + 1)
+    assert ".mainContainer.args[1]: " in err and escape[:6].lower() in err.lower(), err
+    assert ("surrogate" if escape != "\\U00110000" else "not a Unicode character") in err, err
+    assert not (work / "out").exists()
+
+
+@pytest.mark.parametrize("text", [
+    'x: &a 1\ny: *a\nz: "\\ud800"\n',  # an alias: ruamel.yaml reads it, libyaml never does
+    'x: "\\ud800"\ny: 0o17\n',
+])
+def test_not_text_on_every_reader(text: str) -> None:
+    """Whichever parser reads the stream, the same refusal at the same field."""
+    from dgdgen import yamlio
+    from dgdgen.errors import InputError
+
+    with pytest.raises(InputError, match="surrogate") as err:
+        yamlio.load_documents(text, "f.yaml")
+    assert err.value.field in (("z",), ("x",)) and err.value.location is not None
+    assert err.value.location.line in (1, 3)
