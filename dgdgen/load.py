@@ -258,7 +258,8 @@ def _check_schema(doc: yamlio.Document) -> None:
     real = [v for v in found if v.path] or found  # drop "CEL was skipped" when a field is named
     if real:
         raise InputErrors([
-            InputError(f"{v.message} (the DynamoGraphDeployment CRD schema)",
+            InputError(v.message if v.rule == crd.TOO_LARGE
+                       else f"{v.message} (the DynamoGraphDeployment CRD schema)",
                        location=doc.location(v.path), field=v.path)
             for v in sorted(real)
         ])

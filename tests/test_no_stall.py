@@ -310,3 +310,22 @@ def test_ruamel_reads_only_small_streams() -> None:
     assert str(err.value).startswith(f"f.yaml:2:4: an alias is read only by dgdgen's complete "
                                      f"YAML 1.2 reader, which takes files of at most {cap:,} "
                                      f"bytes; this one is {len(large):,}"), err.value
+
+# --------------------------------------------------------------------------- object size
+
+
+@pytest.mark.parametrize("command", ["validate", "verify"])
+def test_a_dgd_larger_than_kubernetes_stores_is_refused(work: Path, command: str) -> None:
+    """etcd stores at most 1.5 MiB per object: a larger DGD can never be applied, and each state
+    of a render would copy and validate it (an 8 MB DGD: 14 s of `validate`)."""
+    pad = "".join(f"        - name: X_{i:07d}\n          value: 'v{i:08d}xxxxxxxx'\n"
+                  for i in range(40_000))
+    _dgd(work, "      envs:\n", "      envs:\n" + pad)
+    r = cli(command, str(work / ("rollout.yaml" if command == "validate" else "dgd.yaml")))
+    if command == "validate":
+        err = _clean_exit_2(r)
+    else:
+        assert r.code == 1, r.err
+        err = r.out
+    assert "bytes as JSON, over the 1,572,864 bytes (1.5 MiB) Kubernetes stores" in err, err
+    assert "dgd.yaml:" in err, err
