@@ -1019,6 +1019,10 @@ class DynamoTarget(_Model):
 # and takes `validate` about a second; past it a spec is a generator gone wrong, and every
 # command's cost grows with it (docs/robustness.md).
 MAX_STEPS = 1000
+# No list or mapping of a spec needs more entries than this (its steps are the longest, and they
+# are at most MAX_STEPS): a longer one is refused before the model validates it item by item
+# (pydantic's 200,000 errors for one list of 200,000 wrong items took 300 MB).
+MAX_ENTRIES = 10_000
 
 
 class RolloutBody(_Model):

@@ -114,6 +114,21 @@ def test_a_fields_errors_are_capped_in_a_spec(work: Path) -> None:
     assert "rollout.yaml:" in lines[-1], err
 
 
+def test_a_spec_list_longer_than_any_spec_needs_is_refused_before_its_items(work: Path) -> None:
+    from dgdgen.spec import MAX_ENTRIES
+
+    path = work / "rollout.yaml"
+    path.write_text(ROLLOUT.replace("            --block-size: 32\n",
+                                    "            --block-size: 32\n          remove:\n"
+                                    + "            - {a: 1}\n" * (MAX_ENTRIES + 1), 1))
+    err = _clean_exit_2(cli("validate", str(path)))
+    line = ROLLOUT[:ROLLOUT.index("            --block-size: 32\n")].count("\n") + 2
+    assert err.splitlines() == [
+        f"dgdgen validate: error: {path}:{line}:11: spec.candidate.components.VllmDecodeWorker"
+        ".args.remove: 10,001 entries, more than the 10,000 a rollout spec's lists and mappings "
+        "may hold"], err
+
+
 @pytest.mark.parametrize("command", ["validate", "verify"])
 def test_a_fields_errors_are_capped_in_a_dgd(work: Path, command: str) -> None:
     _dgd(work, DECODE_MODEL, DECODE_MODEL + "            - 1\n" * 500)
