@@ -102,7 +102,7 @@ def _label(data: object) -> str:
 def run(args: argparse.Namespace) -> int:
     from dgdgen import crd, yamlio
     from dgdgen.crd import overlays
-    from dgdgen.errors import format_path
+    from dgdgen.errors import MAX_PER_FIELD, field_group, format_path, more_than_shown
 
     for name in args.overlay:
         overlays.load(name)  # unknown names fail now, as usage errors (exit 2)
@@ -132,6 +132,13 @@ def run(args: argparse.Namespace) -> int:
     )
     failures = 0
     out = sys.stdout
+    # at most MAX_PER_FIELD lines per field of a document; the rest counted where they begin
+    per_field: dict[tuple[int, tuple[str | int, ...]], int] = {}
+    for doc, violation, _ in located:
+        if violation.rule != crd.UNKNOWN_KIND:
+            key = (id(doc), field_group(violation.path))
+            per_field[key] = per_field.get(key, 0) + 1
+    printed: dict[tuple[int, tuple[str | int, ...]], int] = {}
     for doc, violation, where in located:
         field = format_path(violation.path)
         prefix = f"{where}: {_label(doc.data)}: "
@@ -139,7 +146,15 @@ def run(args: argparse.Namespace) -> int:
             out.write(f"{prefix}warning: {violation.message}\n")
             continue
         failures += 1
-        out.write(f"{prefix}{field + ': ' if field else ''}{violation.message}\n")
+        key = (id(doc), field_group(violation.path))
+        n = printed.get(key, 0)
+        printed[key] = n + 1
+        if n < MAX_PER_FIELD:
+            out.write(f"{prefix}{field + ': ' if field else ''}{violation.message}\n")
+        elif n == MAX_PER_FIELD:
+            group = format_path(key[1])
+            out.write(f"{prefix}{group + ': ' if group else ''}"
+                      f"{more_than_shown(per_field[key] - MAX_PER_FIELD)}\n")
     broken = 0
     if not args.skip_invariants:
         broken = _invariants(args.paths, out)

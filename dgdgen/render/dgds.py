@@ -84,7 +84,20 @@ def stable_dgd(prepared: Prepared, gen: GenerationState) -> dgdmod.Dgd:
     return d
 
 
+# Built once per plan, kept for the plan last rendered: every state copies it (rebuilding it per
+# state made a render cost the number of states times the DGD's size, twice over).
+_template: tuple[Prepared, dgdmod.Dgd] | None = None
+
+
 def _candidate_template(prepared: Prepared) -> dgdmod.Dgd:
+    """:func:`_build_candidate_template`, once per plan; a copy the caller may edit."""
+    global _template
+    if _template is None or _template[0] is not prepared:
+        _template = (prepared, _build_candidate_template(prepared))
+    return _template[1].copy()
+
+
+def _build_candidate_template(prepared: Prepared) -> dgdmod.Dgd:
     """The candidate's DGD with the termination grace period its frontends and workers need:
     pods it loses while serving (a rollback step, the operator's roll) finish their streams on
     SIGTERM, for up to the request timeout (:mod:`dgdgen.grace`). Where one DGD carries both
