@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gen_support import EXAMPLES, REPO, run_cli
+from gen_support import EXAMPLES, REPO, run_cli, without_roll_settings
 from dgdgen import crd, dgd as dgdmod, yamlio
 from dgdgen.generation import edit_args
 from dgdgen.output import all_files
@@ -33,16 +33,6 @@ def test_byte_identical_across_runs_and_hash_seeds(tmp_path: Path) -> None:
     assert trees[0] == trees[1] == trees[2]
 
 
-def _without_roll_settings(text: str) -> str:
-    lines = text.splitlines(keepends=True)
-    out = [x for x in lines if "nvidia.com/deployment-rolling-update-" not in x]
-    # an `annotations:` key left with nothing under it went with them
-    return "".join(x for i, x in enumerate(out) if not (
-        x.strip() == "annotations:" and (i + 1 == len(out) or
-                                         len(out[i + 1]) - len(out[i + 1].lstrip())
-                                         <= len(x) - len(x.lstrip()))))
-
-
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)
 def test_rollback_is_byte_identical_to_baseline(example: Path) -> None:
     files = all_files(prepare(str(example / "rollout.yaml")))
@@ -52,7 +42,7 @@ def test_rollback_is_byte_identical_to_baseline(example: Path) -> None:
     # rollback removes (dgdgen's own Job and the account it reads EndpointSlices with). In place
     # the way back is a roll, which keeps the forward roll's surge settings (CLU201): those
     # annotations are the one difference.
-    rollback = {k: _without_roll_settings(v) for k, v in rollback.items()}
+    rollback = {k: without_roll_settings(v) for k, v in rollback.items()}
     assert baseline and baseline == {k: v for k, v in rollback.items() if "-drain-" not in k}
     assert all(k.split("-", 1)[0] in ("job", "serviceaccount", "role", "rolebinding")
                for k in set(rollback) - set(baseline))
