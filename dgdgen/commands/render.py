@@ -24,7 +24,10 @@ every state is written in its own directory:
 
 With --step, only that state is written, directly into DIR. Every object is validated against the
 upstream CRD schemas (strict) and their CEL rules before anything is written; the tree is
-replaced atomically, so a failed or interrupted render leaves the previous one intact. DIR is
+replaced atomically, so a failed or interrupted render leaves the previous one intact. The
+objects are also checked against each other as a cluster would run them, state by state and at
+every sync-wave moment of every transition (docs/invariants.md): a tree that would break an
+invariant is not written, exit 1, each finding at its file and line. DIR is
 replaced only when it holds nothing but what an earlier dgdgen write listed there: a file put
 into it since (a picture, another command's output) is refused, exit 2, as is a DIR inside an
 earlier output (--force replaces anyway). With several specs, each is written to
