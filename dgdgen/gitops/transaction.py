@@ -67,13 +67,11 @@ class Session:
         """Make the directory hold ``files`` and ``index`` — with ``commit``, as one commit on
         the branch (see the module's docstring). Returns what changed and the commit id (None
         when nothing was committed)."""
-        staged_or_none = None
         if self.top is not None and commit:
             repo.require_committable(self.top)
-        staged_or_none = tree.stage(self.into, files, index, force=force)
-        if staged_or_none is None:
+        staged = tree.stage(self.into, files, index, force=force)
+        if staged is None:
             return tree.Change((), (), tuple(sorted(files))), None
-        staged = staged_or_none
         if self.top is None or not commit:
             tree.seal(staged)
             tree.apply(self.into)
@@ -109,7 +107,10 @@ class Session:
                 hint="check `dgdgen status`, then run the command again if it still applies",
             ) from None
         except BaseException:
-            tree.discard(self.into)
+            # interrupted around the ref update: once HEAD is the new commit the journal must
+            # stay, for the next command to finish moving the files
+            if repo.head_or_none(self.top) != sha:
+                tree.discard(self.into)
             raise
         tree.maybe_kill("ref", 1)
         self._finish(staged.change.written + staged.change.removed, sha, subject)
