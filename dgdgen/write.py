@@ -327,3 +327,51 @@ def fsync_dir(path: str) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def write_file(path: str, data: bytes, *, what: str = "output file") -> None:
+    """Write one output file whole or not at all: a temporary file beside it, renamed over it,
+    removed again whatever fails (a folder in the way, a read-only folder, a full disk). A path
+    that is a device or a FIFO — ``/dev/null``, ``/dev/stdout``, a pipe someone reads — is
+    written through, never replaced: a rename over ``/dev/null`` would turn the machine's null
+    device into a regular file (run as root, it did)."""
+    import stat
+    import tempfile
+
+    shown = Location(path)
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise InputError(f"cannot write the {what}: {_reason(exc)}", location=shown) from None
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise InputError(f"is a directory, expected a path for the {what}", location=shown)
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        try:
+            with open(path, "wb") as fh:
+                fh.write(data)
+        except OSError as exc:
+            raise InputError(f"cannot write the {what}: {_reason(exc)}", location=shown) from None
+        return
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.",
+                                   dir=os.path.dirname(os.path.abspath(path)))
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+        tmp = None
+    except OSError as exc:
+        raise InputError(f"cannot write the {what}: {_reason(exc)}", location=shown) from None
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.remove(tmp)
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask

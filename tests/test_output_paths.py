@@ -211,3 +211,29 @@ def test_dgd_outside_the_spec_folder_is_refused(work: Path) -> None:
     spec.write_text(spec.read_text().replace("dgd: ../../../../../etc/passwd", "dgd: loop1"))
     r = cli("validate", str(spec))
     assert r.code == 2 and "loop1: symlink loop" in r.err and "not found" not in r.err
+
+
+@pytest.mark.parametrize("command", ["check", "plan", "policy"])
+def test_an_output_path_that_is_a_fifo_or_device_is_written_through_never_replaced(
+    tmp_path: Path, command: str
+) -> None:
+    """`--output /dev/null` was renamed over: as root that turned the machine's null device into a
+    regular file. A FIFO stands in for it here (it can be made without root): it must stay a
+    FIFO, and its reader gets the whole output."""
+    import threading
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    example = EXAMPLE
+    args = {"check": ["check", str(example / "dgd.yaml"), "--format", "json", "--output",
+                      str(fifo)],
+            "plan": ["plan", str(example / "rollout.yaml"), "--format", "json", "-o", str(fifo)],
+            "policy": ["policy", "render", "--output", str(fifo)]}[command]
+    r = cli(*args)
+    reader.join(timeout=60)
+    assert r.code in (0, 1), r.err
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert got and got[0].strip().startswith((b"{", b"apiVersion", b"---"))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import sys
 from typing import Any
@@ -128,36 +127,9 @@ def emit(report: Any, args: argparse.Namespace) -> None:
 
 
 def _write_report(target: str, text: str) -> None:
-    """Write ``target`` whole or not at all: a temporary file beside it, renamed over it, and
-    removed again whatever fails (a folder in the way, a read-only folder, a full disk)."""
-    import tempfile
+    from dgdgen.write import write_file
 
-    from dgdgen.errors import InputError, Location
-
-    if os.path.isdir(target):
-        raise InputError("is a directory, expected a report file path", location=Location(target))
-    tmp = None
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.",
-                                   dir=os.path.dirname(os.path.abspath(target)))
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, target)
-        tmp = None
-    except OSError as exc:
-        raise InputError(f"cannot write the report: {exc.strerror}",
-                         location=Location(target)) from None
-    finally:
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.remove(tmp)
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
+    write_file(target, text.encode("utf-8"), what="report")
 
 
 def run(args: argparse.Namespace) -> int:

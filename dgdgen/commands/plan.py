@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 HELP = "show the steps of a rollout: weights, replicas, GPUs, capacity, gates"
@@ -62,18 +61,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _write(path: str, data: bytes) -> None:
-    """Write through a temporary file in the same folder, so a failed run leaves nothing
-    half-written where the picture or table is expected."""
-    from dgdgen.errors import InputError
+    """Whole or not at all, so a failed run leaves nothing half-written where the picture or
+    table is expected (a device such as /dev/null is written through)."""
+    from dgdgen.write import write_file
 
-    tmp = path + ".tmp"
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except OSError as exc:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise InputError(f"cannot write {path}: {exc.strerror}") from None
+    write_file(path, data, what="plan output")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 HELP = "emit the in-place rules (DGD201-203) as a Kubernetes ValidatingAdmissionPolicy"
@@ -99,20 +98,15 @@ def _build(args: argparse.Namespace) -> list[dict[str, object]]:
 
 
 def _render(args: argparse.Namespace) -> int:
-    from dgdgen.errors import InputError
     from dgdgen.yamlio import dump_all
 
     text = dump_all(_build(args))
     if args.output is None or args.output == "-":
         sys.stdout.write(text)
         return 0
-    tmp = args.output + ".tmp"
-    try:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, args.output)
-    except OSError as exc:
-        raise InputError(f"cannot write {args.output}: {exc.strerror}") from None
+    from dgdgen.write import write_file
+
+    write_file(args.output, text.encode("utf-8"), what="policy")
     return 0
 
 
