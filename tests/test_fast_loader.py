@@ -8,6 +8,7 @@ from pathlib import Path
 import yaml
 
 from dgdgen import yamlio
+from dgdgen.errors import Location
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -47,3 +48,58 @@ def test_repository_yaml_reads_as_with_safe_loader() -> None:
         text = f.read_text()
         assert list(yaml.load_all(text, Loader=yamlio._fast_loader())) == list(
             yaml.load_all(text, Loader=yaml.CSafeLoader)), f
+
+
+def _walked(text: str) -> list[dict[yamlio.FieldPath, tuple[int, int]]]:
+    """The positions of each document as a dict, recorded by the walk that keeps them so."""
+    loader = yamlio._fast_loader()(text)
+    try:
+        out = []
+        for _, node in yamlio._roots(loader):
+            if isinstance(node, yaml.ScalarNode):
+                continue
+            positions: dict[yamlio.FieldPath, tuple[int, int]] = {}
+            yamlio._walker11(loader).walk(node, (), positions)
+            out.append(positions)
+        return out
+    finally:
+        loader.dispose()
+
+
+PACKED = [
+    "a: 1\nb:\n  - x\n  - {c: 2, d: [3, 4]}\n  - - deep\n    - er\ne: {}\nf: []\n",
+    "k: &v [1, 2]\nl: *v\nm: {n: *v}\n",  # aliases expand into collections of their own
+    "x: |\n  line\n  two\ny: [a, [b, [c]], {d: e}]\n---\nz: 1\n---\n- [p, q]\n- r\n",
+    "? [a, b]\n: 1\ntrue: 2\n8000: 3\n",
+]
+
+
+def test_packed_positions_are_the_walked_ones() -> None:
+    files = sorted(REPO.glob("examples/**/*.yaml")) + sorted(REPO.glob("tests/check/corpus/**/*.yaml"))
+    for text in PACKED + [f.read_text() for f in files]:
+        docs = [d for d in yamlio.load_documents_fast(text, "t.yaml") if d.data is not None]
+        walked = _walked(text)
+        assert len(docs) == len(walked)
+        for doc, expected in zip(docs, walked):
+            assert isinstance(doc.positions, yamlio.PackedPositions), text
+            assert dict(doc.positions) == expected and list(doc.positions) == list(expected)
+            for path, where in expected.items():
+                assert doc.positions[path] == where and path in doc.positions
+                assert doc.location(path) == Location("t.yaml", *where)
+
+
+def test_packed_positions_of_missing_fields() -> None:
+    (doc,) = yamlio.load_documents_fast("a:\n  b: [x, y]\nc: z\n", "t.yaml")
+    for path in [("a", "q"), ("a", "b", 2), ("a", "b", -1), ("a", "b", "0"), ("c", "x"),
+                 ("a", 0), ()]:
+        assert path not in doc.positions and doc.positions.get(path) is None
+    assert doc.location(("a", "b", 5, "k")) == Location("t.yaml", 2, 3)  # its parent
+    assert doc.location(("q",)) == Location("t.yaml", 1, 1)
+
+
+def test_a_merge_key_keeps_the_walked_positions() -> None:
+    text = "base: &b {x: 1, y: 2}\nuse:\n  <<: *b\n  z: 3\n"
+    (doc,) = yamlio.load_documents_fast(text, "t.yaml")
+    assert doc.data["use"] == {"x": 1, "y": 2, "z": 3}
+    assert not isinstance(doc.positions, yamlio.PackedPositions)
+    assert doc.positions == _walked(text)[0]
