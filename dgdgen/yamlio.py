@@ -97,9 +97,10 @@ class PackedPositions(Mapping[FieldPath, tuple[int, int]]):
         word = None
         for part in path:
             if type(node) is dict:
-                if part not in node:
+                try:
+                    ordinal = list(node).index(part)
+                except ValueError:
                     return None
-                ordinal = next(i for i, key in enumerate(node) if key == part)
             elif type(node) is list:
                 if not isinstance(part, int) or not 0 <= part < len(node):
                     return None
@@ -138,20 +139,18 @@ def _collection_starts(data: Any) -> dict[int, int]:
     """id of each mapping and list of ``data`` → index of its first word in the
     :class:`PackedPositions` array, found by taking the collections in the walk's order."""
     starts: dict[int, int] = {}
-    word = 0
-    todo = [data]
-    while todo:
-        node = todo.pop()
-        if type(node) is dict:
-            children = list(node.values())
-        elif type(node) is list:
-            children = node
-        else:
-            continue
-        starts[id(node)] = word
-        word += len(node)
-        todo.extend(reversed(children))
+    if type(data) is dict or type(data) is list:
+        _count_words(data, 0, starts)
     return starts
+
+
+def _count_words(node: dict[str, Any] | list[Any], word: int, starts: dict[int, int]) -> int:
+    starts[id(node)] = word
+    word += len(node)
+    for child in node.values() if type(node) is dict else node:
+        if type(child) is dict or type(child) is list:
+            word = _count_words(child, word, starts)
+    return word
 
 
 # --------------------------------------------------------------------------- limits
