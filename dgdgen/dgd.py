@@ -72,8 +72,9 @@ _MODULE_BACKEND = {
 }
 # A module named as a word of its own (not `mydynamo.vllm` or `dynamo.vllm_x`), in the order of
 # _MODULE_BACKEND.
-_MODULE_PATTERNS = tuple((re.compile(rf"(?<![\w.]){re.escape(module)}(?![\w])"), backend)
-                         for module, backend in _MODULE_BACKEND.items())
+_MODULE_PATTERNS = tuple(
+    (module, re.compile(rf"(?<![\w.]){re.escape(module)}(?![\w])"), backend)
+    for module, backend in _MODULE_BACKEND.items())
 
 
 @dataclass(frozen=True)
@@ -512,8 +513,8 @@ def _backend(command: tuple[str, ...], args: tuple[str, ...]) -> Backend:
     text = " ".join(command + args)
     if "dynamo." not in text:
         return Backend.UNKNOWN
-    for pattern, backend in _MODULE_PATTERNS:
-        if pattern.search(text):
+    for module, pattern, backend in _MODULE_PATTERNS:
+        if module in text and pattern.search(text):  # the pattern only where it can match
             return backend
     return Backend.UNKNOWN
 
