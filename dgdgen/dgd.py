@@ -20,7 +20,7 @@ import enum
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from dgdgen.errors import InputError, Location
 from dgdgen.yamlio import Document, FieldPath
@@ -77,9 +77,10 @@ _MODULE_PATTERNS = tuple(
     for module, backend in _MODULE_BACKEND.items())
 
 
-@dataclass(frozen=True)
-class Component:
-    """A read-only view of one service (v1alpha1) / component (v1beta1)."""
+class Component(NamedTuple):
+    """A read-only view of one service (v1alpha1) / component (v1beta1). (A NamedTuple,
+    immutable as a frozen dataclass but built in half the time: a bulk check builds one per
+    component of every DGD.)"""
 
     name: str
     role: Role
@@ -318,18 +319,19 @@ def parse(doc: Any, *, source: Document | None = None) -> Dgd:
 def _components(doc: dict[str, Any], version: str, source: Document | None) -> dict[str, Component]:
     out: dict[str, Component] = {}
     spec = doc["spec"]
+    t = _Shape(source)
     if version == "v1alpha1":
         for name, svc in spec["services"].items():
             path: FieldPath = ("spec", "services", name)
             if not isinstance(svc, dict):
                 raise _bad(source, path, "a service must be a mapping")
-            out[str(name)] = _component_v1alpha1(str(name), svc, path, _Shape(source))
+            out[str(name)] = _component_v1alpha1(str(name), svc, path, t)
     else:
         for i, comp in enumerate(spec["components"]):
             path = ("spec", "components", i)
             if not isinstance(comp, dict) or not isinstance(comp.get("name"), str):
                 raise _bad(source, path, "a component must be a mapping with a string name")
-            out[comp["name"]] = _component_v1beta1(comp["name"], comp, path, _Shape(source))
+            out[comp["name"]] = _component_v1beta1(comp["name"], comp, path, t)
     return out
 
 
