@@ -124,8 +124,10 @@ class Setting(NamedTuple):
 Token = tuple[str, FieldPath, "int | None"]
 
 
-@dataclass(frozen=True)
-class ComponentFacts:
+class ComponentFacts(NamedTuple):
+    """What the rules read of one component. (A NamedTuple, immutable as a frozen dataclass
+    but built in a third of the time: one per component of every checked DGD.)"""
+
     name: str
     role: Role
     backend: Backend
