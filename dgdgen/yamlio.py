@@ -811,27 +811,33 @@ class _Walker:
         """:meth:`walk`, keeping the positions in ``words`` as :class:`PackedPositions` reads
         them: each collection first sets aside one word per key or item, then fills them in as
         it goes. No aliases are checked (``seen``), and a merge key raises :class:`_Merged`
-        (the merged keys' positions are not in the text of the mapping that holds them)."""
+        (the merged keys' positions are not in the text of the mapping that holds them). A
+        string value is taken where it stands, without a call (most values are strings)."""
         tag = node.tag
+        text_tag = self.text_tag
         if tag == _MAP_TAG:
             if depth >= self.max_depth:
                 raise _too_deep(Location("", *_at(node.start_mark)))
-            text_tag = self.text_tag
             pairs = node.value
             word = len(words)
             words += _ZEROS[:len(pairs)] if len(pairs) <= len(_ZEROS) else [0] * len(pairs)
             depth += 1
             out: dict[str, Any] = {}
             for key_node, value_node in pairs:
-                if key_node.tag == _MERGE_TAG and self.merges:
+                key_tag = key_node.tag
+                if key_tag == text_tag:
+                    key = key_node.value
+                elif key_tag == _MERGE_TAG and self.merges:
                     raise _Merged
-                key = key_node.value if key_node.tag == text_tag else self.key_of(key_node)
+                else:
+                    key = self.key_of(key_node)
                 mark = key_node.start_mark
                 if key in out:
                     raise InputError(f"duplicate key {key!r}", location=Location("", *_at(mark)))
                 words[word] = mark.line << 32 | mark.column
                 word += 1
-                out[key] = self.pack(value_node, depth, words)
+                out[key] = (value_node.value if value_node.tag == text_tag
+                            else self.pack(value_node, depth, words))
             return out
         if tag == _SEQ_TAG:
             if depth >= self.max_depth:
@@ -845,9 +851,10 @@ class _Walker:
                 mark = item.start_mark
                 words[word] = mark.line << 32 | mark.column
                 word += 1
-                out_items.append(self.pack(item, depth, words))
+                out_items.append(item.value if item.tag == text_tag
+                                 else self.pack(item, depth, words))
             return out_items
-        return node.value if tag == self.text_tag else self.value_of(node)
+        return node.value if tag == text_tag else self.value_of(node)
 
 
 _ZEROS = [0] * 64  # the words a collection sets aside (:meth:`_Walker.pack`), most at once
