@@ -254,9 +254,9 @@ def _program_index(words: list[str]) -> tuple[int, str | None]:
 
 
 def _tokens(command: tuple[str, ...], args: tuple[str, ...], container_path: FieldPath | None
-            ) -> tuple[list[Token], list[Token], bool]:
+            ) -> tuple[list[Token], list[Token], bool, tuple[int, str | None]]:
     """(tokens of the whole command line, env assignments written before the program, whether
-    a shell runs it: `sh -c SCRIPT`)."""
+    a shell runs it: `sh -c SCRIPT`, and :func:`_program_index` of the tokens)."""
     base: FieldPath = container_path or ()
     items: list[Token] = [(c, base + ("command", i), None) for i, c in enumerate(command)]
     items += [(a, base + ("args", i), None) for i, a in enumerate(args)]
@@ -288,20 +288,24 @@ def _tokens(command: tuple[str, ...], args: tuple[str, ...], container_path: Fie
         else:
             segments[-1].append(t)
     chosen = segments[0]
+    program: tuple[int, str | None] | None = None  # _program_index of the chosen segment
     for seg in segments:
-        _, prog = _program_index([t[0] for t in seg])
-        if prog in _BACKEND_MODULES:
-            chosen = seg
+        found = _program_index([t[0] for t in seg])
+        if program is None:
+            program = found  # the first segment's
+        if found[1] in _BACKEND_MODULES:
+            chosen, program = seg, found
             break
-        if prog is not None and chosen is segments[0]:
-            chosen = seg
+        if found[1] is not None and chosen is segments[0]:
+            chosen, program = seg, found
+    assert program is not None
     env_assign = []
     for t in chosen:
         if _ENV_ASSIGN.match(t[0]):
             env_assign.append(t)
         elif t[0] not in ("exec", "env"):
             break
-    return chosen, env_assign, shell_at is not None
+    return chosen, env_assign, shell_at is not None, program
 
 
 # Kubernetes expands `$(VAR)` in a container's command and args from the container's
@@ -387,12 +391,15 @@ def _canonical_flag(flag: str, backend: Backend) -> str:
     return _ALIASES.get(backend, {}).get(flag, flag)
 
 
-def parse_flags(tokens: list[Token], backend: Backend) -> list[tuple[str, Setting]]:
+def parse_flags(tokens: list[Token], backend: Backend, program_at: int | None = None
+                ) -> list[tuple[str, Setting]]:
     """``--flag value``, ``--flag=value``, ``--flag v1 v2`` (multi-valued flags: the values
-    joined by one space) and bare boolean flags, in order."""
+    joined by one space) and bare boolean flags, in order, after the program's name
+    (``program_at``: its :func:`_program_index`, when the caller knows it)."""
     multi = _MULTI.get(backend, frozenset())
-    words = [t[0] for t in tokens]
-    start = max(_program_index(words)[0], 0)
+    if program_at is None:
+        program_at = _program_index([t[0] for t in tokens])[0]
+    start = max(program_at, 0)
     out: list[tuple[str, Setting]] = []
     i = start
     while i < len(tokens):
@@ -778,11 +785,11 @@ def component_facts(dgd: Dgd, comp: Component,
     objects = objects or Objects(configmaps or {})
     configmaps = objects.configmaps
     unresolved: list[Unresolved] = []
-    tokens, assigns, shell = _tokens(comp.command, comp.args, comp.container_path)
-    program = _program_index([t[0] for t in tokens])[1]
+    tokens, assigns, shell, (program_at, program) = _tokens(comp.command, comp.args,
+                                                             comp.container_path)
     env = _component_env(dgd, comp, objects, unresolved)
     raw = [(flag, _expand(s, flag, env, shell, unresolved))
-           for flag, s in parse_flags(tokens, backend)]
+           for flag, s in parse_flags(tokens, backend, program_at)]
     for t in assigns:
         name, value = t[0].split("=", 1)
         env[name] = Setting(value, t[1], "env", name, t[2])
