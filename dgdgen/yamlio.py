@@ -274,9 +274,14 @@ def _may_exceed(text: str) -> bool:
     if "&" in text and _tag_after_anchor(text):
         return True
     # every nesting level needs a line or a flow bracket of its own, or a `- `/`? `/`: ` on one
-    # line: a count of them bounds the depth
+    # line: a count of them bounds the depth. Each of those indicators ends in a space of its
+    # own, so the spaces bound them too: one count of a character instead of three of a pair
+    # is enough for most files (a few kB).
     flow = text.count("[") + text.count("{")
-    bound = text.count("\n") + flow + text.count("- ") + text.count("? ") + text.count(": ")
+    lines = text.count("\n")
+    if lines + flow + text.count(" ") + 2 <= _C_SAFE_DEPTH:
+        return False
+    bound = lines + flow + text.count("- ") + text.count("? ") + text.count(": ")
     if bound + 2 <= _C_SAFE_DEPTH:
         return False
     # A long file: a block collection nested in another starts deeper (a list may share its
