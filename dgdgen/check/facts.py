@@ -788,7 +788,7 @@ def component_facts(dgd: Dgd, comp: Component,
     tokens, assigns, shell, (program_at, program) = _tokens(comp.command, comp.args,
                                                              comp.container_path)
     env = _component_env(dgd, comp, objects, unresolved)
-    raw = [(flag, _expand(s, flag, env, shell, unresolved))
+    raw = [(flag, _expand(s, flag, env, shell, unresolved) if "$" in s.value else s)
            for flag, s in parse_flags(tokens, backend, program_at)]
     for t in assigns:
         name, value = t[0].split("=", 1)
