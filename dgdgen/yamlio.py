@@ -1078,17 +1078,31 @@ def _walker11(loader: Any) -> _Walker:
     string is built by the loader's constructor (``!!str 5``, numbers, booleans, timestamps),
     aliases are expanded and ``<<`` merges."""
     construct = loader.construct_object
+    bools = loader.bool_values
 
     def key_of(node: Any) -> str:
         return _key(construct(node, deep=True))
 
     def value_of(node: Any) -> Any:
+        # A decimal integer, a boolean and null read as the constructor reads them, without it
+        # (most of the scalars that are not strings: `replicas: 1`); the rest goes to it.
+        tag = node.tag
+        if tag == _INT_TAG:
+            if _DECIMAL.fullmatch(node.value):
+                return int(node.value)
+        elif tag == _BOOL_TAG:
+            return bools[node.value.lower()]
+        elif tag == _NULL_TAG:
+            return None
         return _scalar(construct(node, deep=True))
 
     return _Walker(_STR_TAG, key_of, value_of, merges=True, seen=None)
 
 
 _STR_TAG = "tag:yaml.org,2002:str"
+_INT_TAG = "tag:yaml.org,2002:int"
+_BOOL_TAG = "tag:yaml.org,2002:bool"
+_NULL_TAG = "tag:yaml.org,2002:null"
 
 
 # --------------------------------------------------------------------------- dumping

@@ -3,6 +3,7 @@ PyYAML's SafeLoader does, however often the same text comes back, quoted or not.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import yaml
@@ -35,6 +36,10 @@ def test_same_values_as_safe_loader_twice_over() -> None:
         (doc,) = yamlio.load_documents_fast(text, "t.yaml")
         assert {k: v for k, v in doc.data.items() if not k.startswith("l")} == {
             k: (v.isoformat() if hasattr(v, "isoformat") else v)
+            for k, v in expected.items() if not k.startswith("l")}
+        # the same types too (True == 1): the walk reads integers, booleans and null itself
+        assert {k: type(v) for k, v in doc.data.items() if not k.startswith("l")} == {
+            k: str if hasattr(v, "isoformat") else type(v)
             for k, v in expected.items() if not k.startswith("l")}
     got = yaml.load(text, Loader=yamlio._fast_loader())
     assert got["p0"] is True and got["q0"] == "yes" and got["d0"] == "yes"
@@ -103,3 +108,14 @@ def test_a_merge_key_keeps_the_walked_positions() -> None:
     assert doc.data["use"] == {"x": 1, "y": 2, "z": 3}
     assert not isinstance(doc.positions, yamlio.PackedPositions)
     assert doc.positions == _walked(text)[0]
+
+
+def test_repository_yaml_walks_to_the_safe_loaders_values_and_types() -> None:
+    files = sorted(REPO.glob("examples/**/*.yaml")) + sorted(REPO.glob("tests/check/corpus/**/*.yaml"))
+    for f in files:
+        text = f.read_text()
+        expected = [d for d in yaml.load_all(text, Loader=yaml.CSafeLoader) if d is not None]
+        got = [d.data for d in yamlio.load_documents_fast(text, str(f))]
+        # JSON tells true from 1 and null from "" (a date is its ISO text in both)
+        assert json.dumps(got, default=lambda o: o.isoformat()) == json.dumps(
+            expected, default=lambda o: o.isoformat()), f
