@@ -1037,38 +1037,25 @@ def _fast_loader() -> Any:
     """libyaml's SafeLoader (PyYAML's pure-Python one where libyaml is missing), with the
     implicit-tag resolution of scalars memoised.
 
-    libyaml parses in C but calls back into Python to resolve the tag of every scalar (a scan
-    of the implicit resolvers' regular expressions) and to push and pop the path resolvers at
-    every node: about a third of a DGD file's parse time. SafeLoader has no path resolvers, so
-    a scalar's tag depends only on its text and its implicit flags, and a mapping's or a
-    sequence's only on its kind: the result is kept per (text, flags) (per text alone for a
-    plain scalar, the most common case) or per kind, and the path bookkeeping is skipped, with
-    the same tags as before."""
+    libyaml parses in C but calls back into Python to resolve the tag of every node (for a
+    scalar, a scan of the implicit resolvers' regular expressions) and to push and pop the path
+    resolvers at every node: about a third of a DGD file's parse time. SafeLoader has no path
+    resolvers, so a node's tag depends only on its kind, its text and its implicit flags: the
+    result is kept per (kind, text, flags), and the path bookkeeping is skipped, with the same
+    tags as before."""
     import yaml
-    from yaml.nodes import ScalarNode
 
     base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     if base.yaml_path_resolvers:  # never for SafeLoader; if so, PyYAML's own resolution
         return base
-    plain: dict[str, str] = {}  # plain scalars (implicit == (True, False)): most of them
-    cache: dict[tuple[Any, Any], str] = {}
-    resolve = base.resolve
+    # A builtin memo (functools' C cache) answers the composer's call for every node without a
+    # Python frame; a new (kind, text, flags) is resolved by the resolver SafeLoader is made
+    # of. It keeps the last 4,096 answers, so a long-lived process holds at most that many
+    # scalars' texts.
+    resolved = functools.lru_cache(maxsize=4096)(yaml.resolver.Resolver().resolve)
 
     class Loader(_NoPathResolvers, base):  # type: ignore[misc, valid-type]
-        def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
-            if kind is ScalarNode and implicit[0] and not implicit[1]:
-                tag = plain.get(value)
-                if tag is None:
-                    tag = resolve(self, kind, value, implicit)
-                    _remember(plain, value, tag, value)
-                return tag
-            # a quoted scalar, or a mapping or sequence (their tag depends on the kind only)
-            key = (value, implicit) if kind is ScalarNode else (kind, implicit)
-            tag = cache.get(key)
-            if tag is None:
-                tag = resolve(self, kind, value, implicit)
-                _remember(cache, key, tag, value if kind is ScalarNode else "")
-            return tag
+        resolve = staticmethod(resolved)
 
     return Loader
 
