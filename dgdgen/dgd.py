@@ -112,6 +112,11 @@ class Dgd:
     version: str
     source: Document | None = None
     components: dict[str, Component] = field(default_factory=dict)
+    # Copies of a parsed DGD, and the DGDs dgdgen edits from them, hold only fields whose
+    # shapes were checked when it was read (or that dgdgen wrote): their component views are
+    # built without checking again every env entry and volume (each state of a render copies
+    # the DGDs, and the checks cost as much as the rest of its work).
+    checked: bool = False
 
     # ----------------------------------------------------------------- identity
 
@@ -212,6 +217,18 @@ class Dgd:
         assert isinstance(labels, dict)
         return labels
 
+    def doc_annotations(self, name: str) -> dict[str, Any]:
+        """The component's rolling-update annotations as written (read only: nothing is
+        created)."""
+        node = self.component_doc(name)
+        if self.version == "v1alpha1":
+            ann = node.get("annotations")
+        else:
+            tmpl = node.get("podTemplate")
+            meta = tmpl.get("metadata") if isinstance(tmpl, dict) else None
+            ann = meta.get("annotations") if isinstance(meta, dict) else None
+        return ann if isinstance(ann, dict) else {}
+
     def component_annotations(self, name: str) -> dict[str, Any]:
         """Where the operator reads per-component rolling-update annotations (upstream #6110)."""
         node = self.component_doc(name)
@@ -237,11 +254,27 @@ class Dgd:
         return spec
 
     def copy(self) -> Dgd:
-        return parse(copy.deepcopy(self.doc), source=self.source)
+        return Dgd(doc=_copied(self.doc), version=self.version, source=self.source,
+                   components=dict(self.components), checked=True)
 
     def refresh(self) -> None:
         """Recompute the component view after :attr:`doc` was edited."""
-        self.components = _components(self.doc, self.version, self.source)
+        self.components = _components(self.doc, self.version, self.source,
+                                      checked=self.checked)
+
+
+def _copied(value: Any) -> Any:
+    """A deep copy of plain data (what the loaders and dgdgen's edits build: dicts, lists and
+    immutable scalars), several times faster than :func:`copy.deepcopy`, which keeps a memo of
+    every node for the shared references and cycles plain data does not have."""
+    t = type(value)
+    if t is dict:
+        return {k: _copied(v) for k, v in value.items()}
+    if t is list:
+        return [_copied(v) for v in value]
+    if t is str or t is int or t is float or t is bool or value is None:
+        return value
+    return copy.deepcopy(value)
 
 
 # --------------------------------------------------------------------------- parsing
@@ -316,10 +349,11 @@ def parse(doc: Any, *, source: Document | None = None) -> Dgd:
     return Dgd(doc=doc, version=version, source=source, components=_components(doc, version, source))
 
 
-def _components(doc: dict[str, Any], version: str, source: Document | None) -> dict[str, Component]:
+def _components(doc: dict[str, Any], version: str, source: Document | None, *,
+                checked: bool = False) -> dict[str, Component]:
     out: dict[str, Component] = {}
     spec = doc["spec"]
-    t = _Shape(source)
+    t = _Shape(source, checked)
     if version == "v1alpha1":
         for name, svc in spec["services"].items():
             path: FieldPath = ("spec", "services", name)
@@ -348,6 +382,8 @@ def _entries(t: _Shape, node: dict[str, Any], key: str, path: FieldPath
 
 def _env_shape(t: _Shape, node: dict[str, Any], key: str, path: FieldPath) -> None:
     """An environment list as the checker reads it (``value``, ``valueFrom`` references)."""
+    if t.checked:
+        return
     for item, ipath in _entries(t, node, key, path):
         t.text(item, "name", ipath)
         ref = t.mapping(item, "valueFrom", ipath)
@@ -361,6 +397,8 @@ def _pod_shape(t: _Shape, pod: dict[str, Any], ppath: FieldPath, main: dict[str,
                mpath: FieldPath) -> None:
     """The pod and main-container fields the checker's facts read (:mod:`dgdgen.check.facts`):
     a wrong shape there is an error at its line, as everywhere past :func:`parse`."""
+    if t.checked:
+        return
     for vol, vpath in _entries(t, pod, "volumes", ppath):
         t.text(vol, "name", vpath)
         sources = [(vol, vpath)]
@@ -397,6 +435,7 @@ class _Shape:
     typed boundary: code past :func:`parse` trusts what it gets)."""
 
     source: Document | None
+    checked: bool = False  # the deep shapes (env, volumes) were checked when it was read
 
     def _get(self, node: dict[str, Any], key: str, path: FieldPath, want: type | tuple[type, ...],
              what: str) -> Any:

@@ -80,11 +80,51 @@ class InputError(DgdgenError):
         return text
 
 
+# At most this many problems are reported per field (a list, or a mapping's own keys); the rest
+# are counted on one line. A 200,000-item list of wrong values was 200,000 lines.
+MAX_PER_FIELD = 10
+
+
+def field_group(path: Sequence[str | int]) -> Path_:
+    """The field a problem at ``path`` counts against for :data:`MAX_PER_FIELD`: the list it is
+    in (``spec.steps[3].weight`` → ``spec.steps``: its items are one field), else the mapping
+    that holds it (``spec.x1`` → ``spec``)."""
+    for i, part in enumerate(path):
+        if isinstance(part, int):
+            return tuple(path[:i])
+    return tuple(path[:-1])
+
+
+def more_than_shown(count: int) -> str:
+    return f"and {count:,} more problem(s) in this field ({MAX_PER_FIELD} shown)"
+
+
+def capped(errors: Sequence[InputError]) -> list[InputError]:
+    """``errors`` with at most :data:`MAX_PER_FIELD` per field (:func:`field_group`) and file, in
+    their order; the rest of a field's become one error, where the first of them was."""
+    out: list[InputError] = []
+    seen: dict[tuple[str, Path_], int] = {}
+    extra: dict[tuple[str, Path_], int] = {}
+    for e in errors:
+        key = (e.location.file if e.location is not None else "", field_group(e.field))
+        n = seen.get(key, 0)
+        seen[key] = n + 1
+        if n < MAX_PER_FIELD:
+            out.append(e)
+        elif n == MAX_PER_FIELD:
+            extra[key] = len(out)
+            out.append(InputError("", location=e.location, field=key[1]))
+    for key, i in extra.items():
+        out[i].message = more_than_shown(seen[key] - MAX_PER_FIELD)
+    return out
+
+
 class InputErrors(DgdgenError):
-    """Several independent input errors found in one pass (e.g. all bad fields of a spec)."""
+    """Several independent input errors found in one pass (e.g. all bad fields of a spec), at
+    most :data:`MAX_PER_FIELD` per field."""
 
     def __init__(self, errors: Sequence[InputError]) -> None:
-        self.errors = list(errors)
+        self.errors = capped(errors)
         super().__init__("\n".join(str(e) for e in self.errors))
 
 

@@ -111,6 +111,8 @@ def candidate_generation(
         if change.replicas is not None:
             cand.component_doc(comp_name)["replicas"] = change.replicas
             target[comp_name] = change.replicas
+        if change.gpus is not None:
+            _apply_gpus(cand, comp_name, change.gpus)
 
     meta = doc.setdefault("metadata", {})
     for key in _SERVER_METADATA:
@@ -138,6 +140,27 @@ def candidate_generation(
             field=("spec", "candidate", "revision"),
         )
     return Generation(revision, cand, target)
+
+
+def _apply_gpus(cand: dgdmod.Dgd, comp_name: str, gpus: int) -> None:
+    """Set the GPUs each pod of the component asks for where the DGD keeps them: v1alpha1 the
+    component's ``resources`` (``gpu``), unless only its main container names
+    ``nvidia.com/gpu``; v1beta1 the main container's ``nvidia.com/gpu``. Limits always, requests
+    where they name GPUs already."""
+    node = cand.component_doc(comp_name)
+    mc = cand.main_container(comp_name, create=True)
+    assert mc is not None
+    container_res = mc.get("resources") if isinstance(mc.get("resources"), dict) else None
+    own = node.get("resources") if isinstance(node.get("resources"), dict) else None
+    if cand.version == "v1alpha1" and not (
+            own is None and container_res is not None
+            and "nvidia.com/gpu" in (container_res.get("limits") or {})):
+        res, key, value = node.setdefault("resources", {}), "gpu", str(gpus)
+    else:
+        res, key, value = mc.setdefault("resources", {}), "nvidia.com/gpu", str(gpus)
+    res.setdefault("limits", {})[key] = value
+    if isinstance(res.get("requests"), dict) and key in res["requests"]:
+        res["requests"][key] = value
 
 
 # --------------------------------------------------------------------------- arguments

@@ -10,7 +10,16 @@ from typing import Any
 
 from dgdgen import dgd as dgdmod
 from dgdgen import yamlio
-from dgdgen.errors import InputError, InputErrors, Location, did_you_mean, format_path
+from dgdgen.errors import (
+    MAX_PER_FIELD,
+    InputError,
+    InputErrors,
+    Location,
+    did_you_mean,
+    field_group,
+    format_path,
+    more_than_shown,
+)
 
 
 @dataclass(frozen=True)
@@ -57,6 +66,9 @@ def _model_at(model: Any, loc: tuple[str | int, ...]) -> Any:
 
 def _pydantic_errors(exc: Any, doc: yamlio.Document, root_model: Any) -> InputErrors:
     errors = []
+    seen: set[str] = set()
+    per_field: dict[tuple[str | int, ...], int] = {}
+    first_hidden: dict[tuple[str | int, ...], Location] = {}
     for err in exc.errors(include_url=False):
         loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
         # pydantic reports union members as extra loc parts like 'int' / 'str'
@@ -71,6 +83,18 @@ def _pydantic_errors(exc: Any, doc: yamlio.Document, root_model: Any) -> InputEr
             elif err["type"] in ("missing", "extra_forbidden") and part == loc[-1]:
                 clean.append(part)
         path = tuple(clean)
+        # one message per field path, and at most MAX_PER_FIELD per field: the rest are only
+        # counted, not formatted (200,000 wrong items of one list made 200,000 messages first)
+        shown = format_path(path)
+        if shown in seen:
+            continue
+        seen.add(shown)
+        group = field_group(path)
+        count = per_field[group] = per_field.get(group, 0) + 1
+        if count > MAX_PER_FIELD:
+            if count == MAX_PER_FIELD + 1:
+                first_hidden[group] = doc.location(path)
+            continue
         etype = err["type"]
         hint = None
         if etype == "extra_forbidden":
@@ -92,23 +116,49 @@ def _pydantic_errors(exc: Any, doc: yamlio.Document, root_model: Any) -> InputEr
             message = msg[:1].lower() + msg[1:]
             if etype in ("literal_error", "enum") and "expected" in err.get("ctx", {}):
                 message = f"expected {err['ctx']['expected']}, got {err.get('input')!r}"
+            elif etype == "too_long" and "max_length" in err.get("ctx", {}):
+                # pydantic's "List should have at most 1000 items after validation, not 200000"
+                ctx = err["ctx"]
+                count = ctx.get("actual_length")
+                message = (f"{count:,} items" if isinstance(count, int) else "too many items"
+                           ) + f", more than the maximum of {ctx['max_length']:,}"
         errors.append(InputError(message, location=doc.location(path), field=path, hint=hint))
-    # one message per field path, in file order
-    seen: dict[str, InputError] = {}
-    for e in errors:
-        seen.setdefault(format_path(e.field), e)
-    ordered = sorted(
-        seen.values(),
+    errors += [InputError(more_than_shown(per_field[group] - MAX_PER_FIELD), location=where,
+                          field=group) for group, where in first_hidden.items()]
+    ordered = sorted(  # in file order
+        errors,
         key=lambda e: (e.location.line or 0, e.location.column or 0) if e.location else (0, 0),
     )
     return InputErrors(ordered)
+
+
+def _refuse_long_collections(doc: yamlio.Document, limit: int) -> None:
+    """Refuse the first list or mapping (in file order) with more than ``limit`` entries.
+    ``spec.steps`` has a maximum of its own, which the model checks before its items."""
+    todo: list[tuple[tuple[str | int, ...], Any]] = [((), doc.data)]
+    found = []
+    while todo:
+        path, node = todo.pop()
+        if isinstance(node, (dict, list)):
+            if len(node) > limit and path != ("spec", "steps"):
+                found.append(path)
+                continue
+            items = node.items() if isinstance(node, dict) else enumerate(node)
+            todo.extend((path + (k,), v) for k, v in items)
+    if found:
+        where = min(found, key=lambda p: (doc.location(p).line or 0, doc.location(p).column or 0))
+        node = doc.data
+        for part in where:
+            node = node[part]
+        raise InputError(f"{len(node):,} entries, more than the {limit:,} a rollout spec's lists "
+                         "and mappings may hold", location=doc.location(where), field=where)
 
 
 def load_spec(path: str) -> LoadedSpec:
     """Read, validate and resolve one rollout spec file."""
     from pydantic import ValidationError
 
-    from dgdgen.spec import API_VERSION, KIND, RolloutSpec
+    from dgdgen.spec import API_VERSION, KIND, MAX_ENTRIES, RolloutSpec
 
     docs = yamlio.load_file(path)
     if not docs:
@@ -131,6 +181,7 @@ def load_spec(path: str) -> LoadedSpec:
             location=doc.location(where),
             field=where,
         )
+    _refuse_long_collections(doc, MAX_ENTRIES)
     try:
         spec = RolloutSpec.model_validate(data)
     except ValidationError as exc:
@@ -252,7 +303,8 @@ def _check_schema(doc: yamlio.Document) -> None:
     real = [v for v in found if v.path] or found  # drop "CEL was skipped" when a field is named
     if real:
         raise InputErrors([
-            InputError(f"{v.message} (the DynamoGraphDeployment CRD schema)",
+            InputError(v.message if v.rule == crd.TOO_LARGE
+                       else f"{v.message} (the DynamoGraphDeployment CRD schema)",
                        location=doc.location(v.path), field=v.path)
             for v in sorted(real)
         ])

@@ -82,6 +82,7 @@ def prepare(path: str) -> Prepared:
     check_gates(loaded)  # gate names are checked even while analysis is off
     stable = stable_generation(loaded.stable, body.stable.revision)
     cand = candidate_generation(stable, body.candidate, loaded.location)
+    _require_gpus_for_parallelism(loaded, cand)
     steps = tuple(
         planmod.StepInput(s.weight, parse_duration(s.pause) if s.pause else None, s.gate)
         for s in body.steps
@@ -111,7 +112,7 @@ def prepare(path: str) -> Prepared:
         ) from None
     notes = reasons + _migration_notes(cand, mode) + _model_name_notes(stable, cand)
     notes += _grace_notes(loaded, stable, cand, plan) + _shrink_notes(stable, cand, plan)
-    notes += _frontend_resource_notes(stable, cand, mode)
+    notes += _frontend_resource_notes(stable, cand, mode) + _roll_settings_notes(stable, mode)
     if notes:
         plan = _with_notes(plan, notes)
     base, cand_name = _names(loaded, stable, cand, mode)
@@ -379,6 +380,48 @@ def _frontend_resource_notes(stable: Generation, cand: Generation, mode: str
                 f"set {where} (cpu, memory) in {where_dgd}"
             )
     return tuple(out)
+
+
+def _require_gpus_for_parallelism(loaded: LoadedSpec, cand: Generation) -> None:
+    """Refuse a candidate whose engine parallelism needs more GPUs than its pods ask for (its
+    pods would never start: CLU102), at the component's change in the spec — before any
+    isolation is decided, so `auto` never calls such a change safe to roll in place."""
+    from dgdgen.check.facts import dgd_facts
+    from dgdgen.parallelism import needed
+
+    for comp in dgd_facts(cand.dgd).workers():
+        have = cand.dgd.components[comp.name].gpus_per_replica
+        need = needed(cand.dgd.components[comp.name].backend,
+                      {k: v.value or "" for k, v in comp.flags.items()})
+        if not have or need is None or need <= have:
+            continue
+        field = ("spec", "candidate", "components", comp.name)
+        raise InputError(
+            f"the candidate's {comp.name} needs {need} GPU(s) per replica by its engine's "
+            f"parallelism, but its pods ask for {have}: they would never become Ready",
+            location=loaded.location(field), field=field,
+            hint=f"give it the GPUs with the change: spec.candidate.components.{comp.name}."
+            f"gpus: {need}",
+        )
+
+
+def _roll_settings_notes(stable: Generation, mode: str) -> tuple[str, ...]:
+    """In place the way back is a roll that keeps the forward roll's surge settings (CLU201); a
+    stable DGD without them has them added at rollback, and the operator's worker hash covers
+    annotations: the next rollout's baseline, without them, would roll the workers once more."""
+    from dgdgen.dgd import ANN_MAX_SURGE
+
+    if mode != "in-place":
+        return ()
+    bare = [c.name for c in stable.dgd.workers()
+            if ANN_MAX_SURGE not in stable.dgd.doc_annotations(c.name)]
+    if not bare:
+        return ()
+    return ((
+        "the rollback state keeps the forward roll's nvidia.com/deployment-rolling-update-* "
+        f"annotations on {', '.join(bare)} (the way back is a roll too); the operator's worker "
+        "hash covers annotations, so a stable DGD without them rolls its workers once more when "
+        "the next rollout starts from it: set them in spec.stable.dgd"),)
 
 
 def _with_notes(plan: planmod.Plan, notes: tuple[str, ...]) -> planmod.Plan:

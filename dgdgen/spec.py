@@ -228,9 +228,12 @@ class ArgChanges(_Model):
     @field_validator("set")
     @classmethod
     def _flags(cls, v: dict[str, Any]) -> dict[str, Any]:
-        for k in v:
+        for k, value in v.items():
             if not k.startswith("-"):
                 raise ValueError(f"argument names start with '-', got {k!r}")
+            if (k in ("--served-model-name", "--model", "--model-path") and isinstance(value, str)
+                    and value and not value.strip()):
+                raise ValueError(f"{k} {value!r}: a model name that is blank (only whitespace)")
         return v
 
 
@@ -248,6 +251,11 @@ class ComponentChange(_Model):
     # stable DGD's replicas line the candidate copies it into.
     replicas: int | None = Field(None, ge=0, le=2**31 - 1,
                                  description="Replicas of the candidate at 100%.")
+    gpus: int | None = Field(
+        None, ge=0, le=2**31 - 1,
+        description="GPUs each pod of the candidate's component asks for (each node's pod of a "
+        "multinode replica): what a change of tensor / pipeline / data parallelism needs with "
+        "it, or its new pods never start (invariant CLU102).")
 
 
 class Candidate(_Model):
@@ -1013,6 +1021,18 @@ class DynamoTarget(_Model):
         return v
 
 
+# A schedule has at most 101 distinct weights (whole percentages that never go back); a weight held
+# over several gated steps repeats one. 1,000 steps leaves room for any such schedule, while a plan
+# that long already renders about 9,000 files (50 MB for the examples) into the deploy repository
+# and takes `validate` about a second; past it a spec is a generator gone wrong, and every
+# command's cost grows with it (docs/robustness.md).
+MAX_STEPS = 1000
+# No list or mapping of a spec needs more entries than this (its steps are the longest, and they
+# are at most MAX_STEPS): a longer one is refused before the model validates it item by item
+# (pydantic's 200,000 errors for one list of 200,000 wrong items took 300 MB).
+MAX_ENTRIES = 10_000
+
+
 class RolloutBody(_Model):
     stable: StableGeneration
     candidate: Candidate
@@ -1020,9 +1040,10 @@ class RolloutBody(_Model):
     strategy: Strategy = Strategy.CANARY
     capacity: Capacity = Field(default_factory=Capacity)
     steps: list[Step] = Field(
-        default_factory=list,
-        description="Traffic steps; weights never go backwards and end at 100. Empty: a default "
-        "schedule (for `auto`, the one the change's risk grade calls for).",
+        default_factory=list, max_length=MAX_STEPS,
+        description="Traffic steps; weights never go backwards and end at 100 (at most "
+        f"{MAX_STEPS:,}). Empty: a default schedule (for `auto`, the one the change's risk "
+        "grade calls for).",
     )
     traffic: Traffic = Field(default_factory=Traffic)
     analysis: Analysis = Field(default_factory=Analysis)

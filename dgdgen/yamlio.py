@@ -6,9 +6,9 @@ stage can point at ``file:line:column`` for a field path. Two loaders share that
 * :func:`load_documents` uses ruamel.yaml's round-trip loader, which builds only plain YAML
   types (no arbitrary object construction: safe) and records positions. Used for rollout specs
   and the DGDs the generator reads.
-* :func:`load_documents_fast` composes with libyaml (PyYAML's C loader) when it is available and
-  walks the node graph itself; it exists for the checker, which must read thousands of files at
-  close to the C parser's speed.
+* :func:`load_documents_fast` builds the data from libyaml's events (PyYAML's C parser) when it
+  is available; it exists for the checker, which must read thousands of files at close to the C
+  parser's speed.
 
 Both loaders sit behind the same limits (:class:`Limits`, set once by the CLI): only regular
 files are read, and only up to a size cap; before either parser builds anything, one linear pass
@@ -24,9 +24,11 @@ aliases, a fixed line width, multi-line strings as literal blocks.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import errno
 import functools
+import gc
 import io
 import os
 import re
@@ -70,17 +72,17 @@ class Document:
 
 
 class PackedPositions(Mapping[FieldPath, tuple[int, int]]):
-    """The positions of a document's fields as :func:`load_documents_fast` keeps them: one
-    64-bit word per mapping key and sequence item (0-based line << 32 | column), in an array,
+    """The positions of a document's fields as :func:`load_documents_fast` keeps them: two
+    32-bit words per mapping key and sequence item (its 0-based line and column), in an array,
     instead of a dict of field-path tuples to (line, column) tuples. A check of 20,000 files
     held 240 MB of those until its report was written, more than the documents themselves.
 
-    The words of one mapping or list lie side by side, in the order of its keys or items, and
-    the collections take their places in the order the walk met them (depth first, in the
-    order of the text), so a path is found by following it through the data. Where each
-    collection's words start is worked out on the first lookup (most documents have no
-    finding, and are never asked). It holds as long as the data is not changed: the checker,
-    the only user, never changes a document."""
+    The loader appends the words in the order of the text (a key's, then those of the fields
+    under its value). On the first lookup they are rearranged so that the words of one mapping
+    or list lie side by side, in the order of its keys or items, the collections in the order
+    the text opens them; a path is then found by following it through the data. Most
+    documents have no finding and are never asked. It holds as long as the data is not
+    changed: the checker, the only user, never changes a document."""
 
     __slots__ = ("_data", "_starts", "_words")
 
@@ -89,13 +91,25 @@ class PackedPositions(Mapping[FieldPath, tuple[int, int]]):
         self._words = words
         self._starts: dict[int, int] | None = None
 
-    def _word(self, path: FieldPath) -> int | None:
-        """Where the position of ``path`` is kept, or None when the data has no such field."""
+    def _arrange(self) -> dict[int, int]:
+        """Each collection's fields side by side; id of each mapping and list → the ordinal of
+        its first field."""
+        starts: dict[int, int] = {}
+        data = self._data
+        if type(data) is dict or type(data) is list:
+            text_order = self._words
+            words = array(text_order.typecode, bytes(len(text_order) * text_order.itemsize))
+            _arrange_words(data, text_order, words, [0, 0], starts)
+            self._words = words
+        return starts
+
+    def _field(self, path: FieldPath) -> int | None:
+        """The ordinal of ``path``'s words, or None when the data has no such field."""
         starts = self._starts
         if starts is None:
-            starts = self._starts = _collection_starts(self._data)
+            starts = self._starts = self._arrange()
         node = self._data
-        word = None
+        found = None
         for part in path:
             if type(node) is dict:
                 try:
@@ -108,16 +122,16 @@ class PackedPositions(Mapping[FieldPath, tuple[int, int]]):
                 ordinal = part
             else:
                 return None
-            word = starts[id(node)] + ordinal
+            found = starts[id(node)] + ordinal
             node = node[part]
-        return word
+        return found
 
     def get(self, path: FieldPath, default: Any = None) -> Any:
-        word = self._word(path)
-        if word is None:
+        ordinal = self._field(path)
+        if ordinal is None:
             return default
-        packed = self._words[word]
-        return (packed >> 32) + 1, (packed & 0xFFFFFFFF) + 1
+        words = self._words
+        return words[2 * ordinal] + 1, words[2 * ordinal + 1] + 1
 
     def __getitem__(self, path: FieldPath) -> tuple[int, int]:
         found: tuple[int, int] | None = self.get(path)
@@ -126,32 +140,34 @@ class PackedPositions(Mapping[FieldPath, tuple[int, int]]):
         return found
 
     def __contains__(self, path: object) -> bool:
-        return isinstance(path, tuple) and self._word(path) is not None
+        return isinstance(path, tuple) and self._field(path) is not None
 
     def __iter__(self) -> Iterator[FieldPath]:
-        """Every field's path, in the order of the text (as the walk met them)."""
+        """Every field's path, in the order of the text (as the loader met them)."""
         return (p for p, _ in iter_paths(self._data) if p)
 
     def __len__(self) -> int:
-        return len(self._words)
+        return len(self._words) // 2
 
 
-def _collection_starts(data: Any) -> dict[int, int]:
-    """id of each mapping and list of ``data`` → index of its first word in the
-    :class:`PackedPositions` array, found by taking the collections in the walk's order."""
-    starts: dict[int, int] = {}
-    if type(data) is dict or type(data) is list:
-        _count_words(data, 0, starts)
-    return starts
-
-
-def _count_words(node: dict[str, Any] | list[Any], word: int, starts: dict[int, int]) -> int:
-    starts[id(node)] = word
-    word += len(node)
+def _arrange_words(node: dict[str, Any] | list[Any], text_order: array[int], words: array[int],
+                   at: list[int], starts: dict[int, int]) -> None:
+    """Move the words of ``node``'s fields and of everything under them from ``text_order``
+    (the next field's at ``at[0]``) into ``words``, ``node``'s own side by side from the field
+    ``at[1]``, where the next collection's block starts (the depth is bounded by the loader's
+    limit)."""
+    start = at[1]
+    starts[id(node)] = start
+    at[1] = start + len(node)
+    word = 2 * start
     for child in node.values() if type(node) is dict else node:
+        read = 2 * at[0]
+        words[word] = text_order[read]
+        words[word + 1] = text_order[read + 1]
+        word += 2
+        at[0] += 1
         if type(child) is dict or type(child) is list:
-            word = _count_words(child, word, starts)
-    return word
+            _arrange_words(child, text_order, words, at, starts)
 
 
 # --------------------------------------------------------------------------- limits
@@ -166,6 +182,9 @@ class Limits:
     max_depth: int = 64
     max_aliases: int = 1000
     max_alias_nodes: int = 100_000  # nodes alias expansion may add to one document
+    # the largest stream ruamel.yaml reads where libyaml cannot (load_documents): its worst
+    # cost, about 1.5 s of CPU and 60 MB, is what the rest of a command costs
+    max_ruamel_bytes: int = 64 * 1024
 
 
 _limits = Limits()
@@ -217,6 +236,57 @@ def _too_deep(location: Location) -> InputError:
     return InputError(f"nested more than {_limits.max_depth} levels deep", location=location)
 
 
+# Kubernetes reads an integer into an int64 (apimachinery's JSON and YAML decoding; the CRD
+# schemas' int32/int64 formats are narrower still), so a wider one is refused where it is read,
+# at its field. Python reads any width, but converts at most 4,300 digits between text and int
+# (sys.int_info.default_max_str_digits) and a long text costs quadratic time: the text is checked
+# before Python reads it, and a value never leaves a loader unbounded.
+INT_MIN, INT_MAX = -(2**63), 2**63 - 1
+
+
+class _BadScalar(Exception):
+    """A scalar that is refused (its message), raised where it is read and turned into an error
+    at its field by the walk that knows the field."""
+
+
+def _int_text_fits(text: str) -> bool:
+    """Whether an integer's text may hold a 64-bit value (binary needs 64 digits at most)."""
+    digits = text.replace("_", "").lstrip("+-")
+    if digits[:2] in ("0x", "0o", "0b", "0X", "0O", "0B"):
+        digits = digits[2:]
+    return len(digits.lstrip("0")) <= 64
+
+
+def _int_range_error(text: str) -> _BadScalar:
+    shown = text if len(text) <= 40 else f"an integer of {len(text):,} characters"
+    return _BadScalar(f"{shown} does not fit in a 64-bit integer (out of range: Kubernetes reads "
+                      f"integers from {INT_MIN} to {INT_MAX})")
+
+
+def _bounded(value: int, text: str | None = None) -> int:
+    """``value`` when it fits in 64 bits, else the refusal (``text``: as written)."""
+    if INT_MIN <= value <= INT_MAX:
+        return value
+    raise _int_range_error(text if text is not None else str(value))
+
+
+def _not_text(value: str) -> _BadScalar | None:
+    """The refusal of a string that is not Unicode text: a lone UTF-16 surrogate, which only an
+    escape can write (``"\\ud800"``, half of a JSON-style pair), cannot be encoded in UTF-8 and
+    Kubernetes' YAML reader refuses it."""
+    if value.isascii():
+        return None
+    for c in value:
+        if 0xD800 <= ord(c) <= 0xDFFF:
+            return _BadScalar(_surrogate_message(f"\\u{ord(c):04x}"))
+    return None
+
+
+def _surrogate_message(escape: str) -> str:
+    return (f"{escape} is half of a UTF-16 surrogate pair, not a character: the string cannot be "
+            "encoded in UTF-8 (write the character itself, or its \\U escape of 8 hex digits)")
+
+
 def _remember(cache: dict[Any, Any], key: Any, value: Any, text: str) -> None:
     """Keep a scalar's reading in a memo: only for short scalars (they repeat: keys, enums; long
     ones rarely), and the memo is emptied when full, so a long-lived process cannot grow it."""
@@ -243,8 +313,9 @@ def _starts_a_node(text: str, indicator: str) -> bool:
 
 
 # libyaml's C composer recurses on the C stack: about 20,000 nested levels crash the process
-# (measured: 20,000 compose, 50,000 segfault). Below this bound it is safe to compose first and
-# check the depth while walking (:class:`_Walker`).
+# (measured: 20,000 compose, 50,000 segfault); it composes the key of an unsupported mapping key
+# (:func:`_collection_key_error`). Below this bound the event pass can be left out: the loaders
+# build from events and check the depth as they go (:class:`_Builder`).
 _C_SAFE_DEPTH = 2000
 _INDENT = re.compile(r"^[ \t]*", re.MULTILINE)
 _MARKERS = re.compile(r"^[ \t]*((?:[-?:][ \t]+)+)", re.MULTILINE)  # `- - ` / `? ` / `: ` runs
@@ -272,12 +343,15 @@ def _may_exceed(text: str) -> bool:
     (an anchor without an alias costs nothing; the depth limit is then checked by the walk)."""
     if _starts_a_node(text, "*") or _starts_a_node(text, "!"):
         return True
-    if "&" in text and _tag_after_anchor(text):
+    if "&" in text and "!" in text and _tag_after_anchor(text):
         return True
     # every nesting level needs a line or a flow bracket of its own, or a `- `/`? `/`: ` on one
     # line: a count of them bounds the depth. Each of those indicators ends in a space of its
-    # own, so the spaces bound them too: one count of a character instead of three of a pair
-    # is enough for most files (a few kB).
+    # own, so the spaces bound them too, and the text's length bounds all of them: no count at
+    # all for a short file (most DGDs), one count of a character instead of three of a pair
+    # for a file of a few kB.
+    if len(text) + 2 <= _C_SAFE_DEPTH:
+        return False
     flow = text.count("[") + text.count("{")
     lines = text.count("\n")
     if lines + flow + text.count(" ") + 2 <= _C_SAFE_DEPTH:
@@ -396,7 +470,34 @@ def _ruamel_loader() -> Any:
 
     yaml = YAML(typ="rt")
     yaml.allow_duplicate_keys = False
+    yaml.Constructor = _bounded_constructor()
     return yaml
+
+
+class _WideInt:
+    """An integer scalar whose text is too long to hold 64 bits, kept unread (:func:`_scalar`
+    refuses it at its field)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+@functools.lru_cache(maxsize=1)
+def _bounded_constructor() -> Any:
+    """ruamel.yaml's round-trip constructor, but an integer too long for 64 bits is not read
+    (ruamel would call int() on it: a ValueError past 4,300 digits, quadratic time before)."""
+    from ruamel.yaml.constructor import RoundTripConstructor
+
+    class Constructor(RoundTripConstructor):
+        def construct_yaml_int(self, node: Any) -> Any:
+            if isinstance(node.value, str) and not _int_text_fits(node.value):
+                return _WideInt(node.value)
+            return super().construct_yaml_int(node)
+
+    Constructor.add_constructor("tag:yaml.org,2002:int", Constructor.construct_yaml_int)
+    return Constructor
 
 
 def _plain(node: Any, path: FieldPath, positions: _Positions) -> Any:
@@ -406,7 +507,13 @@ def _plain(node: Any, path: FieldPath, positions: _Positions) -> Any:
     if isinstance(node, CommentedMap):
         out: dict[str, Any] = {}
         for key in node:
-            text = _key(key)
+            try:
+                text = _key(key)
+            except _BadScalar as exc:
+                where: _Positions = {}
+                _ruamel_position(where, path, node, "key", key)
+                raise InputError(str(exc), location=Location("", *where.get(path, (None, None))),
+                                 field=path) from None
             child = path + (text,)
             _ruamel_position(positions, child, node, "key", key)
             out[text] = _plain(node[key], child, positions)
@@ -418,7 +525,11 @@ def _plain(node: Any, path: FieldPath, positions: _Positions) -> Any:
             _ruamel_position(positions, child, node, "item", i)
             items.append(_plain(item, child, positions))
         return items
-    return _scalar(node)
+    try:
+        return _scalar(node)
+    except _BadScalar as exc:
+        raise InputError(str(exc), location=Location("", *positions.get(path, (None, None))),
+                         field=path) from None
 
 
 def _ruamel_position(positions: _Positions, child: FieldPath, node: Any, kind: str,
@@ -436,6 +547,14 @@ def _key(key: Any) -> str:
     # Kubernetes keys are strings; a YAML key such as `8000:` or `true:` is read as its text.
     if isinstance(key, bool):
         return "true" if key else "false"
+    if isinstance(key, _WideInt):
+        raise _int_range_error(key.text)
+    if isinstance(key, int):
+        _bounded(int(key))
+    if isinstance(key, str):
+        bad = _not_text(key)
+        if bad is not None:
+            raise bad
     return str(key)
 
 
@@ -445,11 +564,16 @@ def _scalar(value: Any) -> Any:
     if isinstance(value, bool):
         return bool(value)
     if isinstance(value, int):
-        return int(value)
+        return _bounded(int(value))
     if isinstance(value, float):
         return float(value)
     if isinstance(value, str):
+        bad = _not_text(value)
+        if bad is not None:
+            raise bad
         return str(value)
+    if isinstance(value, _WideInt):
+        raise _int_range_error(value.text)
     if isinstance(value, (_dt.datetime, _dt.date)):
         return value.isoformat()
     tag = getattr(getattr(value, "tag", None), "value", None)
@@ -458,7 +582,10 @@ def _scalar(value: Any) -> Any:
         # has already checked that its text fits the tag, so PyYAML's constructor builds it.
         import yaml
 
-        node = yaml.ScalarNode(tag, str(value.value))
+        text = str(value.value)
+        if _PLAIN_TAGS[tag] == "int" and not _int_text_fits(text):
+            raise _int_range_error(text)
+        node = yaml.ScalarNode(tag, text)
         return _scalar(yaml.SafeLoader("").construct_object(node))
     return value
 
@@ -486,30 +613,142 @@ def _yaml_error(exc: Exception, file: str, text: str | None = None) -> InputErro
         location = Location(file, line, column)
     if "maximum nesting depth" in problem:  # libyaml's own bound (1,000), met before ours
         return _too_deep(location)
+    if problem.startswith("found incompatible YAML document") and text is not None:
+        return _version_error(text, file) or InputError(message, location=location)
+    if problem == "found invalid Unicode character escape code" and text is not None:
+        return _escape_error(text, file, location, index)
     if type(exc).__name__ == "DuplicateKeyError":
-        # ruamel's words for what the libyaml walk says (_Walker): one message from both loaders
+        # ruamel's words for what the libyaml loaders say (_Builder): one message from both
         dup = re.match(r'found duplicate key "(.*)" with value', problem, re.DOTALL)
         if dup:
             return InputError(f"duplicate key {dup[1]!r}", location=location)
     return InputError(message, location=location)
 
 
+_DIRECTIVE = re.compile(r"^%YAML[ \t]+([^ \t\r\n#]*)", re.MULTILINE)
+
+
+def _version_error(text: str, file: str) -> InputError | None:
+    """The refusal of a ``%YAML`` directive other than 1.1 and 1.2, at its line (libyaml says
+    "incompatible YAML document"; ruamel.yaml failed an assertion)."""
+    for m in _DIRECTIVE.finditer(text):
+        if m[1] not in ("1.1", "1.2"):
+            return InputError(
+                f"unsupported YAML version {m[1]!r} (%YAML directive): only 1.1 and 1.2 are read",
+                location=Location(file, text.count("\n", 0, m.start()) + 1, 1),
+                hint="remove the directive: YAML 1.2 is read by default")
+    return None
+
+
+_ESCAPE = re.compile(r"\\(?:u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8})")
+
+
+def _escape_error(text: str, file: str, location: Location, index: Any) -> InputError:
+    """libyaml's "found invalid Unicode character escape code", as ruamel.yaml's path reports a
+    string that is not text: the escape, why, and the field it was in."""
+    escape, code = "a \\u or \\U escape", -1
+    start = text.rfind("\\", 0, index + 1) if isinstance(index, int) else -1
+    m = _ESCAPE.match(text, start) if start >= 0 else None
+    if m:
+        escape, code = m[0], int(m[0][2:], 16)  # noqa: FURB166 - \\u is no int() prefix
+    if 0xD800 <= code <= 0xDFFF:
+        message = _surrogate_message(escape)
+    else:
+        message = f"{escape} is not a Unicode character (the last one is U+10FFFF)"
+    return InputError(message, location=location, field=_path_before_error(text))
+
+
+def _path_before_error(text: str) -> FieldPath:
+    """The field libyaml was reading when it met a syntax error: the key (or list item) whose
+    value it had begun. One pass over the events before the error (linear, no node built)."""
+    import yaml
+    from yaml import events as ev
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
+    stack: list[list[Any]] = []  # per open collection: [a mapping?, key or index, in a value?]
+
+    def node_done() -> None:  # the node being read in the innermost collection has ended
+        if stack:
+            if stack[-1][0]:
+                stack[-1][2] = not stack[-1][2]
+            else:
+                stack[-1][1] += 1
+
+    try:
+        while loader.check_event():
+            e = loader.get_event()
+            if isinstance(e, (ev.ScalarEvent, ev.AliasEvent, ev.CollectionStartEvent)):
+                if stack and stack[-1][0] and not stack[-1][2]:  # a key
+                    stack[-1][1] = e.value if isinstance(e, ev.ScalarEvent) else "?"
+                if isinstance(e, ev.CollectionStartEvent):
+                    mapping = isinstance(e, ev.MappingStartEvent)
+                    stack.append([mapping, None if mapping else 0, False])
+                else:
+                    node_done()
+            elif isinstance(e, ev.CollectionEndEvent):
+                stack.pop()
+                node_done()
+            elif isinstance(e, ev.DocumentStartEvent):
+                stack.clear()
+    except yaml.YAMLError:
+        pass
+    finally:
+        loader.dispose()
+    path: list[str | int] = []
+    for mapping, key, in_value in stack:
+        if mapping and not in_value:
+            break
+        path.append(key)
+    return tuple(path)
+
+
 def load_documents(text: str, file: str) -> list[Document]:
     """Parse every document of a YAML stream (safe: plain YAML types only), keeping positions.
 
-    ruamel.yaml (YAML 1.2) decides what a stream means. Most streams are read by libyaml
-    instead (:func:`_load_yaml12_fast`, about 20 times faster), which gives up, leaving the
-    stream to ruamel.yaml, wherever the two could differ."""
+    ruamel.yaml (YAML 1.2) decides what a stream means, but it reads only what libyaml cannot
+    read its way: libyaml (:func:`_read12`, about 20 times faster) reads the stream, reports its
+    syntax errors, and gives up, leaving the stream to ruamel.yaml, wherever the two could
+    differ (an alias, a scalar such as ``0x1F`` that YAML 1.1 types otherwise, a ``%YAML 1.1``
+    directive...). ruamel.yaml's pure-Python parser costs up to 25 s and 600 MB per MB of text,
+    so it reads at most :attr:`Limits.max_ruamel_bytes`: a larger stream that needs it is
+    refused, naming what needs it and where."""
     # The limits first: libyaml's composer must never see an alias bomb or a nesting deep enough
     # to crash it; the event pass runs where a cheap scan cannot rule those out.
     full = check_limits(text, file, always=False)
-    fast = _load_yaml12_fast(text, file)
-    if fast is not None:
-        return fast
+    with _collector_paused():
+        try:
+            return _read12(text, file)
+        except _GiveUp as exc:
+            why = exc
+        if why.reason and len(text) > _limits.max_ruamel_bytes:
+            raise InputError(
+                f"{why.reason} is read only by dgdgen's complete YAML 1.2 reader, which takes "
+                f"files of at most {_limits.max_ruamel_bytes:,} bytes; this one is "
+                f"{len(text):,}", location=Location(file, *(why.where or (None, None))),
+                hint="write that part of the YAML another way (a quoted string, no alias), or "
+                     "split the file")
+        if not full:  # ruamel.yaml recurses: every limit is checked before it builds anything
+            check_limits(text, file)
+        return _ruamel_documents(text, file)
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector paused while a loader builds its nodes and data: they hold
+    no cycle, and the collector's passes over millions of new objects cost as much as the parse
+    (a 3 MB stream of small mappings: 1.8 s instead of 0.8 s)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _ruamel_documents(text: str, file: str) -> list[Document]:
     from ruamel.yaml.error import YAMLError
 
-    if not full:  # ruamel.yaml recurses: every limit is checked before it builds anything
-        check_limits(text, file)
     yaml = _ruamel_loader()
     docs: list[Document] = []
     try:
@@ -528,13 +767,26 @@ def load_documents(text: str, file: str) -> list[Document]:
                 docs.append(Document(data, file, i, positions, start))
     except YAMLError as exc:
         raise _yaml_error(exc, file, text) from None
+    except InputError as exc:  # raised by _plain, which knows the line but not the file
+        raise _in_file(exc, file) from None
     except Exception as exc:  # ruamel raises a few non-YAMLError types for odd input
         if exc.__class__.__module__.startswith("ruamel"):
             raise _yaml_error(exc, file, text) from None
         if isinstance(exc, TypeError) and "unhashable" in str(exc):
             raise _collection_key_error(text, file) from None
+        if isinstance(exc, (AssertionError, ValueError)) and _raised_in_ruamel(exc):
+            # `%YAML 1.0` fails an assertion, `"\U00110000"` a chr(): bad input all the same
+            raise _version_error(text, file) or InputError(
+                f"malformed YAML: {exc}", location=Location(file)) from None
         raise
     return docs
+
+
+def _raised_in_ruamel(exc: BaseException) -> bool:
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and "ruamel" in tb.tb_frame.f_code.co_filename
 
 
 def _collection_key_error(text: str, file: str) -> InputError:
@@ -595,30 +847,26 @@ _SIMPLE_FLOAT = re.compile(r"[-+]?[0-9]+\.[0-9]+")
 
 
 class _GiveUp(Exception):
-    pass
+    """What libyaml cannot read the way ruamel.yaml does (``reason``), and where."""
+
+    def __init__(self, reason: str, mark: Any = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.where: tuple[int, int] | None = _at(mark) if mark is not None else None
 
 
-def _roots(loader: Any) -> Iterator[tuple[int, Any]]:
-    """(index, root node) of every document a PyYAML loader composes, in order (the caller
-    disposes of the loader)."""
-    i = 0
-    while loader.check_node():
-        yield i, loader.get_node()
-        i += 1
+_OUT_OF_RANGE = object()  # a decimal integer wider than 64 bits (its text is the node's)
 
 
 class _NoPathResolvers:
     """PyYAML pushes and pops its path resolvers at every node; dgdgen's loaders use none (a
-    measurable share of a libyaml parse): mixed in before the loader class, these do nothing.
-    They are builtins that take the same arguments and have no effect, not methods: libyaml's
-    composer calls both for every node, and a builtin is called without a Python frame (a
-    check of 20,000 files: 0.04 s). A class attribute that is a builtin method or a class is
-    not bound to the instance: ``self.descend_resolver(node, index)`` looks ``node`` up in an
-    empty dict (a node hashes by identity), ``self.ascend_resolver()`` returns the empty
-    tuple."""
+    measurable share of a libyaml parse): mixed in before the loader class, these do nothing."""
 
-    descend_resolver: Callable[[Any, Any], Any] = {}.get
-    ascend_resolver: Callable[[], Any] = tuple
+    def descend_resolver(self, current_node: Any, current_index: Any) -> None:
+        pass
+
+    def ascend_resolver(self) -> None:
+        pass
 
 
 @functools.lru_cache(maxsize=1)
@@ -658,7 +906,9 @@ def _plain12(value: str) -> tuple[bool, Any]:
     elif tag == "tag:yaml.org,2002:null":
         result = (True, None)
     elif tag == "tag:yaml.org,2002:int" and _DECIMAL.fullmatch(value):
-        result = (True, int(value))
+        # at most 19 digits can fit (and int() reads at most 4,300)
+        wide = len(value.lstrip("+-")) > 19 or not INT_MIN <= int(value) <= INT_MAX
+        result = (True, _OUT_OF_RANGE if wide else int(value))
     elif tag == "tag:yaml.org,2002:float" and _SIMPLE_FLOAT.fullmatch(value):
         result = (True, float(value))
     _remember(_PLAIN12, value, result, value)
@@ -719,206 +969,436 @@ def _resolve12(value: str) -> str:
     return _STR_TAG
 
 
-def _scalar12(node: Any) -> Any:
-    """A scalar node's value as ruamel.yaml reads it (gives up on any other tag)."""
-    tag = node.tag
+def _scalar12(tag: str, node: Any) -> Any:
+    """The value of a scalar (an event, tagged ``tag``) as ruamel.yaml reads it (gives up on any
+    other tag)."""
     if tag == _QUOTED_TAG:
         return node.value
     if tag == _PLAIN_TAG:
         known, value = _PLAIN12.get(node.value) or _plain12(node.value)
+        if value is _OUT_OF_RANGE:
+            raise _int_range_error(node.value)
         if known:
             return value
-    raise _GiveUp
+        raise _GiveUp(f"the scalar {node.value[:40]!r}, which YAML 1.1 reads otherwise",
+                      node.start_mark)
+    if tag == _ODD_TAG:
+        raise _GiveUp("the non-specific tag !", node.start_mark)
+    raise _GiveUp(f"the tag {_shown_tag(tag)}", node.start_mark)
 
 
-def _key12(node: Any) -> str:
+def _key12(tag: str, node: Any) -> str:
     """A mapping key that is not quoted: a plain scalar ruamel.yaml reads as a string, or give
     up (``true:``, ``8000:``, ``~:``, a collection or an explicitly tagged key)."""
-    if node.tag == _PLAIN_TAG:
+    if tag == _PLAIN_TAG:
         known, value = _PLAIN12.get(node.value) or _plain12(node.value)
         if known and type(value) is str:
             return value
-    raise _GiveUp
+    raise _GiveUp("a mapping key that is not a string", node.start_mark)
 
 
-# ------------------------------------------------------------- libyaml's node graph, walked
+# ------------------------------------------------------------- libyaml's events, built
 
 
-class _Walker:
-    """The walk of a composed libyaml node graph into plain data, one for both libyaml loaders:
-    it records the position of every mapping key and sequence item, refuses nesting deeper than
+class _Builder:
+    """Plain data built from a libyaml parser's events, for both libyaml loaders, without the
+    node graph PyYAML's composer would build first (for a dense stream of small mappings, the
+    graph takes twice the memory of the data: 740 MB for 8 MB of ``- {a: 1}``).
+
+    It records the position of every mapping key and sequence item, refuses nesting deeper than
     the limit (the event pass may have been skipped) and duplicate keys, with the line (the file
-    is the caller's). The loaders differ only in how they read a scalar: one tagged
-    ``text_tag`` is its own text (most scalars: no call); any other is read by ``value_of``, or
-    by ``key_of`` as a mapping key (which must give a string). ``merges``: whether ``<<`` keys
-    merge mappings (YAML 1.1). ``seen``: the ids of the nodes met so far, to give up on aliases
-    (libyaml returns the anchored node again); None where aliases are expanded, or where the text
-    has no ``&`` or no ``*`` (an anchor and an alias are both needed to meet a node twice; a
-    licence header's "NVIDIA CORPORATION & AFFILIATES" alone made every upstream-derived DGD pay
-    for the set). A class, not a closure: a recursive closure is a reference cycle, and it would
-    keep the loader alive until the garbage collector runs (the checker pauses it)."""
+    is the caller's). The loaders differ only in how they read a scalar: one tagged ``text_tag``
+    is its own text (most scalars: no call); any other is read by ``value_of``, or by ``key_of``
+    as a mapping key (which must give a string). ``yaml11``: as PyYAML's SafeLoader, aliases are
+    expanded (a copy of the anchored data, at the anchor's positions) and ``<<`` merges
+    mappings; else an alias or a re-used anchor gives up (:class:`_GiveUp`)."""
 
-    __slots__ = ("key_of", "max_depth", "merges", "seen", "text_tag", "value_of")
+    __slots__ = ("anchors", "events", "get", "key_of", "logs", "max_depth", "resolve",
+                 "scalar_kind", "text_tag", "value_of", "yaml11")
 
-    def __init__(self, text_tag: str, key_of: Callable[[Any], str],
-                 value_of: Callable[[Any], Any], *, merges: bool, seen: set[int] | None) -> None:
+    def __init__(self, loader: Any, text_tag: str, key_of: Callable[[Any, Any], str],
+                 value_of: Callable[[str, Any], Any], *, yaml11: bool) -> None:
+        import yaml
+        from yaml import events as ev
+
+        self.get = loader.get_event
+        self.resolve = loader.resolve
+        self.scalar_kind = yaml.ScalarNode
+        self.events = (ev.ScalarEvent, ev.AliasEvent, ev.MappingStartEvent, ev.MappingEndEvent,
+                       ev.SequenceEndEvent)
         self.text_tag = text_tag
         self.key_of = key_of
         self.value_of = value_of
-        self.merges = merges
-        self.seen = seen
+        self.yaml11 = yaml11
         self.max_depth = _limits.max_depth
+        # anchor -> (the anchored scalar's event, or its data and the positions under it
+        # relative to it), the anchor's own position
+        self.anchors: dict[str, tuple[Any, list[tuple[FieldPath, tuple[int, int]]] | None,
+                                      tuple[int, int]]] = {}
+        self.logs: list[list[tuple[FieldPath, tuple[int, int]]]] = []  # of open anchored nodes
 
-    def walk(self, node: Any, path: FieldPath, positions: _Positions) -> Any:
-        seen = self.seen
-        if seen is not None:
-            if id(node) in seen:
-                raise _GiveUp  # an alias
-            seen.add(id(node))
-        tag = node.tag
-        if tag == _MAP_TAG:
-            if len(path) >= self.max_depth:
-                raise _too_deep(Location("", *_at(node.start_mark)))
-            text_tag = self.text_tag
-            out: dict[str, Any] = {}
-            for key_node, value_node in node.value:
-                if self.merges and key_node.tag == _MERGE_TAG:
-                    merged = self.walk(value_node, path, positions)
-                    for m in merged if isinstance(merged, list) else [merged]:
-                        if isinstance(m, dict):
-                            for k, v in m.items():
-                                out.setdefault(k, v)
-                    continue
-                if seen is not None:
-                    if id(key_node) in seen:
-                        raise _GiveUp  # an alias
-                    seen.add(id(key_node))
-                key = key_node.value if key_node.tag == text_tag else self.key_of(key_node)
-                mark = key_node.start_mark
-                if key in out:
-                    raise InputError(f"duplicate key {key!r}", location=Location("", *_at(mark)))
-                child = path + (key,)
-                positions[child] = (mark.line + 1, mark.column + 1)  # _at, inlined: every key
-                out[key] = self.walk(value_node, child, positions)
-            return out
-        if tag == _SEQ_TAG:
-            if len(path) >= self.max_depth:
-                raise _too_deep(Location("", *_at(node.start_mark)))
-            items = []
-            for i, item in enumerate(node.value):
-                child = path + (i,)
-                mark = item.start_mark
-                positions[child] = (mark.line + 1, mark.column + 1)
-                items.append(self.walk(item, child, positions))
-            return items
-        return node.value if tag == self.text_tag else self.value_of(node)
+    def documents(self) -> Iterator[tuple[int, Any, bool, _Positions, int]]:
+        """(index, data, whether the root is a scalar, positions, first line) per document."""
+        from yaml import events as ev
 
-    def pack(self, node: Any, depth: int, words: list[int]) -> Any:
-        """:meth:`walk`, keeping the positions in ``words`` as :class:`PackedPositions` reads
-        them: each collection first sets aside one word per key or item, then fills them in as
-        it goes. No aliases are checked (``seen``), and a merge key raises :class:`_Merged`
-        (the merged keys' positions are not in the text of the mapping that holds them). A
-        string value is taken where it stands, without a call (most values are strings). Keys
-        are interned: the same few dozen names come back in every file, held once (54 MB less
-        for 20,000 files)."""
-        tag = node.tag
-        text_tag = self.text_tag
-        if tag == _MAP_TAG:
-            if depth >= self.max_depth:
-                raise _too_deep(Location("", *_at(node.start_mark)))
-            pairs = node.value
-            word = len(words)
-            words += _ZEROS[:len(pairs)] if len(pairs) <= len(_ZEROS) else [0] * len(pairs)
-            depth += 1
+        get = self.get
+        index = 0
+        e = get()
+        while e is not None and type(e) is not ev.StreamEndEvent:
+            if type(e) is ev.DocumentStartEvent:
+                self.anchors.clear()
+                root = get()
+                positions: _Positions = {}
+                data = self.node(root, (), positions)[0]
+                scalar = type(root) is ev.ScalarEvent
+                yield index, data, scalar, positions, root.start_mark.line + 1
+                index += 1
+                get()  # DocumentEndEvent
+            e = get()
+
+    def _tag(self, e: Any) -> str:
+        tag = e.tag
+        if tag is None or tag == "!":
+            tag = self.resolve(self.scalar_kind, e.value, e.implicit)
+        return str(tag)
+
+    def _scalar(self, e: Any, as_key: bool, path: FieldPath, positions: _Positions,
+                tag: str | None = None) -> Any:
+        if tag is None:
+            tag = self._tag(e)
+        if tag == self.text_tag:
+            return e.value
+        if as_key:
+            try:
+                return self.key_of(tag, e)
+            except _BadScalar as exc:
+                raise InputError(str(exc), location=Location("", *_at(e.start_mark)),
+                                 field=path) from None
+        try:
+            return self.value_of(tag, e)
+        except _BadScalar as exc:
+            where = positions.get(path) or _at(e.start_mark)
+            raise InputError(str(exc), location=Location("", *where), field=path) from None
+
+    def _anchored(self, e: Any) -> None:
+        """Refuse a re-used anchor (as PyYAML's composer does; YAML 1.2 allows it)."""
+        if e.anchor in self.anchors:
+            if not self.yaml11:
+                raise _GiveUp("a re-used anchor", e.start_mark)
+            from yaml.composer import ComposerError
+
+            raise ComposerError(f"found duplicate anchor {e.anchor!r}; first occurrence", None,
+                                "second occurrence", e.start_mark)
+
+    def _alias(self, e: Any, as_key: bool, path: FieldPath, positions: _Positions
+               ) -> tuple[Any, tuple[int, int]]:
+        if not self.yaml11:
+            raise _GiveUp("an alias", e.start_mark)
+        found = self.anchors.get(e.anchor)
+        if found is None:
+            from yaml.composer import ComposerError
+
+            raise ComposerError(None, None, f"found undefined alias {e.anchor!r}", e.start_mark)
+        event_or_data, under, at = found
+        if under is None:  # a scalar: read again, as a key or a value
+            return self._scalar(event_or_data, as_key, path, positions), at
+        if as_key:
+            raise InputError("unsupported mapping key: an alias of a mapping or a list",
+                             location=Location("", *_at(e.start_mark)), field=path,
+                             hint="Kubernetes keys are strings")
+        for rel, pos in under:
+            self._place(positions, path + rel, pos)
+        return _copied_data(event_or_data), at
+
+    def _compose(self, e: Any, depth: int) -> Any:
+        """The node graph of a (small) collection used as a key, as PyYAML's composer builds
+        it: its constructor reads it, as the checker's loader always read such keys."""
+        import yaml
+        from yaml import events as ev
+
+        t = type(e)
+        if t is ev.ScalarEvent:
+            return self.scalar_kind(self._tag(e), e.value, e.start_mark, e.end_mark,
+                                    style=e.style)
+        if t is ev.AliasEvent or e.anchor is not None and depth:
+            raise InputError("unsupported mapping key: an anchor or alias inside a key",
+                             location=Location("", *_at(e.start_mark)),
+                             hint="Kubernetes keys are strings")
+        if depth >= self.max_depth:
+            raise _too_deep(Location("", *_at(e.start_mark)))
+        value: list[Any] = []
+        x = self.get()
+        if t is ev.SequenceStartEvent:
+            while type(x) is not ev.SequenceEndEvent:
+                value.append(self._compose(x, depth + 1))
+                x = self.get()
+            return yaml.SequenceNode(_SEQ_TAG, value, e.start_mark, None)
+        while type(x) is not ev.MappingEndEvent:
+            value.append((self._compose(x, depth + 1), self._compose(self.get(), depth + 1)))
+            x = self.get()
+        return yaml.MappingNode(_MAP_TAG, value, e.start_mark, None)
+
+    def _place(self, positions: _Positions, path: FieldPath, at: tuple[int, int]) -> None:
+        """Record a position, also in the log of every anchored node being built."""
+        positions[path] = at
+        for log in self.logs:
+            log.append((path, at))
+
+    def node(self, e: Any, path: FieldPath, positions: _Positions, as_key: bool = False
+             ) -> tuple[Any, tuple[int, int]]:
+        """The data of the node that begins with event ``e``, and the node's position."""
+        scalar_event, alias_event, mapping_start, mapping_end, sequence_end = self.events
+        t = type(e)
+        if t is alias_event:
+            return self._alias(e, as_key, path, positions)
+        at = (e.start_mark.line + 1, e.start_mark.column + 1)
+        anchor = e.anchor
+        if anchor is not None:
+            self._anchored(e)
+        if t is scalar_event:
+            if anchor is not None:
+                self.anchors[anchor] = (e, None, at)
+            return self._scalar(e, as_key, path, positions), at
+        if as_key:
+            if not self.yaml11:
+                raise _GiveUp("a mapping key that is not a string", e.start_mark)
+            # PyYAML builds the key (`? [a, b]`), and it is read as its text, as a scalar key is
+            return self.key_of(None, self._compose(e, len(path))), at
+        if len(path) >= self.max_depth:
+            raise _too_deep(Location("", *at))
+        log: list[tuple[FieldPath, tuple[int, int]]] | None = None
+        if anchor is not None and self.yaml11:
+            log = []
+            self.logs.append(log)
+        get: Callable[[], Any] = self.get
+        resolve, kind, text_tag = self.resolve, self.scalar_kind, self.text_tag
+        # The common node, a plain scalar without anchor or tag that is its own text, is read
+        # here, not by a call per node: a third of the time of a DGD's load.
+        if t is mapping_start:
             out: dict[str, Any] = {}
-            for key_node, value_node in pairs:
-                key_tag = key_node.tag
-                if key_tag == text_tag:
-                    key = _intern(key_node.value)
-                elif key_tag == _MERGE_TAG and self.merges:
-                    raise _Merged
+            k = get()
+            while type(k) is not mapping_end:
+                if type(k) is scalar_event:
+                    tag = k.tag
+                    if tag is None or tag == "!":
+                        tag = resolve(kind, k.value, k.implicit)
+                    mark: Any = k.start_mark
+                    kat = (mark.line + 1, mark.column + 1)
+                    if k.anchor is not None:
+                        self._anchored(k)
+                        self.anchors[k.anchor] = (k, None, kat)
+                    if tag == _MERGE_TAG and self.yaml11:
+                        merged = self.node(get(), path, positions)[0]
+                        for m in merged if isinstance(merged, list) else [merged]:
+                            if isinstance(m, dict):
+                                for mk, mv in m.items():
+                                    out.setdefault(mk, mv)
+                        k = get()
+                        continue
+                    key = k.value if tag == text_tag else \
+                        self._scalar(k, True, path, positions, tag)
                 else:
-                    key = self.key_of(key_node)
-                mark = key_node.start_mark
+                    key, kat = self.node(k, path, positions, as_key=True)
                 if key in out:
-                    raise InputError(f"duplicate key {key!r}", location=Location("", *_at(mark)))
-                words[word] = mark.line << 32 | mark.column
-                word += 1
-                out[key] = (value_node.value if value_node.tag == text_tag
-                            else self.pack(value_node, depth, words))
-            return out
-        if tag == _SEQ_TAG:
-            if depth >= self.max_depth:
-                raise _too_deep(Location("", *_at(node.start_mark)))
-            items = node.value
-            word = len(words)
-            words += _ZEROS[:len(items)] if len(items) <= len(_ZEROS) else [0] * len(items)
-            depth += 1
-            out_items = []
-            for item in items:
-                mark = item.start_mark
-                words[word] = mark.line << 32 | mark.column
-                word += 1
-                out_items.append(item.value if item.tag == text_tag
-                                 else self.pack(item, depth, words))
-            return out_items
-        return node.value if tag == text_tag else self.value_of(node)
+                    raise InputError(f"duplicate key {key!r}", location=Location("", *kat))
+                child = path + (key,)
+                if self.logs:
+                    self._place(positions, child, kat)
+                else:
+                    positions[child] = kat
+                v = get()
+                if type(v) is scalar_event and v.anchor is None:
+                    tag = v.tag
+                    if tag is None or tag == "!":
+                        tag = resolve(kind, v.value, v.implicit)
+                    out[key] = v.value if tag == text_tag else \
+                        self._scalar(v, False, child, positions, tag)
+                else:
+                    out[key] = self.node(v, child, positions)[0]
+                k = get()
+            data: Any = out
+        else:  # a sequence
+            items = []
+            i = 0
+            item = get()
+            while type(item) is not sequence_end:
+                child = path + (i,)
+                if type(item) is alias_event:  # at its anchor's position, as a node met again
+                    value, iat = self.node(item, child, positions)
+                    self._place(positions, child, iat)
+                else:
+                    iat = (item.start_mark.line + 1, item.start_mark.column + 1)
+                    if self.logs:
+                        self._place(positions, child, iat)
+                    else:
+                        positions[child] = iat
+                    if type(item) is scalar_event and item.anchor is None:
+                        tag = item.tag
+                        if tag is None or tag == "!":
+                            tag = resolve(kind, item.value, item.implicit)
+                        value = item.value if tag == text_tag else \
+                            self._scalar(item, False, child, positions, tag)
+                    else:
+                        value = self.node(item, child, positions)[0]
+                items.append(value)
+                i += 1
+                item = get()
+            data = items
+        if log is not None:
+            self.logs.pop()
+            n = len(path)
+            assert anchor is not None
+            self.anchors[anchor] = (data, [(p[n:], pos) for p, pos in log], at)
+        elif anchor is not None:
+            self.anchors[anchor] = (data, [], at)
+        return data, at
 
 
-_ZEROS = [0] * 64  # the words a collection sets aside (:meth:`_Walker.pack`), most at once
+def _copied_data(value: Any) -> Any:
+    """A copy of plain data (an alias expands to a copy of its anchor's data, as the walk of
+    PyYAML's node graph built one per visit)."""
+    if type(value) is dict:
+        return {k: _copied_data(v) for k, v in value.items()}
+    if type(value) is list:
+        return [_copied_data(v) for v in value]
+    return value
 
 
-class _Merged(Exception):
-    """A document with a merge key: its positions are kept the way :meth:`_Walker.walk` keeps
-    them."""
+# Characters YAML 1.1 (libyaml) and 1.2 (ruamel.yaml) read differently: NEL, LINE and PARAGRAPH
+# SEPARATOR are line breaks in 1.1 only, and a byte-order mark inside the text is taken by one and
+# refused by the other. Anything else outside the printable set (C0/C1 controls, U+FFFE/FFFF) is
+# not YAML 1.2 either, and libyaml refuses it with its position; any other character (é, →,
+# emoji) is text to both, and both count columns in characters.
+_READ_OTHERWISE = re.compile("[\u0085\u2028\u2029\ufeff]")
 
 
-def _same_text_in_both(text: str) -> bool:
-    """Whether YAML 1.1 (libyaml) and 1.2 (ruamel.yaml) read every character of ``text`` alike.
-    NEL, LINE and PARAGRAPH SEPARATOR are line breaks in 1.1 only; a byte-order mark inside the
-    text, and anything outside the printable set both share (C1 controls, surrogates,
-    U+FFFE/FFFF), may be taken by one and refused by the other. Any other character (é, →,
-    emoji) is text to both, and both count columns in characters."""
-    if text.isascii():
-        return True
-    for c in set(text):
-        o = ord(c)
-        if o > 0x7F and not (0xA0 <= o <= 0xD7FF and o not in (0x2028, 0x2029)
-                             or 0xE000 <= o <= 0xFFFD and o != 0xFEFF or o >= 0x10000):
-            return False
-    return True
-
-
-def _load_yaml12_fast(text: str, file: str) -> list[Document] | None:
-    """:func:`load_documents`' result read with libyaml, or None where it might differ."""
-    if not _same_text_in_both(text):
-        return None
-    if text.startswith("%") or "\n%" in text or "\r%" in text:
-        return None  # a %YAML 1.1 directive changes how ruamel.yaml types scalars
+def _read12(text: str, file: str) -> list[Document]:
+    """:func:`load_documents`' result read with libyaml; :class:`_GiveUp` where ruamel.yaml
+    might read it otherwise, an :class:`InputError` for what both refuse (a syntax error, a
+    duplicate key, a 64-bit overflow)."""
+    odd = None if text.isascii() else _READ_OTHERWISE.search(
+        text, 1 if text.startswith("\ufeff") else 0)
+    if odd is not None:
+        why = _GiveUp(f"the character U+{ord(odd[0]):04X}")
+        why.where = _line_column(text, odd.start())
+        raise why
     loader_cls = _yaml12_loader()
     if loader_cls is None:
-        return None
+        raise _GiveUp("")  # no libyaml: ruamel.yaml reads everything
+    if text.startswith("%") or "\n%" in text or "\r%" in text:
+        _directives(text, file)  # a %YAML 1.1 or %TAG directive gives up
     import yaml
 
-    walk = _Walker(_QUOTED_TAG, _key12, _scalar12, merges=False,
-                   seen=set() if "&" in text and "*" in text else None).walk
     docs: list[Document] = []
     try:
         loader = loader_cls(text)
         try:
-            for i, node in _roots(loader):
-                if isinstance(node, yaml.ScalarNode):
-                    if _scalar12(node) is not None:
-                        raise _GiveUp  # a document that is a single scalar
-                else:
-                    positions: _Positions = {}
-                    data = walk(node, (), positions)
-                    docs.append(Document(data, file, i, positions, node.start_mark.line + 1))
+            built = _Builder(loader, _QUOTED_TAG, _key12, _scalar12, yaml11=False)
+            for i, data, scalar, positions, line in built.documents():
+                if not scalar:
+                    docs.append(Document(data, file, i, positions, line))
+                elif data is not None:
+                    raise _GiveUp("a document that is a single scalar")
         finally:
             loader.dispose()
-    except Exception:  # noqa: BLE001 - every doubt (syntax errors too) goes to ruamel.yaml
-        return None
+    except yaml.YAMLError as exc:
+        if isinstance(exc, _built_errors()):
+            _syntax_check(text, file)  # a syntax error further on is the first to say
+        raise _libyaml_refusal(exc, text, file) from None
+    except (InputError, _GiveUp) as exc:
+        # Built from the events as they come, but a syntax error further on is the first thing
+        # to say (and ruamel.yaml would take 20 s per MB to say the same): a linear pass.
+        _syntax_check(text, file)
+        if isinstance(exc, InputError):  # raised by the builder, which knows no file
+            raise _in_file(exc, file) from None
+        raise
     return docs
+
+
+def _line_column(text: str, index: int) -> tuple[int, int]:
+    """The 1-based line and column of the character at ``index``."""
+    return text.count("\n", 0, index) + 1, index - (text.rfind("\n", 0, index) + 1) + 1
+
+
+def _load_yaml12_fast(text: str, file: str) -> list[Document] | None:
+    """:func:`load_documents`' result read with libyaml, or None where it might differ."""
+    try:
+        return _read12(text, file)
+    except _GiveUp:
+        return None
+
+
+def _in_file(exc: InputError, file: str) -> InputError:
+    """``exc`` (raised where the file is not known) located in ``file``."""
+    if exc.location is not None and not exc.location.file:
+        exc.location = Location(file, exc.location.line, exc.location.column)
+    elif exc.location is None:
+        exc.location = Location(file)
+    return exc
+
+
+# libyaml's refusals of what YAML 1.2 allows: an anchor or alias named with characters beyond
+# [A-Za-z0-9_-] (`&a.b`), and a document after `...` without `---`. Left to ruamel.yaml.
+_STRICTER_IN_LIBYAML = ("did not find expected alphabetic or numeric character",
+                        "did not find expected <document start>")
+
+
+def _libyaml_refusal(exc: Exception, text: str, file: str) -> Exception:
+    """A libyaml syntax error as the error of the file, or :class:`_GiveUp` where YAML 1.2 may
+    allow what libyaml refuses."""
+    problem = str(getattr(exc, "problem", "") or "")
+    if problem in _STRICTER_IN_LIBYAML:
+        return _GiveUp(f"YAML that libyaml refuses ({problem})",
+                       getattr(exc, "problem_mark", None))
+    return _yaml_error(exc, file, text)
+
+
+def _syntax_check(text: str, file: str) -> None:
+    """Raise libyaml's syntax error of ``text`` if it has one, unless YAML 1.2 may allow it."""
+    import yaml
+
+    exc = _syntax_error(text, file)
+    if exc is not None and isinstance(exc.__cause__, yaml.YAMLError):
+        refusal = _libyaml_refusal(exc.__cause__, text, file)
+        if isinstance(refusal, InputError):
+            raise refusal from None
+
+
+def _syntax_error(text: str, file: str) -> InputError | None:
+    """libyaml's syntax error of ``text``, if it has one (events only: nothing is built); the
+    parser's own exception is its ``__cause__``."""
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
+    try:
+        while loader.check_event():
+            loader.get_event()
+    except yaml.YAMLError as exc:
+        error = _yaml_error(exc, file, text)
+        error.__cause__ = exc
+        return error
+    finally:
+        loader.dispose()
+    return None
+
+
+def _directives(text: str, file: str) -> None:
+    """Directives, read by libyaml: a %YAML version other than 1.1 or 1.2 is refused (as a
+    syntax error is); ``%YAML 1.2`` alone changes nothing; ``%YAML 1.1`` (YAML 1.1 types) and
+    ``%TAG`` (tag handles) give up."""
+    import yaml
+    from yaml import events as ev
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
+    try:
+        while loader.check_event():
+            e = loader.get_event()
+            if isinstance(e, ev.DocumentStartEvent) and (e.tags or e.version not in (None, (1, 2))):
+                raise _GiveUp("a %YAML 1.1 or %TAG directive", e.start_mark)
+    except yaml.YAMLError as exc:
+        raise _libyaml_refusal(exc, text, file) from None
+    finally:
+        loader.dispose()
 
 
 def read_text(path: str, *, display: str | None = None) -> str:
@@ -993,43 +1473,44 @@ def load_documents_fast(text: str, file: str) -> list[Document]:
     import yaml
 
     check_limits(text, file, always=False)
-    loader_cls = _fast_loader()
     docs: list[Document] = []
+    # the collector paused while the data is built, as _collector_paused does (spelt out: the
+    # context manager costs a few percent of a small file's load)
+    enabled = gc.isenabled()
+    gc.disable()
     try:
-        loader = loader_cls(text)
-        walker = _walker11(loader)
-        packs = len(text) < 1 << 32  # no line or column of the text needs more than 32 bits
-        try:
-            for i, node in _roots(loader):
-                if node is not None and not (
-                    isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:null"
-                ):
-                    data, positions = _packed(walker, node, packs)
-                    docs.append(Document(data, file, i, positions, node.start_mark.line + 1))
-        finally:
-            loader.dispose()
+        # no line or column of the text may need more than the 32 bits of a packed word
+        read = _packed11(text) if len(text) < 1 << 32 else None
+        if read is None:  # what the packed reading leaves: read again, every case
+            loader = _fast_loader()(text)
+            try:
+                read = list(_builder11(loader).documents())
+            finally:
+                loader.dispose()
+        for i, data, scalar, positions, line in read:
+            if not (scalar and data is None):
+                docs.append(Document(data, file, i, positions, line))
     except yaml.YAMLError as exc:
-        raise _yaml_error(exc, file, text) from None
-    except InputError as exc:  # raised by the walk, which knows the line but not the file
-        if exc.location is not None and not exc.location.file:
-            exc.location = Location(file, exc.location.line, exc.location.column)
-        raise
+        if not isinstance(exc, _built_errors()):  # the parser's own: a syntax error
+            raise _yaml_error(exc, file, text) from None
+        raise (_syntax_error(text, file) or _yaml_error(exc, file, text)) from None
+    except InputError as exc:  # raised by the builder, which knows the line but not the file
+        # built from the events as they come, but a syntax error further on is the first to say
+        raise (_syntax_error(text, file) or _in_file(exc, file)) from None
+    finally:
+        if enabled:
+            gc.enable()
     return docs
 
 
-def _packed(walker: _Walker, node: Any, packs: bool
-            ) -> tuple[Any, Mapping[FieldPath, tuple[int, int]]]:
-    """A composed document's data and the positions of its fields, packed
-    (:class:`PackedPositions`) unless it holds a merge key or ``packs`` is False."""
-    if packs:
-        words: list[int] = []
-        try:
-            data = walker.pack(node, 0, words)
-            return data, PackedPositions(data, array("Q", words))
-        except _Merged:
-            pass
-    positions: _Positions = {}
-    return walker.walk(node, (), positions), positions
+@functools.lru_cache(maxsize=1)
+def _built_errors() -> tuple[type[Exception], ...]:
+    """The errors the builders raise (an undefined alias, a scalar no constructor reads), as
+    opposed to the parser's syntax errors."""
+    from yaml.composer import ComposerError
+    from yaml.constructor import ConstructorError
+
+    return ComposerError, ConstructorError
 
 
 @functools.lru_cache(maxsize=1)
@@ -1037,59 +1518,270 @@ def _fast_loader() -> Any:
     """libyaml's SafeLoader (PyYAML's pure-Python one where libyaml is missing), with the
     implicit-tag resolution of scalars memoised.
 
-    libyaml parses in C but calls back into Python to resolve the tag of every node (for a
-    scalar, a scan of the implicit resolvers' regular expressions) and to push and pop the path
-    resolvers at every node: about a third of a DGD file's parse time. SafeLoader has no path
-    resolvers, so a node's tag depends only on its kind, its text and its implicit flags: the
-    result is kept per (kind, text, flags), and the path bookkeeping is skipped, with the same
-    tags as before."""
+    libyaml parses in C but calls back into Python to resolve the tag of every scalar (a scan
+    of the implicit resolvers' regular expressions) and to push and pop the path resolvers at
+    every node: about a third of a DGD file's parse time. SafeLoader has no path resolvers, so
+    a scalar's tag depends only on its text and its implicit flags, and a mapping's or a
+    sequence's only on its kind: the result is kept per (text, flags) (per text alone for a
+    plain scalar, the most common case) or per kind, and the path bookkeeping is skipped, with
+    the same tags as before."""
     import yaml
+    from yaml.nodes import ScalarNode
 
     base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     if base.yaml_path_resolvers:  # never for SafeLoader; if so, PyYAML's own resolution
         return base
-    # A builtin memo (functools' C cache) answers the composer's call for every node without a
-    # Python frame; a new (kind, text, flags) is resolved by the resolver SafeLoader is made
-    # of. It keeps the last 4,096 answers, so a long-lived process holds at most that many
-    # scalars' texts.
-    resolved = functools.lru_cache(maxsize=4096)(yaml.resolver.Resolver().resolve)
+    plain: dict[str, str] = {}  # plain scalars (implicit == (True, False)): most of them
+    cache: dict[tuple[Any, Any], str] = {}
+    resolve = base.resolve
 
     class Loader(_NoPathResolvers, base):  # type: ignore[misc, valid-type]
-        resolve = staticmethod(resolved)
+        def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+            if kind is ScalarNode and implicit[0] and not implicit[1]:
+                tag = plain.get(value)
+                if tag is None:
+                    tag = resolve(self, kind, value, implicit)
+                    _remember(plain, value, tag, value)
+                return tag
+            # a quoted scalar, or a mapping or sequence (their tag depends on the kind only)
+            key = (value, implicit) if kind is ScalarNode else (kind, implicit)
+            tag = cache.get(key)
+            if tag is None:
+                tag = resolve(self, kind, value, implicit)
+                _remember(cache, key, tag, value if kind is ScalarNode else "")
+            return tag
 
     return Loader
 
 
-def _walker11(loader: Any) -> _Walker:
-    """The :class:`_Walker` for YAML 1.1 as PyYAML's SafeLoader reads it: a scalar that is not a
+def _builder11(loader: Any) -> _Builder:
+    """The :class:`_Builder` for YAML 1.1 as PyYAML's SafeLoader reads it: a scalar that is not a
     string is built by the loader's constructor (``!!str 5``, numbers, booleans, timestamps),
     aliases are expanded and ``<<`` merges."""
-    construct = loader.construct_object
-    bools = loader.bool_values
+    import yaml
 
-    def key_of(node: Any) -> str:
-        return _key(construct(node, deep=True))
+    constructors = type(loader).yaml_constructors
 
-    def value_of(node: Any) -> Any:
-        # A decimal integer, a boolean and null read as the constructor reads them, without it
-        # (most of the scalars that are not strings: `replicas: 1`); the rest goes to it.
-        tag = node.tag
-        if tag == _INT_TAG:
-            if _DECIMAL.fullmatch(node.value):
-                return int(node.value)
-        elif tag == _BOOL_TAG:
-            return bools[node.value.lower()]
-        elif tag == _NULL_TAG:
-            return None
-        return _scalar(construct(node, deep=True))
+    def read(tag: str, e: Any) -> Any:
+        if tag == _INT_TAG and not _int_text_fits(e.value):
+            raise _int_range_error(e.value)  # before int() reads it
+        # what construct_object does for a scalar, without keeping every node it built
+        construct = constructors.get(tag) or constructors[None]
+        return construct(loader, yaml.ScalarNode(tag, e.value, e.start_mark, e.end_mark,
+                                                 style=e.style))
 
-    return _Walker(_STR_TAG, key_of, value_of, merges=True, seen=None)
+    def key_of(tag: str | None, node: Any) -> str:
+        if tag is None:  # a collection (`? [a, b]`): PyYAML builds it
+            todo = [node]
+            while todo:
+                n = todo.pop()
+                if isinstance(n, yaml.ScalarNode):
+                    if n.tag == _INT_TAG and not _int_text_fits(n.value):
+                        raise _int_range_error(n.value)
+                elif isinstance(n, yaml.SequenceNode):
+                    todo.extend(n.value)
+                else:
+                    todo.extend(x for pair in n.value for x in pair)
+            return _key(loader.construct_object(node, deep=True))
+        return _key(read(tag, node))
+
+    def value_of(tag: str, e: Any) -> Any:
+        return _scalar(read(tag, e))
+
+    return _Builder(loader, _STR_TAG, key_of, value_of, yaml11=True)
 
 
 _STR_TAG = "tag:yaml.org,2002:str"
 _INT_TAG = "tag:yaml.org,2002:int"
 _BOOL_TAG = "tag:yaml.org,2002:bool"
 _NULL_TAG = "tag:yaml.org,2002:null"
+
+
+class _Unusual(Exception):
+    """What the packed reading (:func:`_packed11`) leaves to :class:`_Builder`."""
+
+
+# A plain scalar's reading depends on its text alone (SafeLoader has no path resolvers): the
+# value, or as a mapping key the key, of the plain scalars met before, one object each (keys,
+# enums, images repeat from file to file: held once), bounded as every memo (_remember).
+_PLAIN11: dict[str, Any] = {}
+_KEYS11: dict[str, str] = {}
+
+_Read = tuple[int, Any, bool, Mapping[FieldPath, tuple[int, int]], int]
+
+
+@functools.lru_cache(maxsize=1)
+def _packed_setup() -> tuple[Any, ...]:
+    """What :func:`_packed11` uses: libyaml's bare parser (the loader where libyaml is
+    missing), the event classes, the errors it tells apart, and readers of the plain scalars
+    the memos have not seen (a loader's resolver and constructor, which read a scalar from its
+    text alone)."""
+    import yaml
+    from yaml import events as ev
+
+    loader_cls = _fast_loader()
+    parser_cls: Any = getattr(getattr(yaml, "_yaml", None), "CParser", loader_cls)
+    reader = loader_cls("")
+    builder = _builder11(reader)
+    kind = yaml.ScalarNode
+    resolve, bools = reader.resolve, reader.bool_values
+    key_of, value_of = builder.key_of, builder.value_of
+
+    def plain_value(e: Any) -> Any:
+        text = e.value
+        tag = resolve(kind, text, e.implicit)
+        if tag == _STR_TAG:
+            value = text
+        elif tag == _INT_TAG and len(text) <= 20 and _DECIMAL.fullmatch(text) and (
+                INT_MIN <= int(text) <= INT_MAX):
+            value = int(text)  # as PyYAML's constructor reads a decimal integer
+        elif tag == _BOOL_TAG:
+            value = bools[text.lower()]
+        elif tag == _NULL_TAG:
+            value = None
+        else:  # the constructor (a float, a timestamp...); a refusal is the builder's to say
+            value = value_of(tag, e)
+        _remember(_PLAIN11, text, value, text)
+        return value
+
+    def plain_key(e: Any) -> str:
+        text = e.value
+        tag = resolve(kind, text, e.implicit)
+        if tag == _STR_TAG:
+            key = _intern(text)
+        elif tag == _MERGE_TAG:
+            raise _Unusual
+        else:
+            key = key_of(tag, e)  # `8000:`, `true:` are read as their text
+        _remember(_KEYS11, text, key, text)
+        return key
+
+    return (parser_cls, ev.ScalarEvent, ev.MappingStartEvent, ev.MappingEndEvent,
+            ev.SequenceStartEvent, ev.SequenceEndEvent, ev.DocumentStartEvent,
+            ev.StreamEndEvent, yaml.YAMLError, _built_errors(), plain_value, plain_key)
+
+
+def _packed11(text: str) -> list[_Read] | None:
+    """The documents of a stream as :meth:`_Builder.documents` (:func:`_builder11`) reads them,
+    with the positions packed (:class:`PackedPositions`); None where the stream has anything
+    but plain data: an anchor, an alias, a tag, a merge key, a key that is not a scalar, a
+    scalar the builder refuses, a duplicate key, nesting over the limit (the builder then reads
+    it again and says so, in its words). A syntax error is raised as it comes, as the builder
+    would meet it there too.
+
+    It exists for the checker's bulk reading: the builder records a position per field as a
+    path tuple in a dict, and reads every scalar by a call; here a plain scalar's value comes
+    from a memo of its text, a quoted one is its text, and a position is two words."""
+    (parser_cls, scalar_event, mapping_start, mapping_end, sequence_start, sequence_end,
+     document_start, stream_end, yaml_error, built_errors, plain_value, plain_key,
+     ) = _packed_setup()
+    values, keys = _PLAIN11, _KEYS11
+    max_depth = _limits.max_depth
+    parser = parser_cls(text)
+    get = parser.get_event
+    words = array("I")
+    push = words.append
+
+    # ``depth``: the length of the paths of the collection's fields; a collection nested deeper
+    # than the limit is the builder's to refuse
+
+    def mapping(depth: int) -> dict[str, Any]:
+        if depth > max_depth:
+            raise _Unusual
+        out: dict[str, Any] = {}
+        k = get()
+        while type(k) is not mapping_end:
+            if type(k) is not scalar_event or k.tag is not None or k.anchor is not None:
+                raise _Unusual
+            if k.implicit[0]:
+                try:
+                    key = keys[k.value]
+                except KeyError:
+                    key = plain_key(k)
+            else:
+                key = k.value
+            if key in out:
+                raise _Unusual
+            mark = k.start_mark
+            push(mark.line)
+            push(mark.column)
+            v = get()
+            t = type(v)
+            if t is scalar_event and v.tag is None and v.anchor is None:
+                if v.implicit[0]:
+                    try:
+                        out[key] = values[v.value]
+                    except KeyError:
+                        out[key] = plain_value(v)
+                else:
+                    out[key] = v.value
+            elif t is mapping_start and v.anchor is None and v.tag is None:
+                out[key] = mapping(depth + 1)
+            elif t is sequence_start and v.anchor is None and v.tag is None:
+                out[key] = sequence(depth + 1)
+            else:
+                raise _Unusual  # an alias, a tag, an anchor
+            k = get()
+        return out
+
+    def sequence(depth: int) -> list[Any]:
+        if depth > max_depth:
+            raise _Unusual
+        items: list[Any] = []
+        add = items.append
+        item = get()
+        t = type(item)
+        while t is not sequence_end:
+            mark = item.start_mark
+            push(mark.line)
+            push(mark.column)
+            if t is scalar_event and item.tag is None and item.anchor is None:
+                if item.implicit[0]:
+                    try:
+                        add(values[item.value])
+                    except KeyError:
+                        add(plain_value(item))
+                else:
+                    add(item.value)
+            elif t is mapping_start and item.anchor is None and item.tag is None:
+                add(mapping(depth + 1))
+            elif t is sequence_start and item.anchor is None and item.tag is None:
+                add(sequence(depth + 1))
+            else:
+                raise _Unusual
+            item = get()
+            t = type(item)
+        return items
+
+    out: list[_Read] = []
+    try:
+        e = get()
+        while e is not None and type(e) is not stream_end:
+            if type(e) is document_start:
+                words = array("I")  # the closures above push to the document's own
+                push = words.append
+                root = get()
+                t = type(root)
+                line = root.start_mark.line + 1
+                if root.anchor is not None or root.tag is not None:
+                    raise _Unusual  # an alias too
+                if t is mapping_start or t is sequence_start:
+                    data = mapping(1) if t is mapping_start else sequence(1)
+                    out.append((len(out), data, False, PackedPositions(data, words), line))
+                else:
+                    value = plain_value(root) if root.implicit[0] else root.value
+                    out.append((len(out), value, True, {}, line))
+                get()  # DocumentEndEvent
+            e = get()
+    except yaml_error as exc:
+        if isinstance(exc, built_errors):
+            return None
+        raise  # the parser's: a syntax error
+    except Exception:  # noqa: BLE001 - anything else is the builder's to read, or to refuse
+        return None
+    finally:
+        parser.dispose()
+    return out
 
 
 # --------------------------------------------------------------------------- dumping

@@ -28,3 +28,13 @@ def run_cli(*args: str, cwd: Path | str | None = None, env: dict[str, str] | Non
     )
 
 
+def without_roll_settings(text: str) -> str:
+    """A rendered manifest without the operator's rolling-update annotations (which an in-place
+    rollback adds to the stable's workers: CLU201)."""
+    lines = text.splitlines(keepends=True)
+    out = [x for x in lines if "nvidia.com/deployment-rolling-update-" not in x]
+    # an `annotations:` key left with nothing under it went with them
+    return "".join(x for i, x in enumerate(out) if not (
+        x.strip() == "annotations:" and (i + 1 == len(out) or
+                                         len(out[i + 1]) - len(out[i + 1].lstrip())
+                                         <= len(x) - len(x.lstrip()))))

@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 
 from dgdgen import yamlio
-from dgdgen.errors import Location
+from dgdgen.errors import InputError, Location
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -55,40 +56,60 @@ def test_repository_yaml_reads_as_with_safe_loader() -> None:
             yaml.load_all(text, Loader=yaml.CSafeLoader)), f
 
 
-def _walked(text: str) -> list[dict[yamlio.FieldPath, tuple[int, int]]]:
-    """The positions of each document as a dict, recorded by the walk that keeps them so."""
-    loader = yamlio._fast_loader()(text)
-    try:
-        out = []
-        for _, node in yamlio._roots(loader):
-            if isinstance(node, yaml.ScalarNode):
-                continue
-            positions: dict[yamlio.FieldPath, tuple[int, int]] = {}
-            yamlio._walker11(loader).walk(node, (), positions)
-            out.append(positions)
-        return out
-    finally:
-        loader.dispose()
+def _built(text: str) -> list[yamlio.Document]:
+    """The documents as the builder that reads every case reads them (positions in a dict):
+    what the packed reading must equal."""
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(yamlio, "_packed11", lambda text: None)
+        return yamlio.load_documents_fast(text, "t.yaml")
+
+
+def _typed(value: object) -> object:
+    """The value with the type of every scalar spelt out (1 == 1.0 == True in Python)."""
+    if isinstance(value, dict):
+        return {k: _typed(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_typed(v) for v in value]
+    return type(value).__name__, repr(value)
 
 
 PACKED = [
     "a: 1\nb:\n  - x\n  - {c: 2, d: [3, 4]}\n  - - deep\n    - er\ne: {}\nf: []\n",
-    "k: &v [1, 2]\nl: *v\nm: {n: *v}\n",  # aliases expand into collections of their own
     "x: |\n  line\n  two\ny: [a, [b, [c]], {d: e}]\n---\nz: 1\n---\n- [p, q]\n- r\n",
-    "? [a, b]\n: 1\ntrue: 2\n8000: 3\n",
+    "true: 2\n8000: 3\n'q': x\n\"r\": [y, 'z']\nn: ~\nb: yes\nf: 1.5\nd: 2024-01-02\n",
+    "--- plain\n--- 5\n---\n- a\n",
+]
+# Left to the builder: aliases and anchors, merge keys, tags, keys that are collections,
+# duplicate keys, values it refuses.
+BUILT = [
+    "k: &v [1, 2]\nl: *v\nm: {n: *v}\n",
+    "base: &b {x: 1, y: 2}\nuse:\n  <<: *b\n  z: 3\n",
+    "? [a, b]\n: 1\n",
+    "a: !!str 5\n",
+    "a: &x 1\n",
 ]
 
 
-def test_packed_positions_are_the_walked_ones() -> None:
-    files = sorted(REPO.glob("examples/**/*.yaml")) + sorted(REPO.glob("tests/check/corpus/**/*.yaml"))
-    for text in PACKED + [f.read_text() for f in files]:
-        docs = [d for d in yamlio.load_documents_fast(text, "t.yaml") if d.data is not None]
-        walked = _walked(text)
-        assert len(docs) == len(walked)
-        for doc, expected in zip(docs, walked):
-            assert isinstance(doc.positions, yamlio.PackedPositions), text
-            assert dict(doc.positions) == expected and list(doc.positions) == list(expected)
-            for path, where in expected.items():
+def _repository_texts() -> list[str]:
+    files = sorted(REPO.glob("examples/**/*.yaml")) + sorted(
+        REPO.glob("tests/check/corpus/**/*.yaml"))
+    return [f.read_text() for f in files]
+
+
+def test_packed_positions_are_the_built_ones() -> None:
+    texts = PACKED + BUILT + _repository_texts()
+    for text in texts:
+        docs = yamlio.load_documents_fast(text, "t.yaml")
+        built = _built(text)
+        assert [(_typed(d.data), d.index, d.start_line) for d in docs] == [
+            (_typed(d.data), d.index, d.start_line) for d in built], text
+        for doc, expected in zip(docs, built):
+            packed = isinstance(doc.positions, yamlio.PackedPositions)
+            assert packed == (text not in BUILT and isinstance(doc.data, (dict, list))), text
+            assert dict(doc.positions) == expected.positions
+            assert list(doc.positions) == list(expected.positions)
+            assert len(doc.positions) == len(expected.positions)
+            for path, where in expected.positions.items():
                 assert doc.positions[path] == where and path in doc.positions
                 assert doc.location(path) == Location("t.yaml", *where)
 
@@ -102,16 +123,32 @@ def test_packed_positions_of_missing_fields() -> None:
     assert doc.location(("q",)) == Location("t.yaml", 1, 1)
 
 
-def test_a_merge_key_keeps_the_walked_positions() -> None:
+def test_a_merge_key_keeps_the_built_positions() -> None:
     text = "base: &b {x: 1, y: 2}\nuse:\n  <<: *b\n  z: 3\n"
     (doc,) = yamlio.load_documents_fast(text, "t.yaml")
     assert doc.data["use"] == {"x": 1, "y": 2, "z": 3}
     assert not isinstance(doc.positions, yamlio.PackedPositions)
-    assert doc.positions == _walked(text)[0]
+    assert doc.positions == _built(text)[0].positions
 
 
-def test_repository_yaml_walks_to_the_safe_loaders_values_and_types() -> None:
-    files = sorted(REPO.glob("examples/**/*.yaml")) + sorted(REPO.glob("tests/check/corpus/**/*.yaml"))
+def test_what_the_packed_reading_leaves_is_said_as_the_builder_says_it() -> None:
+    """A value refused, a duplicate key, nesting over the limit, a syntax error: the same error,
+    at the same place, as the builder's (the packed reading gives up and the builder reads the
+    stream, or the parser says it first)."""
+    for text in ["a: 1\nb: 99999999999999999999\n", "a:\n  b: 1\n  b: 2\n",
+                 "9223372036854775808: x\n", "a: " + "[" * 70 + "]" * 70 + "\n",
+                 "a: 1\nb: [\n", "a: 1\nb: 2\na: 3\nc: [\n", "k: *nowhere\n"]:
+        said = []
+        for read in (lambda t: yamlio.load_documents_fast(t, "t.yaml"), _built):
+            with pytest.raises(InputError) as err:
+                read(text)
+            said.append((err.value.message, err.value.location, err.value.field))
+        assert said[0] == said[1], (text, said)
+
+
+def test_repository_yaml_reads_to_the_safe_loaders_values_and_types() -> None:
+    files = sorted(REPO.glob("examples/**/*.yaml")) + sorted(
+        REPO.glob("tests/check/corpus/**/*.yaml"))
     for f in files:
         text = f.read_text()
         expected = [d for d in yaml.load_all(text, Loader=yaml.CSafeLoader) if d is not None]

@@ -29,8 +29,15 @@ def _plan_notes(spec: Path) -> list[str]:
 
 
 def test_every_rendered_candidate_frontend_migrates_requests(tmp_path: Path) -> None:
-    # the example with its stable as upstream ships it (no limit: examples/SOURCES.md)
+    # the example with its stable as upstream ships it (no limit: examples/SOURCES.md); its
+    # workers then stop under traffic unprotected, which the render refuses (CLU202) unless the
+    # stable DGD acknowledges it
     spec = _copy(tmp_path, stable_limit=False)
+    r = subprocess.run([sys.executable, "-m", "dgdgen", "render", str(spec), "-o",
+                        str(tmp_path / "refused")], capture_output=True, text=True, check=False)
+    assert r.returncode == 1 and "CLU202 pods-stop-under-traffic" in r.stderr
+    assert not (tmp_path / "refused").exists()
+    spec = _copy(tmp_path, stable_limit=False, acknowledge=True)
     tmp_path = tmp_path / "out"
     _render(spec, tmp_path)
     seen = 0
@@ -46,10 +53,13 @@ def test_every_rendered_candidate_frontend_migrates_requests(tmp_path: Path) -> 
     assert migration.unprotected(stable) == ["Frontend"]
 
 
-def _copy(tmp: Path, *, stable_limit: bool) -> Path:
+def _copy(tmp: Path, *, stable_limit: bool, acknowledge: bool = False) -> Path:
     from example_support import upstream_text
 
     dgd = yamlio.load_documents(upstream_text(EXAMPLE), "dgd.yaml")[0].data
+    if acknowledge:
+        dgd["metadata"].setdefault("annotations", {})["dgdgen.dev/ignore"] = (
+            "CLU202: test of the candidate's own migration")
     if stable_limit:
         main = dgd["spec"]["services"]["Frontend"]["extraPodSpec"]["mainContainer"]
         main["env"] = [{"name": migration.ENV, "value": "2"}]

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from gen_support import REPO, copy_example_inputs
+from dgdgen import dgd as dgdmod
 from dgdgen.pipeline import prepare
 from dgdgen.render import render_state
 
@@ -49,7 +50,9 @@ def test_partition_counts_replicas_kept_on_the_old_revision() -> None:
 # --------------------------------------------------------------------- GAMMA parent
 
 
-def test_gamma_parent_service_selects_only_the_stable_frontend() -> None:
+def test_gamma_parent_service_selects_the_frontend_of_the_serving_generation() -> None:
+    """The stable's while it has traffic, the candidate's once the stable has none (at the
+    100 % step its workers are gone: CLU101), never both; in the shift wave."""
     prepared = prepare(str(REPO / "examples/vllm-disagg-block-size/rollout.yaml"))
     gamma = prepared.loaded.spec.spec.traffic.gamma
     assert gamma is not None and gamma.create_service
@@ -58,8 +61,10 @@ def test_gamma_parent_service_selects_only_the_stable_frontend() -> None:
     for state in prepared.plan.all_states():
         objs = _objects(prepared, state)
         svc = objs[f"service-{gamma.service}.yaml"]
-        home = state.stable if state.stable.present else state.candidate
+        home = state.stable if state.stable.present and state.stable.weight > 0 else \
+            state.candidate
         assert svc["spec"]["selector"] == frontend_selector(prepared, home.revision), state.label
+        assert svc["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"] == "1"
         # exactly the selector of that generation's own frontend Service, of no other
         own = [o for o in objs.values() if o["kind"] == "Service"
                and o["spec"]["selector"] == svc["spec"]["selector"] and o is not svc]
@@ -501,7 +506,8 @@ def _without_namespace(doc: dict[str, Any], source: dict[str, Any]) -> dict[str,
 
 def test_step_0_and_rollback_leave_the_running_stable_dgd_exactly_as_it_is() -> None:
     """Nothing is added to the serving generation (a label on the frontend's pod template
-    restarts it); rollback — in-place included — restores every original annotation. The
+    restarts it); rollback restores every original annotation — in place, where the way back is
+    a roll, plus the forward roll's surge settings on the workers (CLU201). The
     worker-group example was left out, and its step 0 and rollback wrote the capability
     annotation of the proposed worker groups into the running stable DGD."""
     from gen_support import EXAMPLES
@@ -512,7 +518,25 @@ def test_step_0_and_rollback_leave_the_running_stable_dgd_exactly_as_it_is() -> 
         for state in (prepared.plan.steps[0], prepared.plan.rollback):
             (dgd,) = [o for o in _objects(prepared, state).values()
                       if o["kind"] == "DynamoGraphDeployment"]
+            if prepared.mode == "in-place" and state.kind == "rollback":
+                dgd = _without_roll_settings(dgd)
             assert _without_namespace(dgd, source) == source, (example.name, state.label)
+
+
+def _without_roll_settings(doc: dict[str, Any]) -> dict[str, Any]:
+    import copy
+
+    from dgdgen.dgd import ANN_MAX_SURGE, ANN_MAX_UNAVAILABLE
+
+    out = copy.deepcopy(doc)
+    d = dgdmod.parse(out)
+    for comp in d.workers():
+        ann = d.doc_annotations(comp.name)
+        for key in (ANN_MAX_SURGE, ANN_MAX_UNAVAILABLE):
+            ann.pop(key, None)
+        if not ann:
+            d.component_doc(comp.name).pop("annotations", None)
+    return out
 
 
 def test_frontend_services_select_the_labels_the_operator_sets() -> None:

@@ -812,6 +812,7 @@ def component_facts(dgd: Dgd, comp: Component,
         if s.value != "false":
             flags["--disaggregation-mode"] = Setting("prefill", s.path, s.source, s.raw, s.offset)
     flags.pop("--is-prefill-worker", None)
+    _refuse_blank_names(dgd, flags, backend)
     names = flags.get("--served-model-name")
     if names is not None and backend in _SPLIT_NAMES:
         parts = [n for n in re.split(r"[\s,]+", names.value.strip()) if n]
@@ -906,6 +907,25 @@ def secrets_of(documents: Iterable[Any]) -> dict[str, frozenset[str]]:
                         if isinstance(d.get(part), dict) for k in d[part]}
                 out[name] = frozenset(keys)
     return out
+
+
+def _refuse_blank_names(dgd: Dgd, flags: Mapping[str, Setting], backend: Backend) -> None:
+    """A model name that is only whitespace (and, where Dynamo splits served names, commas)
+    names nothing: the worker would fail at start, and no client could call it. Refused at the
+    value's field, where the flag's first word would otherwise be taken from nothing."""
+    from dgdgen.errors import InputError
+
+    for key in ("--served-model-name", "--model", "--model-path"):
+        s = flags.get(key)
+        if s is None or not s.value:
+            continue  # unset or empty: the next of the three names the model
+        blank = not s.value.strip() or (key == "--served-model-name" and backend in _SPLIT_NAMES
+                                        and not re.sub(r"[\s,]+", "", s.value))
+        if blank:
+            raise InputError(f"{s.raw or key} {s.value!r}: a model name that is blank (only "
+                             "whitespace" + (" and commas" if s.value.strip() else "") + ")",
+                             location=dgd.location(s.path), field=s.path,
+                             hint="give the model's name, or leave the flag out")
 
 
 def dgd_facts(dgd: Dgd, configmaps: Mapping[str, Mapping[str, str]] | None = None,

@@ -24,7 +24,10 @@ every state is written in its own directory:
 
 With --step, only that state is written, directly into DIR. Every object is validated against the
 upstream CRD schemas (strict) and their CEL rules before anything is written; the tree is
-replaced atomically, so a failed or interrupted render leaves the previous one intact. DIR is
+replaced atomically, so a failed or interrupted render leaves the previous one intact. The
+objects are also checked against each other as a cluster would run them, state by state and at
+every sync-wave moment of every transition (docs/invariants.md): a tree that would break an
+invariant is not written, exit 1, each finding at its file and line. DIR is
 replaced only when it holds nothing but what an earlier dgdgen write listed there: a file put
 into it since (a picture, another command's output) is refused, exit 2, as is a DIR inside an
 earlier output (--force replaces anyway). With several specs, each is written to
@@ -124,6 +127,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             state = prepared.state(args.step)
             rendered = state_files(prepared, state, validate=not args.no_validate)
+        _invariants(rendered, os.path.join(args.output, prefix))
         files.update({prefix + k: v for k, v in rendered.items()})
     write_tree(args.output, files, force=args.force)
     sys.stderr.write(f"wrote {len(files)} file(s) to {os.path.relpath(args.output)}\n")
@@ -211,3 +215,13 @@ def _stdout(args: argparse.Namespace, spec: str) -> int:
         ("---\n" if i else "") + text for i, (_name, text) in enumerate(sorted(files.items()))
     ))
     return 0
+
+
+def _invariants(files: dict[str, str], root: str) -> None:
+    """Refuse (exit 1, nothing written) a tree that would break an invariant on a cluster
+    (docs/invariants.md); print its warnings."""
+    from dgdgen.cluster.check import check_files, require
+
+    for f in require(check_files(files, os.path.normpath(root))):
+        sys.stderr.write(f"{f.file}:{f.line}:{f.column}: warning: {f.code} {f.slug}: "
+                         f"{f.message}\n")

@@ -6,6 +6,7 @@ import argparse
 import gc
 import os
 import sys
+from typing import TextIO
 
 COMMON_OPTIONS = ("--max-input-size",)  # reads YAML files, never a spec's `dgd:`
 HELP = "validate manifests against the upstream CRD schemas and their CEL rules"
@@ -29,7 +30,17 @@ Each problem is printed as
 Documents of other kinds are reported with a "warning:" line and do not fail the run
 (--skip-unknown-kinds leaves them out).
 
-exit codes: 0 every document is valid, 1 violations found, 2 bad input (a missing or unreadable
+A directory that dgdgen rendered (`render -o`: state folders step-00 … cleanup; `render --into`:
+one state) is also checked as a cluster would run it: the invariants (docs/invariants.md) over
+every state and every sync-wave moment of every transition between them — every client path
+reaches only frontends with a complete set of workers, and the rest. Each finding is printed as
+
+  FILE:LINE:COLUMN: KIND/NAME: CODE slug: MESSAGE
+
+(--skip-invariants leaves them out).
+
+exit codes: 0 every document is valid and no invariant broken, 1 violations or broken
+invariants found, 2 bad input (a missing or unreadable
 file, malformed YAML), usage, or nothing validated (no document of a kind dgdgen has a schema
 for: a job pointed at the wrong path must not pass).
 
@@ -51,6 +62,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="NAME",
         help="also accept the fields declared by this schema overlay (repeatable), e.g. "
         "dgd-proposed-rollout-fields for the worker-group / partition rollout modes",
+    )
+    parser.add_argument(
+        "--skip-invariants", action="store_true",
+        help="do not check the invariants of rendered trees (schemas and CEL rules only)",
     )
     parser.add_argument(
         "--skip-unknown-kinds",
@@ -87,7 +102,7 @@ def _label(data: object) -> str:
 def run(args: argparse.Namespace) -> int:
     from dgdgen import crd, yamlio
     from dgdgen.crd import overlays
-    from dgdgen.errors import format_path
+    from dgdgen.errors import MAX_PER_FIELD, field_group, format_path, more_than_shown
 
     for name in args.overlay:
         overlays.load(name)  # unknown names fail now, as usage errors (exit 2)
@@ -117,6 +132,13 @@ def run(args: argparse.Namespace) -> int:
     )
     failures = 0
     out = sys.stdout
+    # at most MAX_PER_FIELD lines per field of a document; the rest counted where they begin
+    per_field: dict[tuple[int, tuple[str | int, ...]], int] = {}
+    for doc, violation, _ in located:
+        if violation.rule != crd.UNKNOWN_KIND:
+            key = (id(doc), field_group(violation.path))
+            per_field[key] = per_field.get(key, 0) + 1
+    printed: dict[tuple[int, tuple[str | int, ...]], int] = {}
     for doc, violation, where in located:
         field = format_path(violation.path)
         prefix = f"{where}: {_label(doc.data)}: "
@@ -124,7 +146,19 @@ def run(args: argparse.Namespace) -> int:
             out.write(f"{prefix}warning: {violation.message}\n")
             continue
         failures += 1
-        out.write(f"{prefix}{field + ': ' if field else ''}{violation.message}\n")
+        key = (id(doc), field_group(violation.path))
+        n = printed.get(key, 0)
+        printed[key] = n + 1
+        if n < MAX_PER_FIELD:
+            out.write(f"{prefix}{field + ': ' if field else ''}{violation.message}\n")
+        elif n == MAX_PER_FIELD:
+            group = format_path(key[1])
+            out.write(f"{prefix}{group + ': ' if group else ''}"
+                      f"{more_than_shown(per_field[key] - MAX_PER_FIELD)}\n")
+    broken = 0
+    if not args.skip_invariants:
+        broken = _invariants(args.paths, out)
+    failures += broken
     checked = len(documents)
     summary = f"{checked} document(s) in {len(files)} file(s): "
     if checked == unvalidated:
@@ -133,7 +167,41 @@ def run(args: argparse.Namespace) -> int:
                          "schema for)\n")
         return 2
     summary += f"{failures} violation(s)" if failures else "all valid"
+    if broken:
+        summary += f", of which {broken} broken invariant(s)"
     if unvalidated:
         summary += f" ({unvalidated} not validated)"
     sys.stderr.write(summary + "\n")
     return 1 if failures else 0
+
+
+def rendered_trees(paths: list[str]) -> list[str]:
+    """The directories among ``paths`` that dgdgen rendered: a tree of state folders, or one
+    state (`render --into`, `render --step`), recognised by the files dgdgen keeps there."""
+    from dgdgen.cluster.transitions import STATE
+
+    out = []
+    for path in paths:
+        if not os.path.isdir(path):
+            continue
+        names = os.listdir(path)
+        if any(STATE.match(n) and os.path.isdir(os.path.join(path, n)) for n in names) or \
+                ".dgdgen-render" in names or ".dgdgen-index" in names:
+            out.append(path)
+    return out
+
+
+def _invariants(paths: list[str], out: TextIO) -> int:
+    """Print the invariants' findings on the rendered trees among ``paths``; the number of
+    errors."""
+    from dgdgen.check.findings import Severity
+    from dgdgen.cluster.check import check_tree
+
+    errors = 0
+    for root in rendered_trees(paths):
+        for f in check_tree(root):
+            label = f"{f.severity.value}: " if f.severity is not Severity.ERROR else ""
+            out.write(f"{f.file}:{f.line}:{f.column}: {f.object}: {label}{f.code} {f.slug}: "
+                      f"{f.message}\n")
+            errors += f.severity is Severity.ERROR
+    return errors

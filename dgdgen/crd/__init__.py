@@ -28,6 +28,8 @@ from dgdgen.crd.violation import Violation
 from dgdgen.yamlio import Document, content_key
 
 __all__ = [
+    "MAX_OBJECT_BYTES",
+    "TOO_LARGE",
     "UNKNOWN_KIND",
     "Violation",
     "kinds",
@@ -39,6 +41,24 @@ __all__ = [
 
 # The ``rule`` of the one violation returned for an object whose kind has no schema here.
 UNKNOWN_KIND = "unknown-kind"
+# The ``rule`` of the one violation of an object too large to store.
+TOO_LARGE = "object-size"
+# The largest object Kubernetes stores: etcd refuses a request over its --max-request-bytes,
+# 1.5 MiB by default, and the API server stores a custom resource as its JSON. A larger object
+# can never be applied; it is refused before anything else (and before every state of a
+# render copies and validates it).
+MAX_OBJECT_BYTES = 3 * 512 * 1024
+
+
+def _too_large(obj: Any) -> Violation | None:
+    import json
+
+    size = len(json.dumps(obj, separators=(",", ":"), ensure_ascii=False, default=str)
+               .encode("utf-8", "surrogatepass"))
+    if size <= MAX_OBJECT_BYTES:
+        return None
+    return Violation((), f"the object is {size:,} bytes as JSON, over the {MAX_OBJECT_BYTES:,} "
+                     "bytes (1.5 MiB) Kubernetes stores (etcd's default request limit)", TOO_LARGE)
 
 
 @functools.cache
@@ -107,6 +127,9 @@ def validate(
         known_outcome = _VALIDATED.get((key, names))
         if known_outcome is not None:
             return list(known_outcome)
+    large = _too_large(obj)
+    if large is not None:
+        return [large]
     new = defaulted(obj, schema)
     previous: Any = MISSING
     if old is not None:

@@ -36,6 +36,7 @@ from dgdgen.gitops.target import (
 )
 
 if TYPE_CHECKING:
+    from dgdgen.cluster.transitions import State
     from dgdgen.plan import PlanStep
 
 
@@ -81,6 +82,7 @@ def render_into(t: Target, selector: int | str | None, *, force: bool = False,
                 previous = state_of(t, idx.previous) if idx is not None else None
         assert state is not None
         files = state_files(t.prepared, state, previous, validate=validate)
+        _invariants(t, previous, state, files)
         subject = _subject(t, f"render {_title(state)}")
         message = subject + "\n\n" + _describe(t, state) + _trailers(t, state)
         change, sha = session.write(files, index_of(t, state, previous, gates), message=message,
@@ -221,6 +223,7 @@ def _move(t: Target, s: transaction.Session, idx: Index, frm: PlanStep, to: Plan
           ) -> Outcome:
     assert t.top is not None
     files = state_files(t.prepared, to, frm)
+    warned = _invariants(t, frm, to, files, refuse=to.kind not in ("rollback", "rollback-step"))
     body = [f"{_title(frm)} → {_title(to)}", _describe(t, to).rstrip("\n"), *extra]
     message = _subject(t, subject) + "\n\n" + "\n".join(body) + "\n" + _trailers(t, to) \
         + "".join(f"{x}\n" for x in trailers or [])
@@ -228,7 +231,34 @@ def _move(t: Target, s: transaction.Session, idx: Index, frm: PlanStep, to: Plan
     change, sha = s.write(files, index_of(t, to, frm, dict(idx.gates)), message=message,
                           subject=_subject(t, subject))
     pushed = _push(t, sha, subject, undo_to=parent if sha else None) if push else None
-    return Outcome(message, to, change, sha, pushed, notes=tuple(s.notes))
+    return Outcome(message, to, change, sha, pushed, notes=(*s.notes, *warned))
+
+
+def _invariants(t: Target, frm: PlanStep | None, to: PlanStep, files: dict[str, str], *,
+                refuse: bool = True) -> list[str]:
+    """Check the move from ``frm`` to ``to`` as a cluster would run it (docs/invariants.md):
+    an error refuses it (exit 1, nothing written) — except on the way back, where refusing would
+    keep the traffic where it fails: there every finding is a note. Returns the notes."""
+    from dgdgen.cluster.check import InvariantBroken, check_move, require
+    from dgdgen.cluster.transitions import read_state
+
+    def state(label: str, texts: dict[str, str]) -> State:
+        return read_state(label, [(os.path.join(t.rel, r), x) for r, x in sorted(texts.items())
+                                  if r.endswith((".yaml", ".yml"))])
+
+    new = state(to.label, files)
+    old = None
+    if frm is not None:
+        label = frm.label if frm.label != to.label else f"{frm.label} (as committed)"
+        old = state(label, state_files(t.prepared, frm, None, validate=False))
+    findings = check_move(old, new, t.rel)
+    try:
+        warnings = require(findings)
+    except InvariantBroken as exc:
+        if refuse:
+            raise
+        warnings = exc.findings
+    return [f"{f.file}:{f.line}: {f.code} {f.slug}: {f.message}" for f in warnings]
 
 
 def _writing(t: Target, intent: str) -> contextlib.AbstractContextManager[transaction.Session]:

@@ -141,8 +141,8 @@ def application(prepared: Prepared, *, plugin: bool = False) -> dict[str, Any]:
             "name": prepared.plan.rollout,
             "namespace": g.argocd_namespace,
             "labels": _labels(prepared),
-            # delete the app's resources with it (Argo CD's cascading-delete finalizer)
-            "finalizers": ["resources-finalizer.argocd.argoproj.io"],
+            # No cascading-delete finalizer: deleting the Application must not delete the
+            # serving DGDs it synced (CLU301); remove a rollout's objects on purpose.
         },
         "spec": {
             "project": g.project,
@@ -183,11 +183,13 @@ def application_set(prepared: Prepared, *, plugin: bool = False) -> dict[str, An
             "goTemplate": True,
             "goTemplateOptions": ["missingkey=error"],
             "generators": [{"list": {"elements": elements}}],
+            # deleting the ApplicationSet (or a cluster leaving the list) leaves what its
+            # Applications deployed running in every cluster (CLU301)
+            "syncPolicy": {"preserveResourcesOnDeletion": True},
             "template": {
                 "metadata": {
                     "name": "{{.cluster}}-" + prepared.plan.rollout,
                     "labels": labels,
-                    "finalizers": ["resources-finalizer.argocd.argoproj.io"],
                 },
                 "spec": {
                     "project": g.project,

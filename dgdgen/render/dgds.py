@@ -84,7 +84,20 @@ def stable_dgd(prepared: Prepared, gen: GenerationState) -> dgdmod.Dgd:
     return d
 
 
+# Built once per plan, kept for the plan last rendered: every state copies it (rebuilding it per
+# state made a render cost the number of states times the DGD's size, twice over).
+_template: tuple[Prepared, dgdmod.Dgd] | None = None
+
+
 def _candidate_template(prepared: Prepared) -> dgdmod.Dgd:
+    """:func:`_build_candidate_template`, once per plan; a copy the caller may edit."""
+    global _template
+    if _template is None or _template[0] is not prepared:
+        _template = (prepared, _build_candidate_template(prepared))
+    return _template[1].copy()
+
+
+def _build_candidate_template(prepared: Prepared) -> dgdmod.Dgd:
     """The candidate's DGD with the termination grace period its frontends and workers need:
     pods it loses while serving (a rollback step, the operator's roll) finish their streams on
     SIGTERM, for up to the request timeout (:mod:`dgdgen.grace`). Where one DGD carries both
@@ -208,16 +221,29 @@ def _partition(prepared: Prepared, state: PlanStep) -> list[Manifest]:
 def in_place(prepared: Prepared, state: PlanStep) -> list[Manifest]:
     """The stable DGD updated with the candidate's changes and the operator's rolling-update
     annotations per worker component (ai-dynamo/dynamo #6110)."""
-    if state.kind in ("baseline", "rollback"):
+    if state.kind == "baseline":
         return [Manifest(stable_dgd(prepared, state.stable).doc)]
+    if state.kind == "rollback":
+        # The way back is a roll too (the candidate's pods are replaced by the stable's): it keeps
+        # the surge and unavailability the forward roll used, or the operator would fall back to
+        # its 25 %/25 % defaults — the capacity dip the forward roll avoided (CLU201).
+        d = stable_dgd(prepared, state.stable)
+        _roll_settings(d, prepared)
+        return [Manifest(d.doc)]
     d = _candidate_under_stable_name(prepared)
+    _roll_settings(d, prepared)
+    return [Manifest(d.doc)]
+
+
+def _roll_settings(d: dgdmod.Dgd, prepared: Prepared) -> None:
+    """The operator's rolling-update annotations on every worker component of ``d``: at most
+    ``capacity.maxSurge`` new and ``maxUnavailable`` missing pods per component."""
     cap = prepared.loaded.spec.spec.capacity
     for comp in list(d.workers()):
         anns = d.component_annotations(comp.name)
         anns[dgdmod.ANN_MAX_SURGE] = str(cap.max_surge)
         anns[dgdmod.ANN_MAX_UNAVAILABLE] = str(cap.max_unavailable)
     d.refresh()
-    return [Manifest(d.doc)]
 
 
 _MODES = {

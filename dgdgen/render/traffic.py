@@ -139,13 +139,20 @@ def render_gamma(prepared: Prepared, state: PlanStep,
     out = [_route(prepared, state, parent, _service_refs(backends), hostnames=False)]
     if g.create_service:
         # Callers outside the mesh bypass the route and reach the Service's own endpoints: it
-        # selects only the stable frontend (the candidate's once the stable is gone), never both,
-        # which would split those callers by pod count instead of by the plan's weights.
-        home = next((b for b in backends if b.role in ("stable", "shared") and b.present),
-                    next(b for b in backends if b.present))
+        # selects one generation's frontend, never both (that would split those callers by pod
+        # count instead of by the plan's weights) — the stable's while it has traffic, the
+        # candidate's once the stable has none: at the 100 % step the stable's workers are gone,
+        # and its frontend (Ready with no workers: `/health`) would answer 404/503 to every
+        # caller the mesh does not capture (CLU101). It moves in the shift wave, with the route,
+        # after the candidate's workers are ready.
+        home = next((b for b in backends if b.role in ("stable", "shared") and b.present
+                     and b.weight > 0),
+                    next((b for b in backends if b.present and b.weight > 0),
+                         next(b for b in backends if b.present)))
         svc = service(g.service, prepared.loaded.spec.metadata.namespace, prepared.plan.rollout,
                       home.revision, frontend_selector(prepared, home.revision))
         svc["spec"]["ports"][0]["port"] = g.port
+        svc["metadata"]["labels"][LABEL_ROLE] = SWITCH_ROLE
         out.append(Manifest(svc))
     return out
 

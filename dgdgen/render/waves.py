@@ -121,7 +121,8 @@ def wave_of(prepared: Prepared, state: PlanStep, previous: PlanStep | None,
     if kind in SHIFT_KINDS:
         return SHIFT
     if kind == "Service" and labels.get("dgdgen.dev/role") == "switch":
-        # provider none, two frontends: the Service whose selector carries the traffic
+        # the Service whose selector carries traffic: provider none's switch between two
+        # frontends, and the GAMMA parent for callers outside the mesh
         return SHIFT
     return GROW
 

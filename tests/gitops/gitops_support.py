@@ -71,6 +71,28 @@ class Workspace:
         return {n[len(rel) + 1:]: git(self.work, "show", f"{rev}:{n}") for n in names}
 
 
+def make_workspace(root: Path) -> Workspace:
+    """A bare remote and a clone of it under ``root``, the example's rollout spec and DGD
+    committed and pushed (``rollouts/qwen``); the rendered directory is ``deploy/qwen-router``."""
+    import shutil
+
+    remote = root / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True)
+    work = root / "work"
+    env = dict(os.environ, **GIT_ENV)
+    subprocess.run(["git", "clone", "-q", str(remote), str(work)], check=True,
+                   capture_output=True, env=env)
+    git(work, "checkout", "-q", "-b", "main")
+    dry = work / "rollouts" / "qwen"
+    dry.mkdir(parents=True)
+    shutil.copy(EXAMPLE / "rollout.yaml", dry / "rollout.yaml")
+    shutil.copy(EXAMPLE / "dgd.yaml", dry / "dgd.yaml")
+    git(work, "add", "-A")
+    git(work, "commit", "-q", "-m", "rollout spec")
+    git(work, "push", "-q", "origin", "main")
+    return Workspace(remote, work, dry / "rollout.yaml", work / "deploy" / "qwen-router")
+
+
 def rendered_and_pushed(ws: Workspace, tmp_path: Path) -> tuple[str, str, Path, Path]:
     """The baseline rendered, committed and pushed to the bare remote, for the tests that run
     the WorkflowTemplate's container script: (spec, into, the interpreter's bin directory, an

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from gitops_support import EXAMPLE, GIT_ENV, Workspace, cli, git
+from gitops_support import GIT_ENV, Workspace, cli, git, make_workspace
 
 # The commands that write, by name: the arguments after SPEC --into DIR.
 AT_STEP_1 = {
@@ -50,19 +50,7 @@ def _env(**extra: str) -> dict[str, str]:
 
 def _template(root: Path, steps: int) -> Workspace:
     """A repository at step ``steps``, every gate on the way (and its own) recorded as passed."""
-    remote = root / "remote.git"
-    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True)
-    work = root / "work"
-    subprocess.run(["git", "clone", "-q", str(remote), str(work)], check=True,
-                   capture_output=True, env=_env())
-    git(work, "checkout", "-q", "-b", "main")
-    dry = work / "rollouts" / "qwen"
-    dry.mkdir(parents=True)
-    shutil.copy(EXAMPLE / "rollout.yaml", dry / "rollout.yaml")
-    shutil.copy(EXAMPLE / "dgd.yaml", dry / "dgd.yaml")
-    git(work, "add", "-A")
-    git(work, "commit", "-q", "-m", "rollout spec")
-    ws = Workspace(remote, work, dry / "rollout.yaml", work / "deploy" / "qwen-router")
+    ws = make_workspace(root)
     spec, into = str(ws.spec), str(ws.into)
     with pytest.MonkeyPatch.context() as mp:
         for k, v in GIT_ENV.items():

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from dgdgen.check.classify import MODEL_REMOVED_FIELD
-from dgdgen.check.context import Context
+from dgdgen.check.classify import MODEL_REMOVED_FIELD, Change
+from dgdgen.check.context import Context, DgdPair
 from dgdgen.check.findings import Finding
 from dgdgen.check.flags import Category
 from dgdgen.check.inplace import MODEL_REMOVED, RENAME_FIELDS, roll_consequence
@@ -35,7 +35,8 @@ def in_place(ctx: Context, rule: RuleMeta, category: Category) -> Iterator[Findi
             if change.field == MODEL_REMOVED_FIELD:
                 effect = MODEL_REMOVED  # the same on every release and namespace layout
             else:
-                rename = category is Category.MDC and change.field in RENAME_FIELDS
+                rename = category is Category.MDC and (
+                    change.field in RENAME_FIELDS or _served_name_changes(pair, change))
                 effect = roll_consequence(category, roll, rename=rename)
             line, col = ctx.location_of_change(pair, change)
             yield rule.finding(
@@ -45,3 +46,21 @@ def in_place(ctx: Context, rule: RuleMeta, category: Category) -> Iterator[Findi
                 object=pair.head.object, component=change.component,
                 key=f"{change.field}\x1f{change.old}\x1f{change.new}",
             )
+
+
+# The flags the served name falls back to when `--served-model-name` is not given: every backend
+# of ai-dynamo 1.6.1 serves the model under its path then (dynamo/vllm/args.py: served_model_name
+# = [model]; dynamo/sglang/args.py: served_model_name = model_path; dynamo/trtllm registers
+# `served_model_name or model`).
+_SERVED_NAME_SOURCES = frozenset({"--model", "--model-path"})
+
+
+def _served_name_changes(pair: DgdPair, change: Change) -> bool:
+    """A change of the model path that also changes the name clients call (no
+    `--served-model-name` pins it)."""
+    if change.field not in _SERVED_NAME_SOURCES or pair.base is None:
+        return False
+    old = pair.base.components.get(change.component)
+    new = pair.head.components.get(change.component)
+    return old is not None and new is not None and \
+        old.served_model_name != new.served_model_name

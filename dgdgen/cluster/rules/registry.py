@@ -1,0 +1,23 @@
+"""The explicit invariant registry: adding one touches its module and one line here."""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from dgdgen.cluster.rules import (
+    clu101_incomplete_generation_reachable,
+    clu102_parallelism_exceeds_gpus,
+    clu201_rollback_drops_roll_settings,
+    clu202_pods_stop_under_traffic,
+    clu301_delete_cascades_to_serving,
+)
+
+_MODULES: tuple[ModuleType, ...] = (
+    clu101_incomplete_generation_reachable,
+    clu102_parallelism_exceeds_gpus,
+    clu201_rollback_drops_roll_settings,
+    clu202_pods_stop_under_traffic,
+    clu301_delete_cascades_to_serving,
+)
+
+RULES: dict[str, ModuleType] = {m.RULE.code: m for m in _MODULES}

@@ -1,0 +1,80 @@
+"""Small rendered objects for the cluster model's tests: DGDs, Services, routes, pools, HAProxy."""
+
+from __future__ import annotations
+
+from typing import Any
+
+NS = "inference"
+
+
+def dgd(name: str, *, frontend: int = 1, decode: int | None = None, prefill: int | None = None,
+        agg: int | None = None, ready_probe: bool = False, group: str | None = None,
+        wave: str | None = None) -> dict[str, Any]:
+    services: dict[str, Any] = {"Frontend": {"componentType": "frontend", "replicas": frontend}}
+    if ready_probe:
+        services["Frontend"]["readinessProbe"] = {
+            "httpGet": {"path": "/v1/models/m/ready", "port": "http"}}
+
+    def worker(mode: str | None, n: int) -> dict[str, Any]:
+        args = ["--model", "m"] + (["--disaggregation-mode", mode] if mode else [])
+        return {"componentType": "worker", "replicas": n, "extraPodSpec": {"mainContainer": {
+            "command": ["python3", "-m", "dynamo.vllm"], "args": args}}}
+
+    if decode is not None:
+        services["Decode"] = worker("decode", decode)
+    if prefill is not None:
+        services["Prefill"] = worker("prefill", prefill)
+    if agg is not None:
+        services["Worker"] = worker(None, agg)
+    meta: dict[str, Any] = {"name": name, "namespace": NS}
+    if wave is not None:
+        meta["annotations"] = {"argocd.argoproj.io/sync-wave": wave}
+    return {"apiVersion": "nvidia.com/v1alpha1", "kind": "DynamoGraphDeployment",
+            "metadata": meta, "spec": {"services": services}}
+
+
+def service(name: str, dgd_name: str, wave: str | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": NS}
+    if wave is not None:
+        meta["annotations"] = {"argocd.argoproj.io/sync-wave": wave}
+    return {"apiVersion": "v1", "kind": "Service", "metadata": meta, "spec": {"selector": {
+        "nvidia.com/dynamo-graph-deployment-name": dgd_name,
+        "nvidia.com/dynamo-component-type": "frontend"}, "ports": [{"port": 8000}]}}
+
+
+def route(name: str, weights: dict[str, int], *, parent: str | None = None,
+          wave: str | None = None, pool: bool = False) -> dict[str, Any]:
+    parent_ref = ({"group": "", "kind": "Service", "name": parent} if parent else
+                  {"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": "gw"})
+    refs = [({"group": "inference.networking.k8s.io", "kind": "InferencePool"} if pool else
+             {"group": "", "kind": "Service"}) | {"name": n, "weight": w}
+            for n, w in weights.items()]
+    meta: dict[str, Any] = {"name": name, "namespace": NS}
+    if wave is not None:
+        meta["annotations"] = {"argocd.argoproj.io/sync-wave": wave}
+    return {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute", "metadata": meta,
+            "spec": {"parentRefs": [parent_ref], "rules": [{"backendRefs": refs}]}}
+
+
+def pool(name: str, dgd_name: str) -> dict[str, Any]:
+    return {"apiVersion": "inference.networking.k8s.io/v1", "kind": "InferencePool",
+            "metadata": {"name": name, "namespace": NS},
+            "spec": {"selector": {"matchLabels": {
+                "nvidia.com/dynamo-graph-deployment-name": dgd_name,
+                "nvidia.com/dynamo-component-type": "frontend"}}}}
+
+
+def haproxy(servers: dict[str, int], *, ready_check: bool = True) -> dict[str, Any]:
+    check = "option httpchk GET /v1/models/m/ready\n" if ready_check else \
+        "option httpchk GET /health\n"
+    lines = "".join(f"    server s{i} {svc}.{NS}.svc.cluster.local:8000 weight {w}\n"
+                    for i, (svc, w) in enumerate(servers.items()))
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "proxy", "namespace": NS},
+            "data": {"haproxy.cfg": f"backend be\n    {check}{lines}"}}
+
+
+def objects(*docs: dict[str, Any]) -> dict[tuple[str, str, str], dict[str, Any]]:
+    from dgdgen.cluster.model import key_of
+
+    return {key_of(d): d for d in docs}

@@ -1,0 +1,279 @@
+"""The invariants over rendered trees: the tree the landed code rendered before the fix reports
+its finding; every bundled example reports nothing; `verify` prints them; `render` and the GitOps
+commands refuse (exit 1, nothing written) what would break one; a wave-order mistake shows up at
+the moment it would bite."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cluster_support import dgd, route, service
+from hostile_support import cli
+
+from dgdgen import yamlio
+from dgdgen.cluster.check import check_tree
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURES = REPO / "tests" / "data" / "cluster"
+EXAMPLES = sorted(p.parent for p in (REPO / "examples").glob("*/rollout.yaml"))
+
+
+def test_finding_1_tree_reports_the_out_of_mesh_path_to_a_workerless_frontend() -> None:
+    """The GAMMA example as the landed code rendered it: at the 100 % step the parent Service
+    still selects the stable frontend, whose workers that step removes."""
+    [f] = check_tree(str(FIXTURES / "finding1-gamma-parent"))
+    assert (f.code, f.slug) == ("CLU101", "incomplete-generation-reachable")
+    assert f.file.endswith("step-03/service-qwen-router.yaml") and f.line == 15  # spec.selector
+    assert "out-of-mesh callers of Service inference/qwen-router" in f.message
+    assert "vllm-v1-disagg-router runs no decode and no prefill worker" in f.message
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=[e.name for e in EXAMPLES])
+def test_bundled_examples_break_no_invariant(example: Path) -> None:
+    assert check_tree(str(example / "rendered")) == []
+
+
+def test_verify_prints_broken_invariants_and_exits_1(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    shutil.copytree(FIXTURES / "finding1-gamma-parent", tree)
+    r = cli("verify", str(tree))
+    assert r.code == 1
+    assert f"{tree}/step-03/service-qwen-router.yaml:15:3: Service/inference/qwen-router: " \
+        "CLU101 incomplete-generation-reachable: step-03 at rest:" in r.out
+    assert "1 broken invariant(s)" in r.err
+    r = cli("verify", "--skip-invariants", str(tree))
+    assert r.code == 0 and "CLU101" not in r.out
+    r = cli("verify", str(REPO / "examples" / "vllm-disagg-block-size" / "rendered"))
+    assert r.code == 0, r.out
+
+
+def _write(folder: Path, *docs: dict[str, Any]) -> None:
+    folder.mkdir(parents=True)
+    for d in docs:
+        (folder / f"{d['kind'].lower()}-{d['metadata']['name']}.yaml").write_text(yamlio.dump(d))
+
+
+def test_a_route_that_moves_in_the_wave_its_generation_grows_in_is_caught(tmp_path: Path
+                                                                         ) -> None:
+    """Both states are fine at rest; between them the route gives the new generation weight in
+    wave 0, where its DGD is created: its frontend is Ready long before its workers."""
+    blue = dgd("blue", agg=1)
+    _write(tmp_path / "t" / "step-00", blue, service("blue-fe", "blue"),
+           route("r", {"blue-fe": 100}))
+    _write(tmp_path / "t" / "step-01", blue, dgd("green", agg=1, wave="0"),
+           service("blue-fe", "blue"), service("green-fe", "green", wave="0"),
+           route("r", {"blue-fe": 50, "green-fe": 50}, wave="0"))
+    [f] = check_tree(str(tmp_path / "t"))
+    assert f.code == "CLU101" and f.file.endswith("step-01/httproute-r.yaml")
+    assert f.message.startswith("step-00 → step-01, wave 0: HTTPRoute/r applied alone") or \
+        f.message.startswith("step-00 → step-01, wave 0 applied")
+    assert "green/Frontend" in f.message and "runs no aggregated worker" in f.message
+    # the same route in the shift wave: nothing
+    (tmp_path / "t" / "step-01" / "httproute-r.yaml").write_text(yamlio.dump(
+        route("r", {"blue-fe": 50, "green-fe": 50}, wave="1")))
+    assert check_tree(str(tmp_path / "t")) == []
+
+
+@pytest.fixture
+def stable_parent(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The renderer as it was: the GAMMA parent Service selects the stable's frontend at every
+    step."""
+    from dgdgen.render import traffic
+
+    real = traffic.frontend_selector
+
+    def stable_only(prepared: Any, revision: str | None) -> dict[str, str]:
+        return real(prepared, prepared.stable.revision if revision else revision)
+
+    monkeypatch.setattr(traffic, "frontend_selector", stable_only)
+
+
+@pytest.mark.usefixtures("stable_parent")
+def test_render_refuses_a_tree_that_breaks_an_invariant(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    r = cli("render", str(REPO / "examples" / "vllm-disagg-block-size" / "rollout.yaml"),
+            "-o", str(out))
+    assert r.code == 1, r.err
+    assert "CLU101 incomplete-generation-reachable" in r.err and "nothing was written" in r.err
+    assert not out.exists()
+
+
+
+def test_registry_and_docs() -> None:
+    """Codes unique and well-formed, every invariant documented, the committed pages current."""
+    from dgdgen.cluster import docs
+    from dgdgen.cluster.rules.registry import RULES
+
+    codes = [m.RULE.code for m in RULES.values()]
+    assert len(set(codes)) == len(codes)
+    for m in RULES.values():
+        meta = m.RULE
+        assert meta.code.startswith("CLU") and meta.slug and meta.finding_of and meta.rationale
+    for name, text in docs.pages().items():
+        path = REPO / "docs" / name
+        assert path.exists(), f"run: python -m dgdgen.cluster.docs --write docs ({name})"
+        assert path.read_text() == text, "stale: python -m dgdgen.cluster.docs --write docs"
+
+
+def test_finding_4_tree_reports_the_rollback_that_drops_the_roll_settings() -> None:
+    """The in-place example as the landed code rendered it: step 1 rolls with surge 1 /
+    unavailable 0; the rollback state is the bare stable DGD, so the way back rolls on the
+    operator's 25 %/25 % defaults."""
+    [f] = check_tree(str(FIXTURES / "finding4-inplace-rollback"))
+    assert (f.code, f.slug) == ("CLU201", "rollback-drops-roll-settings")
+    assert f.file.endswith("rollback/dynamographdeployment-vllm-agg.yaml")
+    assert f.message.startswith("step-01 → rollback: component VllmDecodeWorker rolls back")
+    assert "max-surge: '1'" in f.message and "max-unavailable: '0'" in f.message
+
+
+def _frontend_grace(doc: dict[str, Any], seconds: int) -> dict[str, Any]:
+    doc["spec"]["services"]["Frontend"]["extraPodSpec"] = {
+        "terminationGracePeriodSeconds": seconds}
+    return doc
+
+
+def _migrating(doc: dict[str, Any]) -> dict[str, Any]:
+    doc["spec"]["services"]["Frontend"].setdefault("extraPodSpec", {})["mainContainer"] = {
+        "env": [{"name": "DYN_MIGRATION_LIMIT", "value": "3"}]}
+    return doc
+
+
+def _timed(r: dict[str, Any], timeout: str) -> dict[str, Any]:
+    r["spec"]["rules"][0]["timeouts"] = {"request": timeout}
+    return r
+
+
+def _shrink_tree(tmp: Path, before: dict[str, Any], after: dict[str, Any]) -> Path:
+    green = dgd("green", agg=2, wave="0")
+    _write(tmp / "step-00", before, green, service("blue-fe", "blue"), service("green-fe", "green"),
+           _timed(route("r", {"blue-fe": 75, "green-fe": 25}), "610s"))
+    _write(tmp / "step-01", after, green, service("blue-fe", "blue"), service("green-fe", "green"),
+           _timed(route("r", {"blue-fe": 50, "green-fe": 50}, wave="1"), "610s"))
+    return tmp
+
+
+def test_finding_8_a_serving_generation_shrinks_with_a_short_grace(tmp_path: Path) -> None:
+    """The stable keeps half the traffic and loses a worker and a frontend: no drain, the
+    default 30 s grace against a 610 s request bound."""
+    tree = _shrink_tree(tmp_path / "a", dgd("blue", frontend=2, agg=2),
+                        dgd("blue", frontend=1, agg=1, wave="3"))
+    found = check_tree(str(tree))
+    assert [(f.code, f.message.split(": ", 1)[1][:47]) for f in found] == [
+        ("CLU202", "1 pod(s) of blue/Frontend stop while its genera"),
+        ("CLU202", "1 pod(s) of blue/Worker stop while its generati")]
+    assert "termination grace of 30 s against a request bound of 610 s" in found[0].message
+    # frontends that migrate protect the workers, not the frontend's own connections
+    tree = _shrink_tree(tmp_path / "b", _migrating(dgd("blue", frontend=2, agg=2)),
+                        _migrating(dgd("blue", frontend=1, agg=1, wave="3")))
+    assert [f.message.split(": ", 1)[1][:26] for f in check_tree(str(tree))] == [
+        "1 pod(s) of blue/Frontend "]
+    # a grace covering the bound keeps them all
+    tree = _shrink_tree(tmp_path / "c", _migrating(_frontend_grace(dgd("blue", frontend=2, agg=2),
+                                                                   620)),
+                        _migrating(_frontend_grace(dgd("blue", frontend=1, agg=1, wave="3"), 620)))
+    assert check_tree(str(tree)) == []
+    # or an acknowledgment with a reason, on the DGD
+    acked = dgd("blue", frontend=1, agg=1, wave="3")
+    acked["metadata"]["annotations"]["dgdgen.dev/ignore"] = "CLU202: batch clients retry"
+    tree = _shrink_tree(tmp_path / "d", dgd("blue", frontend=2, agg=2), acked)
+    assert check_tree(str(tree)) == []
+
+
+def test_a_generation_that_leaves_without_a_drain_is_reported(tmp_path: Path) -> None:
+    tree = tmp_path / "t"
+    _write(tree / "step-00", dgd("blue", agg=1), dgd("green", agg=1), service("blue-fe", "blue"),
+           service("green-fe", "green"), route("r", {"blue-fe": 50, "green-fe": 50}))
+    _write(tree / "step-01", dgd("blue", agg=0, wave="3"), dgd("green", agg=1),
+           service("blue-fe", "blue"), service("green-fe", "green"),
+           route("r", {"blue-fe": 0, "green-fe": 100}, wave="1"))
+    [f] = check_tree(str(tree))
+    assert f.code == "CLU202" and "as its generation leaves the traffic, and no drain hook" in \
+        f.message
+
+
+def test_finding_6_gitops_objects_whose_deletion_cascades_to_serving_dgds(tmp_path: Path
+                                                                         ) -> None:
+    """`dgdgen argo` output as the landed code wrote it (one Application; an ApplicationSet for
+    two clusters) reports both; today's output for the same specs reports nothing."""
+    found = check_tree(str(FIXTURES / "finding6-cascading-delete"))
+    assert [(f.code, f.object) for f in found] == [
+        ("CLU301", "Application/argocd/qwen-router"),
+        ("CLU301", "ApplicationSet/argocd/qwen-router")]
+    assert "cascading-delete finalizer" in found[0].message
+    assert "preserveResourcesOnDeletion is not true" in found[1].message
+    spec = tmp_path / "rollout.yaml"
+    shutil.copy(REPO / "examples" / "vllm-disagg-block-size" / "dgd.yaml", tmp_path / "dgd.yaml")
+    text = (REPO / "examples" / "vllm-disagg-block-size" / "rollout.yaml").read_text()
+    for name, fan_out in (("one", ""), ("two", ("    clusters:\n"
+                                                "      - {name: us-east, server: https://a:6443}\n"
+                                                "      - {name: eu-west, server: https://b:6443}\n"))):
+        spec.write_text(text.replace("    branch: main\n", "    branch: main\n" + fan_out, 1))
+        out = tmp_path / name
+        assert cli("argo", str(spec), "-o", str(out)).code == 0
+        r = cli("verify", str(out))
+        assert r.code == 0 and "CLU301" not in r.out, r.out
+
+
+def test_finding_2_a_parallelism_change_without_its_gpus(tmp_path: Path) -> None:
+    """`isolation: auto`, vLLM aggregated, --tensor-parallel-size 1 → 2 and nothing else: the
+    landed code rendered it in place with pods asking for 1 GPU (the fixture, and its spec)."""
+    [f] = check_tree(str(FIXTURES / "finding2-tp-in-place"))
+    assert (f.code, f.slug) == ("CLU102", "parallelism-exceeds-gpus")
+    assert "VllmDecodeWorker's engine needs 2 GPU(s) per replica" in f.message
+    assert "its pods ask for 1" in f.message
+    # today the spec is refused where the change is written, before any isolation is decided
+    shutil.copy(REPO / "examples" / "vllm-agg-auto" / "dgd.yaml", tmp_path / "dgd.yaml")
+    spec = tmp_path / "rollout.yaml"
+    spec.write_text((FIXTURES / "finding2-tp-in-place" / "rollout.yaml.txt").read_text())
+    for command in ("validate", "plan", "render"):
+        args = [command, str(spec)] + (["-o", str(tmp_path / "out")] if command == "render"
+                                        else [])
+        r = cli(*args)
+        assert r.code == 2, (command, r.err)
+        assert "spec.candidate.components.VllmDecodeWorker: the candidate's VllmDecodeWorker " \
+            "needs 2 GPU(s)" in r.err and "gpus: 2" in r.err
+    assert not (tmp_path / "out").exists()
+    # with the GPUs given, it renders, and its pods ask for 2
+    spec.write_text(spec.read_text().replace(
+        "            --tensor-parallel-size: 2\n",
+        "            --tensor-parallel-size: 2\n        gpus: 2\n"))
+    r = cli("render", str(spec), "-o", str(tmp_path / "out"))
+    assert r.code == 0, r.err
+    text = (tmp_path / "out" / "step-01" / "dynamographdeployment-vllm-agg.yaml").read_text()
+    assert "gpu: '2'" in text
+    assert cli("verify", str(tmp_path / "out")).code == 0
+
+
+def test_gpus_change_on_a_v1beta1_component(tmp_path: Path) -> None:
+    from dgdgen.dgd import parse
+
+    example = REPO / "examples" / "trtllm-disagg-v1beta1"
+    for name in ("dgd.yaml", "quality-prompts.jsonl"):
+        if (example / name).exists():
+            shutil.copy(example / name, tmp_path / name)
+    doc = yamlio.load_file(str(example / "rollout.yaml"))[0].data
+    worker = next(n for n, c in parse(yamlio.load_file(str(example / "dgd.yaml"))[0].data)
+                  .components.items() if c.is_worker)
+    doc["spec"]["candidate"].setdefault("components", {}).setdefault(worker, {})["gpus"] = 4
+    (tmp_path / "rollout.yaml").write_text(yamlio.dump(doc))
+    r = cli("render", str(tmp_path / "rollout.yaml"), "-o", str(tmp_path / "out"), "--step", "1")
+    assert r.code == 0, r.err
+    [cand] = [p for p in (tmp_path / "out").glob("dynamographdeployment-*.yaml")
+              if "r" in p.name.split("-")[1][:1] and p.name != "dynamographdeployment-" +
+              "trtllm-disagg.yaml"]
+    d = parse(yamlio.load_file(str(cand))[0].data)
+    assert d.components[worker].gpus_per_replica == 4
+
+
+@pytest.mark.parametrize("folder", ["step-2", "step-02", "x", "rollback-7"])
+def test_one_state_rendered_into_any_folder(tmp_path: Path, folder: str) -> None:
+    """`render --step N -o DIR`: one state, whatever DIR is called (a name like a state's but
+    not one, `step-2`, was taken for a step and crashed the model)."""
+    out = tmp_path / folder
+    r = cli("render", str(REPO / "examples" / "vllm-disagg-block-size" / "rollout.yaml"),
+            "-o", str(out), "--step", "2")
+    assert r.code == 0, r.err
+    assert cli("verify", str(out)).code == 0

@@ -1,0 +1,86 @@
+"""Random rollout specs — every bundled example as a base, its steps, capacity and strategy
+drawn, its traffic provider swapped among all those its isolation mode can take — rendered and
+handed to the cluster model. A spec is either refused with a clear error, or its rendered tree
+breaks no invariant the renderer is responsible for. CLU202 may fire: it is about the user's
+stable DGD (its grace, its frontends' request migration), and `render` refuses such a tree with
+that finding (exit 1) rather than render a cut.
+
+Bounded for CI (``DGDGEN_PROPERTY_EXAMPLES``, default 120); `benchmarks/bench_cluster.py` runs
+2,000 and records the time and the model's cost per state (docs/invariants.md)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dgdgen import yamlio
+from dgdgen.cluster.check import check_files
+from dgdgen.errors import DgdgenError
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = sorted(p.parent for p in (REPO / "examples").glob("*/rollout.yaml"))
+RENDERER_OWNED = {"CLU101", "CLU201"}
+EXAMPLE_COUNT = int(os.environ.get("DGDGEN_PROPERTY_EXAMPLES", "120"))
+
+PROVIDERS: dict[str, dict[str, Any]] = {
+    "gateway-api": {"provider": "gateway-api", "gateway": {"name": "gw"}},
+    "gamma": {"provider": "gamma", "gamma": {"service": "api-entry"}},
+    "inference-pool": {"provider": "inference-pool", "gateway": {"name": "gw"},
+                       "inferencePool": {"targetPort": 8000}},
+    "haproxy": {"provider": "haproxy"},
+    "none": {"provider": "none"},
+}
+
+
+@st.composite
+def specs(draw: st.DrawFn) -> tuple[Path, dict[str, Any]]:
+    example = draw(st.sampled_from(EXAMPLES))
+    doc = yamlio.load_file(str(example / "rollout.yaml"))[0].data
+    spec = doc["spec"]
+    if spec.get("isolation") not in ("auto", "in-place"):  # the operator's roll has no steps
+        weights = sorted(draw(st.lists(st.integers(0, 99), min_size=0, max_size=4)))
+        spec["steps"] = [{"weight": w, "pause": draw(st.sampled_from(["1m", "10m"]))}
+                         for w in dict.fromkeys(weights)] + [{"weight": 100}]
+    spec["capacity"] = {
+        "maxSurge": draw(st.sampled_from([1, 2, "50%", "100%"])),
+        "maxUnavailable": draw(st.sampled_from([0, 0, 1, "25%"])),
+    }
+    spec["strategy"] = draw(st.sampled_from(["canary", "blue-green"]))
+    if spec.get("isolation") not in ("partition", "auto", "in-place"):
+        provider = draw(st.sampled_from(sorted(PROVIDERS)))
+        keep = {k: v for k, v in (spec.get("traffic") or {}).items()
+                if k == "requestTimeout" or (k == "sticky" and provider == "haproxy")}
+        spec["traffic"] = {**PROVIDERS[provider], **keep}
+    if isinstance(spec.get("analysis"), dict):
+        spec["analysis"]["enabled"] = False  # no step gates: the model does not read them
+    return example, doc
+
+
+@settings(max_examples=EXAMPLE_COUNT, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(specs())
+def test_a_rendered_spec_breaks_no_invariant_or_is_refused(tmp_path_factory: Any,
+                                                           drawn: tuple[Path, dict[str, Any]]
+                                                           ) -> None:
+    from dgdgen.output import all_files
+    from dgdgen.pipeline import prepare
+
+    example, doc = drawn
+    tmp = tmp_path_factory.mktemp("spec")
+    for name in os.listdir(example):
+        if name not in ("rollout.yaml", "rendered") and (example / name).is_file():
+            shutil.copy(example / name, tmp / name)
+    (tmp / "rollout.yaml").write_text(yamlio.dump(doc))
+    try:
+        files = all_files(prepare(str(tmp / "rollout.yaml")), validate=False)
+    except DgdgenError as exc:
+        assert str(exc).strip(), "a refusal says why"
+        return
+    found = [f for f in check_files(files, str(tmp / "out")) if f.code in RENDERER_OWNED]
+    assert not found, (example.name, yamlio.dump(doc["spec"]),
+                       [f"{f.code} {f.file}: {f.message}" for f in found])
