@@ -35,6 +35,7 @@ import re
 import stat
 import warnings
 from array import array
+from bisect import bisect_left
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from sys import intern as _intern
@@ -74,40 +75,33 @@ class Document:
 class PackedPositions(Mapping[FieldPath, tuple[int, int]]):
     """The positions of a document's fields as :func:`load_documents_fast` keeps them: two
     32-bit words per mapping key and sequence item (its 0-based line and column), in an array,
-    instead of a dict of field-path tuples to (line, column) tuples. A check of 20,000 files
-    held 240 MB of those until its report was written, more than the documents themselves.
+    in the order of the text, instead of a dict of field-path tuples to (line, column) tuples.
+    A check of 20,000 files held 240 MB of those until its report was written, more than the
+    documents themselves.
 
-    The loader appends the words in the order of the text (a key's, then those of the fields
-    under its value). On the first lookup they are rearranged so that the words of one mapping
-    or list lie side by side, in the order of its keys or items, the collections in the order
-    the text opens them; a path is then found by following it through the data. Most
-    documents have no finding and are never asked. It holds as long as the data is not
-    changed: the checker, the only user, never changes a document."""
+    A field's words are found by following its path through the data: the text gives a
+    collection's fields in their order, each followed by the fields under its value. On the
+    first lookup one pass over the collections notes where each one's fields start and, for
+    each of its fields whose value is a collection, where the fields under that value end;
+    the fields between are plain values, one after another. Most documents have no finding
+    and are never asked. It holds as long as the data is not changed: the checker, the only
+    user, never changes a document."""
 
-    __slots__ = ("_data", "_starts", "_words")
+    __slots__ = ("_data", "_index", "_words")
 
     def __init__(self, data: Any, words: array[int]) -> None:
         self._data = data
         self._words = words
-        self._starts: dict[int, int] | None = None
-
-    def _arrange(self) -> dict[int, int]:
-        """Each collection's fields side by side; id of each mapping and list → the ordinal of
-        its first field."""
-        starts: dict[int, int] = {}
-        data = self._data
-        if type(data) is dict or type(data) is list:
-            text_order = self._words
-            words = array(text_order.typecode, bytes(len(text_order) * text_order.itemsize))
-            _arrange_words(data, text_order, words, [0, 0], starts)
-            self._words = words
-        return starts
+        self._index: dict[int, _Fields] | None = None
 
     def _field(self, path: FieldPath) -> int | None:
-        """The ordinal of ``path``'s words, or None when the data has no such field."""
-        starts = self._starts
-        if starts is None:
-            starts = self._starts = self._arrange()
+        """The ordinal of ``path``'s field in the text, or None when the data has no such
+        field."""
+        index = self._index
+        if index is None:
+            index = self._index = {}
+            if type(self._data) is dict or type(self._data) is list:
+                _index_fields(self._data, 0, index)
         node = self._data
         found = None
         for part in path:
@@ -122,16 +116,23 @@ class PackedPositions(Mapping[FieldPath, tuple[int, int]]):
                 ordinal = part
             else:
                 return None
-            found = starts[id(node)] + ordinal
+            fields = index[id(node)]
+            if isinstance(fields, int):  # no field's value is a collection
+                found = fields + ordinal
+            else:
+                start, nested, ends = fields
+                before = bisect_left(nested, ordinal)  # the collections among those before
+                found = start + ordinal if not before else \
+                    ends[before - 1] + ordinal - nested[before - 1] - 1
             node = node[part]
         return found
 
     def get(self, path: FieldPath, default: Any = None) -> Any:
-        ordinal = self._field(path)
-        if ordinal is None:
+        found = self._field(path)
+        if found is None:
             return default
         words = self._words
-        return words[2 * ordinal] + 1, words[2 * ordinal + 1] + 1
+        return words[2 * found] + 1, words[2 * found + 1] + 1
 
     def __getitem__(self, path: FieldPath) -> tuple[int, int]:
         found: tuple[int, int] | None = self.get(path)
@@ -150,24 +151,27 @@ class PackedPositions(Mapping[FieldPath, tuple[int, int]]):
         return len(self._words) // 2
 
 
-def _arrange_words(node: dict[str, Any] | list[Any], text_order: array[int], words: array[int],
-                   at: list[int], starts: dict[int, int]) -> None:
-    """Move the words of ``node``'s fields and of everything under them from ``text_order``
-    (the next field's at ``at[0]``) into ``words``, ``node``'s own side by side from the field
-    ``at[1]``, where the next collection's block starts (the depth is bounded by the loader's
-    limit)."""
-    start = at[1]
-    starts[id(node)] = start
-    at[1] = start + len(node)
-    word = 2 * start
-    for child in node.values() if type(node) is dict else node:
-        read = 2 * at[0]
-        words[word] = text_order[read]
-        words[word + 1] = text_order[read + 1]
-        word += 2
-        at[0] += 1
+# where a collection's fields start in the text, and unless none has a collection as its value,
+# the ordinals of those that do among its fields and where the fields under each value end
+_Fields = int | tuple[int, list[int], list[int]]
+
+
+def _index_fields(node: dict[str, Any] | list[Any], start: int, index: dict[int, _Fields]
+                  ) -> int:
+    """Note in ``index`` the :data:`_Fields` of ``node``, whose first field is the
+    ``start``-th of the text, and of every collection under it; return the ordinal after
+    ``node``'s fields (the depth is bounded by the loader's limit)."""
+    nested: list[int] = []
+    ends: list[int] = []
+    at = start
+    for ordinal, child in enumerate(node.values() if type(node) is dict else node):
+        at += 1
         if type(child) is dict or type(child) is list:
-            _arrange_words(child, text_order, words, at, starts)
+            at = _index_fields(child, at, index)
+            nested.append(ordinal)
+            ends.append(at)
+    index[id(node)] = (start, nested, ends) if nested else start
+    return at
 
 
 # --------------------------------------------------------------------------- limits
