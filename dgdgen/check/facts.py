@@ -913,8 +913,6 @@ def _refuse_blank_names(dgd: Dgd, flags: Mapping[str, Setting], backend: Backend
     """A model name that is only whitespace (and, where Dynamo splits served names, commas)
     names nothing: the worker would fail at start, and no client could call it. Refused at the
     value's field, where the flag's first word would otherwise be taken from nothing."""
-    from dgdgen.errors import InputError
-
     for key in ("--served-model-name", "--model", "--model-path"):
         s = flags.get(key)
         if s is None or not s.value:
@@ -922,6 +920,8 @@ def _refuse_blank_names(dgd: Dgd, flags: Mapping[str, Setting], backend: Backend
         blank = not s.value.strip() or (key == "--served-model-name" and backend in _SPLIT_NAMES
                                         and not re.sub(r"[\s,]+", "", s.value))
         if blank:
+            from dgdgen.errors import InputError  # here: 0.5 µs a component when it was above
+
             raise InputError(f"{s.raw or key} {s.value!r}: a model name that is blank (only "
                              "whitespace" + (" and commas" if s.value.strip() else "") + ")",
                              location=dgd.location(s.path), field=s.path,
