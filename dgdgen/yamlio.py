@@ -1687,7 +1687,11 @@ def _packed11(text: str) -> list[_Read] | None:
     push = words.append
 
     # ``depth``: the length of the paths of the collection's fields; a collection nested deeper
-    # than the limit is the builder's to refuse
+    # than the limit is the builder's to refuse. The two functions call each other through
+    # ``nested``, emptied at the end: a function that reached itself through its closure would
+    # be a reference cycle, keeping the parser and its buffers until the collector runs (it is
+    # paused while the checker reads).
+    nested: dict[type, Callable[[int], Any]] = {}
 
     def mapping(depth: int) -> dict[str, Any]:
         if depth > max_depth:
@@ -1719,10 +1723,9 @@ def _packed11(text: str) -> list[_Read] | None:
                         out[key] = plain_value(v)
                 else:
                     out[key] = v.value
-            elif t is mapping_start and v.anchor is None and v.tag is None:
-                out[key] = mapping(depth + 1)
-            elif t is sequence_start and v.anchor is None and v.tag is None:
-                out[key] = sequence(depth + 1)
+            elif (t is mapping_start or t is sequence_start) and v.anchor is None and \
+                    v.tag is None:
+                out[key] = nested[t](depth + 1)
             else:
                 raise _Unusual  # an alias, a tag, an anchor
             k = get()
@@ -1747,16 +1750,17 @@ def _packed11(text: str) -> list[_Read] | None:
                         add(plain_value(item))
                 else:
                     add(item.value)
-            elif t is mapping_start and item.anchor is None and item.tag is None:
-                add(mapping(depth + 1))
-            elif t is sequence_start and item.anchor is None and item.tag is None:
-                add(sequence(depth + 1))
+            elif (t is mapping_start or t is sequence_start) and item.anchor is None and \
+                    item.tag is None:
+                add(nested[t](depth + 1))
             else:
                 raise _Unusual
             item = get()
             t = type(item)
         return items
 
+    nested[mapping_start] = mapping
+    nested[sequence_start] = sequence
     out: list[_Read] = []
     try:
         e = get()
@@ -1785,6 +1789,7 @@ def _packed11(text: str) -> list[_Read] | None:
         return None
     finally:
         parser.dispose()
+        nested.clear()
     return out
 
 

@@ -3,6 +3,7 @@ PyYAML's SafeLoader does, however often the same text comes back, quoted or not.
 
 from __future__ import annotations
 
+import gc
 import json
 from pathlib import Path
 
@@ -156,3 +157,18 @@ def test_repository_yaml_reads_to_the_safe_loaders_values_and_types() -> None:
         # JSON tells true from 1 and null from "" (a date is its ISO text in both)
         assert json.dumps(got, default=lambda o: o.isoformat()) == json.dumps(
             expected, default=lambda o: o.isoformat()), f
+
+
+def test_reading_leaves_no_cycle_for_the_collector() -> None:
+    """The checker reads with the collector paused: anything a load leaves in a reference cycle
+    (the parser and its buffers) would stay until the process exits."""
+    text = "a: 1\nb:\n  - {c: [x, 'y']}\n---\n- z\n"
+    yamlio.load_documents_fast(text, "t.yaml")  # the memos and the setup, once
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(3):
+            yamlio.load_documents_fast(text, "t.yaml")
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
