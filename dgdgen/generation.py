@@ -5,6 +5,7 @@ place)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import shlex
@@ -41,8 +42,6 @@ class Generation:
 
 def content_revision(doc: Mapping[str, Any]) -> str:
     """A short, stable revision id: ``r`` + 7 hex of SHA-256 over the canonical JSON."""
-    import hashlib  # lazily: loading OpenSSL is 2 ms of every command that imports this module
-
     canonical = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return "r" + hashlib.sha256(canonical.encode()).hexdigest()[:7]
 

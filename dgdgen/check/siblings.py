@@ -16,6 +16,7 @@ parsed (docs/checker.md, docs/performance.md).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -176,8 +177,6 @@ class _Unknown(Exception):
 
 
 def digest(raw: bytes) -> str:
-    import hashlib  # lazily: loading OpenSSL is 2 ms of a check that digests nothing
-
     return hashlib.sha256(raw).hexdigest()
 
 
