@@ -53,6 +53,35 @@ Run `dgdgen COMMAND --help` for the options of one command.
 """
 
 
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """argparse's formatter, its width found as ``shutil.get_terminal_size`` finds it, without
+    importing shutil: argparse builds a formatter for every argument it is given (to check its
+    metavar), and shutil imports bz2 and lzma, about 4 ms of every start (docs/performance.md).
+    The width only matters when help is printed."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        super().__init__(prog, indent_increment, max_help_position,
+                         _columns() - 2 if width is None else width)
+
+
+def _columns() -> int:
+    """The terminal's width as ``shutil.get_terminal_size`` gives it: ``$COLUMNS``, else that of
+    the terminal standard output is, else 80."""
+    import os
+
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0 and sys.__stdout__ is not None:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns if columns > 0 else 80
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:  # usage errors exit 2, as argparse does, but tidily
         self.print_usage(sys.stderr)
@@ -72,7 +101,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
             "hazards."
         ),
         epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=_Formatter,
     )
     parser.add_argument("--version", action="version", version=f"dgdgen {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -84,7 +113,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
             name,
             help=module.HELP,
             description=getattr(module, "DESCRIPTION", module.HELP),
-            formatter_class=argparse.RawDescriptionHelpFormatter,
+            formatter_class=_Formatter,
         )
         module.add_arguments(p)
         # Only where they act: `schema` reads nothing, `verify` reads YAML but no spec's `dgd:`.

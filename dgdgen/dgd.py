@@ -20,7 +20,7 @@ import enum
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from dgdgen.errors import InputError, Location
 from dgdgen.yamlio import Document, FieldPath
@@ -72,13 +72,15 @@ _MODULE_BACKEND = {
 }
 # A module named as a word of its own (not `mydynamo.vllm` or `dynamo.vllm_x`), in the order of
 # _MODULE_BACKEND.
-_MODULE_PATTERNS = tuple((re.compile(rf"(?<![\w.]){re.escape(module)}(?![\w])"), backend)
-                         for module, backend in _MODULE_BACKEND.items())
+_MODULE_PATTERNS = tuple(
+    (module, re.compile(rf"(?<![\w.]){re.escape(module)}(?![\w])"), backend)
+    for module, backend in _MODULE_BACKEND.items())
 
 
-@dataclass(frozen=True)
-class Component:
-    """A read-only view of one service (v1alpha1) / component (v1beta1)."""
+class Component(NamedTuple):
+    """A read-only view of one service (v1alpha1) / component (v1beta1). (A NamedTuple,
+    immutable as a frozen dataclass but built in half the time: a bulk check builds one per
+    component of every DGD.)"""
 
     name: str
     role: Role
@@ -351,19 +353,19 @@ def _components(doc: dict[str, Any], version: str, source: Document | None, *,
                 checked: bool = False) -> dict[str, Component]:
     out: dict[str, Component] = {}
     spec = doc["spec"]
+    t = _Shape(source, checked)
     if version == "v1alpha1":
         for name, svc in spec["services"].items():
             path: FieldPath = ("spec", "services", name)
             if not isinstance(svc, dict):
                 raise _bad(source, path, "a service must be a mapping")
-            out[str(name)] = _component_v1alpha1(str(name), svc, path, _Shape(source, checked))
+            out[str(name)] = _component_v1alpha1(str(name), svc, path, t)
     else:
         for i, comp in enumerate(spec["components"]):
             path = ("spec", "components", i)
             if not isinstance(comp, dict) or not isinstance(comp.get("name"), str):
                 raise _bad(source, path, "a component must be a mapping with a string name")
-            out[comp["name"]] = _component_v1beta1(comp["name"], comp, path,
-                                                   _Shape(source, checked))
+            out[comp["name"]] = _component_v1beta1(comp["name"], comp, path, t)
     return out
 
 
@@ -444,15 +446,27 @@ class _Shape:
             raise _bad(self.source, path + (key,), f"must be {what}, got {_type_name(value)}")
         return value
 
+    # The three most read shapes take their common answers first, without calling _get: the
+    # model reads about 26 fields of every component.
+
     def mapping(self, node: dict[str, Any], key: str, path: FieldPath) -> dict[str, Any]:
+        value = node.get(key)
+        if type(value) is dict:
+            return value
         return self._get(node, key, path, dict, "a mapping") or {}
 
     def items(self, node: dict[str, Any], key: str, path: FieldPath) -> list[Any]:
+        value = node.get(key)
+        if type(value) is list:
+            return value
         return self._get(node, key, path, list, "a list") or []
 
     def text(self, node: dict[str, Any], key: str, path: FieldPath) -> str | None:
-        value: str | None = self._get(node, key, path, str, "a string")
-        return value
+        value = node.get(key)
+        if value is None or type(value) is str:
+            return value
+        checked: str | None = self._get(node, key, path, str, "a string")
+        return checked
 
     def flag(self, node: dict[str, Any], key: str, path: FieldPath) -> bool:
         return bool(self._get(node, key, path, bool, "true or false"))
@@ -552,8 +566,8 @@ def _backend(command: tuple[str, ...], args: tuple[str, ...]) -> Backend:
     text = " ".join(command + args)
     if "dynamo." not in text:
         return Backend.UNKNOWN
-    for pattern, backend in _MODULE_PATTERNS:
-        if pattern.search(text):
+    for module, pattern, backend in _MODULE_PATTERNS:
+        if module in text and pattern.search(text):  # the pattern only where it can match
             return backend
     return Backend.UNKNOWN
 

@@ -6,9 +6,9 @@ stage can point at ``file:line:column`` for a field path. Two loaders share that
 * :func:`load_documents` uses ruamel.yaml's round-trip loader, which builds only plain YAML
   types (no arbitrary object construction: safe) and records positions. Used for rollout specs
   and the DGDs the generator reads.
-* :func:`load_documents_fast` composes with libyaml (PyYAML's C loader) when it is available and
-  walks the node graph itself; it exists for the checker, which must read thousands of files at
-  close to the C parser's speed.
+* :func:`load_documents_fast` builds the data from libyaml's events (PyYAML's C parser) when it
+  is available; it exists for the checker, which must read thousands of files at close to the C
+  parser's speed.
 
 Both loaders sit behind the same limits (:class:`Limits`, set once by the CLI): only regular
 files are read, and only up to a size cap; before either parser builds anything, one linear pass
@@ -34,8 +34,11 @@ import os
 import re
 import stat
 import warnings
+from array import array
+from bisect import bisect_left
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from sys import intern as _intern
 from typing import Any
 
 from dgdgen.errors import InputError, Location
@@ -48,23 +51,127 @@ TOP_LEVEL_ORDER = ("apiVersion", "kind", "metadata", "spec", "data", "stringData
 
 @dataclass
 class Document:
-    """One YAML document as plain Python data, with the position of every field."""
+    """One YAML document as plain Python data, with the position of every field (a dict, or
+    :class:`PackedPositions` from the bulk loader)."""
 
     data: Any
     file: str
     index: int = 0  # position of the document within a multi-document stream
-    positions: dict[FieldPath, tuple[int, int]] = field(default_factory=dict)
+    positions: Mapping[FieldPath, tuple[int, int]] = field(default_factory=dict)
     start_line: int = 1
 
     def location(self, path: Sequence[str | int] = ()) -> Location:
         """The closest known location of ``path`` (falls back to its nearest parent)."""
         p: FieldPath = tuple(path)
+        positions = self.positions
         while p:
-            if p in self.positions:
-                line, col = self.positions[p]
-                return Location(self.file, line, col)
+            found = positions.get(p)
+            if found is not None:
+                return Location(self.file, *found)
             p = p[:-1]
         return Location(self.file, self.start_line, 1)
+
+
+class PackedPositions(Mapping[FieldPath, tuple[int, int]]):
+    """The positions of a document's fields as :func:`load_documents_fast` keeps them: two
+    32-bit words per mapping key and sequence item (its 0-based line and column), in an array,
+    in the order of the text, instead of a dict of field-path tuples to (line, column) tuples.
+    A check of 20,000 files held 240 MB of those until its report was written, more than the
+    documents themselves.
+
+    A field's words are found by following its path through the data: the text gives a
+    collection's fields in their order, each followed by the fields under its value. On the
+    first lookup one pass over the collections notes where each one's fields start and, for
+    each of its fields whose value is a collection, where the fields under that value end;
+    the fields between are plain values, one after another. Most documents have no finding
+    and are never asked. It holds as long as the data is not changed: the checker, the only
+    user, never changes a document."""
+
+    __slots__ = ("_data", "_index", "_words")
+
+    def __init__(self, data: Any, words: array[int]) -> None:
+        self._data = data
+        self._words = words
+        self._index: dict[int, _Fields] | None = None
+
+    def _field(self, path: FieldPath) -> int | None:
+        """The ordinal of ``path``'s field in the text, or None when the data has no such
+        field."""
+        index = self._index
+        if index is None:
+            index = self._index = {}
+            if type(self._data) is dict or type(self._data) is list:
+                _index_fields(self._data, 0, index)
+        node = self._data
+        found = None
+        for part in path:
+            if type(node) is dict:
+                try:
+                    ordinal = list(node).index(part)
+                except ValueError:
+                    return None
+            elif type(node) is list:
+                if not isinstance(part, int) or not 0 <= part < len(node):
+                    return None
+                ordinal = part
+            else:
+                return None
+            fields = index[id(node)]
+            if isinstance(fields, int):  # no field's value is a collection
+                found = fields + ordinal
+            else:
+                start, nested, ends = fields
+                before = bisect_left(nested, ordinal)  # the collections among those before
+                found = start + ordinal if not before else \
+                    ends[before - 1] + ordinal - nested[before - 1] - 1
+            node = node[part]
+        return found
+
+    def get(self, path: FieldPath, default: Any = None) -> Any:
+        found = self._field(path)
+        if found is None:
+            return default
+        words = self._words
+        return words[2 * found] + 1, words[2 * found + 1] + 1
+
+    def __getitem__(self, path: FieldPath) -> tuple[int, int]:
+        found: tuple[int, int] | None = self.get(path)
+        if found is None:
+            raise KeyError(path)
+        return found
+
+    def __contains__(self, path: object) -> bool:
+        return isinstance(path, tuple) and self._field(path) is not None
+
+    def __iter__(self) -> Iterator[FieldPath]:
+        """Every field's path, in the order of the text (as the loader met them)."""
+        return (p for p, _ in iter_paths(self._data) if p)
+
+    def __len__(self) -> int:
+        return len(self._words) // 2
+
+
+# where a collection's fields start in the text, and unless none has a collection as its value,
+# the ordinals of those that do among its fields and where the fields under each value end
+_Fields = int | tuple[int, list[int], list[int]]
+
+
+def _index_fields(node: dict[str, Any] | list[Any], start: int, index: dict[int, _Fields]
+                  ) -> int:
+    """Note in ``index`` the :data:`_Fields` of ``node``, whose first field is the
+    ``start``-th of the text, and of every collection under it; return the ordinal after
+    ``node``'s fields (the depth is bounded by the loader's limit)."""
+    nested: list[int] = []
+    ends: list[int] = []
+    at = start
+    for ordinal, child in enumerate(node.values() if type(node) is dict else node):
+        at += 1
+        if type(child) is dict or type(child) is list:
+            at = _index_fields(child, at, index)
+            nested.append(ordinal)
+            ends.append(at)
+    index[id(node)] = (start, nested, ends) if nested else start
+    return at
 
 
 # --------------------------------------------------------------------------- limits
@@ -240,12 +347,20 @@ def _may_exceed(text: str) -> bool:
     (an anchor without an alias costs nothing; the depth limit is then checked by the walk)."""
     if _starts_a_node(text, "*") or _starts_a_node(text, "!"):
         return True
-    if "&" in text and _tag_after_anchor(text):
+    if "&" in text and "!" in text and _tag_after_anchor(text):
         return True
     # every nesting level needs a line or a flow bracket of its own, or a `- `/`? `/`: ` on one
-    # line: a count of them bounds the depth
+    # line: a count of them bounds the depth. Each of those indicators ends in a space of its
+    # own, so the spaces bound them too, and the text's length bounds all of them: no count at
+    # all for a short file (most DGDs), one count of a character instead of three of a pair
+    # for a file of a few kB.
+    if len(text) + 2 <= _C_SAFE_DEPTH:
+        return False
     flow = text.count("[") + text.count("{")
-    bound = text.count("\n") + flow + text.count("- ") + text.count("? ") + text.count(": ")
+    lines = text.count("\n")
+    if lines + flow + text.count(" ") + 2 <= _C_SAFE_DEPTH:
+        return False
+    bound = lines + flow + text.count("- ") + text.count("? ") + text.count(": ")
     if bound + 2 <= _C_SAFE_DEPTH:
         return False
     # A long file: a block collection nested in another starts deeper (a list may share its
@@ -1362,17 +1477,23 @@ def load_documents_fast(text: str, file: str) -> list[Document]:
     import yaml
 
     check_limits(text, file, always=False)
-    loader_cls = _fast_loader()
     docs: list[Document] = []
+    # the collector paused while the data is built, as _collector_paused does (spelt out: the
+    # context manager costs a few percent of a small file's load)
+    enabled = gc.isenabled()
+    gc.disable()
     try:
-        with _collector_paused():
-            loader = loader_cls(text)
+        # no line or column of the text may need more than the 32 bits of a packed word
+        read = _packed11(text) if len(text) < 1 << 32 else None
+        if read is None:  # what the packed reading leaves: read again, every case
+            loader = _fast_loader()(text)
             try:
-                for i, data, scalar, positions, line in _builder11(loader).documents():
-                    if not (scalar and data is None):
-                        docs.append(Document(data, file, i, positions, line))
+                read = list(_builder11(loader).documents())
             finally:
                 loader.dispose()
+        for i, data, scalar, positions, line in read:
+            if not (scalar and data is None):
+                docs.append(Document(data, file, i, positions, line))
     except yaml.YAMLError as exc:
         if not isinstance(exc, _built_errors()):  # the parser's own: a syntax error
             raise _yaml_error(exc, file, text) from None
@@ -1380,6 +1501,9 @@ def load_documents_fast(text: str, file: str) -> list[Document]:
     except InputError as exc:  # raised by the builder, which knows the line but not the file
         # built from the events as they come, but a syntax error further on is the first to say
         raise (_syntax_error(text, file) or _in_file(exc, file)) from None
+    finally:
+        if enabled:
+            gc.enable()
     return docs
 
 
@@ -1473,6 +1597,200 @@ def _builder11(loader: Any) -> _Builder:
 
 _STR_TAG = "tag:yaml.org,2002:str"
 _INT_TAG = "tag:yaml.org,2002:int"
+_BOOL_TAG = "tag:yaml.org,2002:bool"
+_NULL_TAG = "tag:yaml.org,2002:null"
+
+
+class _Unusual(Exception):
+    """What the packed reading (:func:`_packed11`) leaves to :class:`_Builder`."""
+
+
+# A plain scalar's reading depends on its text alone (SafeLoader has no path resolvers): the
+# value, or as a mapping key the key, of the plain scalars met before, one object each (keys,
+# enums, images repeat from file to file: held once), bounded as every memo (_remember).
+_PLAIN11: dict[str, Any] = {}
+_KEYS11: dict[str, str] = {}
+
+_Read = tuple[int, Any, bool, Mapping[FieldPath, tuple[int, int]], int]
+
+
+@functools.lru_cache(maxsize=1)
+def _packed_setup() -> tuple[Any, ...]:
+    """What :func:`_packed11` uses: libyaml's bare parser (the loader where libyaml is
+    missing), the event classes, the errors it tells apart, and readers of the plain scalars
+    the memos have not seen (a loader's resolver and constructor, which read a scalar from its
+    text alone)."""
+    import yaml
+    from yaml import events as ev
+
+    loader_cls = _fast_loader()
+    parser_cls: Any = getattr(getattr(yaml, "_yaml", None), "CParser", loader_cls)
+    reader = loader_cls("")
+    builder = _builder11(reader)
+    kind = yaml.ScalarNode
+    resolve, bools = reader.resolve, reader.bool_values
+    key_of, value_of = builder.key_of, builder.value_of
+
+    def plain_value(e: Any) -> Any:
+        text = e.value
+        tag = resolve(kind, text, e.implicit)
+        if tag == _STR_TAG:
+            value = text
+        elif tag == _INT_TAG and len(text) <= 20 and _DECIMAL.fullmatch(text) and (
+                INT_MIN <= int(text) <= INT_MAX):
+            value = int(text)  # as PyYAML's constructor reads a decimal integer
+        elif tag == _BOOL_TAG:
+            value = bools[text.lower()]
+        elif tag == _NULL_TAG:
+            value = None
+        else:  # the constructor (a float, a timestamp...); a refusal is the builder's to say
+            value = value_of(tag, e)
+        _remember(_PLAIN11, text, value, text)
+        return value
+
+    def plain_key(e: Any) -> str:
+        text = e.value
+        tag = resolve(kind, text, e.implicit)
+        if tag == _STR_TAG:
+            key = _intern(text)
+        elif tag == _MERGE_TAG:
+            raise _Unusual
+        else:
+            key = key_of(tag, e)  # `8000:`, `true:` are read as their text
+        _remember(_KEYS11, text, key, text)
+        return key
+
+    return (parser_cls, ev.ScalarEvent, ev.MappingStartEvent, ev.MappingEndEvent,
+            ev.SequenceStartEvent, ev.SequenceEndEvent, ev.DocumentStartEvent,
+            ev.StreamEndEvent, yaml.YAMLError, _built_errors(), plain_value, plain_key)
+
+
+def _packed11(text: str) -> list[_Read] | None:
+    """The documents of a stream as :meth:`_Builder.documents` (:func:`_builder11`) reads them,
+    with the positions packed (:class:`PackedPositions`); None where the stream has anything
+    but plain data: an anchor, an alias, a tag, a merge key, a key that is not a scalar, a
+    scalar the builder refuses, a duplicate key, nesting over the limit (the builder then reads
+    it again and says so, in its words). A syntax error is raised as it comes, as the builder
+    would meet it there too.
+
+    It exists for the checker's bulk reading: the builder records a position per field as a
+    path tuple in a dict, and reads every scalar by a call; here a plain scalar's value comes
+    from a memo of its text, a quoted one is its text, and a position is two words."""
+    (parser_cls, scalar_event, mapping_start, mapping_end, sequence_start, sequence_end,
+     document_start, stream_end, yaml_error, built_errors, plain_value, plain_key,
+     ) = _packed_setup()
+    values, keys = _PLAIN11, _KEYS11
+    max_depth = _limits.max_depth
+    parser = parser_cls(text)
+    get = parser.get_event
+    words = array("I")
+    push = words.append
+
+    # ``depth``: the length of the paths of the collection's fields; a collection nested deeper
+    # than the limit is the builder's to refuse. The two functions call each other through
+    # ``nested``, emptied at the end: a function that reached itself through its closure would
+    # be a reference cycle, keeping the parser and its buffers until the collector runs (it is
+    # paused while the checker reads).
+    nested: dict[type, Callable[[int], Any]] = {}
+
+    def mapping(depth: int) -> dict[str, Any]:
+        if depth > max_depth:
+            raise _Unusual
+        out: dict[str, Any] = {}
+        k = get()
+        while type(k) is not mapping_end:
+            if type(k) is not scalar_event or k.tag is not None or k.anchor is not None:
+                raise _Unusual
+            if k.implicit[0]:
+                try:
+                    key = keys[k.value]
+                except KeyError:
+                    key = plain_key(k)
+            else:
+                key = k.value
+            if key in out:
+                raise _Unusual
+            mark = k.start_mark
+            push(mark.line)
+            push(mark.column)
+            v = get()
+            t = type(v)
+            if t is scalar_event and v.tag is None and v.anchor is None:
+                if v.implicit[0]:
+                    try:
+                        out[key] = values[v.value]
+                    except KeyError:
+                        out[key] = plain_value(v)
+                else:
+                    out[key] = v.value
+            elif (t is mapping_start or t is sequence_start) and v.anchor is None and \
+                    v.tag is None:
+                out[key] = nested[t](depth + 1)
+            else:
+                raise _Unusual  # an alias, a tag, an anchor
+            k = get()
+        return out
+
+    def sequence(depth: int) -> list[Any]:
+        if depth > max_depth:
+            raise _Unusual
+        items: list[Any] = []
+        add = items.append
+        item = get()
+        t = type(item)
+        while t is not sequence_end:
+            mark = item.start_mark
+            push(mark.line)
+            push(mark.column)
+            if t is scalar_event and item.tag is None and item.anchor is None:
+                if item.implicit[0]:
+                    try:
+                        add(values[item.value])
+                    except KeyError:
+                        add(plain_value(item))
+                else:
+                    add(item.value)
+            elif (t is mapping_start or t is sequence_start) and item.anchor is None and \
+                    item.tag is None:
+                add(nested[t](depth + 1))
+            else:
+                raise _Unusual
+            item = get()
+            t = type(item)
+        return items
+
+    nested[mapping_start] = mapping
+    nested[sequence_start] = sequence
+    out: list[_Read] = []
+    try:
+        e = get()
+        while e is not None and type(e) is not stream_end:
+            if type(e) is document_start:
+                words = array("I")  # the closures above push to the document's own
+                push = words.append
+                root = get()
+                t = type(root)
+                line = root.start_mark.line + 1
+                if root.anchor is not None or root.tag is not None:
+                    raise _Unusual  # an alias too
+                if t is mapping_start or t is sequence_start:
+                    data = mapping(1) if t is mapping_start else sequence(1)
+                    out.append((len(out), data, False, PackedPositions(data, words), line))
+                else:
+                    value = plain_value(root) if root.implicit[0] else root.value
+                    out.append((len(out), value, True, {}, line))
+                get()  # DocumentEndEvent
+            e = get()
+    except yaml_error as exc:
+        if isinstance(exc, built_errors):
+            return None
+        raise  # the parser's: a syntax error
+    except Exception:  # noqa: BLE001 - anything else is the builder's to read, or to refuse
+        return None
+    finally:
+        parser.dispose()
+        nested.clear()
+    return out
 
 
 # --------------------------------------------------------------------------- dumping

@@ -53,6 +53,8 @@ class Context:
     # rendered but not among the checked files, e.g. a route's backend Service).
     sibling_loader: SiblingLoader | None = None
     run_by: RunBy = DEFAULT_RUN_BY
+    _documents: dict[tuple[str, ...], list[Document]] = field(default_factory=dict, init=False,
+                                                              repr=False)
 
     @property
     def target(self) -> Target:
@@ -63,10 +65,13 @@ class Context:
         return roll_of_dgd(self.target, pair.head)
 
     def documents(self, *kinds: str) -> Iterator[Document]:
-        for f in self.files:
-            for d in f.head:
-                if isinstance(d.data, dict) and (not kinds or d.data.get("kind") in kinds):
-                    yield d
+        # Several rules ask for the same kinds: the documents are sorted out once per kinds.
+        found = self._documents.get(kinds)
+        if found is None:
+            found = self._documents[kinds] = [
+                d for f in self.files for d in f.head
+                if isinstance(d.data, dict) and (not kinds or d.data.get("kind") in kinds)]
+        return iter(found)
 
     def siblings(self, file: str, require: Sequence[Sequence[str]] = (),
                  namespaces: Collection[str | None] | None = None) -> list[SiblingObject]:

@@ -17,7 +17,7 @@ from dgdgen.check.context import (
     build,
     object_id,
 )
-from dgdgen.check.findings import Finding, Severity
+from dgdgen.check.findings import ORDER, Finding, Severity
 from dgdgen.check.flags import NEWEST
 from dgdgen.check.inplace import DEFAULT_RUN_BY, RunBy, Target
 from dgdgen.check.rules.registry import RULES
@@ -148,7 +148,7 @@ def run(files: list[FileInput], options: Options,
     for module in rules:
         findings.extend(module.check(ctx))
     findings = _suppress(findings, files, options.suppressions)
-    findings = sorted(set(findings))
+    findings = sorted(set(findings), key=ORDER)
     return Report(findings, ctx.dgds, [f.file for f in files], options.release, rules,
                   options.run_by)
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
+from operator import attrgetter
 from typing import Any
 
 
@@ -73,3 +74,9 @@ class Finding:
             "suppressed": self.suppressed,
             "suppression_reason": self.suppression_reason,
         }
+
+
+# The sort key of findings, the order ``order=True`` compares them in (their fields, in order),
+# as one tuple per finding built in C: the generated ``__lt__`` builds two tuples for every
+# comparison (10,000 findings: about 120,000 comparisons).
+ORDER = attrgetter(*(f.name for f in fields(Finding)))

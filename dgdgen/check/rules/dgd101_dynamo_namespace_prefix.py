@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 
@@ -53,12 +54,19 @@ def check(ctx: Context) -> Iterator[Finding]:
     # group of its own) can conflict: the others are not parsed (a textual pre-filter,
     # sources.could_contain, and the namespace a file's head declares, siblings.head_namespace).
     require = [["DynamoGraphDeployment"]]
-    namespaces = {pair.head.namespace for pair in ctx.dgds}
+    namespaces = frozenset(pair.head.namespace for pair in ctx.dgds)
     if all(ns is not None and _LITERAL_NAMESPACE.match(ns) for ns in namespaces):
         require.append(sorted(ns for ns in namespaces if ns is not None))
     # Sibling DGDs come as facts (name, namespace), those that do not parse left out: a broken
-    # neighbour is not this check's business.
+    # neighbour is not this check's business. The siblings of a file are those of its folder:
+    # asked for once per folder (each question costs as much as the namespaces asked about,
+    # and a folder of 5,000 DGDs in as many namespaces asked 5,000 times: 0.9 s).
+    folders: set[str] = set()
     for pair in ctx.dgds:
+        folder = os.path.dirname(pair.head.file)
+        if folder in folders:
+            continue
+        folders.add(folder)
         for sib in ctx.siblings(pair.head.file, require, namespaces):
             if sib.kind == KIND:
                 entries.setdefault((sib.namespace, sib.name),
