@@ -5,7 +5,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted(p.parent for p in (REPO / "examples").glob("*/rollout.yaml"))
@@ -38,3 +38,16 @@ def without_roll_settings(text: str) -> str:
         x.strip() == "annotations:" and (i + 1 == len(out) or
                                          len(out[i + 1]) - len(out[i + 1].lstrip())
                                          <= len(x) - len(x.lstrip()))))
+
+
+def stable_only_parent(monkeypatch: Any) -> None:
+    """A renderer bug for the tests of the invariants: the GAMMA parent Service selects the
+    stable's frontend at every step (as it did before CLU101)."""
+    from dgdgen.render import traffic
+
+    real = traffic.frontend_selector
+
+    def stable_only(prepared: Any, revision: str | None) -> dict[str, str]:
+        return real(prepared, prepared.stable.revision if revision else revision)
+
+    monkeypatch.setattr(traffic, "frontend_selector", stable_only)

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from cluster_support import dgd, route, service
+from gen_support import stable_only_parent
 from hostile_support import cli
 
 from dgdgen import yamlio
@@ -79,16 +80,7 @@ def test_a_route_that_moves_in_the_wave_its_generation_grows_in_is_caught(tmp_pa
 
 @pytest.fixture
 def stable_parent(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The renderer as it was: the GAMMA parent Service selects the stable's frontend at every
-    step."""
-    from dgdgen.render import traffic
-
-    real = traffic.frontend_selector
-
-    def stable_only(prepared: Any, revision: str | None) -> dict[str, str]:
-        return real(prepared, prepared.stable.revision if revision else revision)
-
-    monkeypatch.setattr(traffic, "frontend_selector", stable_only)
+    stable_only_parent(monkeypatch)
 
 
 @pytest.mark.usefixtures("stable_parent")

@@ -3,23 +3,14 @@ committed); the way back never is — there the findings are notes."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
+from gen_support import stable_only_parent
 from gitops_support import Workspace, cli, git
 
 
 @pytest.fixture
 def stable_parent(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A renderer bug: the GAMMA parent Service selects the stable's frontend at every step."""
-    from dgdgen.render import traffic
-
-    real = traffic.frontend_selector
-
-    def stable_only(prepared: Any, revision: str | None) -> dict[str, str]:
-        return real(prepared, prepared.stable.revision if revision else revision)
-
-    monkeypatch.setattr(traffic, "frontend_selector", stable_only)
+    stable_only_parent(monkeypatch)
 
 
 @pytest.mark.usefixtures("stable_parent")
