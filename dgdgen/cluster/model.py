@@ -111,6 +111,9 @@ class Reach:
     # frontends a health check takes out of rotation when their generation has no workers
     checked: bool = False
     path: tuple[str | int, ...] = ("spec",)  # the field of ``via`` that decides it
+    # an L4 switch (a Service's selector): it moves new connections only, pooled keep-alive
+    # clients stay on the frontend they connected to (docs/traffic.md, "Pooled connections")
+    l4: bool = False
 
 
 @dataclass
@@ -366,4 +369,4 @@ def _rendered_reaches(g: Graph) -> Iterator[Reach]:
             continue  # one generation's own handle (`<dgd>-fe`): it lives and goes with it
         who = "out-of-mesh callers of" if (ns, name) in parents else "callers of"
         yield Reach(f"{who} Service {ns}/{name}", (kind, ns, name), pods,
-                    path=("spec", "selector"))
+                    path=("spec", "selector"), l4=True)

@@ -41,6 +41,7 @@ class State:
     objects: dict[Key, dict[str, Any]]
     documents: dict[Key, yamlio.Document]
     hooks: dict[Key, dict[str, Any]] = field(default_factory=dict)  # drain Jobs, PostSync runs
+    hook_documents: dict[Key, yamlio.Document] = field(default_factory=dict)  # their file:line
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,7 @@ def read_state(label: str, files: list[tuple[str, str]]) -> State:
     objects: dict[Key, dict[str, Any]] = {}
     documents: dict[Key, yamlio.Document] = {}
     hooks: dict[Key, dict[str, Any]] = {}
+    hook_documents: dict[Key, yamlio.Document] = {}
     for path, text in files:
         for doc in yamlio.load_documents(text, path):
             if not isinstance(doc.data, dict) or not doc.data.get("kind"):
@@ -82,10 +84,11 @@ def read_state(label: str, files: list[tuple[str, str]]) -> State:
             k = key_of(doc.data)
             if is_hook(doc.data):
                 hooks[k] = doc.data
+                hook_documents[k] = doc
             else:
                 objects[k] = doc.data
                 documents[k] = doc
-    return State(label, objects, documents, hooks)
+    return State(label, objects, documents, hooks, hook_documents)
 
 
 def _yaml_files(folder: str) -> list[tuple[str, str]]:

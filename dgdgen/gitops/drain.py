@@ -24,10 +24,25 @@ generation new requests, so an in-flight reading of 0 would mean nothing. A rout
 there within the timeout fails the Job (exit 1), and with it the sync: shrinking a generation the
 route may still send traffic to would cut live requests.
 
+With ``--l4-switch`` the generation left the traffic through an L4 switch — a Service selector
+(the ``none`` provider's switch Service, the GAMMA parent for callers outside the mesh) — which
+moves only *new* connections: kube-proxy and Cilium keep an established connection on its pod, so
+a client with a pool of keep-alive connections goes on sending requests to the leaving frontend
+after the switch. The Dynamo 1.6.1 frontend neither reports its connections nor closes idle ones
+on SIGTERM: it answers the next request on such a connection 503 "Service is not ready"
+(``tests/rehearse/test_pooled_connections.py``, on the real frontend). So in this mode the drain
+reads every serving endpoint of ``--service`` from its EndpointSlices and polls each pod's
+``/metrics`` directly, and a round counts as quiet only when every pod answers with nothing in
+flight **and** no request started since the previous round
+(``dynamo_frontend_requests_started_total``, ai-dynamo 1.6.1 ``prometheus_names.py``): a pooled connection that still
+carries requests keeps the generation from counting as drained. If requests still arrive at the
+timeout, the drain fails (exit 1) and with it the sync: the leaving generation is not shrunk
+under clients it still serves.
+
 After ``--timeout`` (the route's request timeout: any request still open then has been ended by
 the gateway anyway) it stops waiting and says what it last knew. Exit 0 either way — the shrink
-must not be blocked forever — 1 when the route never accepted the new weights, and 2 on bad
-usage. Standard library only.
+must not be blocked forever — except 1 when the route never accepted the new weights or, behind
+an L4 switch, requests still arrive; 2 on bad usage. Standard library only.
 """
 
 from __future__ import annotations
@@ -42,10 +57,15 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 METRIC = "dynamo_frontend_inflight_requests"
+# Counter of the requests a frontend started (ai-dynamo 1.6.1 prometheus_names.py
+# REQUESTS_STARTED_TOTAL; labels model, endpoint, request_type): it grows while a pooled
+# connection still carries requests.
+STARTED = "dynamo_frontend_requests_started_total"
 # Where Kubernetes mounts a pod's service-account token, CA and namespace.
 CREDENTIALS = "/var/run/secrets/kubernetes.io/serviceaccount"
 SERVICE_LABEL = "kubernetes.io/service-name"  # EndpointSlice -> its Service
@@ -54,11 +74,21 @@ SERVICE_LABEL = "kubernetes.io/service-name"  # EndpointSlice -> its Service
 def inflight(text: str) -> float | None:
     """Sum of the in-flight gauge over its series in a Prometheus text exposition, or None when
     the metric is absent (a frontend that has served nothing yet)."""
+    return _sum(text, METRIC)
+
+
+def started(text: str) -> float:
+    """Requests the frontend has started since it began (the counter summed over its series; 0
+    when absent: it has served nothing yet)."""
+    return _sum(text, STARTED) or 0.0
+
+
+def _sum(text: str, metric: str) -> float | None:
     total: float | None = None
     for line in text.splitlines():
-        if not line.startswith(METRIC):
+        if not line.startswith(metric):
             continue
-        rest = line[len(METRIC):]
+        rest = line[len(metric):]
         if rest[:1] not in ("{", " "):
             continue  # another metric with this prefix
         if rest.startswith("{"):
@@ -86,6 +116,44 @@ def poll(url: str, timeout: float) -> float | None:
     except (urllib.error.URLError, OSError, ValueError):
         return None
     return inflight(body) or 0.0
+
+
+@dataclass(frozen=True)
+class Reading:
+    inflight: float
+    started: float
+
+
+def read_pod(url: str, timeout: float) -> Reading | None:
+    """What one frontend pod holds and has started; None when it did not answer."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:  # plain http, in-cluster
+            body = resp.read().decode("utf-8", "replace")
+    except (urllib.error.URLError, OSError, ValueError):
+        return None
+    return Reading(inflight(body) or 0.0, started(body))
+
+
+def serving_addresses(slices: Any, default_port: int) -> list[str]:
+    """``host:port`` of every endpoint of an EndpointSliceList that may still hold a request
+    (``conditions.serving`` not false), each slice's port being its only one, else the one named
+    ``http``, else ``default_port``."""
+    out: list[str] = []
+    for item in slices.get("items") or []:
+        ports = [p for p in item.get("ports") or [] if isinstance(p, dict)]
+        named = [p for p in ports if p.get("name") == "http"]
+        chosen = ports[0] if len(ports) == 1 else (named[0] if named else None)
+        port = chosen.get("port") if chosen is not None else None
+        port = port if isinstance(port, int) and 0 < port < 65536 else default_port
+        for ep in item.get("endpoints") or []:
+            cond = ep.get("conditions") or {}
+            if cond.get("serving", cond.get("ready", True)) is False:
+                continue
+            for addr in ep.get("addresses") or []:
+                if isinstance(addr, str) and addr:
+                    host = f"[{addr}]" if ":" in addr else addr
+                    out.append(f"{host}:{port}")
+    return sorted(set(out))
 
 
 def serving_endpoints(slices: Any) -> int:
@@ -159,15 +227,26 @@ class Api:
             return None
         return data if isinstance(data, dict) else None
 
-    def endpoints(self, namespace: str, service: str, timeout: float) -> int | None:
-        """Serving endpoints of ``service``; None when the API cannot be read."""
+    def slices(self, namespace: str, service: str, timeout: float) -> Any:
+        """The EndpointSliceList of ``service``; None when the API cannot be read."""
         query = urllib.parse.urlencode({"labelSelector": f"{SERVICE_LABEL}={service}"})
         data = self.get(f"/apis/discovery.k8s.io/v1/namespaces/"
                         f"{urllib.parse.quote(namespace, safe='')}/endpointslices?{query}",
                         timeout)
         if data is None or data.get("kind", "EndpointSliceList") != "EndpointSliceList":
             return None
-        return serving_endpoints(data)
+        return data
+
+    def endpoints(self, namespace: str, service: str, timeout: float) -> int | None:
+        """Serving endpoints of ``service``; None when the API cannot be read."""
+        data = self.slices(namespace, service, timeout)
+        return None if data is None else serving_endpoints(data)
+
+    def addresses(self, namespace: str, service: str, port: int, timeout: float
+                  ) -> list[str] | None:
+        """``host:port`` of each serving endpoint of ``service``; None when unreadable."""
+        data = self.slices(namespace, service, timeout)
+        return None if data is None else serving_addresses(data, port)
 
     def route(self, namespace: str, name: str, timeout: float) -> Any:
         return self.get(f"/apis/gateway.networking.k8s.io/v1/namespaces/"
@@ -235,6 +314,56 @@ def drain(url: str, *, timeout: float, zeros: int, interval: float,
         sleep(interval)
 
 
+def drain_pods(addresses: Callable[[float], list[str] | None], *, timeout: float, quiet: int,
+               interval: float, log: Callable[[str], None] = print,
+               read: Callable[[str, float], Reading | None] = read_pod,
+               clock: Callable[[], float] = time.monotonic,
+               sleep: Callable[[float], None] = time.sleep) -> bool:
+    """Behind an L4 switch: True when ``quiet`` rounds in a row found every serving pod with
+    nothing in flight and no request started since the round before (or no serving pod at all),
+    False when requests still arrived or were in flight at the timeout."""
+    deadline = clock() + timeout
+    run = 0
+    before: dict[str, float] = {}
+    last: str | None = None
+    seen = "nothing read yet"
+    while True:
+        wait = min(10.0, max(interval, 1.0))
+        pods = addresses(wait)
+        if pods is None:
+            run, seen = 0, "its endpoints unreadable (in flight unknown)"
+        elif not pods:
+            log("no serving frontend pod left behind the Service: drained")
+            return True
+        else:
+            readings = {a: read(f"http://{a}/metrics", wait) for a in pods}
+            silent = [a for a, r in readings.items() if r is None]
+            busy = sum(r.inflight for r in readings.values() if r is not None)
+            arrived = sum(r.started - before[a] for a, r in readings.items()
+                          if r is not None and a in before and r.started > before[a])
+            new = [a for a, r in readings.items() if r is not None and a not in before]
+            before = {a: r.started for a, r in readings.items() if r is not None}
+            quiet_round = not silent and not new and busy == 0 and arrived == 0
+            run = run + 1 if quiet_round else 0
+            seen = (f"{len(pods)} pod(s): {busy:g} in flight, {arrived:g} request(s) started "
+                    "since the last round" + (f", {len(silent)} not answering" if silent else "")
+                    + (" (first reading)" if new and not quiet_round else ""))
+        if seen != last:
+            log(seen)
+            last = seen
+        if run >= quiet:
+            log(f"drained ({quiet} rounds in a row with nothing in flight and nothing arriving)")
+            return True
+        if clock() >= deadline:
+            log(f"after {timeout:g}s (the request timeout): {seen} — requests still reach the "
+                "leaving frontend over connections the L4 switch does not move (pooled "
+                "keep-alive clients); not shrinking a generation that still serves them. Move "
+                "those clients (restart them, or bound their connections' lifetime), or use an "
+                "L7 traffic provider, then sync again")
+            return False
+        sleep(interval)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python3 -m dgdgen.gitops.drain", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -247,6 +376,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--namespace", help="its namespace (default: the pod's own)")
     p.add_argument("--route", help="the HTTPRoute carrying the weights: wait until it reports "
                    "them Accepted/ResolvedRefs before draining")
+    p.add_argument("--l4-switch", action="store_true",
+                   help="the generation left through an L4 switch (a Service selector): poll "
+                   "every serving pod of --service and count requests that still arrive over "
+                   "pooled connections; fail (exit 1) if they still arrive at the timeout")
     p.add_argument("--api-server", help="Kubernetes API URL (default: the in-cluster one from "
                    "KUBERNETES_SERVICE_HOST/PORT)")
     p.add_argument("--credentials", default=CREDENTIALS,
@@ -254,6 +387,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.timeout < 0 or args.zeros < 1 or args.interval <= 0:
         sys.stderr.write("error: --timeout >= 0, --zeros >= 1 and --interval > 0\n")
+        return 2
+    if args.l4_switch and not args.service:
+        sys.stderr.write("error: --l4-switch needs --service (its pods are read from the "
+                         "Service's EndpointSlices)\n")
         return 2
     endpoints: Callable[[float], int | None] | None = None
     api = Api(args.api_server, args.credentials)
@@ -276,6 +413,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 1
         left = max(0.0, args.timeout - (time.monotonic() - started))
         args.timeout = left
+    if args.l4_switch:
+        port = urllib.parse.urlsplit(args.url).port or 80
+        service = args.service
+        ok = drain_pods(lambda t: api.addresses(ns, service, port, t), timeout=args.timeout,
+                        quiet=args.zeros, interval=args.interval,
+                        log=lambda m: print(m, flush=True))
+        return 0 if ok else 1
     drain(args.url, timeout=args.timeout, zeros=args.zeros, interval=args.interval,
           endpoints=endpoints, log=lambda m: print(m, flush=True))
     return 0

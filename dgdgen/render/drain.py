@@ -35,6 +35,7 @@ from dgdgen.plan import DRAIN_MODES
 from dgdgen.render import Manifest
 from dgdgen.render.names import frontend_service
 from dgdgen.render.services import FRONTEND_PORT
+from dgdgen.spec import TrafficProvider
 
 if TYPE_CHECKING:
     from dgdgen.pipeline import Prepared
@@ -105,6 +106,9 @@ def job(prepared: Prepared, before: GenerationState, dgd_name: str) -> dict[str,
     # the drain starts once the route reports the new weights accepted (HTTPRoute providers)
     route = route_name(prepared)
     route_args = ["--route", route] if route is not None else []
+    # an L4 switch leaves pooled keep-alive clients on the leaving frontend: count what still
+    # arrives at each of its pods, and fail rather than shrink under them (dgdgen.gitops.drain)
+    l4 = l4_switch(prepared)
     host = f"{svc}.{ns}.svc.{spec.spec.cluster_domain}"
     labels = {"app.kubernetes.io/managed-by": "dgdgen", LABEL_ROLLOUT: rollout,
               LABEL_GENERATION: before.revision}
@@ -146,11 +150,13 @@ def job(prepared: Prepared, before: GenerationState, dgd_name: str) -> dict[str,
                             "python3", "-m", "dgdgen.gitops.drain",
                             "--url", f"http://{host}:{FRONTEND_PORT}/metrics",
                             "--timeout", str(timeout),
-                            "--zeros", str(ZEROS_PER_REPLICA * frontends),
+                            # quiet rounds over every pod (L4), else polls through the Service
+                            "--zeros", str(ZEROS_PER_REPLICA * (1 if l4 else frontends)),
                             # unknown is not zero: a frontend that does not answer is drained
                             # only when its Service has no serving endpoint left
                             "--service", svc, "--namespace", ns,
                             *route_args,
+                            *(["--l4-switch"] if l4 else []),
                         ],
                         "securityContext": restricted,
                         "resources": {"requests": {"cpu": "10m", "memory": "64Mi"},
@@ -160,6 +166,15 @@ def job(prepared: Prepared, before: GenerationState, dgd_name: str) -> dict[str,
             },
         },
     }
+
+
+def l4_switch(prepared: Prepared) -> bool:
+    """Whether callers leave a generation through a Service selector, which moves only new
+    connections: the ``none`` provider's switch Service, and the GAMMA parent for callers outside
+    the mesh (docs/traffic.md, "Pooled connections"). Routes, pools and HAProxy pick a backend
+    per request."""
+    provider = prepared.loaded.spec.spec.traffic.provider
+    return provider in (TrafficProvider.NONE, TrafficProvider.GAMMA)
 
 
 def account_name(rollout: str) -> str:

@@ -24,8 +24,11 @@ EXAMPLES = sorted(p.parent for p in (REPO / "examples").glob("*/rollout.yaml"))
 
 def test_finding_1_tree_reports_the_out_of_mesh_path_to_a_workerless_frontend() -> None:
     """The GAMMA example as the landed code rendered it: at the 100 % step the parent Service
-    still selects the stable frontend, whose workers that step removes."""
-    [f] = check_tree(str(FIXTURES / "finding1-gamma-parent"))
+    still selects the stable frontend, whose workers that step removes. (Its cleanup drains the
+    stable by the in-flight gauge alone behind that L4 parent: finding 5, CLU203.)"""
+    found = check_tree(str(FIXTURES / "finding1-gamma-parent"))
+    assert [x.code for x in found] == ["CLU203", "CLU101"]
+    f = found[1]
     assert (f.code, f.slug) == ("CLU101", "incomplete-generation-reachable")
     assert f.file.endswith("step-03/service-qwen-router.yaml") and f.line == 15  # spec.selector
     assert "out-of-mesh callers of Service inference/qwen-router" in f.message
@@ -44,9 +47,9 @@ def test_verify_prints_broken_invariants_and_exits_1(tmp_path: Path) -> None:
     assert r.code == 1
     assert f"{tree}/step-03/service-qwen-router.yaml:15:3: Service/inference/qwen-router: " \
         "CLU101 incomplete-generation-reachable: step-03 at rest:" in r.out
-    assert "1 broken invariant(s)" in r.err
+    assert "2 broken invariant(s)" in r.err  # and CLU203 at cleanup (finding 5)
     r = cli("verify", "--skip-invariants", str(tree))
-    assert r.code == 0 and "CLU101" not in r.out
+    assert r.code == 0 and "CLU101" not in r.out and "CLU203" not in r.out
     r = cli("verify", str(REPO / "examples" / "vllm-disagg-block-size" / "rendered"))
     assert r.code == 0, r.out
 
@@ -269,3 +272,31 @@ def test_one_state_rendered_into_any_folder(tmp_path: Path, folder: str) -> None
             "-o", str(out), "--step", "2")
     assert r.code == 0, r.err
     assert cli("verify", str(out)).code == 0
+
+
+def test_finding_5_a_drain_behind_an_l4_switch_that_ignores_pooled_clients() -> None:
+    """Blue/green with the `none` provider: clients call the switch Service, whose selector moves
+    only new connections. The tree the landed code rendered drained blue (cleanup) and green
+    (rollback from the 100 % step) by the in-flight gauge alone; green's rollback from step 1,
+    before any caller could reach it, is not a finding."""
+    found = check_tree(str(FIXTURES / "finding5-l4-drain"))
+    assert [(f.code, f.message.split(":", 1)[0]) for f in found] == [
+        ("CLU203", "step-02 → cleanup"), ("CLU203", "step-02 → rollback")]
+    assert all("L4 switch Service/inference/qwen-agg" in f.message for f in found)
+    assert found[0].file.endswith("cleanup/job-qwen-agg-drain-blue.yaml")
+
+
+def test_finding_5_fixed_every_drain_behind_an_l4_switch_counts_arrivals(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    r = cli("render", str(REPO / "examples" / "vllm-agg-blue-green" / "rollout.yaml"), "-o",
+            str(out))
+    assert r.code == 0, r.err
+    assert check_tree(str(out)) == []
+    jobs = sorted(out.glob("*/job-*-drain-*.yaml"))
+    assert jobs and all("--l4-switch" in j.read_text() for j in jobs)
+    # an L7 provider's drains poll through the Service (a route picks per request)
+    r = cli("render", str(REPO / "examples" / "vllm-disagg-image-bump" / "rollout.yaml"), "-o",
+            str(tmp_path / "l7"))
+    assert r.code == 0, r.err
+    l7 = sorted((tmp_path / "l7").glob("*/job-*-drain-*.yaml"))
+    assert l7 and not any("--l4-switch" in j.read_text() for j in l7)

@@ -133,15 +133,19 @@ def _job_command(tmp_path: Path) -> list[str]:
     return [sys.executable, *cmd[1:]]
 
 
-def _with(cmd: list[str], *, route: bool = False, **values: str) -> list[str]:
+def _with(cmd: list[str], *, route: bool = False, l4: bool = False, **values: str) -> list[str]:
     """The command with ``values`` replaced; without its ``--route`` wait unless ``route`` (the
-    tests of the route wait are below)."""
+    tests of the route wait are below), and polling through the Service unless ``l4`` (the
+    example's GAMMA parent is an L4 switch for callers outside the mesh: tests of the per-pod
+    drain are in test_drain_l4.py)."""
     out = list(cmd)
     for k, v in values.items():
         out[out.index(f"--{k}") + 1] = v
     if not route:
         i = out.index("--route")
         del out[i:i + 2]
+    if not l4:
+        out.remove("--l4-switch")
     return out + ["--interval", "0.05"]
 
 

@@ -9,6 +9,7 @@ from dgdgen.cluster.rules import (
     clu102_parallelism_exceeds_gpus,
     clu201_rollback_drops_roll_settings,
     clu202_pods_stop_under_traffic,
+    clu203_l4_drain_ignores_pooled_clients,
     clu301_delete_cascades_to_serving,
 )
 
@@ -17,6 +18,7 @@ _MODULES: tuple[ModuleType, ...] = (
     clu102_parallelism_exceeds_gpus,
     clu201_rollback_drops_roll_settings,
     clu202_pods_stop_under_traffic,
+    clu203_l4_drain_ignores_pooled_clients,
     clu301_delete_cascades_to_serving,
 )
 
