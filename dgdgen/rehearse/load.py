@@ -15,6 +15,7 @@ from dgdgen.runtime.client import Outcome, request
 class Record:
     start: float  # seconds since the rehearsal started
     outcome: Outcome
+    entry: str = "route"  # the way in: the route, or "out-of-mesh" (a GAMMA parent's selector)
 
     @property
     def generation(self) -> str:
@@ -37,7 +38,9 @@ class Load:
         max_tokens: int = 24,
         max_seconds: float = 3600.0,
         worker_ids: bool = False,
+        entry: str = "route",
     ) -> None:
+        self.entry = entry
         self.port = port
         self.model = model
         self.rate = rate
@@ -84,7 +87,7 @@ class Load:
                               max_tokens=self.max_tokens, timeout=120.0,
                               worker_ids=self.worker_ids)
             with self._lock:
-                self.records.append(Record(started, outcome))
+                self.records.append(Record(started, outcome, self.entry))
 
     def stop(self, timeout: float = 130.0) -> None:
         """Send nothing more; wait for the requests in flight to finish."""

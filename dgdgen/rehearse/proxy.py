@@ -14,6 +14,10 @@
   so an HAProxy stands in for it with the route's backends and weights (smooth weighted round
   robin, no health checks: a Gateway routes by weight alone), each backend's Service spreading
   over its frontend replicas the same way. The report says so.
+* ``gamma`` also has callers outside the mesh: no sidecar applies the route for them, they reach
+  what the parent Service's selector selects (kube-proxy). The stand-in gives them a listener of
+  their own (:attr:`Proxy.parent_port`) over the frontends that selector reaches in each state,
+  so a state whose parent Service selects a generation that cannot serve fails their requests.
 
 :func:`adapt_config` is the one loopback adaptation of a rendered ``haproxy.cfg``; the traffic
 tests run the rendered config through it too.
@@ -86,6 +90,7 @@ class Proxy:
         self.port = free_port()
         self.stats_port = free_port()
         self.peer_port = free_port()
+        self.parent_port = free_port()  # callers outside a GAMMA mesh (the parent Service)
         self.cfg = self.dir / "haproxy.cfg"
         self.popen: subprocess.Popen[bytes] | None = None
         self.reloads = 0
@@ -158,9 +163,11 @@ class Proxy:
             lines += [f"    server {service}-{i} 127.0.0.1:{p}" for i, p in enumerate(ports)]
         return "\n".join(lines) + "\n"
 
-    def stand_in(self, backends: list[tuple[str, int, list[int]]]) -> str:
+    def stand_in(self, backends: list[tuple[str, int, list[int]]],
+                 parent: list[tuple[str, list[int]]] | None = None) -> str:
         """A Gateway stand-in: (server name, weight, loopback ports of the frontends its Service
-        selects) per backendRef."""
+        selects) per backendRef; with ``parent`` (generation, loopback ports of its frontends the
+        GAMMA parent Service selects), the listener of the callers outside the mesh."""
         spread: dict[str, list[int]] = {}
         lines = [
             "# Stand-in for the Gateway: the HTTPRoute's backends and weights (dgdgen rehearse).",
@@ -182,6 +189,20 @@ class Proxy:
         ]
         for name, weight, ports in backends:
             lines.append(f"    server {name} {self._address(name, ports, spread)} weight {weight}")
+        if parent is not None:
+            # kube-proxy spreads connections evenly over the endpoints the selector reaches; the
+            # load opens a connection per request, so per request here
+            lines += ["frontend fe_parent",
+                      f"    bind 127.0.0.1:{self.parent_port}",
+                      "    default_backend be_parent",
+                      "backend be_parent",
+                      "    balance roundrobin",
+                      f"    http-response set-header {GENERATION_HEADER} %s"]
+            for name, ports in parent:
+                lines += [f"    server {name} {self._address(f'parent-{name}', ports, spread)}"
+                          f" weight {max(1, len(ports))}"]
+            if not parent:
+                lines.append(f"    server none {_UNREACHABLE}")  # selects nothing: 503
         return "\n".join(lines) + "\n" + self._services(spread)
 
     # ------------------------------------------------------------------ process

@@ -151,6 +151,32 @@ def to_json(out: Outcome, rows: list[StateRow]) -> dict[str, Any]:
         } for r in rows],
         "events": [{"t": round(t, 2), "event": e} for t, e in out.events],
         "failures": failures(out),
+        "outOfMesh": out_of_mesh(out),
+    }
+
+
+def out_of_mesh(out: Outcome) -> dict[str, Any] | None:
+    """The callers outside a GAMMA mesh (through the parent Service's selector): how many
+    requests, how many failed, and per state which generation served them."""
+    if out.parent_service is None:
+        return None
+    recs = out.out_of_mesh
+    by_state = []
+    for s in out.states:
+        in_state = [r for r in recs if s.started <= r.start < s.ended]
+        served: dict[str, int] = {}
+        for r in in_state:
+            if r.outcome.served_by:
+                served[r.outcome.served_by] = served.get(r.outcome.served_by, 0) + 1
+        by_state.append({"state": s.label, "requests": len(in_state),
+                         "failed": sum(1 for r in in_state if not r.outcome.ok),
+                         "servedBy": dict(sorted(served.items()))})
+    return {
+        "service": out.parent_service,
+        "requests": len(recs),
+        "failed": sum(1 for r in recs if not r.outcome.ok and not r.outcome.truncated),
+        "truncated": sum(1 for r in recs if r.outcome.truncated),
+        "states": by_state,
     }
 
 
@@ -163,7 +189,7 @@ def failures(out: Outcome) -> list[dict[str, Any]]:
     the traffic of a state was moving or settling: then not in the state's row), what served
     it and what the client saw."""
     listed = []
-    for r in out.records:
+    for r in sorted([*out.records, *out.out_of_mesh], key=lambda r: r.start):
         if r.outcome.ok:
             continue
         state = next((s for s in out.states if s.started <= r.start < s.ended), None)
@@ -171,7 +197,8 @@ def failures(out: Outcome) -> list[dict[str, Any]]:
         if state is not None:
             settled = state.traffic_moved + out.options.settle
             when = state.label if r.start >= settled else f"{state.label} (traffic moving)"
-        listed.append({"t": round(r.start, 2), "state": when, "servedBy": r.outcome.served_by,
+        listed.append({"t": round(r.start, 2), "state": when, "entry": r.entry,
+                       "servedBy": r.outcome.served_by,
                        "stream": r.outcome.stream, "status": r.outcome.status,
                        "truncated": r.outcome.truncated, "error": r.outcome.error})
         if len(listed) >= MAX_FAILURES_LISTED:
@@ -182,6 +209,19 @@ def failures(out: Outcome) -> list[dict[str, Any]]:
 def _fmt_pct(planned: dict[str, int], observed: dict[str, float]) -> tuple[str, str]:
     return ("/".join(f"{v}" for v in planned.values()),
             "/".join(f"{v:.1f}" for v in observed.values()))
+
+
+def _out_of_mesh_lines(data: dict[str, Any]) -> list[str]:
+    o = data.get("outOfMesh")
+    if not o:
+        return []
+    per = "; ".join(f"{s['state']} " + (", ".join(f"{g} {n}" for g, n in s["servedBy"].items())
+                                         or "—") + (f" ({s['failed']} failed)" if s["failed"]
+                                                    else "")
+                    for s in o["states"])
+    return [(f"Callers outside the mesh (through Service `{o['service']}`'s selector, not the "
+             f"route): {o['requests']} requests, {o['failed']} failed, {o['truncated']} "
+             f"truncated; served per state: {per}."), ""]
 
 
 def to_markdown(out: Outcome, rows: list[StateRow], data: dict[str, Any]) -> str:
@@ -236,7 +276,7 @@ def to_markdown(out: Outcome, rows: list[StateRow], data: dict[str, Any]) -> str
                "connections over all of them): "
                + "; ".join(f"{f['generation']} {f['frontend']} {f['requests']}"
                            for f in data["frontends"]) + "."),
-              "", "![chart](chart.svg)", ""]
+              "", *_out_of_mesh_lines(data), "![chart](chart.svg)", ""]
     if data["failures"]:
         lines += ["## Failed requests", "",
                   "| start (s) | state | served by | what the client saw |",
@@ -245,7 +285,8 @@ def to_markdown(out: Outcome, rows: list[StateRow], data: dict[str, Any]) -> str
             what = "truncated stream" if f["truncated"] else f"HTTP {f['status']}"
             if f["error"]:
                 what += f": {f['error']}"
-            lines.append(f"| {f['t']} | {f['state']} | {f['servedBy'] or '—'} | {what} |")
+            state = f["state"] + (" (outside the mesh)" if f.get("entry") == "out-of-mesh" else "")
+            lines.append(f"| {f['t']} | {state} | {f['servedBy'] or '—'} | {what} |")
         lines.append("")
     gated = [s for s in out.states if s.analyze_output]
     if gated:
@@ -516,7 +557,8 @@ def summary_lines(data: dict[str, Any]) -> list[str]:
                    + (f" gate {s['gate']}: {s['verdict']}" if s["verdict"] else ""))
     for f in data.get("failures", [])[:10]:
         what = "truncated" if f["truncated"] else f"status {f['status']}"
-        out.append(f"  failed at {f['t']} s in {f['state']}: {what}"
+        where = f["state"] + (" (outside the mesh)" if f.get("entry") == "out-of-mesh" else "")
+        out.append(f"  failed at {f['t']} s in {where}: {what}"
                    + (f" ({f['error']})" if f["error"] else "")
                    + (f", served by {f['servedBy']}" if f["servedBy"] else ""))
     return out

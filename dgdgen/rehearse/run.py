@@ -109,7 +109,15 @@ class Outcome:
     # (generation, frontend process, requests it served by its own metrics), every frontend
     # replica that ran
     frontends: list[tuple[str, str, int]] = field(default_factory=list)
+    # ``gamma``: the requests of callers outside the mesh, through the parent Service's selector
+    out_of_mesh: list[Record] = field(default_factory=list)
+    parent_service: str | None = None
 
+
+# The share of the load that callers outside a GAMMA mesh send on top of the route's, through
+# the parent Service's selector (docs/rehearse.md): enough to see a state that leaves them on a
+# generation that cannot serve, small enough not to crowd the gates' samples.
+OUT_OF_MESH_SHARE = 0.25
 
 # The phases of a rehearsal's wall time: the GitOps commands (separate dgdgen processes, each
 # paying Python's start-up), applying a state (starting frontends and mockers, waiting for them
@@ -236,6 +244,14 @@ def auto_min_requests(scaled: Prepared, opts: Options) -> int | None:
     return best
 
 
+def parent_service(prepared: Prepared) -> str | None:
+    """The GAMMA parent Service that callers outside the mesh call, or None."""
+    traffic = prepared.loaded.spec.spec.traffic
+    if traffic.provider is TrafficProvider.GAMMA and traffic.gamma is not None:
+        return traffic.gamma.service
+    return None
+
+
 def _dgdgen(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ)
     env.setdefault("GIT_AUTHOR_NAME", "dgdgen rehearse")
@@ -257,6 +273,7 @@ def _git(cwd: Path, *args: str) -> str:
 class Rehearsal:
     def __init__(self, opts: Options, progress: Callable[[str], None]) -> None:
         self.drains: list[tuple[str, float, int]] = []  # (generation, seconds, exit code)
+        self.parent: str | None = None  # the GAMMA parent Service callers outside the mesh use
         self.opts = opts
         self.say = progress
         self.events: list[tuple[float, str]] = []
@@ -330,6 +347,8 @@ class Rehearsal:
         model_dir = make_model_dir(workdir / "model")
         states: list[StateObservation] = []
         load: Load | None = None
+        outside: Load | None = None
+        self.parent = parent_service(prepared)
         proxy = Proxy(workdir)
         prom = Prometheus(workdir, time_scale=opts.time_scale)
         with LocalDynamo(workdir / "dynamo") as rt:
@@ -351,6 +370,13 @@ class Rehearsal:
                 load = Load(proxy.port, model, rate=opts.rate, t0=self.t0)
                 load.start()
                 self.say(f"load: {opts.rate:g} requests/s through the proxy on port {proxy.port}")
+                if self.parent is not None:
+                    outside = Load(proxy.parent_port, model, rate=opts.rate * OUT_OF_MESH_SHARE,
+                                   t0=self.t0, concurrency=4, entry="out-of-mesh")
+                    outside.start()
+                    self.say(f"load: {opts.rate * OUT_OF_MESH_SHARE:g} requests/s more from "
+                             f"callers outside the mesh, through Service {self.parent}'s "
+                             "selector")
                 self._bake(obs, 0)
                 last = len(self.plan.steps) - 1
                 for n in range(1, last + 1):
@@ -379,8 +405,11 @@ class Rehearsal:
                     obs = self._apply_state(self.plan.cleanup, states)
                     self._bake(obs, max(3.0, 4 * opts.settle))
                 load.stop()
+                if outside is not None:
+                    outside.stop()
                 obs.ended = self.now()
-                self.say(f"load stopped: {len(load.records)} requests")
+                self.say(f"load stopped: {len(load.records)} requests"
+                         + (f", {len(outside.records)} from outside the mesh" if outside else ""))
                 for _, _, p in cluster.processes():
                     self._count_served(p)
             except BaseException:
@@ -391,11 +420,14 @@ class Rehearsal:
             finally:
                 if load is not None:
                     load.stop(timeout=5)
+                if outside is not None:
+                    outside.stop(timeout=5)
                 sampler.stopped.set()
                 proxy.stop()
                 drains = list(self.drains)
         records = load.snapshot() if load else []
-        if result == "completed" and any(not r.outcome.ok for r in records):
+        beside = outside.snapshot() if outside else []
+        if result == "completed" and any(not r.outcome.ok for r in records + beside):
             # the rollout went through, but clients saw it: not a success
             result = "completed with client failures"
         # Prometheus stays up for the report's range queries; the caller stops it.
@@ -408,7 +440,8 @@ class Rehearsal:
             processes_peak=sampler.procs_peak, drains=drains, events=self.events,
             workdir=workdir, options=opts, reloads=proxy.reloads, prepared=prepared,
             phases={k: round(v, 1) for k, v in self.phases.items()},
-            frontends=sorted(self.served.values()),
+            frontends=sorted(self.served.values()), out_of_mesh=beside,
+            parent_service=self.parent,
         )
 
     def _count_served(self, proc: Proc) -> None:
@@ -689,7 +722,13 @@ class Rehearsal:
         self.proxy.kind = "stand-in"
         named = [(self.cluster.generation_of(procs[0]) if procs else name, weight,
                   [p.port for p in procs]) for name, weight, procs in backends]
-        return self.proxy.apply(self.proxy.stand_in(named))
+        parent: list[tuple[str, list[int]]] | None = None
+        if self.parent is not None:
+            by_generation: dict[str, list[int]] = {}
+            for proc in self.cluster.service_frontends(self.parent):
+                by_generation.setdefault(self.cluster.generation_of(proc), []).append(proc.port)
+            parent = sorted(by_generation.items())
+        return self.proxy.apply(self.proxy.stand_in(named, parent))
 
     def _switch_backends(self) -> list[tuple[str, int, list[Proc]]] | None:
         """Provider ``none``: clients call the switch Service; like kube-proxy, it spreads them

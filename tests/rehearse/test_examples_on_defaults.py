@@ -100,3 +100,15 @@ def test_healthy_candidate_completes_on_defaults(tmp_path: Path, example: str) -
     assert data["failed"] == 0 and data["truncated"] == 0, (data["failures"], log)
     changes = {c["field"]: c["rehearsed"] for c in data["scaled"]}
     assert changes["spec.analysis.minRequests"].endswith(" (auto)"), changes
+    outside = data["outOfMesh"]
+    if example != "vllm-disagg-block-size":
+        assert outside is None  # only GAMMA has callers the route does not steer
+        return
+    # GAMMA: callers outside the mesh follow the parent Service's selector, not the route's
+    # weights: the stable's frontend until the candidate takes all the traffic, then the
+    # candidate's (finding 1: a parent left on a workerless stable fails them here)
+    assert outside["service"] == "qwen-router" and outside["requests"] > 20, outside
+    assert outside["failed"] == 0 and outside["truncated"] == 0, (data["failures"], log)
+    served = {s["state"]: s["servedBy"] for s in outside["states"]}
+    stable, candidate = list(data["states"][0]["planned"])
+    assert set(served["step-00"]) == {stable} and set(served["cleanup"]) == {candidate}, served

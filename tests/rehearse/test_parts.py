@@ -144,22 +144,25 @@ def test_failed_requests_are_listed_with_their_state() -> None:
     from dgdgen.runtime.client import Outcome
 
     def rec(start: float, status: int, *, truncated: bool = False, error: str = "",
-            served: str = "bs16") -> Record:
+            served: str = "bs16", entry: str = "route") -> Record:
         return Record(start, Outcome(status=status, stream=True, tokens=0, ttft=None,
                                      duration=0.1, truncated=truncated, error=error,
-                                     served_by=served))
+                                     served_by=served), entry)
 
     states = [SimpleNamespace(label="step-00", started=0.0, traffic_moved=1.0, ended=10.0),
               SimpleNamespace(label="step-01", started=10.0, traffic_moved=11.0, ended=20.0)]
     out = SimpleNamespace(options=SimpleNamespace(settle=2.0), states=states, records=[
         rec(0.5, 200), rec(5.0, 503, served=""), rec(11.5, 200, truncated=True),
-        rec(15.0, 0, error="connection refused", served=""), rec(25.0, 502), rec(16.0, 200)])
+        rec(15.0, 0, error="connection refused", served=""), rec(25.0, 502), rec(16.0, 200)],
+        out_of_mesh=[rec(14.0, 503, entry="out-of-mesh"), rec(14.5, 200, entry="out-of-mesh")])
     listed = failures(out)  # type: ignore[arg-type]
     assert [(f["t"], f["state"], f["status"], f["truncated"]) for f in listed] == [
         (5.0, "step-00", 503, False), (11.5, "step-01 (traffic moving)", 200, True),
+        (14.0, "step-01", 503, False),
         (15.0, "step-01", 0, False), (25.0, "after the last state", 502, False)]
     lines = summary_lines({"states": [], "failures": listed})
-    assert lines[2] == "  failed at 15.0 s in step-01: status 0 (connection refused)"
+    assert lines[3] == "  failed at 15.0 s in step-01: status 0 (connection refused)"
+    assert lines[2] == "  failed at 14.0 s in step-01 (outside the mesh): status 503, served by bs16"
     assert lines[1] == "  failed at 11.5 s in step-01 (traffic moving): truncated, served by bs16"
 
 
