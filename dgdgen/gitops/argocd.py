@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from dgdgen import resources, yamlio
 from dgdgen.errors import InputError
 from dgdgen.generation import LABEL_ROLLOUT
+from dgdgen.spec import cluster_waves
 
 if TYPE_CHECKING:
     from dgdgen.pipeline import Prepared
@@ -102,10 +103,31 @@ def _source(prepared: Prepared, plugin: bool) -> dict[str, Any]:
     }
 
 
-def _sync_policy(prepared: Prepared) -> dict[str, Any]:
+def syncs_automatically(prepared: Prepared) -> bool:
+    """Whether Argo CD syncs a commit by itself. Not with two or more clusters: automated sync
+    would move every cluster on one commit, and the canary cluster would be judged only after
+    the others already run the step. There the rollout workflow (or a person, docs/gitops.md)
+    syncs each cluster wave at the commit, and self-heal (undoing hand edits at once) is traded
+    for the ordered waves."""
     g = _gitops(prepared)
+    return bool(g.auto_sync) and len(g.clusters) < 2
+
+
+def waves(prepared: Prepared) -> list[list[str]]:
+    """The Applications of this rollout by cluster wave, wave 1 (the canary) first, each in the
+    order the spec lists its clusters: the one Application alone without ``gitops.clusters``."""
+    g = _gitops(prepared)
+    if not g.clusters:
+        return [[prepared.plan.rollout]]
+    by: dict[int, list[str]] = {}
+    for w, c in cluster_waves(g.clusters):
+        by.setdefault(w, []).append(f"{c.name}-{prepared.plan.rollout}")
+    return [by[w] for w in sorted(by)]
+
+
+def _sync_policy(prepared: Prepared) -> dict[str, Any]:
     policy: dict[str, Any] = {}
-    if g.auto_sync:
+    if syncs_automatically(prepared):
         # A promotion commit is the whole deployment action: prune removes the generation a
         # rollback or cleanup dropped, selfHeal undoes hand edits in the cluster.
         policy["automated"] = {"prune": True, "selfHeal": True}
@@ -155,7 +177,9 @@ def application(prepared: Prepared, *, plugin: bool = False) -> dict[str, Any]:
 
 def application_set(prepared: Prepared, *, plugin: bool = False) -> dict[str, Any]:
     """One Application per ``gitops.clusters`` entry (a list generator), all syncing the same
-    rendered path: a promotion commit moves every cluster one step."""
+    rendered path. With two or more clusters the template has no automated sync (see
+    :func:`syncs_automatically`): a promotion commit moves no cluster until its wave is synced
+    (:func:`waves`)."""
     g = _gitops(prepared)
     ns = prepared.loaded.spec.metadata.namespace
     by_server = all(c.server for c in g.clusters)
@@ -203,12 +227,9 @@ def application_set(prepared: Prepared, *, plugin: bool = False) -> dict[str, An
 
 
 def app_names(prepared: Prepared) -> list[str]:
-    """The Applications of this rollout, in the order the workflow waits on them: the one
-    Application, or one per ``gitops.clusters`` entry in the order the spec lists them."""
-    g = _gitops(prepared)
-    if not g.clusters:
-        return [prepared.plan.rollout]
-    return [f"{c.name}-{prepared.plan.rollout}" for c in g.clusters]
+    """The Applications of this rollout, in the order the workflow moves them: the one
+    Application, or one per ``gitops.clusters`` entry, wave by wave (:func:`waves`)."""
+    return [app for wave in waves(prepared) for app in wave]
 
 
 def written_kinds(prepared: Prepared) -> list[tuple[str, str]]:
