@@ -10,6 +10,7 @@ from dgdgen.cluster.rules import (
     clu201_rollback_drops_roll_settings,
     clu202_pods_stop_under_traffic,
     clu301_delete_cascades_to_serving,
+    clu302_fan_out_moves_every_cluster_at_once,
 )
 
 _MODULES: tuple[ModuleType, ...] = (
@@ -18,6 +19,7 @@ _MODULES: tuple[ModuleType, ...] = (
     clu201_rollback_drops_roll_settings,
     clu202_pods_stop_under_traffic,
     clu301_delete_cascades_to_serving,
+    clu302_fan_out_moves_every_cluster_at_once,
 )
 
 RULES: dict[str, ModuleType] = {m.RULE.code: m for m in _MODULES}
