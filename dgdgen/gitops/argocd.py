@@ -232,6 +232,38 @@ def app_names(prepared: Prepared) -> list[str]:
     return [app for wave in waves(prepared) for app in wave]
 
 
+def manual_sync_note(prepared: Prepared, commit: str, *, pushed: bool, step: int | None,
+                     all_at_once: bool = False) -> str | None:
+    """What a person who runs a GitOps move by hand must do when Argo CD does not sync the
+    commit by itself (:func:`syncs_automatically`): the ``argocd app sync`` commands, wave by
+    wave (``all_at_once``: a rollback, every cluster in one sync). None when Argo CD syncs it."""
+    if syncs_automatically(prepared):
+        return None
+    g = _gitops(prepared)
+    ws = [app_names(prepared)] if all_at_once else waves(prepared)
+    head = "" if pushed else "push it, then "
+    if len(g.clusters) > 1:
+        what = (f"cluster waves: Argo CD syncs none of the {len(g.clusters)} clusters by itself "
+                "(spec.gitops.clusters), so this commit moves no cluster until each wave is "
+                f"synced; {head}")
+    else:
+        what = f"spec.gitops.autoSync is off: this commit moves nothing until it is synced; {head}"
+    parts = []
+    for w, apps in enumerate(ws, 1):
+        names = " ".join(apps)
+        cmd = (f"`argocd app sync {names} --revision {commit} --prune` and "
+               f"`argocd app wait {names} --operation --sync --health`")
+        if step is not None and g.clusters and prepared.loaded.spec.spec.analysis.enabled \
+                and w < len(ws):
+            cmd += " and its gate, cluster by cluster (" + ", ".join(
+                f"`dgdgen analyze {os.path.relpath(prepared.loaded.path)} --step {step} "
+                f"--cluster {a.removesuffix('-' + prepared.plan.rollout)}`" for a in apps) + ")"
+        parts.append((f"wave {w}: " if len(ws) > 1 else "") + cmd)
+    order = "; only when a wave passed, " if len(ws) > 1 else ""
+    return what + order.join(parts) + (
+        " (every cluster at once: the way back)" if all_at_once and len(g.clusters) > 1 else "")
+
+
 def written_kinds(prepared: Prepared) -> list[tuple[str, str]]:
     """(API group, kind) of every object any state of the rollout writes into Git, sorted."""
     from dgdgen.output import deployed

@@ -171,7 +171,7 @@ class Client:
             with urllib.request.urlopen(  # the URL is the configured Argo CD server
                     req, timeout=self.timeout,
                     context=self.context if url.startswith("https:") else None) as resp:
-                body = resp.read()
+                answer = resp.read()
         except urllib.error.HTTPError as exc:
             text = exc.read().decode("utf-8", "replace")
             try:
@@ -179,7 +179,7 @@ class Client:
             except (ValueError, AttributeError):
                 pass
             raise ApiError(exc.code, f"{method} {path}: HTTP {exc.code}: {text.strip()}") from None
-        return json.loads(body) if body else {}
+        return json.loads(answer) if answer else {}
 
     def application(self, name: str, *, refresh: bool = False) -> dict[str, Any]:
         q = {"refresh": "normal"} if refresh else None

@@ -380,3 +380,41 @@ def test_rollback_by_hand_with_hooks_says_how_to_stop_the_analysis(tmp_path: Pat
     assert cli("render", str(plain), "--into", into_b, "--init", "--commit").code == 0
     assert cli("promote", str(plain), "--into", into_b).code == 0
     assert "terminate-op" not in cli("rollback", str(plain), "--into", into_b).err
+
+
+def test_promote_by_hand_with_cluster_waves_names_the_syncs_in_wave_order(tmp_path: Path
+                                                                          ) -> None:
+    """Without the workflow nothing syncs a fan-out's commit: the command says so and names the
+    `argocd app sync` commands at the commit, wave by wave, with the canary's gate between;
+    a rollback syncs every cluster at once. A single Application that syncs itself: no note."""
+    repo = tmp_path / "repo"
+    spec = _spec(tmp_path, ANALYSIS, CLUSTERS)
+    into = str(repo / "deploy")
+    assert cli("render", str(spec), "--into", into, "--init", "--commit").code == 0
+    r = cli("promote", str(spec), "--into", into)
+    assert r.code == 0, r.err
+    sha = git(Path(into), "rev-parse", "HEAD").strip()
+    [note] = [ln for ln in r.err.splitlines() if "cluster waves" in ln]
+    assert note == (
+        "note: cluster waves: Argo CD syncs none of the 3 clusters by itself "
+        "(spec.gitops.clusters), so this commit moves no cluster until each wave is synced; "
+        "push it, then "
+        f"wave 1: `argocd app sync us-east-qwen-router --revision {sha} --prune` and "
+        "`argocd app wait us-east-qwen-router --operation --sync --health` and its gate, "
+        f"cluster by cluster (`dgdgen analyze {os.path.relpath(spec)} --step 1 --cluster us-east`); "
+        "only when a wave passed, "
+        f"wave 2: `argocd app sync eu-west-qwen-router ap-south-qwen-router --revision {sha} "
+        "--prune` and `argocd app wait eu-west-qwen-router ap-south-qwen-router --operation "
+        "--sync --health`")
+    r = cli("rollback", str(spec), "--into", into)
+    assert r.code == 0, r.err
+    sha = git(Path(into), "rev-parse", "HEAD").strip()
+    assert (f"`argocd app sync us-east-qwen-router eu-west-qwen-router ap-south-qwen-router "
+            f"--revision {sha} --prune`") in r.err
+    assert "(every cluster at once: the way back)" in r.err and "wave 1" not in r.err
+    (tmp_path / "b").mkdir()
+    plain = _spec(tmp_path / "b", ANALYSIS, PLAIN)
+    into_b = str(tmp_path / "b" / "repo" / "deploy")
+    assert cli("render", str(plain), "--into", into_b, "--init", "--commit").code == 0
+    r = cli("promote", str(plain), "--into", into_b)
+    assert r.code == 0 and "argocd app sync" not in r.err

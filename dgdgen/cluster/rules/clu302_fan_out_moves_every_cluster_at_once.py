@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -153,7 +154,7 @@ def _unordered(nodes: list[_Node], apps: list[str]) -> Iterator[tuple[_Node, str
                           "in one step: no canary wave moves and is judged first")
             continue
         moved: set[str] = set()
-        for k, (before, after) in enumerate(zip(syncs, syncs[1:], strict=False)):
+        for k, (before, after) in enumerate(itertools.pairwise(syncs)):
             moved |= set(before.apps)
             waited = {a for n in mine if n.kind == "wait" and n.group < after.group
                       for a in n.apps}
