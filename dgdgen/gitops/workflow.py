@@ -147,8 +147,6 @@ def _analysis_runs(prepared: Prepared, state: PlanStep) -> list[dict[str, Any]]:
 
 def _run_suffix(run: dict[str, Any], k: int) -> str:
     """``-<cluster>`` for a cluster's run, else ``-<k>``."""
-    from dgdgen.render.analysis import LABEL_CLUSTER
-
     return "-" + str(run["metadata"]["labels"].get(LABEL_CLUSTER, k))
 
 
@@ -164,17 +162,18 @@ def _hook_run(prepared: Prepared, state: PlanStep) -> str:
     return ""
 
 
-def _wait_name(prepared: Prepared, prefix: str, app: str) -> str:
-    """``PREFIX-<cluster>`` for a cluster's Application, ``PREFIX`` for the one Application."""
-    if not prepared.loaded.spec.spec.gitops.clusters:
-        return prefix
-    return f"{prefix}-{app.removesuffix('-' + prepared.plan.rollout)}"
-
-
 def _cluster_of(prepared: Prepared, app: str) -> str | None:
+    """The cluster of an ApplicationSet's Application (``<cluster>-<rollout>``), None for the
+    one Application."""
     if not prepared.loaded.spec.spec.gitops.clusters:
         return None
     return app.removesuffix("-" + prepared.plan.rollout)
+
+
+def _wait_name(prepared: Prepared, prefix: str, app: str) -> str:
+    """``PREFIX-<cluster>`` for a cluster's Application, ``PREFIX`` for the one Application."""
+    cluster = _cluster_of(prepared, app)
+    return prefix if cluster is None else f"{prefix}-{cluster}"
 
 
 def workflow_template(prepared: Prepared) -> dict[str, Any]:

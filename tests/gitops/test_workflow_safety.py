@@ -418,3 +418,24 @@ def test_promote_by_hand_with_cluster_waves_names_the_syncs_in_wave_order(tmp_pa
     assert cli("render", str(plain), "--into", into_b, "--init", "--commit").code == 0
     r = cli("promote", str(plain), "--into", into_b)
     assert r.code == 0 and "argocd app sync" not in r.err
+
+
+def test_hooks_with_a_manual_sync_wait_for_the_postsync_run_of_that_sync(tmp_path: Path
+                                                                         ) -> None:
+    """`autoSync: false` with analysis hooks: the workflow syncs the one Application at the
+    commit and its wait reads the PostSync run that sync carries; the Application keeps no
+    retry, and the sync action never re-syncs a commit whose operation failed
+    (test_argocd_api)."""
+    pytest.importorskip("hera")
+    from dgdgen.gitops.workflow import workflow_template
+
+    p = prepare(str(_spec(tmp_path, HOOKS, PLAIN + "    autoSync: false\n")))
+    app = argocd.application(p)
+    policy = app["spec"]["syncPolicy"]
+    assert "automated" not in policy and "retry" not in policy
+    wt = workflow_template(p)
+    steps = {s["name"]: s for s in _steps(wt)}
+    at = _group_of(wt)
+    assert at["step-1-promote"] < at["step-1-sync"] < at["step-1-synced"] < at["step-1-gate"]
+    assert _param(steps["step-1-sync"], "apps") == "qwen-router"
+    assert _param(steps["step-1-synced"], "run").startswith("qwen-router-step-01-")
