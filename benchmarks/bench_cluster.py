@@ -5,8 +5,9 @@
 1. For every bundled example: the model's CPU time over its whole rendered tree (every state at
    rest and every moment of every transition), per state and per moment.
 2. ``--specs`` random specs drawn as ``tests/cluster/test_render_properties.py`` draws them
-   (derandomized: the same specs every run), each rendered and checked: how many rendered, how
-   many were refused, how many findings of each invariant, and the time.
+   (derandomized: the same specs every run), each rendered and checked with its Argo objects
+   (0-3 clusters in drawn waves): how many rendered, how many were refused, how many findings
+   of each invariant, and the time.
 
 Figures go to docs/performance.md ("The cluster model").
 """
@@ -53,7 +54,7 @@ def _cpu(fn: object) -> float:
 
 def random_specs(n: int) -> None:
     from hypothesis import HealthCheck, given, settings
-    from test_render_properties import RENDERER_OWNED, specs
+    from test_render_properties import GITOPS_OWNED, RENDERER_OWNED, argo_objects, specs
 
     from dgdgen import yamlio
     from dgdgen.cluster.check import check_files
@@ -78,18 +79,23 @@ def random_specs(n: int) -> None:
                     shutil.copy(example / name, tmp / name)
             (tmp / "rollout.yaml").write_text(yamlio.dump(doc))
             try:
-                files = all_files(prepare(str(tmp / "rollout.yaml")), validate=False)
+                prepared = prepare(str(tmp / "rollout.yaml"))
+                files = all_files(prepared, validate=False)
+                argo = argo_objects(prepared)
             except DgdgenError:
                 counts["refused"] += 1
                 return
             counts["rendered"] += 1
+            fan_out = len(prepared.loaded.spec.spec.gitops.clusters)
+            counts[f"clusters {fan_out}"] += 1
             states[0] += len({k.split("/", 1)[0] for k in files if "/" in k})
             t = time.process_time()
             found = check_files(files, str(tmp / "out"))
             model[0] += time.process_time() - t
-            for f in found:
+            gitops = check_files(argo, str(tmp / "argo"))
+            for f in found + gitops:
                 counts[f.code] += 1
-                if f.code in RENDERER_OWNED:
+                if f.code in (RENDERER_OWNED if f in found else GITOPS_OWNED):
                     bugs.append(f"{example.name}: {f.code} {f.message}")
         finally:
             shutil.rmtree(tmp)
@@ -101,7 +107,8 @@ def random_specs(n: int) -> None:
     print(f"\n{n} random specs: {counts['rendered']} rendered, {counts['refused']} refused; "
           f"findings: " + (", ".join(f"{k} {v}" for k, v in sorted(counts.items())
                                      if k.startswith("CLU")) or "none")
-          + f"; renderer bugs: {len(bugs)}")
+          + f"; renderer bugs: {len(bugs)}; rendered with 0/1/2/3 clusters: "
+          + "/".join(str(counts[f"clusters {n}"]) for n in range(4)))
     print(f"run: {wall:.1f} s wall, {cpu:.1f} s CPU; the model: {model[0]:.2f} s CPU over "
           f"{states[0]} states ({1000 * model[0] / max(states[0], 1):.2f} ms per state)")
     for b in bugs[:10]:

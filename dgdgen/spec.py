@@ -875,6 +875,12 @@ class Cluster(_Model):
     namespace: str | None = Field(
         None, description="Namespace on this cluster (default: metadata.namespace)."
     )
+    wave: int | None = Field(
+        None, ge=1, description="The cluster wave this cluster moves in: the rollout workflow "
+        "syncs each promotion commit to wave 1 (the canary), waits for it and runs its "
+        "AnalysisRuns, and only then moves wave 2, and so on. Default: 1 for the first listed "
+        "cluster, 2 for every other one (docs/gitops.md, \"Several clusters\")."
+    )
 
     @field_validator("name")
     @classmethod
@@ -882,6 +888,13 @@ class Cluster(_Model):
         if len(v) > 40 or not DNS1123_LABEL.match(v):
             raise ValueError(f"must be a DNS-1123 label of at most 40 characters, got {v!r}")
         return v
+
+
+def cluster_waves(clusters: list[Cluster]) -> list[tuple[int, Cluster]]:
+    """(wave, cluster) for every cluster in the order the spec lists them: its ``wave``, else 1
+    for the first listed cluster (the canary) and 2 for every other one."""
+    return [(c.wave if c.wave is not None else (1 if i == 0 else 2), c)
+            for i, c in enumerate(clusters)]
 
 
 class Workflow(_Model):
@@ -960,6 +973,30 @@ class GitOps(_Model):
         "cluster). Empty: a single Application on the cluster Argo CD runs in."
     )
     workflow: Workflow = Field(default_factory=Workflow)
+
+    @field_validator("clusters")
+    @classmethod
+    def _waves(cls, v: list[Cluster]) -> list[Cluster]:
+        seen: dict[str, int] = {}
+        for i, c in enumerate(v):
+            if c.name in seen:
+                raise ValueError(f"clusters[{i}] and clusters[{seen[c.name]}] are both named "
+                                 f"{c.name!r}: each cluster is one Application, named after it")
+            seen[c.name] = i
+        waves = cluster_waves(v)
+        used = sorted({w for w, _ in waves})
+        if used and used != list(range(1, used[-1] + 1)):
+            missing = sorted(set(range(1, used[-1] + 1)) - set(used))
+            raise ValueError(
+                "cluster waves count 1, 2, 3 … without a gap (wave 1 is the canary), got "
+                f"waves {', '.join(map(str, used))}: no cluster is in wave "
+                f"{', '.join(map(str, missing))}")
+        if len(v) > 1 and len(used) == 1:
+            raise ValueError(
+                f"all {len(v)} clusters are in wave 1, so one commit would move every cluster "
+                "at once: put the canary cluster(s) in wave 1 and the others in wave 2 (or leave "
+                "`wave` out: the first listed cluster is the canary)")
+        return v
 
     @field_validator("path")
     @classmethod

@@ -105,6 +105,33 @@ CASES = {
         lambda: spec_text(**{"revision: bs32": "revision: bs32\n    name: vllm-v1-disagg-router-new"}),
         ["spec.candidate.name", "is a prefix of"],
     ),
+    "cluster-wave-zero": (
+        lambda: spec_text(**{"    branch: main\n": "    branch: main\n    clusters:\n"
+                             "      - {name: us-east, wave: 0}\n      - {name: eu-west}\n"}),
+        ["rollout.yaml:54:25:", "spec.gitops.clusters[0].wave", "greater than or equal to 1"],
+    ),
+    "cluster-waves-with-a-gap": (
+        lambda: spec_text(**{"    branch: main\n": "    branch: main\n    clusters:\n"
+                             "      - {name: us-east}\n      - {name: eu-west, wave: 3}\n"}),
+        ["rollout.yaml:53:5:", "spec.gitops.clusters", "without a gap", "got waves 1, 3",
+         "no cluster is in wave 2"],
+    ),
+    "cluster-waves-without-a-canary": (
+        lambda: spec_text(**{"    branch: main\n": "    branch: main\n    clusters:\n"
+                             "      - {name: us-east, wave: 2}\n      - {name: eu-west}\n"}),
+        ["spec.gitops.clusters", "got waves 2: no cluster is in wave 1"],
+    ),
+    "every-cluster-in-one-wave": (
+        lambda: spec_text(**{"    branch: main\n": "    branch: main\n    clusters:\n"
+                             "      - {name: us-east}\n      - {name: eu-west, wave: 1}\n"}),
+        ["spec.gitops.clusters", "all 2 clusters are in wave 1",
+         "one commit would move every cluster at once"],
+    ),
+    "duplicate-cluster-name": (
+        lambda: spec_text(**{"    branch: main\n": "    branch: main\n    clusters:\n"
+                             "      - {name: us-east}\n      - {name: us-east}\n"}),
+        ["spec.gitops.clusters", "clusters[1] and clusters[0] are both named 'us-east'"],
+    ),
     "wrong-kind": (
         lambda: spec_text(**{"kind: DGDRollout": "kind: Rollout"}),
         ["rollout.yaml:", "kind", "not a rollout spec"],

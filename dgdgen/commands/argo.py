@@ -11,8 +11,9 @@ DESCRIPTION = """\
 Write the objects that let Argo CD sync a rollout rendered into Git (`dgdgen render --into`) and
 let Argo Workflows drive it, one file per object, each validated against the vendored CRDs:
 
-  application-NAME.yaml        the rendered path (an ApplicationSet when spec.gitops.clusters
-                               lists clusters), automated sync with prune and self-heal
+  application-NAME.yaml        the rendered path, automated sync with prune and self-heal; an
+                               ApplicationSet when spec.gitops.clusters lists clusters (two or
+                               more: no automated sync, the workflow syncs wave by wave)
   appproject-NAME.yaml         with spec.gitops.appProject: only this repo and namespace
   argocd-cm-patch.yaml         the DGD health check (Lua), and the workflow's Argo CD account;
                                merge it into argocd-cm with
@@ -20,9 +21,9 @@ let Argo Workflows drive it, one file per object, each validated against the ven
                                  --patch-file argocd-cm-patch.yaml
   argocd-rbac-cm-patch.yaml    that account may get and sync this rollout's Applications, nothing
                                else (merge it into argocd-rbac-cm the same way)
-  workflowtemplate-NAME.yaml   promote → wait for the sync operation at that commit + Healthy
-                               (per Application, in spec order) → AnalysisRun → record the gate
-                               → bake, per step; rolls back on failure (needs hera)
+  workflowtemplate-NAME.yaml   promote → per cluster wave: sync, wait for the sync operation at
+                               that commit + Healthy, AnalysisRun(s) → record the gate → bake,
+                               per step; rolls back on failure (needs hera)
   serviceaccount/role/rolebinding-*.yaml   what the workflow needs in Kubernetes
   configmap-dgdgen-cmp-plugin.yaml, repo-server-patch.yaml
                                with --plugin: Argo CD renders the spec itself (Config Management

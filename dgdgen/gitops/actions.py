@@ -22,7 +22,7 @@ import os
 from typing import TYPE_CHECKING
 
 from dgdgen.errors import DgdgenError, InputError, Location
-from dgdgen.gitops import lock, repo, transaction, tree
+from dgdgen.gitops import argocd, lock, repo, transaction, tree
 from dgdgen.gitops.index import GATE_RESULTS, INDEX, GateResult, Index
 from dgdgen.gitops.target import (
     Outcome,
@@ -231,7 +231,11 @@ def _move(t: Target, s: transaction.Session, idx: Index, frm: PlanStep, to: Plan
     change, sha = s.write(files, index_of(t, to, frm, dict(idx.gates)), message=message,
                           subject=_subject(t, subject))
     pushed = _push(t, sha, subject, undo_to=parent if sha else None) if push else None
-    return Outcome(message, to, change, sha, pushed, notes=(*s.notes, *warned))
+    synced = argocd.manual_sync_note(
+        t.prepared, sha, pushed=bool(pushed), step=to.index if to.kind == "step" else None,
+        all_at_once=to.kind in ("rollback", "rollback-step")) if sha else None
+    return Outcome(message, to, change, sha, pushed,
+                   notes=(*s.notes, *warned, *([synced] if synced else [])))
 
 
 def _invariants(t: Target, frm: PlanStep | None, to: PlanStep, files: dict[str, str], *,

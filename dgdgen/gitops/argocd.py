@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from dgdgen import resources, yamlio
 from dgdgen.errors import InputError
 from dgdgen.generation import LABEL_ROLLOUT
+from dgdgen.spec import cluster_waves
 
 if TYPE_CHECKING:
     from dgdgen.pipeline import Prepared
@@ -102,10 +103,31 @@ def _source(prepared: Prepared, plugin: bool) -> dict[str, Any]:
     }
 
 
-def _sync_policy(prepared: Prepared) -> dict[str, Any]:
+def syncs_automatically(prepared: Prepared) -> bool:
+    """Whether Argo CD syncs a commit by itself. Not with two or more clusters: automated sync
+    would move every cluster on one commit, and the canary cluster would be judged only after
+    the others already run the step. There the rollout workflow (or a person, docs/gitops.md)
+    syncs each cluster wave at the commit, and self-heal (undoing hand edits at once) is traded
+    for the ordered waves."""
     g = _gitops(prepared)
+    return bool(g.auto_sync) and len(g.clusters) < 2
+
+
+def waves(prepared: Prepared) -> list[list[str]]:
+    """The Applications of this rollout by cluster wave, wave 1 (the canary) first, each in the
+    order the spec lists its clusters: the one Application alone without ``gitops.clusters``."""
+    g = _gitops(prepared)
+    if not g.clusters:
+        return [[prepared.plan.rollout]]
+    by: dict[int, list[str]] = {}
+    for w, c in cluster_waves(g.clusters):
+        by.setdefault(w, []).append(f"{c.name}-{prepared.plan.rollout}")
+    return [by[w] for w in sorted(by)]
+
+
+def _sync_policy(prepared: Prepared) -> dict[str, Any]:
     policy: dict[str, Any] = {}
-    if g.auto_sync:
+    if syncs_automatically(prepared):
         # A promotion commit is the whole deployment action: prune removes the generation a
         # rollback or cleanup dropped, selfHeal undoes hand edits in the cluster.
         policy["automated"] = {"prune": True, "selfHeal": True}
@@ -155,7 +177,9 @@ def application(prepared: Prepared, *, plugin: bool = False) -> dict[str, Any]:
 
 def application_set(prepared: Prepared, *, plugin: bool = False) -> dict[str, Any]:
     """One Application per ``gitops.clusters`` entry (a list generator), all syncing the same
-    rendered path: a promotion commit moves every cluster one step."""
+    rendered path. With two or more clusters the template has no automated sync (see
+    :func:`syncs_automatically`): a promotion commit moves no cluster until its wave is synced
+    (:func:`waves`)."""
     g = _gitops(prepared)
     ns = prepared.loaded.spec.metadata.namespace
     by_server = all(c.server for c in g.clusters)
@@ -203,12 +227,41 @@ def application_set(prepared: Prepared, *, plugin: bool = False) -> dict[str, An
 
 
 def app_names(prepared: Prepared) -> list[str]:
-    """The Applications of this rollout, in the order the workflow waits on them: the one
-    Application, or one per ``gitops.clusters`` entry in the order the spec lists them."""
+    """The Applications of this rollout, in the order the workflow moves them: the one
+    Application, or one per ``gitops.clusters`` entry, wave by wave (:func:`waves`)."""
+    return [app for wave in waves(prepared) for app in wave]
+
+
+def manual_sync_note(prepared: Prepared, commit: str, *, pushed: bool, step: int | None,
+                     all_at_once: bool = False) -> str | None:
+    """What a person who runs a GitOps move by hand must do when Argo CD does not sync the
+    commit by itself (:func:`syncs_automatically`): the ``argocd app sync`` commands, wave by
+    wave (``all_at_once``: a rollback, every cluster in one sync). None when Argo CD syncs it."""
+    if syncs_automatically(prepared):
+        return None
     g = _gitops(prepared)
-    if not g.clusters:
-        return [prepared.plan.rollout]
-    return [f"{c.name}-{prepared.plan.rollout}" for c in g.clusters]
+    ws = [app_names(prepared)] if all_at_once else waves(prepared)
+    head = "" if pushed else "push it, then "
+    if len(g.clusters) > 1:
+        what = (f"cluster waves: Argo CD syncs none of the {len(g.clusters)} clusters by itself "
+                "(spec.gitops.clusters), so this commit moves no cluster until each wave is "
+                f"synced; {head}")
+    else:
+        what = f"spec.gitops.autoSync is off: this commit moves nothing until it is synced; {head}"
+    parts = []
+    for w, apps in enumerate(ws, 1):
+        names = " ".join(apps)
+        cmd = (f"`argocd app sync {names} --revision {commit} --prune` and "
+               f"`argocd app wait {names} --operation --sync --health`")
+        if step is not None and g.clusters and prepared.loaded.spec.spec.analysis.enabled \
+                and w < len(ws):
+            cmd += " and its gate, cluster by cluster (" + ", ".join(
+                f"`dgdgen analyze {os.path.relpath(prepared.loaded.path)} --step {step} "
+                f"--cluster {a.removesuffix('-' + prepared.plan.rollout)}`" for a in apps) + ")"
+        parts.append((f"wave {w}: " if len(ws) > 1 else "") + cmd)
+    order = "; only when a wave passed, " if len(ws) > 1 else ""
+    return what + order.join(parts) + (
+        " (every cluster at once: the way back)" if all_at_once and len(g.clusters) > 1 else "")
 
 
 def written_kinds(prepared: Prepared) -> list[tuple[str, str]]:

@@ -8,6 +8,13 @@ on the Application objects, which could rewrite their source and destination.
   Succeeded, the app is Synced at that commit and Healthy; with ``analysis.hooks.enabled`` also
   until the step's PostSync AnalysisRun (read through
   ``GET /api/v1/applications/NAME/resource``, also ``get``) is Successful;
+* **sync**: ``POST /api/v1/applications/NAME/sync`` with the commit as ``revision`` and
+  ``prune: true`` (``Sync`` enforces ``sync``), for Applications that do not sync by themselves:
+  cluster waves (``gitops.clusters``) move one wave at a time. The operation takes the app's own
+  sync options and retry policy (argo-cd ``server/application/application.go: Sync``), so with
+  analysis hooks a failed sync is not retried. A commit whose operation already ran or runs is
+  never synced again (a retried pod; a failed gate stays failed); a running operation at another
+  commit is waited for;
 * **terminate**: ``DELETE /api/v1/applications/NAME/operation`` (``TerminateOperation`` enforces
   ``sync``), so a rollback commit never waits for a running PostSync analysis.
 
@@ -151,15 +158,20 @@ class Client:
             ctx.verify_mode = ssl.CERT_NONE
         self.context = ctx
 
-    def _call(self, method: str, path: str, query: dict[str, str] | None = None) -> Any:
+    def _call(self, method: str, path: str, query: dict[str, str] | None = None,
+              body: dict[str, Any] | None = None) -> Any:
         url = self.server + path + ("?" + urllib.parse.urlencode(query) if query else "")
-        req = urllib.request.Request(url, method=method, headers={
-            "Authorization": f"Bearer {self.token}", "Accept": "application/json"})
+        headers = {"Authorization": f"Bearer {self.token}", "Accept": "application/json"}
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            headers["Content-Type"] = "application/json"
+        req = urllib.request.Request(url, data=data, method=method, headers=headers)
         try:
             with urllib.request.urlopen(  # the URL is the configured Argo CD server
                     req, timeout=self.timeout,
                     context=self.context if url.startswith("https:") else None) as resp:
-                body = resp.read()
+                answer = resp.read()
         except urllib.error.HTTPError as exc:
             text = exc.read().decode("utf-8", "replace")
             try:
@@ -167,7 +179,7 @@ class Client:
             except (ValueError, AttributeError):
                 pass
             raise ApiError(exc.code, f"{method} {path}: HTTP {exc.code}: {text.strip()}") from None
-        return json.loads(body) if body else {}
+        return json.loads(answer) if answer else {}
 
     def application(self, name: str, *, refresh: bool = False) -> dict[str, Any]:
         q = {"refresh": "normal"} if refresh else None
@@ -204,6 +216,12 @@ class Client:
             return datetime.datetime.fromisoformat(text)
         except ValueError:
             return None
+
+    def sync(self, name: str, revision: str) -> None:
+        """Start a sync operation of ``name`` at commit ``revision``, pruning what the commit
+        no longer holds (as the automated policy would)."""
+        self._call("POST", f"/api/v1/applications/{_seg(name)}/sync",
+                   body={"name": name, "revision": revision, "prune": True})
 
     def terminate(self, name: str) -> bool:
         """Stop the app's running operation. False when none was running."""
@@ -261,6 +279,57 @@ def wait(client: Client, apps: Sequence[str], revision: str, *, timeout: float,
     return True
 
 
+IN_PROGRESS = "another operation is already in progress"
+
+
+def sync(client: Client, apps: Sequence[str], revision: str, *, timeout: float,
+         interval: float, log: Callable[[str], None] = print,
+         clock: Callable[[], float] = time.monotonic,
+         sleep: Callable[[float], None] = time.sleep) -> bool:
+    """Start a sync of every app in ``apps`` at ``revision``, in that order, without waiting for
+    the operations to end (``wait`` does). An app whose last operation is at ``revision`` is left
+    alone, whatever its phase: a retried pod does not start a second operation, and a failed
+    sync (with hooks: a failed gate) is not retried. An operation running at another commit is
+    waited for until ``timeout``."""
+    deadline = clock() + timeout
+    for app in apps:
+        last = ""
+        while True:
+            try:
+                data = client.application(app)
+                op = _get(data, "status", "operationState")
+                phase = op.get("phase") if isinstance(op, dict) else None
+                if isinstance(op, dict) and _op_revision(op) == revision:
+                    log(f"{app}: the sync of {revision[:12]} is {phase or 'pending'} already")
+                    break
+                if phase in ("Running", "Terminating"):
+                    message = (f"{app}: waiting for the {phase} operation at "
+                               f"{str(_op_revision(op) or '?')[:12]} to end")
+                else:
+                    client.sync(app, revision)
+                    log(f"{app}: sync of {revision[:12]} started")
+                    break
+            except ApiError as exc:
+                if exc.status == 403:
+                    raise ApiError(exc.status, f"{exc}: the account needs `applications, sync` "
+                                   f"on {app} (and `applications, override` where argocd-cm sets "
+                                   "application.sync.requireOverridePrivilegeForRevisionSync: "
+                                   "'true')") from None
+                if exc.status < 500 and IN_PROGRESS not in str(exc).lower():
+                    raise
+                message = f"{app}: {exc} (retrying)"
+            except OSError as exc:  # the API server restarting
+                message = f"{app}: {exc} (retrying)"
+            if message != last:
+                log(message)
+                last = message
+            if clock() >= deadline:
+                log(f"{app}: gave up after {int(timeout)}s: {message}")
+                return False
+            sleep(interval)
+    return True
+
+
 def _note_later(client: Client, app: str, data: dict[str, Any], revision: str,
                 later: set[str]) -> None:
     """When Argo CD synced (and compares with) another commit than ours, find out whether it is
@@ -296,6 +365,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     w.add_argument("--namespace", help="namespace of that AnalysisRun")
     w.add_argument("--timeout", default="2h")
     w.add_argument("--interval", default="10s")
+    s = sub.add_parser("sync", help="start a sync of each app at the commit, in order")
+    s.add_argument("--app", required=True, help="Application name(s), comma-separated, in order")
+    s.add_argument("--revision", required=True,
+                   help="the commit id ('none': nothing was committed, nothing to sync)")
+    s.add_argument("--timeout", default="30m",
+                   help="how long to wait for an operation at another commit to end")
+    s.add_argument("--interval", default="10s")
     t = sub.add_parser("terminate", help="stop the apps' running sync operations (best effort)")
     t.add_argument("--app", required=True, help="Application name(s), comma-separated")
     args = p.parse_args(argv)
@@ -321,8 +397,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                                 else "no operation in progress"))
         return 0
     if args.revision == "none":
-        print("nothing was committed: nothing to wait for")
+        print("nothing was committed: nothing to " + ("wait for" if args.cmd == "wait" else "sync"))
         return 0
+    if args.cmd == "sync":
+        try:
+            ok = sync(client, apps, args.revision, timeout=_seconds(args.timeout),
+                      interval=_seconds(args.interval), log=lambda m: print(m, flush=True))
+        except (ApiError, OSError) as exc:
+            sys.stderr.write(f"error: {exc}\n")
+            return 1
+        return 0 if ok else 1
     if (args.analysis_run is None) != (args.namespace is None):
         sys.stderr.write("error: --analysis-run and --namespace go together\n")
         return 2

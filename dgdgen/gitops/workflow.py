@@ -7,17 +7,22 @@ For each step of the plan the workflow
 1. **promotes**: a container with dgdgen and git clones the repository, runs
    ``dgdgen promote --to N --push`` and outputs the new commit id (``promote`` refuses unless the
    gate of the step being left is recorded as passed — step 4 below records it);
-2. **waits for Argo CD**, once per Application in the order ``argocd.app_names`` states (the one
-   Application, or ``gitops.clusters`` in spec order): through the Argo CD API
-   (:mod:`dgdgen.gitops.argocd_api`) until the sync *operation* of that commit has Succeeded, the
-   app is Synced at it and Healthy. Degraded, or the operation Failed / Error, fails the step.
-   With ``analysis.hooks.enabled`` the step's PostSync AnalysisRun is part of that operation and
-   its phase is read as well: Successful passes; Failed, Error and Inconclusive fail (never a
-   pass on too little data). The DGD health check makes "Healthy" mean ready == desired replicas;
+2. **moves each cluster wave** (:func:`argocd.waves`: the one Application, or the
+   ``gitops.clusters`` by wave, the canary first). Where Argo CD does not sync by itself — two or
+   more clusters, or ``autoSync: false`` — it first asks Argo CD to sync that wave's
+   Applications at the commit (``argocd_api sync``). Then it **waits** on each Application of
+   the wave through the Argo CD API (:mod:`dgdgen.gitops.argocd_api`) until the sync
+   *operation* of that commit has Succeeded, the app is Synced at it and Healthy. Degraded, or
+   the operation Failed / Error, fails the step. With ``analysis.hooks.enabled`` the step's
+   PostSync AnalysisRun is part of that operation and its phase is read as well: Successful
+   passes; Failed, Error and Inconclusive fail (never a pass on too little data). The DGD
+   health check makes "Healthy" mean ready == desired replicas;
 3. **analyses** (without hooks): creates the step's AnalysisRun (metrics inlined,
    ``generateName``) and waits for its phase with the same verdicts — with ``gitops.clusters``
-   one run per cluster, side by side, each matching its own cluster label, and the step passes
-   only when every cluster's run is Successful;
+   one run per cluster of the wave, side by side, each matching its own cluster label. Only
+   when every run of a wave is Successful (for a gate a person judges: once resumed) does the
+   next wave move, so a canary that fails its gate fails the step before any other cluster
+   runs the commit;
 4. **records the gate** as passed in Git (``dgdgen gate``) — a gated step without analysis first
    waits for a person (``argo resume``): a gate nobody judged is never passed; an A/B
    experiment step waits too, and then requires the decision that ``dgdgen experiment --record``
@@ -27,8 +32,9 @@ For each step of the plan the workflow
 An exit handler rolls back when the workflow did not succeed: it terminates every running sync
 operation of the rollout's Applications first (a PostSync analysis or a wave waiting for a broken
 generation would otherwise hold the rollback commit back), commits ``dgdgen rollback --push``,
-and waits for that commit to be synced and Healthy (no analysis). The last step is followed by
-``dgdgen cleanup`` when ``gitops.workflow.cleanup`` is on.
+and waits for that commit to be synced and Healthy (no analysis) — synced to every cluster at
+once, all waves: the way back is to the state every cluster ran before. The last step is
+followed by ``dgdgen cleanup`` (moved wave by wave) when ``gitops.workflow.cleanup`` is on.
 
 The workflow's pods touch Argo CD only through its API, with the token of an account limited to
 ``applications, get|sync`` on these Applications (:func:`argocd.argocd_rbac_cm_patch`); their
@@ -45,6 +51,7 @@ from typing import TYPE_CHECKING, Any
 from dgdgen import yamlio
 from dgdgen.analysis.gates import EXPERIMENT
 from dgdgen.gitops import argocd
+from dgdgen.render.analysis import LABEL_CLUSTER
 
 if TYPE_CHECKING:
     from dgdgen.pipeline import Prepared
@@ -108,6 +115,13 @@ esac
 git rev-parse HEAD > "${COMMIT_FILE:-/tmp/commit}"
 """
 
+# Start a sync of one cluster wave's Applications at the commit (Applications that do not sync
+# by themselves: argocd.syncs_automatically).
+SYNC_SCRIPT = r"""set -eu
+exec python3 -m dgdgen.gitops.argocd_api sync --app "$APPS" --revision "$REVISION" \
+  --timeout "$TIMEOUT"
+"""
+
 # Wait for one commit on one Application (and its PostSync AnalysisRun, when RUN is set).
 WAIT_SCRIPT = r"""set -eu
 set -- wait --app "$APP" --revision "$REVISION" --timeout "$TIMEOUT"
@@ -133,8 +147,6 @@ def _analysis_runs(prepared: Prepared, state: PlanStep) -> list[dict[str, Any]]:
 
 def _run_suffix(run: dict[str, Any], k: int) -> str:
     """``-<cluster>`` for a cluster's run, else ``-<k>``."""
-    from dgdgen.render.analysis import LABEL_CLUSTER
-
     return "-" + str(run["metadata"]["labels"].get(LABEL_CLUSTER, k))
 
 
@@ -150,13 +162,18 @@ def _hook_run(prepared: Prepared, state: PlanStep) -> str:
     return ""
 
 
-def _wait_names(prepared: Prepared, prefix: str) -> list[tuple[str, str]]:
-    """(step name, Application) per Application, in the stated order."""
-    apps = argocd.app_names(prepared)
-    clusters = prepared.loaded.spec.spec.gitops.clusters
-    if not clusters:
-        return [(prefix, apps[0])]
-    return [(f"{prefix}-{c.name}", app) for c, app in zip(clusters, apps, strict=True)]
+def _cluster_of(prepared: Prepared, app: str) -> str | None:
+    """The cluster of an ApplicationSet's Application (``<cluster>-<rollout>``), None for the
+    one Application."""
+    if not prepared.loaded.spec.spec.gitops.clusters:
+        return None
+    return app.removesuffix("-" + prepared.plan.rollout)
+
+
+def _wait_name(prepared: Prepared, prefix: str, app: str) -> str:
+    """``PREFIX-<cluster>`` for a cluster's Application, ``PREFIX`` for the one Application."""
+    cluster = _cluster_of(prepared, app)
+    return prefix if cluster is None else f"{prefix}-{cluster}"
 
 
 def workflow_template(prepared: Prepared) -> dict[str, Any]:
@@ -284,14 +301,36 @@ def workflow_template(prepared: Prepared) -> dict[str, Any]:
             volume_mounts=mounts,
             # no retry: a failed wait is a verdict (a failed sync or analysis), not an accident
         )
+        argocd_sync = Container(
+            name="argocd-sync",
+            image=w.image,
+            command=["sh", "-c"],
+            args=[SYNC_SCRIPT],
+            inputs=[Parameter(name="revision"), Parameter(name="apps")],
+            env=[
+                Env(name="APPS", value="{{inputs.parameters.apps}}"),
+                Env(name="REVISION", value="{{inputs.parameters.revision}}"),
+                Env(name="TIMEOUT", value=w.wait_timeout),
+                Env(name="HOME", value=HOME),
+                *argocd_env,
+            ],
+            security_context=container_security,
+            resources=resources,
+            volume_mounts=mounts,
+            # A lost pod is retried: the action never starts a second operation at a commit
+            # (argocd_api.sync), so a retry cannot re-run a failed sync or its hooks.
+            retry_strategy=m.RetryStrategy(limit=m.IntOrString(2), retry_policy="OnError"),
+        ) if not argocd.syncs_automatically(prepared) else None
         bake = Suspend(name="bake", inputs=[Parameter(name="duration")],
                        duration="{{inputs.parameters.duration}}")
-        analyses: dict[int, list[Resource]] = {}
+        # the step's AnalysisRuns by (step, cluster): a wave runs those of its own clusters
+        analyses: dict[tuple[int, str | None], list[Resource]] = {}
         for state in plan.steps[1:]:
             if not state.gate:
                 continue
             for k, run in enumerate(_analysis_runs(prepared, state)):
-                analyses.setdefault(state.index, []).append(Resource(
+                analyses.setdefault((state.index, run["metadata"]["labels"].get(LABEL_CLUSTER)),
+                                    []).append(Resource(
                     name=f"analysis-step-{state.index}{_run_suffix(run, k)}",
                     action="create",
                     manifest=yamlio.dump(run),
@@ -300,11 +339,52 @@ def workflow_template(prepared: Prepared) -> dict[str, Any]:
                     success_condition="status.phase == Successful",
                     failure_condition="status.phase in (Failed,Error,Inconclusive)",
                 ))
+        analysed = {i for i, _ in analyses}
 
-        manual = [st for st in plan.steps[1:] if st.gate and not analyses.get(st.index)
+        manual = [st for st in plan.steps[1:] if st.gate and st.index not in analysed
                   and not _hook_run(prepared, st)]
         # `argo resume`: a person judged the gate (only where a gate has no analysis)
         approve = Suspend(name="approve") if manual else None
+
+        waves = argocd.waves(prepared)
+
+        def sync(name: str, revision: str, wave: list[str], **kw: Any) -> None:
+            if argocd_sync is not None:
+                argocd_sync(name=name, arguments={"revision": revision, "apps": ",".join(wave)},
+                            **kw)
+
+        def move(prefix: str, revision: str, i: int | None = None, hook_run: str = "",
+                 approve_waves: bool = False) -> None:
+            """Sync (unless Argo CD does) and wait for each cluster wave in turn; with step
+            ``i``, run that wave's AnalysisRuns (and, for a gate a person judges, wait for
+            them) before the next wave moves: a canary that fails its gate stops the step
+            before any later wave runs the commit."""
+            for w, wave in enumerate(waves, 1):
+                sync(f"{prefix}-sync" + (f"-wave-{w}" if len(waves) > 1 else ""), revision, wave)
+                for app in wave:
+                    args = {"revision": revision, "app": app}
+                    if i is not None:
+                        args["run"] = hook_run
+                    wait_synced(name=_wait_name(prepared, f"{prefix}-synced", app),
+                                arguments=args)
+                if i is None:
+                    continue
+                runs = [r for app in wave
+                        for r in analyses.get((i, _cluster_of(prepared, app)), [])]
+                # step-I-analysis-<cluster> (-<k> without clusters)
+                names = [f"step-{i}-analysis-" + str(r.name).removeprefix(f"analysis-step-{i}-")
+                         for r in runs]
+                if len(runs) > 1:
+                    # one run per cluster of the wave, measured over the same minutes
+                    with rollout.parallel():
+                        for res, name in zip(runs, names, strict=True):
+                            res(name=name)
+                else:
+                    for res, name in zip(runs, names, strict=True):
+                        res(name=name)
+                if approve_waves and w < len(waves):
+                    assert approve is not None
+                    approve(name=f"step-{i}-approve-wave-{w}")
 
         with Steps(name="rollout") as rollout:
             for state in plan.steps[1:]:
@@ -312,20 +392,9 @@ def workflow_template(prepared: Prepared) -> dict[str, Any]:
                 git_action(name=f"step-{i}-promote",
                            arguments={"action": "promote", "to": str(i)})
                 hook_run = _hook_run(prepared, state) if state.gate else ""
-                for step_name, app in _wait_names(prepared, f"step-{i}-synced"):
-                    wait_synced(name=step_name, arguments={
-                        "revision": f"{{{{steps.step-{i}-promote.outputs.parameters.commit}}}}",
-                        "app": app, "run": hook_run})
-                runs = analyses.get(i, [])
-                if len(runs) > 1:
-                    # one run per cluster, measured over the same minutes: side by side
-                    with rollout.parallel():
-                        for res in runs:
-                            cluster = str(res.name).removeprefix(f"analysis-step-{i}-")
-                            res(name=f"step-{i}-analysis-{cluster}")
-                else:
-                    for k, res in enumerate(runs):
-                        res(name=f"step-{i}-analysis-{k}")
+                runs = i in analysed
+                move(f"step-{i}", f"{{{{steps.step-{i}-promote.outputs.parameters.commit}}}}",
+                     i, hook_run, approve_waves=bool(state.gate and not runs and not hook_run))
                 if state.gate:
                     if runs:
                         message = f"AnalysisRun of step {i} Successful (workflow " \
@@ -350,9 +419,7 @@ def workflow_template(prepared: Prepared) -> dict[str, Any]:
                          arguments={"duration": str(state.pause_seconds)})
             if g.workflow.cleanup:
                 git_action(name="cleanup", arguments={"action": "cleanup"})
-                for step_name, app in _wait_names(prepared, "cleanup-synced"):
-                    wait_synced(name=step_name, arguments={
-                        "revision": "{{steps.cleanup.outputs.parameters.commit}}", "app": app})
+                move("cleanup", "{{steps.cleanup.outputs.parameters.commit}}")
 
         failed = "{{workflow.status}} != Succeeded"
         with Steps(name="on-exit"):
@@ -363,9 +430,11 @@ def workflow_template(prepared: Prepared) -> dict[str, Any]:
             for k in range(1, len(path) + 1):
                 name = "rollback" if k == 1 else f"rollback-{k}"
                 git_action(name=name, arguments={"action": "rollback"}, when=failed)
-                for step_name, app in _wait_names(prepared, f"{name}-synced"):
-                    wait_synced(name=step_name, when=failed, arguments={
-                        "revision": "{{steps." + name + ".outputs.parameters.commit}}",
-                        "app": app})
+                revision = "{{steps." + name + ".outputs.parameters.commit}}"
+                # back to the known-good state in every cluster at once: all waves in one sync
+                sync(f"{name}-sync", revision, argocd.app_names(prepared), when=failed)
+                for app in argocd.app_names(prepared):
+                    wait_synced(name=_wait_name(prepared, f"{name}-synced", app), when=failed,
+                                arguments={"revision": revision, "app": app})
     out: dict[str, Any] = wt.to_dict()
     return out

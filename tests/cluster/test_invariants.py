@@ -196,7 +196,9 @@ def test_finding_6_gitops_objects_whose_deletion_cascades_to_serving_dgds(tmp_pa
     found = check_tree(str(FIXTURES / "finding6-cascading-delete"))
     assert [(f.code, f.object) for f in found] == [
         ("CLU301", "Application/argocd/qwen-router"),
-        ("CLU301", "ApplicationSet/argocd/qwen-router")]
+        ("CLU301", "ApplicationSet/argocd/qwen-router"),
+        # the same ApplicationSet synced both clusters automatically: the test below
+        ("CLU302", "ApplicationSet/argocd/qwen-router")]
     assert "cascading-delete finalizer" in found[0].message
     assert "preserveResourcesOnDeletion is not true" in found[1].message
     spec = tmp_path / "rollout.yaml"
@@ -210,6 +212,61 @@ def test_finding_6_gitops_objects_whose_deletion_cascades_to_serving_dgds(tmp_pa
         assert cli("argo", str(spec), "-o", str(out)).code == 0
         r = cli("verify", str(out))
         assert r.code == 0 and "CLU301" not in r.out, r.out
+
+
+def test_finding_6_fan_out_one_commit_moves_every_cluster_at_once(tmp_path: Path) -> None:
+    """`dgdgen argo` output for two clusters as the landed code wrote it: an ApplicationSet that
+    syncs every cluster automatically. Today's output for the same spec (the fixture's
+    rollout.yaml.txt) moves the clusters in waves and reports nothing; a workflow edited to move
+    wave 2 before wave 1 is judged, or every cluster in one sync, is reported."""
+    fixture = FIXTURES / "finding6-fanout-at-once"
+    [f] = check_tree(str(fixture))
+    assert (f.code, f.slug) == ("CLU302", "fan-out-moves-every-cluster-at-once")
+    assert f.object == "ApplicationSet/argocd/qwen-router"
+    assert f.file.endswith("applicationset-qwen-router.yaml") and f.line == 43  # automated
+    assert "syncs its 2 clusters' Applications automatically" in f.message
+    r = cli("verify", str(fixture))
+    assert r.code == 1 and "CLU302 fan-out-moves-every-cluster-at-once" in r.out
+    shutil.copy(REPO / "examples" / "vllm-disagg-block-size" / "dgd.yaml", tmp_path / "dgd.yaml")
+    shutil.copy(fixture / "rollout.yaml.txt", tmp_path / "rollout.yaml")
+    out = tmp_path / "out"
+    assert cli("argo", str(tmp_path / "rollout.yaml"), "-o", str(out)).code == 0
+    r = cli("verify", str(out))
+    assert r.code == 0 and "CLU302" not in r.out, r.out
+    wf_file = out / "workflowtemplate-qwen-router-rollout.yaml"
+    wf = yamlio.load_file(str(wf_file))[0].data
+    rollout = next(t for t in wf["spec"]["templates"] if t["name"] == "rollout")
+    groups = rollout["steps"]
+
+    def at(name: str) -> int:
+        return next(k for k, g in enumerate(groups) if g[0]["name"] == name)
+
+    def broken(edit: Any) -> list[Any]:
+        saved = [list(g) for g in groups]
+        edit()
+        wf_file.write_text(yamlio.dump(wf))
+        groups[:] = saved
+        return check_tree(str(out))
+
+    # wave 2 synced before the canary's AnalysisRun ran
+    a, b = at("step-1-analysis-us-east"), at("step-1-sync-wave-2")
+    [f] = broken(lambda: groups.__setitem__(slice(a, b + 1), [groups[b], groups[a]]))
+    assert f.object == "WorkflowTemplate/inference/qwen-router-rollout"
+    assert "syncs wave 2 (eu-west-qwen-router) at the commit of step-1-promote before the " \
+        "AnalysisRun of us-east-qwen-router has passed" in f.message
+    # ... or before the canary is synced and Healthy
+    w = at("step-1-synced-us-east")
+    [f] = broken(lambda: groups.pop(w))
+    assert "before us-east-qwen-router is synced and Healthy" in f.message
+    # ... or every cluster in the first sync
+    s1 = groups[at("step-1-sync-wave-1")][0]["arguments"]["parameters"]
+
+    def both() -> None:
+        s1[:] = [dict(q, value="us-east-qwen-router,eu-west-qwen-router") if q["name"] == "apps"
+                 else q for q in s1]
+    [f] = broken(both)
+    assert "syncs all 2 clusters' Applications at the commit of step-1-promote in one step" in \
+        f.message
 
 
 def test_finding_2_a_parallelism_change_without_its_gpus(tmp_path: Path) -> None:

@@ -1,7 +1,8 @@
 """Random rollout specs — every bundled example as a base, its steps, capacity and strategy
 drawn, its traffic provider swapped among all those its isolation mode can take — rendered and
-handed to the cluster model. A spec is either refused with a clear error, or its rendered tree
-breaks no invariant the renderer is responsible for. CLU202 may fire: it is about the user's
+handed to the cluster model, and with 0-3 clusters in drawn waves its Argo objects (`dgdgen argo`)
+too. A spec is either refused with a clear error, or its rendered tree and its GitOps objects
+break no invariant the renderer is responsible for. CLU202 may fire: it is about the user's
 stable DGD (its grace, its frontends' request migration), and `render` refuses such a tree with
 that finding (exit 1) rather than render a cut.
 
@@ -25,6 +26,8 @@ from dgdgen.errors import DgdgenError
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted(p.parent for p in (REPO / "examples").glob("*/rollout.yaml"))
 RENDERER_OWNED = {"CLU101", "CLU201"}
+GITOPS_OWNED = {"CLU301", "CLU302"}  # the Argo objects `dgdgen argo` writes
+CLUSTERS = ("us-east", "eu-west", "ap-south")
 EXAMPLE_COUNT = int(os.environ.get("DGDGEN_PROPERTY_EXAMPLES", "120"))
 
 PROVIDERS: dict[str, dict[str, Any]] = {
@@ -56,8 +59,22 @@ def specs(draw: st.DrawFn) -> tuple[Path, dict[str, Any]]:
         keep = {k: v for k, v in (spec.get("traffic") or {}).items()
                 if k == "requestTimeout" or (k == "sticky" and provider == "haproxy")}
         spec["traffic"] = {**PROVIDERS[provider], **keep}
+    # the fan-out: 0-3 clusters, each with a drawn wave or none (the default), so the GitOps
+    # objects (ApplicationSet, workflow) are rendered and checked too; a wave layout the spec
+    # refuses is a clear error like any other
+    clusters = [{"name": n} for n in CLUSTERS[:draw(st.sampled_from([0, 1, 2, 3]))]]
+    for c in clusters:
+        wave = draw(st.sampled_from([None, None, None, 1, 2, 3]))  # mostly the default
+        if wave is not None:
+            c["wave"] = wave
+    gitops = spec.setdefault("gitops", {})
+    gitops["repoUrl"] = gitops.get("repoUrl") or "https://git.example.com/deploy.git"
+    if clusters:
+        gitops["clusters"] = clusters
     if isinstance(spec.get("analysis"), dict):
-        spec["analysis"]["enabled"] = False  # no step gates: the model does not read them
+        # step gates change the rendered states nothing; with clusters the workflow runs each
+        # wave's AnalysisRuns before the next wave moves (CLU302 reads them)
+        spec["analysis"]["enabled"] = bool(clusters) and draw(st.booleans())
     return example, doc
 
 
@@ -77,10 +94,23 @@ def test_a_rendered_spec_breaks_no_invariant_or_is_refused(tmp_path_factory: Any
             shutil.copy(example / name, tmp / name)
     (tmp / "rollout.yaml").write_text(yamlio.dump(doc))
     try:
-        files = all_files(prepare(str(tmp / "rollout.yaml")), validate=False)
+        prepared = prepare(str(tmp / "rollout.yaml"))
+        files = all_files(prepared, validate=False)
+        argo = argo_objects(prepared)
     except DgdgenError as exc:
         assert str(exc).strip(), "a refusal says why"
         return
     found = [f for f in check_files(files, str(tmp / "out")) if f.code in RENDERER_OWNED]
+    found += [f for f in check_files(argo, str(tmp / "argo")) if f.code in GITOPS_OWNED]
     assert not found, (example.name, yamlio.dump(doc["spec"]),
                        [f"{f.code} {f.file}: {f.message}" for f in found])
+
+
+def argo_objects(prepared: Any) -> dict[str, str]:
+    """What `dgdgen argo` writes (the Application(Set), the WorkflowTemplate...), unvalidated;
+    the WorkflowTemplate (hera, the costly part) where it moves two or more clusters."""
+    from dgdgen.gitops import argo_files
+
+    fan_out = len(prepared.loaded.spec.spec.gitops.clusters) > 1
+    return {f"{o['kind'].lower()}-{o['metadata']['name']}.yaml": yamlio.dump(o)
+            for o in argo_files.objects(prepared, workflow=fan_out)}

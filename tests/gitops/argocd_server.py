@@ -3,7 +3,9 @@ the endpoints the rollout workflow uses (application, resource, revision metadat
 with Argo CD's paths, query parameters, bearer
 authentication, its ``policy.<name>.csv`` RBAC decisions (only the ``p`` lines that name the
 account's role; argo-cd ``server/application/application.go``: ``Get`` needs ``get``,
-``TerminateOperation`` needs ``sync``) and its "No operation is in progress" answer. Each GET of
+``Sync`` and ``TerminateOperation`` need ``sync``), its "No operation is in progress" answer and
+its refusal to start a sync while an operation runs (``SetAppOperation``: "another operation is
+already in progress", FailedPrecondition). Each GET of
 an Application returns the next of a scripted series of Application documents, so a test plays a
 sync operation through its phases."""
 
@@ -30,6 +32,7 @@ class Fake:
     running: set[str] = field(default_factory=set)  # apps with an operation in progress
     dates: dict[str, str] = field(default_factory=dict)  # revision → commit date (RFC 3339)
     calls: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)
+    syncs: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (app, request body)
     url: str = ""
 
     def allowed(self, action: str, app: str) -> bool:
@@ -61,7 +64,7 @@ def _handler(fake: Fake) -> type[Handler]:
                 return
             app = urllib.parse.unquote(parts[4])
             rest = parts[5:]
-            action = "sync" if method == "DELETE" else "get"
+            action = "sync" if method in ("DELETE", "POST") else "get"
             if app not in fake.apps or not fake.allowed(action, app):
                 # Argo CD answers "permission denied" for apps the caller may not see
                 self._send(403, {"code": 7, "message": "permission denied"})
@@ -95,8 +98,20 @@ def _handler(fake: Fake) -> type[Handler]:
                     return
                 fake.running.discard(app)
                 self._send(200, {})
+            elif method == "POST" and rest == ["sync"]:
+                body = self.read_json()
+                op = fake.apps[app][0].get("status", {}).get("operationState") or {}
+                if op.get("phase") in ("Running", "Terminating"):
+                    self._send(400, {"code": 9, "message": "another operation is already in "
+                                     "progress"})
+                    return
+                fake.syncs.append((app, body))
+                self._send(200, fake.apps[app][0])
             else:
                 self._send(404, {"message": "not found"})
+
+        def do_POST(self) -> None:
+            self._route("POST")
 
         def do_GET(self) -> None:
             self._route("GET")

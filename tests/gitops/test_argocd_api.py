@@ -1,7 +1,8 @@
 """The workflow's Argo CD client (``python3 -m dgdgen.gitops.argocd_api``), run as a process
 against a loopback stand-in of the Argo CD API that enforces the RBAC policy ``dgdgen argo``
 renders: waits for the sync *operation* at the commit and the PostSync AnalysisRun's phase;
-terminates running operations for a rollback."""
+syncs a cluster wave's Applications at the commit; terminates running operations for a
+rollback."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ def _policy() -> str:
 def _run(fake: Fake, *args: str, timeout: str = "20s") -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, ARGOCD_SERVER=fake.url, ARGOCD_AUTH_TOKEN=TOKEN)
     argv = [sys.executable, "-m", "dgdgen.gitops.argocd_api", *args]
-    if args[0] == "wait":
+    if args[0] in ("wait", "sync"):
         argv += ["--interval", "0.05s", "--timeout", timeout]
     return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120,
                           check=False)
@@ -208,3 +209,78 @@ def test_nothing_committed_means_nothing_to_wait_for() -> None:
         r = _run(fake, "wait", "--app", "qwen-router", "--revision", "none")
     assert r.returncode == 0 and "nothing to wait for" in r.stdout
     assert fake.calls == []
+
+
+WAVE = ["us-east-qwen-router", "eu-west-qwen-router"]
+
+
+def _wave_policy(*apps: str) -> str:
+    return "\n".join(f"p, role:x, applications, {a}, default/{n}, allow"
+                     for n in apps for a in ("get", "sync"))
+
+
+def test_sync_posts_each_app_at_the_commit_with_prune_in_order() -> None:
+    """What the workflow sends for a cluster wave: one POST .../sync per Application, in the
+    order given, the commit as revision, prune on, nothing else (the app's own sync options and
+    retry policy apply); the `sync` permission the rendered policy grants is enough."""
+    fake = Fake("default", _wave_policy(*WAVE), apps={
+        a: [app_doc(a, OLD, op="Succeeded")] for a in WAVE})
+    with serve(fake):
+        r = _run(fake, "sync", "--app", ",".join(WAVE), "--revision", REV)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert fake.syncs == [(a, {"name": a, "revision": REV, "prune": True}) for a in WAVE]
+    posts = [(m, path) for m, path, _ in fake.calls if m == "POST"]
+    assert posts == [("POST", f"/api/v1/applications/{a}/sync") for a in WAVE]
+    assert r.stdout.splitlines() == [f"{a}: sync of 3f6c1e2d9a8b started" for a in WAVE]
+    # the rendered policy of a two-cluster spec grants exactly that: get and sync per app
+    p = prepare(str(EXAMPLE / "rollout.yaml"))
+    assert argocd.argocd_rbac_cm_patch(p)["data"]["policy.dgdgen-qwen-router.csv"].count(
+        "applications, sync, default/qwen-router") == 1
+
+
+@pytest.mark.parametrize("phase", ["Succeeded", "Failed", "Running"])
+def test_a_commit_already_synced_or_failed_is_never_synced_again(phase: str) -> None:
+    """A retried pod, or a sync whose PostSync analysis failed: the operation at the commit
+    stands, no second one is started (a failed gate would otherwise be measured again)."""
+    fake = Fake("default", _wave_policy(*WAVE), apps={
+        a: [app_doc(a, REV, op=phase)] for a in WAVE})
+    with serve(fake):
+        r = _run(fake, "sync", "--app", ",".join(WAVE), "--revision", REV)
+    assert r.returncode == 0, r.stderr
+    assert fake.syncs == []
+    assert f"us-east-qwen-router: the sync of 3f6c1e2d9a8b is {phase} already" in r.stdout
+
+
+def test_sync_waits_for_an_operation_at_another_commit_and_gives_up_in_time() -> None:
+    """The rollback's sync after a terminate: the old operation is still Terminating, and Argo
+    CD refuses a second one ("another operation is already in progress"): wait, then sync."""
+    app = WAVE[0]
+    fake = Fake("default", _wave_policy(app), apps={app: [
+        app_doc(app, OLD, op="Succeeded"),   # looks idle ...
+        app_doc(app, OLD, op="Terminating"),  # ... but the POST meets a running operation
+        app_doc(app, OLD, op="Failed"),
+    ]})
+    with serve(fake):
+        r = _run(fake, "sync", "--app", app, "--revision", REV)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "another operation is already in progress (retrying)" in r.stdout
+    assert "waiting for the Terminating operation at 0123456789ab to end" in r.stdout
+    assert fake.syncs == [(app, {"name": app, "revision": REV, "prune": True})]
+    fake = Fake("default", _wave_policy(app), apps={app: [app_doc(app, OLD, op="Running")]})
+    with serve(fake):
+        r = _run(fake, "sync", "--app", app, "--revision", REV, timeout="0.3s")
+    assert r.returncode == 1 and "gave up after 0s" in r.stdout and fake.syncs == []
+
+
+def test_sync_refused_by_rbac_names_the_permissions() -> None:
+    app = WAVE[0]
+    policy = f"p, role:x, applications, get, default/{app}, allow"  # no sync
+    fake = Fake("default", policy, apps={app: [app_doc(app, OLD, op="Succeeded")]})
+    with serve(fake):
+        r = _run(fake, "sync", "--app", app, "--revision", REV)
+    assert r.returncode == 1 and fake.syncs == []
+    assert "HTTP 403" in r.stderr and "`applications, sync` on us-east-qwen-router" in r.stderr
+    assert "requireOverridePrivilegeForRevisionSync" in r.stderr
+    with serve(fake):
+        r = _run(fake, "sync", "--app", app, "--revision", "none")
+    assert r.returncode == 0 and "nothing to sync" in r.stdout

@@ -61,44 +61,113 @@ def _param(step: dict[str, Any], name: str) -> str:
     return next(str(p["value"]) for p in step["arguments"]["parameters"] if p["name"] == name)
 
 
-def test_application_set_workflow_waits_on_each_cluster_in_spec_order(tmp_path: Path) -> None:
+def _group_of(wt: dict[str, Any], template: str = "rollout") -> dict[str, int]:
+    """Step name → the index of its step group: a group starts only when the one before it
+    ended (Argo Workflows steps), so a lower index is a dependency."""
+    return {s["name"]: k for k, g in enumerate(_templates(wt)[template]["steps"]) for s in g}
+
+
+def test_cluster_waves_move_the_canary_first_each_gated_on_its_own_runs(tmp_path: Path
+                                                                        ) -> None:
+    """Three clusters, waves by default: us-east is the canary (wave 1), the others wave 2.
+    The ApplicationSet does not sync by itself; each promotion commit is synced to wave 1,
+    waited on, analysed on us-east's own series, and only then synced to wave 2 — whose sync
+    step comes after wave 1's analysis — and the gate is recorded after both waves."""
     pytest.importorskip("hera")
-    from dgdgen.gitops.workflow import workflow_template
+    from dgdgen.gitops.workflow import SYNC_SCRIPT, workflow_template
 
     p = prepare(str(_spec(tmp_path, ANALYSIS, CLUSTERS)))
     apps = ["us-east-qwen-router", "eu-west-qwen-router", "ap-south-qwen-router"]
-    assert argocd.app_names(p) == apps
+    assert argocd.waves(p) == [apps[:1], apps[1:]] and argocd.app_names(p) == apps
     appset = argocd.application_set(p)
     assert appset["spec"]["template"]["metadata"]["name"] == "{{.cluster}}-qwen-router"
+    policy = appset["spec"]["template"]["spec"]["syncPolicy"]
+    assert "automated" not in policy and "ServerSideApply=true" in policy["syncOptions"]
     wt = workflow_template(p)
     assert crd.validate(wt) == []
-    steps = _steps(wt)
-    for prefix in ("step-1-synced", "step-3-synced", "cleanup-synced"):
-        waits = [s for s in steps if s["name"].startswith(prefix)]
-        assert [s["name"] for s in waits] == [f"{prefix}-{c}" for c in
-                                              ("us-east", "eu-west", "ap-south")]
-        assert [_param(s, "app") for s in waits] == apps
-    names = [s["name"] for s in steps]
-    # every cluster is synced and Healthy before the step's analysis starts; then one run per
-    # cluster, side by side (one parallel group), each reading its own cluster's series, and
-    # the gate is recorded only after all of them
-    groups = [[s["name"] for s in g] for g in _templates(wt)["rollout"]["steps"]]
-    runs = [f"step-1-analysis-{c}" for c in ("us-east", "eu-west", "ap-south")]
-    assert runs in groups
-    assert names.index("step-1-synced-ap-south") < names.index(runs[0])
-    assert names.index(runs[0]) + 1 == names.index("step-1-gate")
     templates = _templates(wt)
+    assert templates["argocd-sync"]["container"]["args"][0] == SYNC_SCRIPT
+    groups = [[s["name"] for s in g] for g in templates["rollout"]["steps"]]
+    at = _group_of(wt)
+    assert groups[:9] == [
+        ["step-1-promote"],
+        ["step-1-sync-wave-1"], ["step-1-synced-us-east"], ["step-1-analysis-us-east"],
+        ["step-1-sync-wave-2"], ["step-1-synced-eu-west"], ["step-1-synced-ap-south"],
+        ["step-1-analysis-eu-west", "step-1-analysis-ap-south"],  # side by side
+        ["step-1-gate"],
+    ]
+    steps = {s["name"]: s for s in _steps(wt)} | {
+        s["name"]: s for g in templates["rollout"]["steps"] for s in g}
+    for i in (1, 2):
+        commit = f"{{{{steps.step-{i}-promote.outputs.parameters.commit}}}}"
+        assert _param(steps[f"step-{i}-sync-wave-1"], "apps") == apps[0]
+        assert _param(steps[f"step-{i}-sync-wave-2"], "apps") == ",".join(apps[1:])
+        assert all(_param(steps[f"step-{i}-{n}"], "revision") == commit for n in (
+            "sync-wave-1", "sync-wave-2", "synced-us-east", "synced-eu-west", "synced-ap-south"))
+        # wave 2 moves only after wave 1 is synced, Healthy and its AnalysisRun Successful
+        assert at[f"step-{i}-synced-us-east"] < at[f"step-{i}-analysis-us-east"] \
+            < at[f"step-{i}-sync-wave-2"] < at[f"step-{i}-synced-eu-west"] \
+            < at[f"step-{i}-analysis-eu-west"] < at[f"step-{i}-gate"]
+    # the ungated last step and the cleanup move in waves too, without analysis
+    assert [n for g in groups for n in g if n.startswith(("step-3-", "cleanup"))] == [
+        "step-3-promote", "step-3-sync-wave-1", "step-3-synced-us-east", "step-3-sync-wave-2",
+        "step-3-synced-eu-west", "step-3-synced-ap-south",
+        "cleanup", "cleanup-sync-wave-1", "cleanup-synced-us-east", "cleanup-sync-wave-2",
+        "cleanup-synced-eu-west", "cleanup-synced-ap-south"]
     for c in ("us-east", "eu-west", "ap-south"):
         run = yamlio.load_documents(
             templates[f"analysis-step-1-{c}"]["resource"]["manifest"], "run")[0].data
         assert {"name": "cluster", "value": c} in run["spec"]["args"]
         assert all('cluster="{{args.cluster}}"' in m["provider"]["prometheus"]["query"]
                    for m in run["spec"]["metrics"])
-    exit_waits = [s for s in _steps(wt, "on-exit") if s["name"].startswith("rollback-synced")]
-    assert [_param(s, "app") for s in exit_waits] == apps
+    # a failure anywhere rolls every cluster back: one sync of all waves, then each waited on
+    exit_steps = [s["name"] for s in _steps(wt, "on-exit")]
+    assert exit_steps[:5] == ["rollback", "rollback-sync", "rollback-synced-us-east",
+                              "rollback-synced-eu-west", "rollback-synced-ap-south"]
+    assert _param(_steps(wt, "on-exit")[1], "apps") == ",".join(apps)
     # the rollback's terminate reaches every Application
-    env = {e["name"]: e.get("value") for e in _templates(wt)["git-action"]["container"]["env"]}
+    env = {e["name"]: e.get("value") for e in templates["git-action"]["container"]["env"]}
     assert env["APPS"] == ",".join(apps)
+
+
+def test_explicit_waves_and_a_gate_a_person_judges_per_wave(tmp_path: Path) -> None:
+    """`wave:` orders the clusters (ap-south is the canary here, us-east last); a gate without
+    analysis waits for a person after each wave before the next one moves."""
+    pytest.importorskip("hera")
+    from dgdgen.gitops.workflow import workflow_template
+
+    p = prepare(str(_spec(tmp_path, "", """  gitops:
+    repoUrl: https://git.example.com/deploy.git
+    clusters:
+      - {name: us-east, wave: 3}
+      - {name: eu-west, wave: 2}
+      - {name: ap-south, wave: 1}
+""")))
+    assert argocd.waves(p) == [["ap-south-qwen-router"], ["eu-west-qwen-router"],
+                               ["us-east-qwen-router"]]
+    wt = workflow_template(p)
+    names = [n for g in _templates(wt)["rollout"]["steps"] for s in g for n in [s["name"]]
+             if n.startswith("step-1-")]
+    assert names == [
+        "step-1-promote", "step-1-sync-wave-1", "step-1-synced-ap-south",
+        "step-1-approve-wave-1", "step-1-sync-wave-2", "step-1-synced-eu-west",
+        "step-1-approve-wave-2", "step-1-sync-wave-3", "step-1-synced-us-east",
+        "step-1-approve", "step-1-gate", "step-1-bake"]
+
+
+@pytest.mark.parametrize("clusters", ["", "    clusters: [{name: us-east}]\n"])
+def test_zero_or_one_cluster_keeps_automated_sync_and_no_sync_step(tmp_path: Path,
+                                                                   clusters: str) -> None:
+    pytest.importorskip("hera")
+    from dgdgen.gitops.workflow import workflow_template
+
+    p = prepare(str(_spec(tmp_path, ANALYSIS, PLAIN + clusters)))
+    [app] = argocd.objects(p)
+    policy = (app["spec"]["template"]["spec"] if clusters else app["spec"])["syncPolicy"]
+    assert policy["automated"] == {"prune": True, "selfHeal": True}
+    wt = workflow_template(p)
+    assert "argocd-sync" not in _templates(wt)
+    assert not [n for n in _group_of(wt) if "-sync-" in n or n.endswith("-sync")]
 
 
 def _rbac_rules(objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -311,3 +380,62 @@ def test_rollback_by_hand_with_hooks_says_how_to_stop_the_analysis(tmp_path: Pat
     assert cli("render", str(plain), "--into", into_b, "--init", "--commit").code == 0
     assert cli("promote", str(plain), "--into", into_b).code == 0
     assert "terminate-op" not in cli("rollback", str(plain), "--into", into_b).err
+
+
+def test_promote_by_hand_with_cluster_waves_names_the_syncs_in_wave_order(tmp_path: Path
+                                                                          ) -> None:
+    """Without the workflow nothing syncs a fan-out's commit: the command says so and names the
+    `argocd app sync` commands at the commit, wave by wave, with the canary's gate between;
+    a rollback syncs every cluster at once. A single Application that syncs itself: no note."""
+    repo = tmp_path / "repo"
+    spec = _spec(tmp_path, ANALYSIS, CLUSTERS)
+    into = str(repo / "deploy")
+    assert cli("render", str(spec), "--into", into, "--init", "--commit").code == 0
+    r = cli("promote", str(spec), "--into", into)
+    assert r.code == 0, r.err
+    sha = git(Path(into), "rev-parse", "HEAD").strip()
+    [note] = [ln for ln in r.err.splitlines() if "cluster waves" in ln]
+    assert note == (
+        "note: cluster waves: Argo CD syncs none of the 3 clusters by itself "
+        "(spec.gitops.clusters), so this commit moves no cluster until each wave is synced; "
+        "push it, then "
+        f"wave 1: `argocd app sync us-east-qwen-router --revision {sha} --prune` and "
+        "`argocd app wait us-east-qwen-router --operation --sync --health` and its gate, "
+        f"cluster by cluster (`dgdgen analyze {os.path.relpath(spec)} --step 1 --cluster us-east`); "
+        "only when a wave passed, "
+        f"wave 2: `argocd app sync eu-west-qwen-router ap-south-qwen-router --revision {sha} "
+        "--prune` and `argocd app wait eu-west-qwen-router ap-south-qwen-router --operation "
+        "--sync --health`")
+    r = cli("rollback", str(spec), "--into", into)
+    assert r.code == 0, r.err
+    sha = git(Path(into), "rev-parse", "HEAD").strip()
+    assert (f"`argocd app sync us-east-qwen-router eu-west-qwen-router ap-south-qwen-router "
+            f"--revision {sha} --prune`") in r.err
+    assert "(every cluster at once: the way back)" in r.err and "wave 1" not in r.err
+    (tmp_path / "b").mkdir()
+    plain = _spec(tmp_path / "b", ANALYSIS, PLAIN)
+    into_b = str(tmp_path / "b" / "repo" / "deploy")
+    assert cli("render", str(plain), "--into", into_b, "--init", "--commit").code == 0
+    r = cli("promote", str(plain), "--into", into_b)
+    assert r.code == 0 and "argocd app sync" not in r.err
+
+
+def test_hooks_with_a_manual_sync_wait_for_the_postsync_run_of_that_sync(tmp_path: Path
+                                                                         ) -> None:
+    """`autoSync: false` with analysis hooks: the workflow syncs the one Application at the
+    commit and its wait reads the PostSync run that sync carries; the Application keeps no
+    retry, and the sync action never re-syncs a commit whose operation failed
+    (test_argocd_api)."""
+    pytest.importorskip("hera")
+    from dgdgen.gitops.workflow import workflow_template
+
+    p = prepare(str(_spec(tmp_path, HOOKS, PLAIN + "    autoSync: false\n")))
+    app = argocd.application(p)
+    policy = app["spec"]["syncPolicy"]
+    assert "automated" not in policy and "retry" not in policy
+    wt = workflow_template(p)
+    steps = {s["name"]: s for s in _steps(wt)}
+    at = _group_of(wt)
+    assert at["step-1-promote"] < at["step-1-sync"] < at["step-1-synced"] < at["step-1-gate"]
+    assert _param(steps["step-1-sync"], "apps") == "qwen-router"
+    assert _param(steps["step-1-synced"], "run").startswith("qwen-router-step-01-")

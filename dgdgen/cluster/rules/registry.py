@@ -11,6 +11,7 @@ from dgdgen.cluster.rules import (
     clu202_pods_stop_under_traffic,
     clu203_l4_drain_ignores_pooled_clients,
     clu301_delete_cascades_to_serving,
+    clu302_fan_out_moves_every_cluster_at_once,
 )
 
 _MODULES: tuple[ModuleType, ...] = (
@@ -20,6 +21,7 @@ _MODULES: tuple[ModuleType, ...] = (
     clu202_pods_stop_under_traffic,
     clu203_l4_drain_ignores_pooled_clients,
     clu301_delete_cascades_to_serving,
+    clu302_fan_out_moves_every_cluster_at_once,
 )
 
 RULES: dict[str, ModuleType] = {m.RULE.code: m for m in _MODULES}
