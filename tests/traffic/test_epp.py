@@ -18,6 +18,8 @@ import yaml
 from gen_support import REPO
 
 from dgdgen import crd
+from dgdgen.cluster import model
+from dgdgen.dgd import Role
 from dgdgen.pipeline import prepare
 from dgdgen.render import epp, render_state
 
@@ -247,3 +249,41 @@ def test_epp_objects_validate() -> None:
     for o in objs:
         assert crd.known(o["apiVersion"], o["kind"]), o["kind"]
         assert crd.validate(o) == [], (o["kind"], o["metadata"]["name"])
+
+
+def test_each_pool_selects_exactly_its_generations_frontends() -> None:
+    """Through the cluster model (the operator's pod labels): in every step, each pool's
+    endpoints are all the frontend pods of one generation's DGD and nothing else — no worker, no
+    other generation, no endpoint-picker pod — and the route weights exactly those pools with the
+    plan's shares."""
+    p = prepare(str(EXAMPLE))
+    for step in p.plan.steps:
+        objs = [m.obj for m in render_state(p, step)]
+        g = model.build({model.key_of(o): o for o in objs})
+        pools = {k[2]: g.pool_pods(k[1], k[2]) for k in g.objects if k[0] == "InferencePool"}
+        assert pools, step.index
+        dgds = set()
+        for name, pods in pools.items():
+            (dgd,) = {pod.dgd for pod in pods}
+            assert sorted(pods, key=lambda pod: pod.component) == sorted(
+                (pod for pod in g.pods if pod.dgd == dgd and pod.role is Role.FRONTEND),
+                key=lambda pod: pod.component), (step.index, name)
+            assert name == f"{dgd}-pool"
+            dgds.add(dgd)
+        assert len(dgds) == len(pools)
+        # the pickers' own pods carry none of the operator labels a pool selects on
+        for dep in (o for o in objs if o["kind"] == "Deployment"
+                    and o["metadata"]["labels"].get("dgdgen.dev/role") == epp.ROLE):
+            labels = dep["spec"]["template"]["metadata"]["labels"]
+            for pool in (o for o in objs if o["kind"] == "InferencePool"):
+                sel = pool["spec"]["selector"]["matchLabels"]
+                assert any(labels.get(k) != v for k, v in sel.items()), dep["metadata"]["name"]
+        (route,) = [o for o in objs if o["kind"] == "HTTPRoute"]
+        refs = {r["name"]: r["weight"] for r in route["spec"]["rules"][0]["backendRefs"]}
+        assert set(refs) == set(pools)
+        assert all(r["kind"] == "InferencePool" for r in route["spec"]["rules"][0]["backendRefs"])
+        stable, candidate = f"{p.base_name}-pool", f"{p.candidate_name}-pool"
+        want = {stable: step.stable.weight, candidate: step.candidate.weight}
+        if not step.candidate.present:
+            del want[candidate]  # step-00: the candidate does not exist yet
+        assert refs == want, step.index
