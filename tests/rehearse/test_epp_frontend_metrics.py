@@ -78,8 +78,9 @@ def test_the_picker_scores_gauges_the_frontend_exports() -> None:
     require_runtime()
     from dgdgen.runtime.netns import run_isolated
 
-    (engine,) = [p for p in yaml.safe_load(epp.PLUGINS_CONFIG)["plugins"]
-                 if p["type"] == "core-metrics-extractor"][0]["parameters"]["engineConfigs"]
+    (extractor,) = [p for p in yaml.safe_load(epp.PLUGINS_CONFIG)["plugins"]
+                    if p["type"] == "core-metrics-extractor"]
+    (engine,) = extractor["parameters"]["engineConfigs"]
     queued, running = engine["queuedRequestsSpec"], engine["runningRequestsSpec"]
     seen = run_isolated(_scenario, timeout=150)
     assert seen["ready"] == 200, seen["ready"]
