@@ -35,6 +35,9 @@ DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
 _PERCENT = re.compile(r"^(\d{1,3})%$")
+# A Kubernetes resource quantity (apimachinery resource.Quantity: a number with an optional
+# binary, decimal or exponent suffix), positive.
+QUANTITY = re.compile(r"^(?:\d+(?:\.\d*)?|\.\d+)(?:[KMGTPE]i|[numkMGTPE]|[eE][-+]?\d+)?$")
 _DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
 _HOSTNAME = re.compile(r"^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
@@ -349,7 +352,8 @@ class EndpointPicker(_Model):
     """The endpoint picker (EPP) of each generation's InferencePool. Following the upstream
     rollout pattern, every pool has its own EPP; dgdgen renders it with the pool — the Gateway
     API Inference Extension v1.5.0 EPP as its `inferencepool` chart deploys it (Deployment,
-    Service `{pool}{nameSuffix}`, RBAC, plugins ConfigMap; docs/traffic.md)."""
+    Service `{pool}{nameSuffix}`, RBAC, plugins ConfigMap), scoring the generation's Dynamo
+    frontends by their queued and in-flight request gauges (docs/traffic.md)."""
 
     name_suffix: str = Field("-epp", description="EPP name = pool name + this suffix (the "
                              "upstream chart's `{release}-epp`).")
@@ -363,6 +367,21 @@ class EndpointPicker(_Model):
         "registry.k8s.io/gateway-api-inference-extension/epp:v1.5.0",
         description="EPP image (the release the rendered objects follow)."
     )
+    cpu: str = Field(
+        "500m", description="CPU request of the EPP container (Kubernetes quantity). Not the "
+        "chart's 4: that sizing is for its prefix-cache scorer, which dgdgen does not configure."
+    )
+    memory: str = Field(
+        "512Mi", description="Memory request and limit of the EPP container (Kubernetes "
+        "quantity). Not the chart's 8Gi / 16Gi, for the same reason."
+    )
+
+    @field_validator("cpu", "memory")
+    @classmethod
+    def _quantity(cls, v: str) -> str:
+        if not QUANTITY.match(v):
+            raise ValueError(f"must be a Kubernetes quantity (e.g. 500m, 1, 512Mi, 2Gi), got {v!r}")
+        return v
 
 
 class InferencePoolSettings(_Model):

@@ -1,9 +1,14 @@
-"""The endpoint picker (EPP) of each generation's InferencePool, as the Gateway API Inference
-Extension ships it: the objects its ``inferencepool`` Helm chart (v1.5.0) renders for the EPP with
-the chart's default values and ``provider.name: none`` — plugins ConfigMap, Deployment, Service,
-ServiceAccount, Roles and RoleBindings. The chart sources are vendored in
+"""The endpoint picker (EPP) of each generation's InferencePool: the Gateway API Inference
+Extension v1.5.0 EPP, as its ``inferencepool`` Helm chart renders it with ``provider.name: none``
+— plugins ConfigMap, Deployment, Service, ServiceAccount, Roles and RoleBindings — with scorers
+that read what a Dynamo frontend exports (its queue and in-flight gauges) instead of the chart's
+model-server scorers, and resources sized for them. The chart and plugin sources are vendored in
 ``templates/gaie-epp-v1.5.0/`` (source, version, licence and blob ids in its ``SOURCE.md``); each
-object below names the template it follows.
+object below names the template it follows, and every departure says why.
+
+Why not Dynamo's own EPP (the DGD ``epp`` component): its operator-made InferencePool selects a
+DGD's worker pods, each running a frontend sidecar in direct mode, not the generation's frontends;
+docs/dynamo-epp.md has the evidence and what adopting it would take.
 
 One EPP per pool, named as the chart names it (``{release}-epp``, the release being the pool):
 an EPP serves exactly one pool (``--pool-name``), and the upstream rollout guide deploys one per
@@ -29,30 +34,52 @@ HEALTH_PORT = 9003
 METRICS_PORT = 9090
 PLUGINS_FILE = "default-plugins.yaml"
 
-# epplib/templates/_config.yaml with the default values (modelServerType vllm, protocol http, no
-# parser, no latency predictor): the plugins and the one scheduling profile.
-PLUGINS_CONFIG = """\
+# Which queue and running-request gauges the EPP reads. The pool's endpoints are a generation's
+# Dynamo frontends, not model servers: they export none of the vLLM / SGLang / TRT-LLM metrics the
+# chart's default plugins read (`vllm:num_requests_waiting`, `vllm:kv_cache_usage_perc`, ...), so
+# those scorers would see 0 everywhere. The Dynamo 1.6.1 frontend exports, on its HTTP port's
+# /metrics (the port the EPP scrapes: the pool's target port), the gauges below, labelled by model
+# (tests/rehearse/test_epp_frontend_metrics.py reads them from the real frontend).
+ENGINE = "dynamo-frontend"
+QUEUED_METRIC = "dynamo_frontend_queued_requests"  # "Number of requests in HTTP processing queue"
+RUNNING_METRIC = "dynamo_frontend_inflight_requests"  # "Number of inflight requests"
+
+# The chart's config (epplib/templates/_config.yaml) with its scorers replaced by ones that mean
+# something for a Dynamo frontend. The v1.5.0 `core-metrics-extractor` takes per-engine metric
+# specs (`engineConfigs`, extractor/metrics/factories.go): one engine, the Dynamo frontend, as the
+# default, its queue and running specs the frontend's gauges, its KV-cache, LoRA and cache-info
+# specs left empty (disabled). `queue-scorer` scores the shortest queue highest (WaitingQueueSize,
+# from the queue spec), `running-requests-size-scorer` the fewest in-flight requests
+# (RunningRequestsSize, from the running spec) — both registered by the v1.5.0 runner. Dropped:
+# `kv-cache-utilization-scorer` (a frontend has no KV cache; KV-aware worker choice is the Dynamo
+# router's, behind each frontend) and `prefix-cache-scorer` (the frontends of a generation share
+# its workers and every frontend's KV router sees all their KV events, so sending a prefix back
+# to the same frontend buys nothing — and its index was what the chart's 8 GiB was for).
+PLUGINS_CONFIG = f"""\
 apiVersion: inference.networking.x-k8s.io/v1alpha1
 kind: EndpointPickerConfig
 plugins:
 - type: queue-scorer
-- type: kv-cache-utilization-scorer
-- type: prefix-cache-scorer
+- type: running-requests-size-scorer
 - type: metrics-data-source
   parameters:
     scheme: "http"
     path: "/metrics"
     insecureSkipVerify: true
 - type: core-metrics-extractor
+  parameters:
+    defaultEngine: "{ENGINE}"
+    engineConfigs:
+    - name: "{ENGINE}"
+      queuedRequestsSpec: "{QUEUED_METRIC}"
+      runningRequestsSpec: "{RUNNING_METRIC}"
 schedulingProfiles:
 - name: default
   plugins:
   - pluginRef: queue-scorer
-    weight: 2
-  - pluginRef: kv-cache-utilization-scorer
-    weight: 2
-  - pluginRef: prefix-cache-scorer
-    weight: 3
+    weight: 1
+  - pluginRef: running-requests-size-scorer
+    weight: 1
 """
 
 
@@ -91,9 +118,12 @@ def objects(pool: str, namespace: str, epp: EndpointPicker,
             "--v", "1",  # values flags.v
             "--tracing=false",
         ],
-        # values.yaml inferenceExtension.resources: "validated with scale testing at high QPS"
-        "resources": {"requests": {"cpu": "4", "memory": "8Gi"},
-                      "limits": {"memory": "16Gi"}},
+        # Not the chart's 4 CPU / 8 GiB (values.yaml: "validated with scale testing at high QPS"
+        # with its prefix-cache scorer, whose index is most of that memory): with two stateless
+        # scorers over a handful of frontends the EPP needs far less. A memory limit equal to the
+        # request, so the picker is not evicted first; both set per spec (docs/traffic.md).
+        "resources": {"requests": {"cpu": epp.cpu, "memory": epp.memory},
+                      "limits": {"memory": epp.memory}},
         "ports": [
             {"name": "grpc", "containerPort": epp.port},
             {"name": "grpc-health", "containerPort": HEALTH_PORT},
@@ -113,9 +143,10 @@ def objects(pool: str, namespace: str, epp: EndpointPicker,
         "apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta(n, mode),
         "spec": {
             "replicas": 1,
-            # the chart's reason: one active replica keeps the prefix-cache scorer's state; the
-            # old one is killed at once so the new one takes over
-            "strategy": {"type": "Recreate"},
+            # The chart's Recreate keeps one prefix-cache index; these scorers hold no state, so
+            # the new picker starts before the old one stops and the pool is never without one.
+            "strategy": {"type": "RollingUpdate",
+                         "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
             "selector": {"matchLabels": dict(select)},
             "template": {
                 "metadata": {"labels": {**own, **select, **mode}},

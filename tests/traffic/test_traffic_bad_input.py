@@ -27,6 +27,11 @@ CASES: dict[str, tuple[dict[str, Any], list[str]]] = {
         {"provider": "inference-pool", "inferencePool": {"targetPort": 8000}},
         ["spec.traffic.gateway", "'inference-pool' needs `gateway`"],
     ),
+    "epp-memory-not-a-quantity": (
+        {"provider": "inference-pool", "gateway": {"name": "gw"},
+         "inferencePool": {"endpointPicker": {"memory": "512 MB"}}},
+        ["spec.traffic.inferencePool.endpointPicker.memory", "must be a Kubernetes quantity"],
+    ),
     "gamma-without-service": (
         {"provider": "gamma"}, ["spec.traffic.gamma", "needs `gamma` settings"],
     ),
