@@ -278,6 +278,11 @@ KV_INPUTS: tuple[Input, ...] = (
           "attention backend (NIXL compatibility hash)", VLLM, _NIXL),
     Input(("--disable-hybrid-kv-cache-manager",), Category.KV,
           "hybrid KV cache manager on/off (NIXL compatibility hash)", VLLM, _NIXL),
+    # The model itself: the hash covers `model_config.model`, the --model string as given, so
+    # another model path (or the same model named by another path) is refused by old peers
+    # whatever the card says (_NIXL). A card input too (MDC_INPUTS).
+    Input(("--model",), Category.KV, "model path (NIXL compatibility hash: model_config.model)",
+          VLLM, _NIXL),
     # The hash also covers an EAGLE / MTP speculator's method, draft model and draft KV dtype
     # (metadata.py _get_speculative_compatibility_factors, vllm 0.31.0).
     Input(("--speculative-config",), Category.KV,

@@ -29,11 +29,16 @@ def render(report: Report, *, color: bool = False) -> str:
         v = p.verdict
         if v is None or not v.changes:
             continue
-        verdict = v.isolation_verdict
-        mode = {True: "isolation required", None: "cannot tell", False: "safe in place"}[verdict]
+        assumed = report.assumed_of(p)
+        if v.isolation_required:
+            mode = "isolation required"
+        elif assumed:
+            mode = "isolation required (assumed)"
+        else:
+            mode = "safe in place"
         if v.beside is not None:
             mode += f", isolated beside {v.beside}"
-        shown = v.categories if verdict is not None else v.cannot_tell
+        shown = list(v.categories) + [f"assumed: {c}" for c in assumed]
         cats = f" ({', '.join(shown)})" if shown else ""
         lines.append(f"{p.head.file}: {p.head.object}: {mode}{cats}; risk {v.risk.value}")
     c = report.counts()
