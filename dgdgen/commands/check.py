@@ -110,7 +110,7 @@ def options(args: argparse.Namespace, git_top: str | None) -> tuple[Any, Any]:
         select=_split(args.select) or cfg.select,
         ignore=_split(args.ignore) + cfg.ignore,
         suppressions=cfg.suppressions,
-        model_config=_model_config(args.model_config),
+        model_config=_model_config(args.model_config or cfg.model_config),
     )
     return opts, fail_on
 

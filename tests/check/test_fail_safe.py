@@ -326,3 +326,23 @@ def test_dtype_between_two_values_is_a_kv_transfer_change(tmp_path: Path) -> Non
     assert data["categories"] == ["kv-transfer"] and data["isolation_required"] is True, data
     assert [f["code"] for f in data["findings"]].count("DGD202") == 2, data["findings"]
     assert code == 1
+
+
+def test_the_config_file_names_the_model_and_settles_by_suppression(tmp_path: Path,
+                                                                    monkeypatch: Any) -> None:
+    model_dir(tmp_path, "qwen", max_position_embeddings=16384)
+    (tmp_path / ".dgdgen.yaml").write_text("check:\n  model-config: qwen\n")
+    monkeypatch.chdir(tmp_path)
+    code, report = diff(tmp_path, *ADDED)
+    assert code == 0 and report["isolation_required"] is False, report
+    # a config-file suppression with a reason settles it too
+    (tmp_path / ".dgdgen.yaml").write_text(
+        "check:\n  suppress:\n    - rule: derived-default-in-place\n"
+        "      reason: the model's maximum is 16384\n")
+    code, report = diff(tmp_path, *ADDED)
+    assert code == 0 and report["isolation_required"] is False
+    [f] = report["findings"]
+    assert f["suppressed"] and f["suppression_reason"] == "the model's maximum is 16384 (config)"
+    (tmp_path / ".dgdgen.yaml").write_text("check:\n  model-config: [qwen]\n")
+    code, out, err = run("diff", str(tmp_path / "old.yaml"), str(tmp_path / "new.yaml"))
+    assert code == 2 and ".dgdgen.yaml:2:" in err and "check.model-config" in err, err
