@@ -26,8 +26,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from dgdgen.check.facts import ComponentFacts, DgdFacts, Setting, dgd_facts, env_flag
-from dgdgen.check.inplace import FRONTEND, WORKERS
-from dgdgen.check.modelconfig import ModelConfig, settle, settled_by, unsettled_reason
 from dgdgen.check.flags import (
     PARSER_DEFAULTS,
     TRTLLM_CLI_ENGINE_KEYS,
@@ -37,6 +35,8 @@ from dgdgen.check.flags import (
     inputs_for,
     normalize_release,
 )
+from dgdgen.check.inplace import FRONTEND, WORKERS
+from dgdgen.check.modelconfig import ModelConfig, settle, settled_by, unsettled_reason
 from dgdgen.dgd import Backend, Dgd, Role
 from dgdgen.generation import ANN_BASE_NAME, ANN_REVISION
 from dgdgen.yamlio import FieldPath

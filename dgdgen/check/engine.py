@@ -25,7 +25,6 @@ from dgdgen.check.rules.registry import RULES
 from dgdgen.check.suppress import Suppression, applies, parse_annotations
 from dgdgen.errors import InputError
 
-
 # The rule whose suppression settles an assumed change (DGD205 derived-default-in-place).
 SETTLES = "DGD205"
 

@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from worker_support import worker_dgd_text
 
 from dgdgen.check.classify import recommend, verdict
 from dgdgen.check.modelconfig import load, settle
 from dgdgen.cli import main
 from dgdgen.dgd import Backend, Dgd, read_dgds
 from dgdgen.yamlio import load_documents_fast
-from worker_support import worker_dgd_text
 
 MODULES = {"vllm": ("dynamo.vllm", "--model"), "sglang": ("dynamo.sglang", "--model-path"),
            "trtllm": ("dynamo.trtllm", "--model")}
@@ -344,5 +344,5 @@ def test_the_config_file_names_the_model_and_settles_by_suppression(tmp_path: Pa
     [f] = report["findings"]
     assert f["suppressed"] and f["suppression_reason"] == "the model's maximum is 16384 (config)"
     (tmp_path / ".dgdgen.yaml").write_text("check:\n  model-config: [qwen]\n")
-    code, out, err = run("diff", str(tmp_path / "old.yaml"), str(tmp_path / "new.yaml"))
+    code, _, err = run("diff", str(tmp_path / "old.yaml"), str(tmp_path / "new.yaml"))
     assert code == 2 and ".dgdgen.yaml:2:" in err and "check.model-config" in err, err

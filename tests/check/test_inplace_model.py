@@ -243,8 +243,8 @@ FRONTEND_AND_WORKER = """\
     ("1.6.1", "1.6.0", "deployment", "the frontend is replaced in place",
      "new workers serve"),
     # both: the frontend is replaced and the workers roll
-    ("1.6.1", "1.6.1", "deployment", "it is replaced in place, so new frontends serve old "
-     "workers", "keeps its image"),
+    ("1.6.1", "1.6.1", "deployment", ("it is replaced in place, so new frontends serve old "
+                                      "workers"), "keeps its image"),
 ])
 def test_the_image_bump_text_names_only_what_is_replaced(
         tmp_path: Path, frontend: str, worker: str, run_by: str, says: str, never: str) -> None:
