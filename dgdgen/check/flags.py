@@ -70,9 +70,10 @@ class Input:
     # flags reach the card only with a worker-side --router-mode.
     requires: str | None = None
     # Where the engine takes the value from when the flag is unset, when that is the model's own
-    # files (config.json), which the checker does not read: a change between unset and a value
-    # may or may not change the input, so it is reported as "cannot tell" (DGD205), never as a
-    # change and never as safe. A change between two values is a change.
+    # files (config.json): a change between unset and a value may or may not change the input,
+    # so it is assumed to (fail safe, DGD205) unless the model's files, given with
+    # --model-config, settle it (dgdgen.check.modelconfig). A change between two values is a
+    # change.
     derived_from: str | None = None
     # (flag, value) pairs: the value the engine uses when the flag is unset, fixed by its parser
     # whatever the model or the platform (read in the pinned engine releases, PARSER_DEFAULTS).
