@@ -572,12 +572,13 @@ def _derived_change(component: str, e: Input, key: str, old: str | None, new: st
         st = settle(key, backend, s.value, cfg)
         if st.same is True:
             return Change(component, Category.SAFE, key, old, new,
-                          f"{what} is the value {backend.value} derives from the model's files "
-                          f"({st.text}): {e.what} unchanged", s.path, s.offset, side, st.cite)
+                          f"{what} equals what {backend.value} derives when it is unset "
+                          f"({st.derived}, the {st.text}): {e.what} unchanged", s.path,
+                          s.offset, side, st.cite)
         if st.same is False:
             return Change(component, e.category, key, old, new,
-                          f"{what} changes {e.what} ({st.text})", s.path, s.offset, side,
-                          st.cite)
+                          f"{what} changes {e.what}: unset, {backend.value} derives "
+                          f"{st.derived} (the {st.text})", s.path, s.offset, side, st.cite)
         why = st.text
         settle_by = f"set it on both revisions, {SUPPRESS_HINT}"
     elif field is None:
@@ -588,8 +589,8 @@ def _derived_change(component: str, e: Input, key: str, old: str | None, new: st
         settle_by = (f"settle it with `--model-config DIR` (the model's config.json: {field}), "
                      f"{SUPPRESS_HINT}")
     return Change(component, e.category, key, old, new,
-                  f"{what}: assumed to change {e.what} (unset, the engine derives it from "
-                  f"{e.derived_from}; {why})", s.path, s.offset, side, e.cite,
+                  f"{what}: assumed to change {e.what}: unset, the engine derives it from "
+                  f"{e.derived_from}, and {why}", s.path, s.offset, side, e.cite,
                   assumed=settle_by)
 
 

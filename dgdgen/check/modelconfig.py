@@ -100,8 +100,9 @@ class Settlement:
     """What the model's files say about a value set on one revision only."""
 
     same: bool | None  # True: the derived value equals it; False: differs; None: not settled
-    text: str  # the derived value and where it comes from, or why it is not settled
+    text: str  # where the derived value comes from, or why it is not settled
     cite: str = ""
+    derived: str = ""  # the value the engine uses when the flag is unset (when settled)
 
 
 def load(directory: str) -> ModelConfig:
@@ -220,7 +221,7 @@ def _settle_length(value: str, backend: Backend, cfg: ModelConfig) -> Settlement
         mpe = cfg.max_position_embeddings
         if mpe is None:
             return Settlement(None, f"{where} has no top-level max_position_embeddings")
-        return _compare(wanted, mpe, f"max_position_embeddings {mpe} of {where}, the card's "
+        return _compare(wanted, mpe, f"max_position_embeddings of {where}, the card's "
                         "architectural maximum", _CARD_LEN)
     # vLLM
     if cfg.nested_text_config:
@@ -236,15 +237,15 @@ def _settle_length(value: str, backend: Backend, cfg: ModelConfig) -> Settlement
     if not cfg.lengths:
         return Settlement(None, f"{where} has none of vLLM's length keys")
     key, derived = min(cfg.lengths, key=lambda kv: kv[1])
-    why = f"{key} {derived} of {where}"
+    why = f"{key} of {where}"
     if cfg.tokenizer_max_length is not None and cfg.tokenizer_max_length < derived:
         derived = cfg.tokenizer_max_length
-        why = f"tokenizer_config.json model_max_length {derived} of {cfg.source}"
+        why = f"model_max_length of {cfg.source}/tokenizer_config.json"
     return _compare(wanted, derived, why, _VLLM_LEN)
 
 
 def _compare(wanted: int, derived: int, why: str, cite: str) -> Settlement:
-    return Settlement(wanted == derived, f"unset it is {derived} ({why})", cite)
+    return Settlement(wanted == derived, why, cite, str(derived))
 
 
 def _settle_dtype(value: str, cfg: ModelConfig) -> Settlement:
@@ -262,5 +263,4 @@ def _settle_dtype(value: str, cfg: ModelConfig) -> Settlement:
     if cfg.dtype not in ("bfloat16", "float16"):
         return Settlement(None, f"{where} has torch_dtype {cfg.dtype}: vLLM casts it to the "
                           "platform's preferred dtype")
-    return Settlement(wanted == cfg.dtype, f"unset (auto) it is {cfg.dtype} (torch_dtype of "
-                      f"{where})", _VLLM_DTYPE)
+    return Settlement(wanted == cfg.dtype, f"torch_dtype of {where}", _VLLM_DTYPE, cfg.dtype)

@@ -124,7 +124,7 @@ def test_adding_a_context_length_fails_with_isolation_assumed(tmp_path: Path) ->
     assert [c["assumed"] for c in v["changes"]] == [True]
     code, text = diff(tmp_path, *ADDED, fmt="text")
     assert code == 1
-    assert "isolation required (assumed) (assumed: mdc-checksum)" in text
+    assert "isolation required (assumed: mdc-checksum)" in text
     assert "error DGD205 derived-default-in-place" in text
     code, sarif = diff(tmp_path, *ADDED, fmt="sarif")
     props = sarif["runs"][0]["properties"]
@@ -139,14 +139,16 @@ def test_the_model_config_settles_it_exactly(tmp_path: Path) -> None:
     assert report["categories"] == [] and report["assumed"] == []
     assert report["findings"] == []
     [change] = report["verdicts"][0]["changes"]
-    assert change["category"] == "safe" and "max_position_embeddings 16384" in change["reason"]
+    assert change["category"] == "safe", change
+    assert "vllm derives when it is unset (16384, the max_position_embeddings" in change["reason"]
     other = model_dir(tmp_path, "other", max_position_embeddings=40960)
     code, report = diff(tmp_path, *ADDED, "--model-config", str(other))
     assert code == 1
     assert report["isolation_required"] is True and report["categories"] == ["mdc-checksum"]
     assert report["assumed"] == []
     assert [f["code"] for f in report["findings"]] == ["DGD201"]
-    assert "unset it is 40960" in report["findings"][0]["message"]
+    assert "unset, vllm derives 40960 (the max_position_embeddings of" in \
+        report["findings"][0]["message"]
 
 
 def test_the_tokenizer_caps_vllm_s_derived_length(tmp_path: Path) -> None:
@@ -216,7 +218,8 @@ def test_what_vllm_derives_in_more_ways_stays_assumed(tmp_path: Path, config: di
 
 def test_vllm_length_is_the_smallest_key(tmp_path: Path) -> None:
     cfg = load(str(model_dir(tmp_path, max_position_embeddings=32768, seq_length=16384)))
-    assert settle("--max-model-len", Backend.VLLM, "16384", cfg).same is True
+    st = settle("--max-model-len", Backend.VLLM, "16384", cfg)
+    assert st.same is True and st.derived == "16384" and st.text.startswith("seq_length of")
     assert settle("--max-model-len", Backend.VLLM, "32768", cfg).same is False
     assert settle("--max-model-len", Backend.VLLM, "16k", cfg).same is None
 

@@ -30,16 +30,14 @@ def render(report: Report, *, color: bool = False) -> str:
         if v is None or not v.changes:
             continue
         assumed = report.assumed_of(p)
-        if v.isolation_required:
-            mode = "isolation required"
-        elif assumed:
-            mode = "isolation required (assumed)"
-        else:
-            mode = "safe in place"
+        required = v.isolation_required or bool(assumed)
+        mode = "isolation required" if required else "safe in place"
         if v.beside is not None:
             mode += f", isolated beside {v.beside}"
-        shown = list(v.categories) + [f"assumed: {c}" for c in assumed]
-        cats = f" ({', '.join(shown)})" if shown else ""
+        shown = ", ".join(v.categories)
+        if assumed:  # fail safe: what the checker cannot decide is assumed to change
+            shown += ("; " if shown else "") + "assumed: " + ", ".join(assumed)
+        cats = f" ({shown})" if shown else ""
         lines.append(f"{p.head.file}: {p.head.object}: {mode}{cats}; risk {v.risk.value}")
     c = report.counts()
     summary = (f"{c['error']} error(s), {c['warning']} warning(s), {c['info']} info, "

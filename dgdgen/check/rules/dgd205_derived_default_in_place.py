@@ -61,7 +61,7 @@ def check(ctx: Context) -> Iterator[Finding]:
             line, col = ctx.location_of_change(pair, change)
             yield RULE.finding(
                 file=pair.head.file, line=line, column=col,
-                message=f"{change.component}: {change.reason}: isolation required (assumed "
-                        f"{change.category.value}); {change.assumed}",
+                message=f"{change.component}: {change.reason}. Isolation required (assumed "
+                        f"{change.category.value}): {change.assumed}",
                 object=pair.head.object, component=change.component, key=change.key,
             )
