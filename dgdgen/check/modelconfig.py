@@ -16,7 +16,7 @@ reason, where it is not:
   ``tokenizer_config.json`` (vLLM's ``_get_and_verify_max_len`` in vllm/config/model.py, read in
   upstream vLLM as indexed by the code search, not at the 0.31.0 tag ai-dynamo 1.6.1 pins). What
   that function does in more ways than one across vLLM releases is not settled: a RoPE-scaled
-  model, a sliding window, a ``model_max_length`` in config.json itself (Command-R), a nested
+  model (llama3 scaling aside, which leaves the length as config.json says), a sliding window, a ``model_max_length`` in config.json itself (Command-R), a nested
   ``text_config``, or no length key at all (a fixed 2048).
 * SGLang ``--context-length``: the card takes ``server_args.context_length`` (ai-dynamo 1.6.1
   dynamo/sglang/register.py), None when unset, and then its architectural maximum: the
@@ -83,7 +83,7 @@ class ModelConfig:
     source: str  # the directory as the user gave it
     lengths: tuple[tuple[str, int], ...]  # vLLM's length keys present in config.json, in order
     rope_scaling: str | None  # why RoPE scaling changes vLLM's length, or None
-    sliding_window: int | None
+    sliding_window: str | None  # the value, when vLLM may cap the length by it
     nested_text_config: bool  # a multimodal config with its own text_config
     model_max_length: int | None  # config.json's own (Command-R), which vLLM treats apart
     model_type: str
@@ -124,14 +124,17 @@ def load(directory: str) -> ModelConfig:
     rope = None
     for key in ("rope_scaling", "rope_parameters"):
         value = config.get(key)
-        if isinstance(value, dict) and value.get("factor") not in (None, 1, 1.0):
-            rope = f"{key} factor {value.get('factor')}"
-        elif value is not None and not isinstance(value, dict):
+        if value is not None and not isinstance(value, dict):
             raise InputError(f"expected an object, got {type(value).__name__}",
                              location=Location(path), field=(key,))
+        # vLLM leaves the length of llama3, su and longrope scaling as the config says it
+        # (_get_and_verify_max_len); any other factor multiplies it
+        kind = str((value or {}).get("rope_type", (value or {}).get("type", "")))
+        if value and value.get("factor") not in (None, 1, 1.0) and kind != "llama3":
+            rope = f"{key} {kind or 'scaling'} factor {value.get('factor')}".replace("  ", " ")
     window = config.get("sliding_window")
-    sliding = None if window is None or config.get("use_sliding_window") is False \
-        else _count(config, "sliding_window", path)
+    sliding = None if window in (None, False) or config.get("use_sliding_window") is False \
+        else str(window)
     dtype_raw = config.get("torch_dtype", config.get("dtype"))
     if dtype_raw is not None and not isinstance(dtype_raw, str):
         raise InputError(f"expected a dtype name, got {type(dtype_raw).__name__}",
@@ -142,8 +145,9 @@ def load(directory: str) -> ModelConfig:
         tok = _object(tok_path)
         if tok.get("model_max_length") is not None:
             value = tok["model_max_length"]
-            # transformers writes a huge float (1e30) for "no limit"
-            if isinstance(value, float) and (math.isinf(value) or value >= 1e18):
+            # transformers writes a huge number (int(1e30)) for "no limit"
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and \
+                    (math.isinf(value) or value >= 1e18):
                 tok_max = None
             else:
                 tok_max = _count(tok, "model_max_length", tok_path)

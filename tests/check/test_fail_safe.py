@@ -203,7 +203,7 @@ def test_trtllm_context_length_is_not_settled_by_the_files(tmp_path: Path) -> No
 
 @pytest.mark.parametrize(("config", "why"), [
     ({"max_position_embeddings": 16384, "rope_scaling": {"rope_type": "yarn", "factor": 4.0}},
-     "rope_scaling factor 4.0"),
+     "rope_scaling yarn factor 4.0"),
     ({"max_position_embeddings": 16384, "sliding_window": 4096}, "sliding_window 4096"),
     ({"max_position_embeddings": 16384, "model_max_length": 8192}, "model_max_length 8192"),
     ({"text_config": {"max_position_embeddings": 16384}}, "nests a text_config"),
@@ -214,6 +214,15 @@ def test_what_vllm_derives_in_more_ways_stays_assumed(tmp_path: Path, config: di
     code, report = diff(tmp_path, *ADDED, "--model-config", str(model_dir(tmp_path, **config)))
     assert code == 1 and report["assumed"] == ["mdc-checksum"]
     assert why in report["findings"][0]["message"]
+
+
+def test_llama3_rope_and_an_unlimited_tokenizer_leave_the_length(tmp_path: Path) -> None:
+    d = model_dir(tmp_path, max_position_embeddings=16384, sliding_window=[4096, None],
+                  use_sliding_window=False,
+                  rope_scaling={"rope_type": "llama3", "factor": 8.0})
+    (d / "tokenizer_config.json").write_text('{"model_max_length": 1000000000000000019884624838656}')
+    code, report = diff(tmp_path, *ADDED, "--model-config", str(d))
+    assert code == 0 and report["isolation_required"] is False, report
 
 
 def test_vllm_length_is_the_smallest_key(tmp_path: Path) -> None:
