@@ -135,7 +135,6 @@ class Report:
             ],
         }
 
-
     def _verdict_dict(self, p: DgdPair) -> dict[str, object]:
         assert p.verdict is not None
         out = p.verdict.to_dict()
