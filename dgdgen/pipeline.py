@@ -454,10 +454,10 @@ def decide_isolation(
     Returns (mode, default steps, reasons). ``in-place`` is chosen only when the checker finds no
     isolation-demanding change.
     """
-    from dgdgen.check.classify import recommend, verdict
+    from dgdgen.check.classify import recommend, runtime_replaced, verdict
     from dgdgen.check.context import roll_of_dgd
     from dgdgen.check.facts import dgd_facts
-    from dgdgen.check.inplace import Target, roll_consequence
+    from dgdgen.check.inplace import BOTH, Target, roll_consequence
     from dgdgen.spec import parse_duration
 
     if target is None:
@@ -473,13 +473,16 @@ def decide_isolation(
     ) + tuple(f"{requested}: {r}" for r in v.reasons)
     # What the operator would do with it in place, from the checker's one model (the same text
     # as DGD201-DGD203 for this release and worker backing).
-    roll = roll_of_dgd(target, dgd_facts(cand.dgd))
+    facts = dgd_facts(cand.dgd)
+    roll = roll_of_dgd(target, facts)
+    replaced = runtime_replaced(v.changes, facts) or BOTH
     for category in sorted({c.category for c in v.changes if c.demands_isolation},
                            key=lambda c: c.value):
         rename = any(c.category is category and c.field == "--served-model-name"
                      for c in v.changes)
+        effect = roll_consequence(category, roll, rename=rename, replaced=replaced)
         reasons += ((f"{requested}: {category.value} applied in place on {target.describe()}: "
-                    f"{roll_consequence(category, roll, rename=rename)}"),)
+                    f"{effect}"),)
     hold = parse_duration(rec.hold) or None
     steps = tuple(
         planmod.StepInput(w, hold if w < 100 else None) for w in rec.steps

@@ -35,6 +35,8 @@ from dgdgen.check.flags import (
     inputs_for,
     normalize_release,
 )
+from dgdgen.check.inplace import FRONTEND, WORKERS
+from dgdgen.check.modelconfig import ModelConfig, settle, settled_by, unsettled_reason
 from dgdgen.dgd import Backend, Dgd, Role
 from dgdgen.generation import ANN_BASE_NAME, ANN_REVISION
 from dgdgen.yamlio import FieldPath
@@ -79,22 +81,27 @@ class Change:
     offset: int | None = None  # inside a shell-string element
     side: str = "head"  # which document `path` refers to
     cite: str = ""
-    # Set when the checker cannot tell whether the input really changes: a value set on one
-    # side only, whose default the engine derives from files the checker does not read (the
-    # model's config.json). Names where the default comes from. Neither a change nor safe.
-    cannot_tell: str = ""
+    # Set when the checker cannot tell whether the input really changes — a value set on one
+    # side only, whose default the engine derives from the model's files (config.json) — and
+    # so assumes it does (fail safe: isolation required, assumed). Says what would settle it.
+    assumed: str = ""
 
     @property
     def demands_isolation(self) -> bool:
-        return self.category.demands_isolation and not self.cannot_tell
+        """Known to demand isolation (an assumed change is counted apart)."""
+        return self.category.demands_isolation and not self.assumed
+
+    @property
+    def key(self) -> str:
+        """What the change is about, stable across line moves: findings' fingerprint key, and
+        how a suppressed DGD205 finding names the assumption it settles."""
+        return f"{self.field}\x1f{self.old}\x1f{self.new}"
 
 
-def isolation_verdict(required: bool, cannot_tell: Sequence[str]) -> bool | None:
-    """``isolation_required`` as reports give it: True when a change demands isolation, None
-    (cannot tell) when none does but some change cannot be decided, else False."""
-    if required:
-        return True
-    return None if cannot_tell else False
+def assumed_categories(changes: Sequence[Change], known: Sequence[str]) -> tuple[str, ...]:
+    """The categories of the assumed ``changes`` that ``known`` does not already hold."""
+    return tuple(sorted({c.category.value for c in changes
+                         if c.assumed and c.category.value not in known}))
 
 
 @dataclass(frozen=True)
@@ -115,29 +122,27 @@ class Verdict:
 
     @property
     def categories(self) -> tuple[str, ...]:
-        """The isolation-demanding categories present, sorted (empty: safe, unless
-        :attr:`cannot_tell` names some)."""
+        """The categories known to demand isolation, sorted (empty: safe, unless
+        :attr:`assumed` names some)."""
         return tuple(sorted({c.category.value for c in self.changes if c.demands_isolation}))
 
     @property
-    def cannot_tell(self) -> tuple[str, ...]:
-        """The categories a change may fall in that the checker cannot decide (and no other
-        change already establishes), sorted."""
-        known = set(self.categories)
-        return tuple(sorted({c.category.value for c in self.changes
-                             if c.cannot_tell and c.category.value not in known}))
+    def assumed(self) -> tuple[str, ...]:
+        """The categories assumed to change because the checker cannot decide them (and no
+        other change already establishes them), sorted."""
+        return assumed_categories(self.changes, self.categories)
 
     @property
-    def isolation_verdict(self) -> bool | None:
-        """``isolation_required`` for reports: None when the only changes that may demand
-        isolation are ones the checker cannot decide."""
-        return isolation_verdict(self.isolation_required, self.cannot_tell)
+    def isolation_verdict(self) -> bool:
+        """``isolation_required`` as reports give it: fail safe, a change the checker cannot
+        decide counts as one that demands isolation (assumed)."""
+        return self.isolation_required or bool(self.assumed)
 
     def to_dict(self) -> dict[str, object]:
         return {
             "isolation_required": self.isolation_verdict,
             "categories": list(self.categories),
-            "cannot_tell": list(self.cannot_tell),
+            "assumed": list(self.assumed),
             "risk": self.risk.value,
             "dynamo_version": self.dynamo_version,
             "isolated_beside": self.beside,
@@ -145,7 +150,7 @@ class Verdict:
             "changes": [
                 {"component": c.component, "category": c.category.value, "field": c.field,
                  "old": c.old, "new": c.new, "reason": c.reason,
-                 "cannot_tell": bool(c.cannot_tell)}
+                 "assumed": bool(c.assumed)}
                 for c in self.changes
             ],
         }
@@ -171,15 +176,19 @@ def verdict(
     dynamo_version: str | None = None,
     base_configmaps: Mapping[str, Mapping[str, str]] | None = None,
     head_configmaps: Mapping[str, Mapping[str, str]] | None = None,
+    model_config: ModelConfig | None = None,
 ) -> Verdict:
     """Classify the change from ``base`` to ``head`` (the same DGD, two revisions).
 
     ``dynamo_version`` picks the release the flag tables describe (default: the newest the facts
     cover); an unknown one raises :class:`~dgdgen.errors.InputError`. ConfigMaps (name → data)
     let TRT-LLM ``--extra-engine-args`` files mounted from them be compared key by key.
+    ``model_config`` (the served model's files, :func:`dgdgen.check.modelconfig.load`) settles
+    the defaults engines derive from them.
     """
     release = normalize_release(dynamo_version)
-    return classify(dgd_facts(base, base_configmaps), dgd_facts(head, head_configmaps), release)
+    return classify(dgd_facts(base, base_configmaps), dgd_facts(head, head_configmaps), release,
+                    model_config)
 
 
 def recommend(v: Verdict) -> Recommendation:
@@ -197,11 +206,11 @@ def recommend(v: Verdict) -> Recommendation:
         return Recommendation("isolated", (10, 50, 100), "5m",
                               "configuration only, but it demands isolation: "
                               + ", ".join(v.categories))
-    if v.cannot_tell:
-        # Not known to demand isolation, not known to be safe: a gated rollout is never wrong.
+    if v.assumed:
+        # Not known to demand isolation, assumed to (fail safe): a gated rollout is never wrong.
         return Recommendation("isolated", (10, 50, 100), "5m",
-                              "configuration only, but the checker cannot tell whether it "
-                              "changes: " + ", ".join(v.cannot_tell))
+                              "configuration only, but isolation is assumed where the checker "
+                              "cannot tell whether it changes: " + ", ".join(v.assumed))
     return Recommendation("in-place", (100,), "0s",
                           "configuration only and safe to roll in place")
 
@@ -231,8 +240,10 @@ def pair_dgds(base: Sequence[Dgd], head: Sequence[Dgd]) -> list[tuple[Dgd | None
 # --------------------------------------------------------------------------- classification
 
 
-def classify(base: DgdFacts, head: DgdFacts, release: str) -> Verdict:
+def classify(base: DgdFacts, head: DgdFacts, release: str,
+             model_config: ModelConfig | None = None) -> Verdict:
     disagg = base.disaggregated or head.disaggregated
+    files = _model_files(base, head, model_config)
     changes: list[Change] = []
     for b, h in _pair_components(base, head):
         if b is None and h is not None:
@@ -242,17 +253,17 @@ def classify(base: DgdFacts, head: DgdFacts, release: str) -> Verdict:
             changes.append(Change(b.name, Category.SAFE, "component", b.role.value, None,
                                   f"component {b.name} removed", b.path, side="base"))
         elif b is not None and h is not None:
-            changes.extend(_component_changes(b, h, release, disagg))
+            changes.extend(_component_changes(b, h, release, disagg, files))
     changes.extend(_models_removed(base, head))
     changes.sort(key=lambda c: (c.component, _CATEGORY_ORDER[c.category], c.field))
     isolation = any(c.demands_isolation for c in changes)
     risk, risk_reasons = _risk(base, head)
     reasons = [f"{c.component}: {c.reason}" for c in changes
-               if c.demands_isolation or c.cannot_tell]
+               if c.demands_isolation or c.assumed]
     reasons += risk_reasons
-    if not isolation and any(c.cannot_tell for c in changes):
+    if not isolation and any(c.assumed for c in changes):
         reasons.append("no change is known to demand isolation, but some cannot be decided "
-                       "from the manifests: not known to be safe in place")
+                       "from the manifests: isolation required (assumed)")
     elif not isolation:
         reasons.append("no change demands isolation: safe to roll in place")
     renamed = base.name if base.name != head.name else None
@@ -260,6 +271,21 @@ def classify(base: DgdFacts, head: DgdFacts, release: str) -> Verdict:
     if beside is not None:
         renamed = None
     return Verdict(isolation, tuple(changes), risk, tuple(reasons), release, renamed, beside)
+
+
+RUNTIME_FIELDS = frozenset({"image", "runtimeVersionOverride"})
+
+
+def runtime_replaced(changes: Sequence[Change], head: DgdFacts) -> frozenset[str]:
+    """Whose runtime the runtime-version ``changes`` replace: :data:`FRONTEND`, :data:`WORKERS`
+    or both (empty when none)."""
+    out: set[str] = set()
+    for c in changes:
+        if c.category is not Category.RUNTIME or c.field not in RUNTIME_FIELDS:
+            continue
+        comp = head.components.get(c.component)
+        out.add(FRONTEND if comp is not None and comp.role is Role.FRONTEND else WORKERS)
+    return frozenset(out)
 
 
 MODEL_REMOVED_FIELD = "served-model"
@@ -371,8 +397,8 @@ def _served_name_is_default(b: ComponentFacts, h: ComponentFacts, bs: Setting | 
             and names[0] == b.model)
 
 
-def _component_changes(b: ComponentFacts, h: ComponentFacts, release: str, disagg: bool
-                       ) -> list[Change]:
+def _component_changes(b: ComponentFacts, h: ComponentFacts, release: str, disagg: bool,
+                       files: ModelFiles) -> list[Change]:
     out: list[Change] = []
     serving = h.is_worker or h.role is Role.FRONTEND or b.is_worker or b.role is Role.FRONTEND
     name = h.name
@@ -438,7 +464,7 @@ def _component_changes(b: ComponentFacts, h: ComponentFacts, release: str, disag
                               SERVED_NAME_DEFAULT_CITE[backend]))
             continue
         out.extend(_classified(name, key, bs, hs, backend, release, disagg, worker,
-                               _either(b, h)))
+                               _either(b, h), files))
 
     # Environment variables that are not flags (flag-like DYN_* ones were compared above).
     for var in sorted(set(b.env) | set(h.env)):
@@ -458,7 +484,7 @@ def _component_changes(b: ComponentFacts, h: ComponentFacts, release: str, disag
             if _norm(bs.value if bs else None) == _norm(hs.value if hs else None):
                 continue
             out.extend(_classified(name, key, bs, hs, backend, release, disagg, worker,
-                                   _either(b, h)))
+                                   _either(b, h), files))
     return out
 
 
@@ -477,7 +503,8 @@ def _describe(value: str | None) -> str:
 
 def _classified(component: str, key: str, bs: Setting | None, hs: Setting | None,
                 backend: Backend, release: str, disagg: bool, worker: bool,
-                present: frozenset[str] = frozenset()) -> list[Change]:
+                present: frozenset[str] = frozenset(),
+                files: ModelFiles | None = None) -> list[Change]:
     s = hs or bs
     assert s is not None
     old, new = (bs.value if bs else None), (hs.value if hs else None)
@@ -500,17 +527,71 @@ def _classified(component: str, key: str, bs: Setting | None, hs: Setting | None
     out = []
     for e in entries:
         if e.derived_from is not None and (bs is None or hs is None):
-            # One side leaves it to the engine, which derives it from files the checker does
-            # not read: the effective value may be the same (flags.Input.derived_from).
-            out.append(Change(component, e.category, key, old, new,
-                              f"{what}: cannot tell whether it changes {e.what} (unset, the "
-                              f"engine derives it from {e.derived_from}, which the checker "
-                              "does not read)", s.path, s.offset, side, e.cite,
-                              cannot_tell=e.derived_from))
+            # One side leaves it to the engine, which derives it from the model's files: the
+            # effective value may be the same (flags.Input.derived_from). Settled by those
+            # files where given and decisive, else assumed to change (fail safe).
+            out.append(_derived_change(component, e, key, old, new, what, s, side, backend,
+                                       files or ModelFiles(None, "")))
         else:
             out.append(Change(component, e.category, key, old, new, f"{what} changes {e.what}",
                               s.path, s.offset, side, e.cite))
     return out
+
+
+@dataclass(frozen=True)
+class ModelFiles:
+    """The model's files for one DGD pair: the config, or why it does not apply."""
+
+    config: ModelConfig | None
+    why_not: str  # set when a config was given but does not apply to this DGD
+
+
+def _model_files(base: DgdFacts, head: DgdFacts, cfg: ModelConfig | None) -> ModelFiles:
+    """``--model-config`` names one model's files: it settles the workers of a DGD only when
+    they all serve that one model on both revisions."""
+    if cfg is None:
+        return ModelFiles(None, "")
+    models = sorted({c.model or "(no model flag)" for d in (base, head) for c in d.workers()})
+    if len(models) > 1:
+        return ModelFiles(None, f"--model-config {cfg.source} gives one model's files, but the "
+                                f"workers serve {', '.join(models)}")
+    return ModelFiles(cfg, "")
+
+
+# DGD205 names these ways to settle an assumed change (docs/checker.md, "Fail safe").
+SUPPRESS_HINT = ("or suppress it with the reason (`dgdgen.dev/ignore-DGD205: \"<why it is the "
+                 "same>\"` on the DGD)")
+
+
+def _derived_change(component: str, e: Input, key: str, old: str | None, new: str | None,
+                    what: str, s: Setting, side: str, backend: Backend,
+                    files: ModelFiles) -> Change:
+    field = settled_by(key, backend)
+    cfg = files.config
+    if cfg is not None and field is not None:
+        st = settle(key, backend, s.value, cfg)
+        if st.same is True:
+            return Change(component, Category.SAFE, key, old, new,
+                          f"{what} equals what {backend.value} derives when it is unset "
+                          f"({st.derived}, the {st.text}): {e.what} unchanged", s.path,
+                          s.offset, side, st.cite)
+        if st.same is False:
+            return Change(component, e.category, key, old, new,
+                          f"{what} changes {e.what}: unset, {backend.value} derives "
+                          f"{st.derived} (the {st.text})", s.path, s.offset, side, st.cite)
+        why = st.text
+        settle_by = f"set it on both revisions, {SUPPRESS_HINT}"
+    elif field is None:
+        why = unsettled_reason(key, backend)
+        settle_by = f"set it on both revisions, {SUPPRESS_HINT}"
+    else:
+        why = files.why_not or "the model's files were not given"
+        settle_by = (f"settle it with `--model-config DIR` (the model's config.json: {field}), "
+                     f"{SUPPRESS_HINT}")
+    return Change(component, e.category, key, old, new,
+                  f"{what}: assumed to change {e.what}: unset, the engine derives it from "
+                  f"{e.derived_from}, and {why}", s.path, s.offset, side, e.cite,
+                  assumed=settle_by)
 
 
 def _engine_file_change(component: str, b: ComponentFacts, h: ComponentFacts,

@@ -4,6 +4,7 @@
       dynamo-version: "1.5"
       workers-run-by: grove   # deployment (default) | grove | lws | unmanaged
       fail-on: error          # info | warning | error | never
+      model-config: models/qwen3   # the served model's files (relative to this file)
       select: [DGD, RTE]      # codes, slugs or code prefixes
       ignore: [DGD103]
       suppress:               # suppressions with a reason, reported as suppressed
@@ -26,7 +27,8 @@ from dgdgen.errors import InputError
 from dgdgen.yamlio import Document, load_documents_fast, read_text
 
 FILENAME = ".dgdgen.yaml"
-_KEYS = {"dynamo-version", "workers-run-by", "fail-on", "select", "ignore", "suppress"}
+_KEYS = {"dynamo-version", "workers-run-by", "fail-on", "select", "ignore", "suppress",
+         "model-config"}
 _SUPPRESS_KEYS = {"rule", "object", "file", "reason"}
 
 
@@ -38,6 +40,7 @@ class CheckConfig:
     select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
     suppressions: tuple[Suppression, ...] = ()
+    model_config: str | None = None  # a directory, resolved against the config file's
 
 
 def find(explicit: str | None, git_top: str | None) -> str | None:
@@ -102,7 +105,13 @@ def load(path: str) -> CheckConfig:
                              location=doc.location(("check", "workers-run-by")),
                              field=("check", "workers-run-by"),
                              hint=f"choose from {', '.join(r.value for r in RunBy)}")
+    mc = section.get("model-config")
+    if mc is not None and (not isinstance(mc, str) or not mc.strip()):
+        raise InputError("expected a directory (the served model's files)",
+                         location=doc.location(("check", "model-config")),
+                         field=("check", "model-config"))
     return CheckConfig(
+        model_config=os.path.join(os.path.dirname(path), mc) if mc else None,
         dynamo_version=str(dv) if dv is not None else None,
         workers_run_by=str(rb) if rb is not None else None,
         fail_on=str(fo) if fo is not None else None,

@@ -11,6 +11,7 @@ from typing import Any, NamedTuple, Protocol, TypeVar
 from dgdgen.check.classify import Change, Verdict, classify, pair_dgds
 from dgdgen.check.facts import DgdFacts, Objects, configmaps_of, dgd_facts, line_of, secrets_of
 from dgdgen.check.inplace import DEFAULT_RUN_BY, Roll, RunBy, Target, roll_of
+from dgdgen.check.modelconfig import ModelConfig
 from dgdgen.check.siblings import SiblingObject
 from dgdgen.dgd import Dgd, is_dgd, parse
 from dgdgen.yamlio import Document, FieldPath
@@ -112,7 +113,8 @@ def roll_of_dgd(target: Target, dgd: DgdFacts) -> Roll:
 
 def build(files: list[FileInput], release: str,
           sibling_loader: SiblingLoader | None = None,
-          run_by: RunBy = DEFAULT_RUN_BY) -> Context:
+          run_by: RunBy = DEFAULT_RUN_BY,
+          model_config: ModelConfig | None = None) -> Context:
     ctx = Context(release=release, files=files, sibling_loader=sibling_loader, run_by=run_by)
     # ConfigMaps and Secrets of every checked file (the same file or folder): a DGD's env
     # references and mounted files resolve against them, the file's own objects first. Each
@@ -141,7 +143,7 @@ def build(files: list[FileInput], release: str,
             hf = dgd_facts(h, objects=head_objs)
             bf = (hf if b is h and shared and same_objects else
                   dgd_facts(b, objects=base_objs) if b is not None else None)
-            v = classify(bf, hf, release) if bf is not None else None
+            v = classify(bf, hf, release, model_config) if bf is not None else None
             assert h.source is not None
             ctx.dgds.append(DgdPair(hf, bf, v, h.source))
     return ctx

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
 
-from dgdgen.check.classify import RiskGrade, isolation_verdict
+from dgdgen.check.classify import RiskGrade, assumed_categories
 from dgdgen.check.context import (
     Context,
     DgdPair,
@@ -20,9 +20,13 @@ from dgdgen.check.context import (
 from dgdgen.check.findings import ORDER, Finding, Severity
 from dgdgen.check.flags import NEWEST
 from dgdgen.check.inplace import DEFAULT_RUN_BY, RunBy, Target
+from dgdgen.check.modelconfig import ModelConfig
 from dgdgen.check.rules.registry import RULES
 from dgdgen.check.suppress import Suppression, applies, parse_annotations
 from dgdgen.errors import InputError
+
+# The rule whose suppression settles an assumed change (DGD205 derived-default-in-place).
+SETTLES = "DGD205"
 
 
 @dataclass(frozen=True)
@@ -32,6 +36,8 @@ class Options:
     select: tuple[str, ...] = ()  # empty: every rule
     ignore: tuple[str, ...] = ()
     suppressions: tuple[Suppression, ...] = ()  # from the config file
+    # The served model's files (--model-config): settle the defaults engines derive from them.
+    model_config: ModelConfig | None = None
 
 
 @dataclass
@@ -42,6 +48,9 @@ class Report:
     release: str
     rules: list[ModuleType] = field(default_factory=list)
     run_by: RunBy = DEFAULT_RUN_BY
+    # Assumed changes the user settled with a suppression of their DGD205 finding (file,
+    # object, component, change key): they no longer count toward the verdict.
+    settled: frozenset[tuple[str, str, str, str]] = frozenset()
 
     @property
     def target(self) -> Target:
@@ -59,21 +68,30 @@ class Report:
                 out.update(p.verdict.categories)
         return sorted(out)
 
+    def assumed_of(self, pair: DgdPair) -> tuple[str, ...]:
+        """The categories one DGD's verdict assumes (fail safe) and no suppression with a
+        reason settled."""
+        v = pair.verdict
+        if v is None:
+            return ()
+        open_ = [c for c in v.changes if c.assumed and
+                 (pair.head.file, pair.head.object, c.component, c.key) not in self.settled]
+        return assumed_categories(open_, v.categories)
+
     @property
-    def cannot_tell(self) -> list[str]:
-        """Categories some change may fall in that the checker cannot decide (and no change
-        of any DGD establishes)."""
+    def assumed(self) -> list[str]:
+        """Categories assumed to change where the checker cannot decide (and no change of any
+        DGD establishes): isolation is then required, assumed."""
         out: set[str] = set()
         for p in self.pairs:
-            if p.verdict is not None:
-                out.update(p.verdict.cannot_tell)
+            out.update(self.assumed_of(p))
         return sorted(out - set(self.categories))
 
     @property
-    def isolation_verdict(self) -> bool | None:
-        """``isolation_required`` as reported: None (cannot tell) when no change is known to
-        demand isolation but some cannot be decided."""
-        return isolation_verdict(self.isolation_required, self.cannot_tell)
+    def isolation_verdict(self) -> bool:
+        """``isolation_required`` as reported: fail safe, true when a change demands
+        isolation or is assumed to."""
+        return self.isolation_required or bool(self.assumed)
 
     @property
     def risk(self) -> RiskGrade | None:
@@ -105,17 +123,25 @@ class Report:
             "worker_namespaces": self.target.namespaces.value,
             "isolation_required": self.isolation_verdict,
             "categories": self.categories,
-            "cannot_tell": self.cannot_tell,
+            "assumed": self.assumed,
             "risk": risk.value if risk is not None else None,
             "summary": self.counts(),
             "findings": [f.to_dict() for f in self.findings],
             "verdicts": [
                 {"file": p.head.file, "object": p.head.object,
                  "base_object": p.base.object if p.base is not None else None,
-                 **(p.verdict.to_dict() if p.verdict is not None else {})}
+                 **self._verdict_dict(p)}
                 for p in self.pairs if p.verdict is not None
             ],
         }
+
+    def _verdict_dict(self, p: DgdPair) -> dict[str, object]:
+        assert p.verdict is not None
+        out = p.verdict.to_dict()
+        assumed = self.assumed_of(p)
+        out["assumed"] = list(assumed)
+        out["isolation_required"] = p.verdict.isolation_required or bool(assumed)
+        return out
 
 
 def resolve_selectors(selectors: Sequence[str]) -> None:
@@ -142,15 +168,19 @@ def selected(options: Options) -> list[ModuleType]:
 
 def run(files: list[FileInput], options: Options,
         sibling_loader: SiblingLoader | None = None) -> Report:
-    ctx: Context = build(files, options.release, sibling_loader, options.run_by)
+    ctx: Context = build(files, options.release, sibling_loader, options.run_by,
+                         options.model_config)
     rules = selected(options)
     findings: list[Finding] = []
     for module in rules:
         findings.extend(module.check(ctx))
     findings = _suppress(findings, files, options.suppressions)
     findings = sorted(set(findings), key=ORDER)
+    # A suppression with a reason settles the assumption its DGD205 finding names.
+    settled = frozenset((f.file, f.object, f.component or "", f.key) for f in findings
+                        if f.code == SETTLES and f.suppressed)
     return Report(findings, ctx.dgds, [f.file for f in files], options.release, rules,
-                  options.run_by)
+                  options.run_by, settled)
 
 
 def _suppress(findings: list[Finding], files: list[FileInput],

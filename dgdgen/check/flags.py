@@ -70,9 +70,10 @@ class Input:
     # flags reach the card only with a worker-side --router-mode.
     requires: str | None = None
     # Where the engine takes the value from when the flag is unset, when that is the model's own
-    # files (config.json), which the checker does not read: a change between unset and a value
-    # may or may not change the input, so it is reported as "cannot tell" (DGD205), never as a
-    # change and never as safe. A change between two values is a change.
+    # files (config.json): a change between unset and a value may or may not change the input,
+    # so it is assumed to (fail safe, DGD205) unless the model's files, given with
+    # --model-config, settle it (dgdgen.check.modelconfig). A change between two values is a
+    # change.
     derived_from: str | None = None
     # (flag, value) pairs: the value the engine uses when the flag is unset, fixed by its parser
     # whatever the model or the platform (read in the pinned engine releases, PARSER_DEFAULTS).
@@ -278,6 +279,11 @@ KV_INPUTS: tuple[Input, ...] = (
           "attention backend (NIXL compatibility hash)", VLLM, _NIXL),
     Input(("--disable-hybrid-kv-cache-manager",), Category.KV,
           "hybrid KV cache manager on/off (NIXL compatibility hash)", VLLM, _NIXL),
+    # The model itself: the hash covers `model_config.model`, the --model string as given, so
+    # another model path (or the same model named by another path) is refused by old peers
+    # whatever the card says (_NIXL). A card input too (MDC_INPUTS).
+    Input(("--model",), Category.KV, "model path (NIXL compatibility hash: model_config.model)",
+          VLLM, _NIXL),
     # The hash also covers an EAGLE / MTP speculator's method, draft model and draft KV dtype
     # (metadata.py _get_speculative_compatibility_factors, vllm 0.31.0).
     Input(("--speculative-config",), Category.KV,

@@ -247,15 +247,36 @@ SHARED_KV = (
     "old decode workers take KV blocks from new prefill workers (and the reverse) while both "
     "run: the transfer fails or reads a mismatched layout")
 
+# What an image bump replaces: the frontend, the workers, or both. The consequence names only
+# what is replaced (an image bump that leaves the frontend alone does not replace it).
+FRONTEND, WORKERS = "frontend", "workers"
+BOTH: frozenset[str] = frozenset({FRONTEND, WORKERS})
+
+_WINDOW = "Dynamo documents only an N-2 frontend/worker window (#13886)"
+
 HASHED_RUNTIME = (
-    "the new workers serve beside the old ones, ungated, and the frontend is not hashed: it is replaced in place, so new frontends serve old workers "
-    "(and old frontends new workers) during the roll; Dynamo documents only an N-2 "
-    "frontend/worker window (#13886)")
+    "the new workers serve beside the old ones, ungated, and the frontend is not hashed: it is "
+    "replaced in place, so new frontends serve old workers (and old frontends new workers) "
+    f"during the roll; {_WINDOW}")
 
 SHARED_RUNTIME = (
     "old and new workers share one Dynamo namespace and the frontend is replaced in place: new "
-    "frontends serve old workers and the reverse during the roll; Dynamo documents only an N-2 "
-    "frontend/worker window (#13886)")
+    f"frontends serve old workers and the reverse during the roll; {_WINDOW}")
+
+# Only worker images change: the frontend keeps its image and serves both worker runtimes.
+HASHED_RUNTIME_WORKERS = (
+    "the new workers serve beside the old ones, ungated, and the frontend keeps its image: the "
+    "same frontend serves the old and the new worker runtime during the roll, and the new one "
+    f"after it; {_WINDOW}")
+
+SHARED_RUNTIME_WORKERS = (
+    "old and new workers share one Dynamo namespace and the frontend keeps its image: the same "
+    f"frontend serves the old and the new worker runtime during the roll; {_WINDOW}")
+
+# Only the frontend image changes: the workers are not replaced (their hash does not change).
+RUNTIME_FRONTEND = (
+    "the frontend is replaced in place (frontends are not hashed on any release) while the "
+    f"workers stay: new frontends serve the unchanged workers; {_WINDOW}")
 
 # Common to every hashed roll (the operator's managed rolling update, facts of Dynamo's issues).
 HASHED_CAVEATS = (
@@ -274,8 +295,9 @@ MODEL_REMOVED = (
 
 
 def consequence(category: Category, release: str, namespaces: Namespaces, *,
-                rename: bool = False) -> str | None:
-    """What applying a change of ``category`` in place does, in one sentence."""
+                rename: bool = False, replaced: frozenset[str] = BOTH) -> str | None:
+    """What applying a change of ``category`` in place does, in one sentence. ``replaced``:
+    whose image a runtime change replaces (:data:`FRONTEND`, :data:`WORKERS`)."""
     if rename:
         return RENAME
     hashed = namespaces is Namespaces.HASHED
@@ -284,13 +306,21 @@ def consequence(category: Category, release: str, namespaces: Namespaces, *,
     if category is Category.KV:
         return HASHED_KV if hashed else SHARED_KV
     if category is Category.RUNTIME:
+        if WORKERS not in replaced:
+            return RUNTIME_FRONTEND
+        if FRONTEND not in replaced:
+            return HASHED_RUNTIME_WORKERS if hashed else SHARED_RUNTIME_WORKERS
         return HASHED_RUNTIME if hashed else SHARED_RUNTIME
     return None
 
 
-def roll_consequence(category: Category, roll: Roll, *, rename: bool = False) -> str:
+def roll_consequence(category: Category, roll: Roll, *, rename: bool = False,
+                     replaced: frozenset[str] = BOTH) -> str:
     """The consequence of one change on one DGD's roll, with why and how fast, for a message."""
-    effect = consequence(category, roll.target.release, roll.namespaces, rename=rename) or ""
+    effect = consequence(category, roll.target.release, roll.namespaces, rename=rename,
+                         replaced=replaced) or ""
+    if category is Category.RUNTIME and WORKERS not in replaced:
+        return effect  # no worker rolls: neither the workers' namespaces nor their pace apply
     parts = [f"{roll.why}: {effect}" if effect else roll.why]
     if roll.hashed and not rename:
         parts.append(f"({roll.pace}; {HASHED_CAVEATS})")

@@ -20,6 +20,11 @@ compares the working tree with REV. New files and files outside Git get the sing
 Suppress a finding with a reason on the object: `dgdgen.dev/ignore: "DGD105: why"`, or in the
 `check.suppress` list of .dgdgen.yaml. Suppressed findings are reported, but do not fail.
 
+Fail safe: a context length or dtype set on one revision only, whose default the engine derives
+from the model's files, is assumed to change (DGD205, an error; `isolation_required: true`, the
+category under `assumed`) until `--model-config DIR` (the model's config.json) or a suppression
+with a reason settles it.
+
 exit codes: 0 clean, 1 findings at or above --fail-on, 2 bad input or usage.
 """
 
@@ -56,6 +61,11 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
                              "lws (hash-suffixed from 1.5, one shared namespace before), "
                              "unmanaged (old and new workers share one Dynamo namespace); with "
                              "--dynamo-version it decides what an in-place roll does")
+    parser.add_argument("--model-config", metavar="DIR", default=None,
+                        help="the served model's files (a directory with its config.json, and "
+                             "tokenizer_config.json if it has one): settles a context length or "
+                             "dtype set on one revision only, which is otherwise assumed to "
+                             "change (DGD205)")
     parser.add_argument("--config", metavar="FILE",
                         help="config file (default: .dgdgen.yaml in the current directory or "
                              "the repository root)")
@@ -100,8 +110,17 @@ def options(args: argparse.Namespace, git_top: str | None) -> tuple[Any, Any]:
         select=_split(args.select) or cfg.select,
         ignore=_split(args.ignore) + cfg.ignore,
         suppressions=cfg.suppressions,
+        model_config=_model_config(args.model_config or cfg.model_config),
     )
     return opts, fail_on
+
+
+def _model_config(directory: str | None) -> Any:
+    if directory is None:
+        return None
+    from dgdgen.check import modelconfig
+
+    return modelconfig.load(directory)
 
 
 def emit(report: Any, args: argparse.Namespace) -> None:

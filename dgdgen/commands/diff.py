@@ -16,10 +16,11 @@ isolated beside it, not as a rename: its categories are reported, no in-place ru
 example:
   dgdgen diff step-01/dynamographdeployment-app.yaml step-01/dynamographdeployment-r1a2b3c-app.yaml
 
-The JSON report (`--format json`) has a top-level `isolation_required` (true, false, or null
-when no change is known to demand isolation but some cannot be decided: DGD205), the
-`categories` found (mdc-checksum, kv-transfer, runtime-version), the undecided ones under
-`cannot_tell`, the risk grade, `findings` and per-DGD `verdicts` with every change.
+The JSON report (`--format json`) has a top-level `isolation_required` (true or false; fail
+safe, true also when a change cannot be decided: DGD205), the `categories` known to change
+(mdc-checksum, kv-transfer, runtime-version), the ones assumed to change under `assumed`, the
+risk grade, `findings` and per-DGD `verdicts` with every change. `--model-config DIR` (the
+model's config.json) settles what the engine derives from the model's files.
 
 exit codes: 0 clean, 1 findings at or above --fail-on, 2 bad input or usage, or nothing to
 compare (OLD or NEW holds no DynamoGraphDeployment: a job pointed at the wrong path must not

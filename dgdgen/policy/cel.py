@@ -345,7 +345,7 @@ def key_list(key: Key, changed_var: str) -> str:
         parts.append(f"({cond})")
     backends = f"p.backend in {lit(list(key.backends))}"
     if key.both_sides:
-        # classify.py ``_classified``: a value on one side only is "cannot tell" (DGD205), not
+        # classify.py ``_classified``: a value on one side only is assumed to change (DGD205), not
         # denied. Set on both sides, the old and the new entry are both among `every` (one on
         # each side; an entry equal on both sides is not in `diff`).
         entry = " || ".join(

@@ -48,7 +48,8 @@ class Key:
     # worker router flags of 1.6 reach the card only with a worker --router-mode)
     requires: str | None = None
     # counts only when set on both sides (Input.derived_from: between unset and a value the
-    # checker cannot tell, DGD205, which the policy does not deny)
+    # checker assumes a change, DGD205, which the policy does not deny: it cannot read the
+    # model's files that settle it)
     both_sides: bool = False
     # backends whose worker, without the flag, uses the value of the model flag (`--model` /
     # `--model-path`): setting it to exactly that value, the model unchanged, is no change

@@ -108,14 +108,14 @@ def test_verdict(name: str) -> None:
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
-    # "cannot tell" (a value set on one side whose default the engine derives from the model's
-    # files) is neither a change nor safe: isolation_required is null, the category listed
-    # under cannot_tell, never under categories.
+    # Fail safe: what the checker cannot decide (a value set on one side whose default the
+    # engine derives from the model's files) is assumed to change: isolation_required is
+    # true, the category listed under assumed, never under categories.
     got = {"isolation_required": report["isolation_required"],
            "categories": report["categories"], "risk": report["risk"],
-           "cannot_tell": report["cannot_tell"]}
+           "assumed": report["assumed"]}
     want = {k: expected[k] for k in ("isolation_required", "categories", "risk")}
-    want["cannot_tell"] = expected.get("cannot_tell", [])
+    want["assumed"] = expected.get("assumed", [])
     assert got == want, expected.get("note")
     # The categories of the findings agree with the verdict (the held-out corpus reads both).
     finding_cats = sorted({f["category"] for f in report["findings"] if f["category"]})

@@ -209,3 +209,53 @@ def test_every_category_has_a_consequence_in_both_layouts() -> None:
             for cat in (Category.MDC, Category.KV, Category.RUNTIME):
                 assert consequence(cat, release, ns)
             assert consequence(Category.SAFE, release, ns) is None
+
+
+FRONTEND_AND_WORKER = """\
+    - name: Frontend
+      type: frontend
+      replicas: 1
+      podTemplate:
+        spec:
+          containers:
+            - name: main
+              image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:{frontend}
+    - name: worker
+      type: worker
+      replicas: 1
+      podTemplate:
+        spec:
+          containers:
+            - name: main
+              image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:{worker}
+              command: [python3, -m, dynamo.vllm]
+              args: [--model, Qwen/Qwen3-0.6B]
+"""
+
+
+@pytest.mark.parametrize(("frontend", "worker", "run_by", "says", "never"), [
+    # only the workers' image: the frontend is not replaced, it serves both worker runtimes
+    ("1.6.0", "1.6.1", "deployment", "the frontend keeps its image",
+     "frontend is replaced in place"),
+    ("1.6.0", "1.6.1", "unmanaged", "the frontend keeps its image",
+     "frontend is replaced in place"),
+    # only the frontend's: no worker rolls (their hash does not change)
+    ("1.6.1", "1.6.0", "deployment", "the frontend is replaced in place",
+     "new workers serve"),
+    # both: the frontend is replaced and the workers roll
+    ("1.6.1", "1.6.1", "deployment", ("it is replaced in place, so new frontends serve old "
+                                      "workers"), "keeps its image"),
+])
+def test_the_image_bump_text_names_only_what_is_replaced(
+        tmp_path: Path, frontend: str, worker: str, run_by: str, says: str, never: str) -> None:
+    (tmp_path / "old.yaml").write_text(DGD.format(
+        components=FRONTEND_AND_WORKER.format(frontend="1.6.0", worker="1.6.0")))
+    (tmp_path / "new.yaml").write_text(DGD.format(
+        components=FRONTEND_AND_WORKER.format(frontend=frontend, worker=worker)))
+    r = run("diff", str(tmp_path / "old.yaml"), str(tmp_path / "new.yaml"), "--format", "json",
+            "--workers-run-by", run_by)
+    assert r.returncode == 1, r.stderr
+    found = [f["message"] for f in json.loads(r.stdout)["findings"] if f["code"] == "DGD203"]
+    assert found and all(says in m and never not in m for m in found), found
+    if worker == "1.6.0":  # no worker rolls: no worker pace, no prefill:decode caveat
+        assert not any("maxSurge" in m or "prefill:decode" in m for m in found), found

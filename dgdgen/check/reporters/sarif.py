@@ -73,7 +73,7 @@ def render(report: Report, *, color: bool = False) -> str:
             "results": results,
             "columnKind": "unicodeCodePoints",
             "properties": {"isolationRequired": report.isolation_verdict,
-                           "cannotTell": report.cannot_tell,
+                           "assumed": report.assumed,
                            "dynamoVersion": report.release,
                            "workersRunBy": report.run_by.value},
         }],

@@ -29,12 +29,15 @@ def render(report: Report, *, color: bool = False) -> str:
         v = p.verdict
         if v is None or not v.changes:
             continue
-        verdict = v.isolation_verdict
-        mode = {True: "isolation required", None: "cannot tell", False: "safe in place"}[verdict]
+        assumed = report.assumed_of(p)
+        required = v.isolation_required or bool(assumed)
+        mode = "isolation required" if required else "safe in place"
         if v.beside is not None:
             mode += f", isolated beside {v.beside}"
-        shown = v.categories if verdict is not None else v.cannot_tell
-        cats = f" ({', '.join(shown)})" if shown else ""
+        shown = ", ".join(v.categories)
+        if assumed:  # fail safe: what the checker cannot decide is assumed to change
+            shown += ("; " if shown else "") + "assumed: " + ", ".join(assumed)
+        cats = f" ({shown})" if shown else ""
         lines.append(f"{p.head.file}: {p.head.object}: {mode}{cats}; risk {v.risk.value}")
     c = report.counts()
     summary = (f"{c['error']} error(s), {c['warning']} warning(s), {c['info']} info, "

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from dgdgen.check.classify import MODEL_REMOVED_FIELD, Change
+from dgdgen.check.classify import MODEL_REMOVED_FIELD, Change, runtime_replaced
 from dgdgen.check.context import Context, DgdPair
 from dgdgen.check.findings import Finding
 from dgdgen.check.flags import Category
-from dgdgen.check.inplace import MODEL_REMOVED, RENAME_FIELDS, roll_consequence
+from dgdgen.check.inplace import BOTH, MODEL_REMOVED, RENAME_FIELDS, roll_consequence
 from dgdgen.check.rules import RuleMeta
 
 REMEDIATION = (
@@ -29,22 +29,24 @@ def in_place(ctx: Context, rule: RuleMeta, category: Category) -> Iterator[Findi
         renamed = (f" (renamed from {pair.verdict.renamed_from})"
                    if pair.verdict.renamed_from else "")
         roll = ctx.roll(pair)
+        replaced = runtime_replaced(pair.verdict.changes, pair.head)
         for change in pair.verdict.changes:
-            if change.category is not category or change.cannot_tell:
-                continue  # undecidable changes are DGD205's
+            if change.category is not category or change.assumed:
+                continue  # assumed changes are DGD205's
             if change.field == MODEL_REMOVED_FIELD:
                 effect = MODEL_REMOVED  # the same on every release and namespace layout
             else:
                 rename = category is Category.MDC and (
                     change.field in RENAME_FIELDS or _served_name_changes(pair, change))
-                effect = roll_consequence(category, roll, rename=rename)
+                effect = roll_consequence(category, roll, rename=rename,
+                                          replaced=replaced or BOTH)
             line, col = ctx.location_of_change(pair, change)
             yield rule.finding(
                 file=pair.head.file, line=line, column=col,
                 message=f"{change.component}: {change.reason}; applied in place{renamed}: "
                         f"{effect}",
                 object=pair.head.object, component=change.component,
-                key=f"{change.field}\x1f{change.old}\x1f{change.new}",
+                key=change.key,
             )
 
 

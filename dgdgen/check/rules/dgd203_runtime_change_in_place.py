@@ -18,10 +18,14 @@ RULE = RuleMeta(
     rationale=(
         "A new runtime image (e.g. vllm-runtime 0.6.0 → 0.7.0) may change the frontend↔worker "
         "protocol and what goes into the card: cards from different releases hash differently "
-        "for the same configuration (lib/llm/src/model_card.rs history). During an in-place "
-        "update the frontend is replaced in place while old and new workers serve — frontends "
-        "are not hash-isolated on any release (only worker namespaces carry the worker hash) — "
-        "and PR #13886 documents only an N-2 frontend/worker window."
+        "for the same configuration (lib/llm/src/model_card.rs history). The finding names "
+        "only what the image bump replaces. A new frontend image replaces the frontend in "
+        "place — frontends are not hash-isolated on any release (only worker namespaces carry "
+        "the worker hash) — so new frontends serve old workers while the workers roll, or the "
+        "unchanged workers when only the frontend's image changes. A new worker image alone "
+        "leaves the frontend as it is: the same frontend serves the old and the new worker "
+        "runtime. PR #13886 documents only an N-2 frontend/worker window. The table below is "
+        "for a bump of both."
     ),
     remediation=REMEDIATION,
     needs_base=True,

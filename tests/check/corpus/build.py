@@ -54,15 +54,16 @@ CASES: list[dict] = []
 
 def case(name: str, old: str, new: str, categories: list[str], risk: str = "config-only",
          note: str = "", dynamo_version: str | None = None,
-         cannot_tell: tuple[str, ...] = ()) -> None:
-    """``cannot_tell``: categories the checker cannot decide (a value set on one side only,
-    whose default the engine derives from the model's files): ``isolation_required`` is then
-    null unless another change demands isolation."""
+         assumed: tuple[str, ...] = ()) -> None:
+    """``assumed``: categories the checker cannot decide (a value set on one side only, whose
+    default the engine derives from the model's files) and so assumes to change, fail safe:
+    ``isolation_required`` is then true, the categories listed under ``assumed``, not
+    ``categories``."""
     assert old != new, name
-    required = True if categories else (None if cannot_tell else False)
+    required = bool(categories or assumed)
     CASES.append({"name": name, "old": old, "new": new, "expected": {
         "isolation_required": required, "categories": sorted(categories), "risk": risk,
-        **({"cannot_tell": sorted(cannot_tell)} if cannot_tell else {}),
+        **({"assumed": sorted(assumed)} if assumed else {}),
         **({"dynamo_version": dynamo_version} if dynamo_version else {}),
         "note": note}})
 
@@ -136,8 +137,10 @@ case("trtllm-served-model-name-v1beta1", trt_b,
 case("vllm-model-same-family", vllm_agg, sub(vllm_agg, "Qwen/Qwen3-0.6B", "Qwen/Qwen3-8B"),
      [MDC], risk="same-family")
 case("vllm-model-new-family", vllm_disagg,
-     sub(vllm_disagg, "Qwen/Qwen3-0.6B", "meta-llama/Llama-3.1-8B-Instruct"), [MDC],
-     risk="new-family")
+     sub(vllm_disagg, "Qwen/Qwen3-0.6B", "meta-llama/Llama-3.1-8B-Instruct"), [MDC, KV],
+     risk="new-family",
+     note="a disaggregated graph: vLLM's NIXL compatibility hash covers model_config.model, so "
+          "old decode workers refuse new prefill workers (a KV-transfer change too)")
 case("vllm-model-fp8-weights", vllm_agg, sub(vllm_agg, "Qwen/Qwen3-0.6B", "Qwen/Qwen3-0.6B-FP8"),
      [MDC], risk="same-model-new-revision")
 # --- KV transfer -----------------------------------------------------------------------------
@@ -328,7 +331,7 @@ case("vllm-configmap-mounted-template-content", _CM_FILE,
 case("trtllm-dgd-env-max-seq-len", trt_mn,
      sub(trt_mn, "    - name: HF_HOME\n      value: \"/models\"\n",
          "    - name: HF_HOME\n      value: \"/models\"\n    - name: DYN_TRTLLM_MAX_SEQ_LEN\n"
-         "      value: \"16384\"\n"), [], cannot_tell=(MDC,),
+         "      value: \"16384\"\n"), [], assumed=(MDC,),
      note="DGD-wide spec.envs reach every worker; unset, TRT-LLM deduces the sequence length "
           "from the model config, which the checker does not read; not a KV layout change")
 case("trtllm-dgd-env-unrelated", trt_mn, sub(trt_mn, 'value: "/models"', 'value: "/cache"'), [])
@@ -372,7 +375,7 @@ case("sglang-served-model-name-same-name-respelled", sub(
 case("vllm-disagg-max-model-len", vllm_disagg,
      sub(vllm_disagg, "            - Qwen/Qwen3-0.6B\n",
          "            - Qwen/Qwen3-0.6B\n            - --max-model-len\n            - \"8192\"\n"),
-     [], cannot_tell=(MDC,),
+     [], assumed=(MDC,),
      note="unset, vLLM derives the context length from the model's config.json, which the "
           "checker does not read: 8192 may or may not be that value; not a KV layout input")
 vllm_len = sub(vllm_disagg, "            - Qwen/Qwen3-0.6B\n",
@@ -397,7 +400,7 @@ case("frontend-namespace-prefix-added", vllm_agg,
 case("sh-c-max-model-len", shared,
      sub(shared, "python3 -m dynamo.vllm --model Qwen/Qwen3-0.6B",
          "python3 -m dynamo.vllm --model Qwen/Qwen3-0.6B --max-model-len 8192"), [],
-     cannot_tell=(MDC,))
+     assumed=(MDC,))
 sh_block = sub(vllm_agg, """          command:
             - python3
             - -m
@@ -442,7 +445,9 @@ SOURCES: dict[str, str] = {
         "at an untagged snapshot); docs/checker.md (SGLang's and TRT-LLM's own KV-compatibility "
         "checks)"),
     "vllm-model-same-family": f"{RTP.format('model-dir')}; {F32}",
-    "vllm-model-new-family": f"{RTP.format('model-dir')}; {F32}",
+    "vllm-model-new-family": f"{RTP.format('model-dir')}; {F32}; vllm-project/vllm 0.31.0 "
+                             "vllm/distributed/kv_transfer/kv_connector/v1/nixl/metadata.py "
+                             "compute_nixl_compatibility_hash (model_config.model)",
     "vllm-model-fp8-weights": f"{RTP.format('model-dir')}; {F32}",
     "vllm-kv-connector-v1beta1": F4,
     "vllm-kv-transfer-config-whitespace-only": F4,
