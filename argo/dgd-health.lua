@@ -12,10 +12,22 @@
 -- status.services (v1alpha1): updatedReplicas, readyReplicas, availableReplicas, compared with the
 -- desired replicas of every component in the spec.
 --
--- Uses only Lua 5.1 base functions (pairs, ipairs, type, tostring), so it needs no
--- resource.customizations.useOpenLibs and runs the same in Argo CD's gopher-lua.
+-- The Ready condition's reasons (ai-dynamo/dynamo deploy/operator/api/v1beta1/
+-- dynamographdeployment_types.go, DGDReadyReason*): `updating` (scheduled, still rolling out
+-- updated replicas) is Progressing; `insufficient_capacity` (Grove reports too few scheduled
+-- replicas, schedule-gated pods or a scheduling/capacity condition) is Progressing for
+-- CAPACITY_WAIT seconds after the condition's lastTransitionTime, then Degraded with the reason:
+-- new pods that cannot get their GPUs are told apart from a roll that is still moving.
+--
+-- Everything else uses only Lua 5.1 base functions (pairs, ipairs, type, tostring). Measuring the
+-- capacity wait needs a clock and a date parser (os.time, os.date, string.match): dgdgen's
+-- argocd-cm patch sets resource.customizations.useOpenLibs.nvidia.com_DynamoGraphDeployment.
+-- Without them the script still runs, and says it cannot time the wait.
 
 local hs = {}
+
+-- seconds a DGD may wait for capacity (GPUs, nodes) before it counts as Degraded
+local CAPACITY_WAIT = 600
 
 local function result(status, message)
   hs.status = status
@@ -45,6 +57,27 @@ local function describe(cond, fallback)
     end
   end
   return fallback
+end
+
+-- seconds since an RFC 3339 UTC time (`2026-08-20T10:00:00Z`), or nil without a clock or a
+-- parsable time
+local function age(stamp)
+  if type(os) ~= "table" or type(os.time) ~= "function" or type(os.date) ~= "function" or
+      type(string) ~= "table" or type(string.match) ~= "function" or type(stamp) ~= "string" then
+    return nil
+  end
+  local y, mo, d, h, mi, se = string.match(stamp, "^(%d%d%d%d)-(%d%d)-(%d%d)T(%d%d):(%d%d):(%d%d)")
+  if y == nil then
+    return nil
+  end
+  local fields = {year = tonumber(y), month = tonumber(mo), day = tonumber(d),
+                  hour = tonumber(h), min = tonumber(mi), sec = tonumber(se), isdst = false}
+  local now = os.time()
+  -- os.time reads the table as local time: shift by the zone's offset to read it as UTC
+  local utc_now = os.date("!*t", now)
+  utc_now.isdst = false
+  local offset = now - os.time(utc_now)
+  return now - (os.time(fields) + offset)
 end
 
 -- component names in a stable order (pairs() has none), without the table library
@@ -81,6 +114,27 @@ local ready = ready_condition(status)
 
 if status.state == "failed" then
   return result("Degraded", describe(ready, "DynamoGraphDeployment failed"))
+end
+
+if ready ~= nil and ready.status ~= "True" and ready.reason == "insufficient_capacity" then
+  local what = describe(ready, "insufficient_capacity")
+  if what ~= "insufficient_capacity" then
+    what = "insufficient_capacity: " .. what
+  end
+  local waited = age(ready.lastTransitionTime)
+  if waited == nil then
+    return result("Progressing", what .. " (the wait cannot be timed: the health check needs " ..
+      "resource.customizations.useOpenLibs.nvidia.com_DynamoGraphDeployment)")
+  end
+  if waited >= CAPACITY_WAIT then
+    return result("Degraded", what .. " (for " .. tostring(waited) .. " s, more than " ..
+      tostring(CAPACITY_WAIT) .. " s)")
+  end
+  return result("Progressing", what .. " (waiting for capacity, " .. tostring(waited) .. " of " ..
+    tostring(CAPACITY_WAIT) .. " s)")
+end
+if ready ~= nil and ready.status ~= "True" and ready.reason == "updating" then
+  return result("Progressing", "Updating: " .. describe(ready, "rolling out updated replicas"))
 end
 
 local rolling = status.rollingUpdate

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from dgdgen.spec import GitOps
 
 HEALTH_KEY = "resource.customizations.health.nvidia.com_DynamoGraphDeployment"
+OPEN_LIBS_KEY = "resource.customizations.useOpenLibs.nvidia.com_DynamoGraphDeployment"
 IN_CLUSTER = "https://kubernetes.default.svc"
 PLUGIN_NAME = "dgdgen"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "dgdgen"}
@@ -327,7 +328,9 @@ def argocd_cm_patch(prepared: Prepared, *, workflow: bool = False) -> dict[str, 
     ``kubectl apply``: the ConfigMap belongs to the Argo CD installation). With the workflow:
     also the local account it authenticates as (API keys only, no UI login)."""
     g = _gitops(prepared)
-    data = {HEALTH_KEY: health_lua()}
+    # the health check times an `insufficient_capacity` wait (os.time, os.date, string.match:
+    # argo/dgd-health.lua), which Argo CD's health sandbox gives only with open libraries
+    data = {HEALTH_KEY: health_lua(), OPEN_LIBS_KEY: "true"}
     if workflow:
         data[f"accounts.{account(prepared)}"] = "apiKey"
         data[f"accounts.{account(prepared)}.enabled"] = "true"

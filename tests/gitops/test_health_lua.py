@@ -1,6 +1,7 @@
 """The DGD health check, run by real Lua 5.1 runtimes — lupa's bundled Lua 5.1 and the Debian
-`lua5.1` binary — over DGD status samples that validate against the DGD CRD's status schema. The
-script runs with only the base functions Argo CD always provides (no useOpenLibs)."""
+`lua5.1` binary — over DGD status samples that validate against the DGD CRD's status schema: with
+only the base functions Argo CD always provides, and with the open libraries dgdgen's argocd-cm
+patch asks for (the timed `insufficient_capacity` wait) under a pinned clock."""
 
 from __future__ import annotations
 
@@ -131,3 +132,81 @@ def test_lua_is_the_one_in_the_argocd_cm_patch() -> None:
                                              / "rollout.yaml")))
     assert cm["data"]["resource.customizations.health.nvidia.com_DynamoGraphDeployment"] \
         == _script()
+
+
+# Argo CD with resource.customizations.useOpenLibs for the DGD kind (dgdgen's argocd-cm patch):
+# the standard libraries. The clock is the one thing pinned — `os.time()` with no argument is the
+# sample's lastTransitionTime plus `after` seconds; everything else (os.date, os.time of a table,
+# string.match) is the runtime's own.
+OPEN_CASES = [(s, case) for s in SAMPLES for case in s.get("openlibs", [])]
+
+
+def _epoch(stamp: str) -> int:
+    import datetime
+    return int(datetime.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ")
+               .replace(tzinfo=datetime.timezone.utc).timestamp())
+
+
+def _now(sample: dict[str, Any], case: dict[str, Any]) -> int:
+    ready = next(c for c in sample["status"]["conditions"] if c["type"] == "Ready")
+    return _epoch(ready["lastTransitionTime"]) + int(case["after"])
+
+
+_OPEN_ENV = (
+    "local env = {}; for k, v in pairs(_G) do env[k] = v end; "
+    "local real = os; "
+    "env.os = {date = real.date, clock = real.clock, difftime = real.difftime, "
+    "time = function(t) if t == nil then return NOW end return real.time(t) end}; "
+)
+
+
+def test_the_argocd_cm_patch_opens_the_libraries_the_clock_needs() -> None:
+    from dgdgen.gitops import argocd
+    from dgdgen.pipeline import prepare
+
+    cm = argocd.argocd_cm_patch(prepare(str(REPO / "examples" / "vllm-disagg-block-size"
+                                             / "rollout.yaml")))
+    assert cm["data"]["resource.customizations.useOpenLibs.nvidia.com_DynamoGraphDeployment"] \
+        == "true"
+
+
+@pytest.mark.parametrize(("sample", "case"), OPEN_CASES,
+                         ids=[f"{s['name']}-{c['after']}" for s, c in OPEN_CASES])
+def test_lupa_lua51_with_open_libs(sample: dict[str, Any], case: dict[str, Any]) -> None:
+    lua51 = pytest.importorskip("lupa.lua51")
+    rt = lua51.LuaRuntime(unpack_returned_tuples=True)
+    run = rt.eval(
+        "function(src, obj, now) NOW = now; " + _OPEN_ENV
+        + "env.obj = obj; local f = assert(loadstring(src)); setfenv(f, env); "
+        "local hs = f(); return hs.status, hs.message end")
+    status, message = run(_script(), rt.eval(_lua_literal(_obj(sample))), _now(sample, case))
+    assert status == case["expect"], message
+    assert case["message"] in message, message
+
+
+@pytest.mark.parametrize("tz", ["UTC", "America/New_York", "Asia/Kolkata"])
+def test_lua51_binary_with_open_libs_in_any_time_zone(tmp_path: Path, tz: str) -> None:
+    """The wait is read in UTC whatever zone the repo server runs in."""
+    import os
+
+    binary = shutil.which("lua5.1")
+    if binary is None:
+        pytest.skip("lua5.1 is not installed (apt-get install lua5.1)")
+    script = tmp_path / "health.lua"
+    script.write_text(_script())
+    lines = []
+    for sample, case in OPEN_CASES:
+        lines.append(
+            f"do NOW = {_now(sample, case)}; " + _OPEN_ENV
+            + f"env.obj = {_lua_literal(_obj(sample))}; "
+            f"local f = assert(loadfile({json.dumps(str(script))})); setfenv(f, env); "
+            "local hs = f(); io.write(hs.status, '\\t', hs.message, '\\n') end")
+    (tmp_path / "run.lua").write_text("\n".join(lines))
+    r = subprocess.run([binary, str(tmp_path / "run.lua")], capture_output=True, text=True,
+                       check=True, timeout=60, env={**os.environ, "TZ": tz})
+    out = r.stdout.splitlines()
+    assert len(out) == len(OPEN_CASES)
+    for (sample, case), line in zip(OPEN_CASES, out, strict=True):
+        status, message = line.split("\t", 1)
+        assert status == case["expect"], (sample["name"], case["after"], message)
+        assert case["message"] in message, (sample["name"], message)
