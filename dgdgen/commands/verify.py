@@ -20,6 +20,9 @@ Validate every document of every YAML file (directories are searched recursively
     Argo Workflows WorkflowTemplate against the upstream CRDs shipped with dgdgen: types,
     required fields, enums, limits, patterns, and their CEL x-kubernetes-validations rules.
     Fields the API server would silently drop (not declared in the schema) are errors.
+    The DynamoGraphDeployment CRD is Dynamo main of 2026-08-20 (commit df7deed0d), NOT a
+    release's: the file at Dynamo's release tags could not be obtained when it was vendored
+    (schemas/crds/PROVENANCE.md). The summary line says so whenever a DGD was validated.
   * core kinds (Service, Deployment, ConfigMap, RBAC, PodDisruptionBudget, Job ...) against the
     strict Kubernetes v1.37 JSON Schemas shipped with dgdgen.
 
@@ -171,6 +174,11 @@ def run(args: argparse.Namespace) -> int:
         summary += f", of which {broken} broken invariant(s)"
     if unvalidated:
         summary += f" ({unvalidated} not validated)"
+    if any(isinstance(d.data, dict) and d.data.get("kind") == "DynamoGraphDeployment"
+           for d in documents):
+        from dgdgen.crd.catalog import DGD_CRD
+
+        summary += f"; DGD CRD of {DGD_CRD}"
     sys.stderr.write(summary + "\n")
     return 1 if failures else 0
 

@@ -33,6 +33,12 @@ class Source:
     ref: str  # release tag / commit the copy was taken at
 
 
+# Which DGD CRD dgdgen validates against, as `verify` says it. Not a release: the file at Dynamo's
+# release tags could not be obtained here (the repository's snapshot is larger than the fetch
+# limit, and the code index holds the file at one commit no tag names), so the copy is main of
+# 2026-08-20, two months before 1.6.0 (schemas/crds/PROVENANCE.md).
+DGD_CRD = "Dynamo main df7deed0d (2026-08-20), not a release tag"
+
 SOURCES: tuple[Source, ...] = (
     Source(
         "dynamo/nvidia.com_dynamographdeployments.yaml",

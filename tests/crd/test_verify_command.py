@@ -64,6 +64,8 @@ def test_valid_files_exit_0(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout == ""
     assert "1 document(s) in 1 file(s): all valid" in result.stderr
+    # which DGD CRD it validated against (GOOD is a DGD), and that it is no release's
+    assert "; DGD CRD of Dynamo main df7deed0d (2026-08-20), not a release tag" in result.stderr
 
 
 def test_violations_exit_1_with_file_line(tmp_path: Path) -> None:
