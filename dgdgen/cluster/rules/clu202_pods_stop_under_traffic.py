@@ -79,14 +79,23 @@ def request_bound(state: State) -> int | None:
 
 
 def _args(job: Mapping[str, Any]) -> dict[str, str]:
+    return {a: b for a, b in itertools.pairwise(command_line(job)) if a.startswith("--")}
+
+
+def command_line(job: Mapping[str, Any]) -> list[str]:
+    """Every container's command and args of a Job, in order; what is not a list of strings
+    (a mangled tree) is left out."""
     spec = job.get("spec") if isinstance(job.get("spec"), dict) else {}
     tmpl = spec.get("template") if isinstance(spec, dict) else None
     pod = tmpl.get("spec") if isinstance(tmpl, dict) else None
-    out: dict[str, str] = {}
-    for c in (pod.get("containers") or []) if isinstance(pod, dict) else []:
-        cmd = [str(x) for x in (c.get("command") or []) + (c.get("args") or [])] \
-            if isinstance(c, dict) else []
-        out.update({a: b for a, b in itertools.pairwise(cmd) if a.startswith("--")})
+    containers = pod.get("containers") if isinstance(pod, dict) else None
+    out: list[str] = []
+    for c in containers if isinstance(containers, list) else []:
+        if not isinstance(c, dict):
+            continue
+        for part in (c.get("command"), c.get("args")):
+            if isinstance(part, list):
+                out += [str(x) for x in part]
     return out
 
 

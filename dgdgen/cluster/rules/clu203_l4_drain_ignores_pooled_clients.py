@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from dgdgen.check.findings import Finding, Severity
 from dgdgen.cluster.model import Key, build, reaches
 from dgdgen.cluster.rules import InvariantMeta, Tree, object_name
-from dgdgen.cluster.rules.clu202_pods_stop_under_traffic import _args, _selector
+from dgdgen.cluster.rules.clu202_pods_stop_under_traffic import _args, _selector, command_line
 from dgdgen.cluster.transitions import State
 from dgdgen.dgd import Role
 
@@ -76,7 +76,7 @@ def check(tree: Tree) -> Iterator[Finding]:
             pods = before.service_pods(ns, args["--service"]) + tuple(
                 before.selected(ns, _selector(before, ns, args["--service"])))
             for gen in {p.generation for p in pods}:
-                hooks.setdefault(gen, []).append((key, "--l4-switch" in _cmd(job)))
+                hooks.setdefault(gen, []).append((key, "--l4-switch" in command_line(job)))
         now = {(p.namespace, p.dgd, p.component): p for p in after.pods}
         reported: set[tuple[str, str, str]] = set()
         for p in before.pods:
@@ -100,14 +100,3 @@ def check(tree: Tree) -> Iterator[Finding]:
                          f"{object_name(key)}, which waits only for in-flight requests, while "
                          f"callers reached it through the L4 switch {object_name(switched[gen])}:"
                          " pooled keep-alive clients still on it are cut off (503)"))
-
-
-def _cmd(job: dict[str, object]) -> list[str]:
-    spec = job.get("spec") if isinstance(job.get("spec"), dict) else {}
-    tmpl = spec.get("template") if isinstance(spec, dict) else None
-    pod = tmpl.get("spec") if isinstance(tmpl, dict) else None
-    out: list[str] = []
-    for c in (pod.get("containers") or []) if isinstance(pod, dict) else []:
-        if isinstance(c, dict):
-            out += [str(x) for x in (c.get("command") or []) + (c.get("args") or [])]
-    return out
