@@ -357,3 +357,32 @@ def test_finding_5_fixed_every_drain_behind_an_l4_switch_counts_arrivals(tmp_pat
     assert r.code == 0, r.err
     l7 = sorted((tmp_path / "l7").glob("*/job-*-drain-*.yaml"))
     assert l7 and not any("--l4-switch" in j.read_text() for j in l7)
+
+
+def test_finding_7_a_picker_that_scores_frontends_by_metrics_they_do_not_export(
+        tmp_path: Path) -> None:
+    """The trtllm InferencePool example's picker configs as the landed code rendered them: GAIE's
+    stock scorers on vLLM's default metrics. Today's render scores by the frontend's gauges."""
+    found = check_tree(str(FIXTURES / "finding7-stock-picker"))
+    assert [(f.code, f.object) for f in found] == [
+        ("CLU103", "ConfigMap/inference/r6de4fe4-trtllm-disagg-pool-epp"),
+        ("CLU103", "ConfigMap/inference/trtllm-disagg-pool-epp")]
+    assert "queue-scorer by vllm:num_requests_waiting, kv-cache-utilization-scorer by " \
+           "vllm:kv_cache_usage_perc" in found[0].message
+    assert check_tree(str(REPO / "examples" / "trtllm-disagg-v1beta1" / "rendered")) == []
+    # a config that maps the queue scorer to the frontend's gauge but keeps a KV-cache scorer
+    text = (FIXTURES / "finding7-stock-picker" / "step-01"
+            / "configmap-trtllm-disagg-pool-epp.yaml").read_text()
+    mapped = text.replace("    - type: core-metrics-extractor\n", (
+        "    - type: core-metrics-extractor\n"
+        "      parameters:\n"
+        "        defaultEngine: dynamo\n"
+        "        engineConfigs:\n"
+        "        - name: dynamo\n"
+        "          queuedRequestsSpec: dynamo_frontend_queued_requests\n"))
+    assert mapped != text
+    (tmp_path / "step-01").mkdir()
+    (tmp_path / "step-01" / "cm.yaml").write_text(mapped)
+    [f] = check_tree(str(tmp_path))
+    assert "scores kv-cache-utilization-scorer by nothing (its engine config names no metric)," \
+        in f.message

@@ -7,6 +7,7 @@ from types import ModuleType
 from dgdgen.cluster.rules import (
     clu101_incomplete_generation_reachable,
     clu102_parallelism_exceeds_gpus,
+    clu103_picker_reads_no_frontend_metric,
     clu201_rollback_drops_roll_settings,
     clu202_pods_stop_under_traffic,
     clu203_l4_drain_ignores_pooled_clients,
@@ -17,6 +18,7 @@ from dgdgen.cluster.rules import (
 _MODULES: tuple[ModuleType, ...] = (
     clu101_incomplete_generation_reachable,
     clu102_parallelism_exceeds_gpus,
+    clu103_picker_reads_no_frontend_metric,
     clu201_rollback_drops_roll_settings,
     clu202_pods_stop_under_traffic,
     clu203_l4_drain_ignores_pooled_clients,
