@@ -42,27 +42,35 @@ RULE = InvariantMeta(
 )
 
 
-def _l4_reached(states: list[State]) -> dict[tuple[str, str, str], Key]:
-    """Each generation an L4 switch selects in one of ``states``, with that switch."""
+def _l4_reached(state: State) -> dict[tuple[str, str, str], Key]:
+    """Each generation an L4 switch selects in ``state``, with that switch."""
     out: dict[tuple[str, str, str], Key] = {}
-    for state in states:
-        for r in reaches(build(state.objects)):
-            if r.l4:
-                for p in r.frontends:
-                    out.setdefault(p.generation, r.via)
+    for r in reaches(build(state.objects)):
+        if r.l4:
+            for p in r.frontends:
+                out.setdefault(p.generation, r.via)
     return out
 
 
-def _until(tree: Tree, state: State) -> list[State]:
-    """The states a rollout passed through up to ``state``, in the tree's order (a client may
-    have opened its connection in any of them); every state when ``state`` is not the tree's."""
-    labels = [s.label for s in tree.states]
-    return tree.states[:labels.index(state.label) + 1] if state.label in labels else tree.states
+def _switched_until(tree: Tree) -> dict[str, dict[tuple[str, str, str], Key]]:
+    """For each state of the tree, by label: the generations an L4 switch selected in it or in
+    a state the rollout passed through before it (a client may have opened its connection in
+    any of them). One graph per state: linear in the tree."""
+    out: dict[str, dict[tuple[str, str, str], Key]] = {}
+    seen: dict[tuple[str, str, str], Key] = {}
+    for state in tree.states:
+        for gen, via in _l4_reached(state).items():
+            seen.setdefault(gen, via)
+        out[state.label] = dict(seen)
+    return out
 
 
 def check(tree: Tree) -> Iterator[Finding]:
+    until = _switched_until(tree)
     for frm, to in tree.transitions:
-        switched = _l4_reached(_until(tree, frm))
+        # a GitOps move's pair knows only the state it leaves and the one it makes
+        switched = until[tree.states[-1].label] if tree.pairs is not None else \
+            until.get(frm.label, {})
         if not switched:
             continue
         before, after = build(frm.objects), build(to.objects)
