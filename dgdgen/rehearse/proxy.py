@@ -199,8 +199,8 @@ class Proxy:
                       "    balance roundrobin",
                       f"    http-response set-header {GENERATION_HEADER} %s"]
             for name, ports in parent:
-                lines += [f"    server {name} {self._address(f'parent-{name}', ports, spread)}"
-                          f" weight {max(1, len(ports))}"]
+                address = self._address(f"parent-{name}", ports, spread)
+                lines.append(f"    server {name} {address} weight {max(1, len(ports))}")
             if not parent:
                 lines.append(f"    server none {_UNREACHABLE}")  # selects nothing: 503
         return "\n".join(lines) + "\n" + self._services(spread)

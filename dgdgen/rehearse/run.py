@@ -248,7 +248,7 @@ def parent_service(prepared: Prepared) -> str | None:
     """The GAMMA parent Service that callers outside the mesh call, or None."""
     traffic = prepared.loaded.spec.spec.traffic
     if traffic.provider is TrafficProvider.GAMMA and traffic.gamma is not None:
-        return traffic.gamma.service
+        return str(traffic.gamma.service)
     return None
 
 
