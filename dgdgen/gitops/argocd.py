@@ -17,7 +17,7 @@ from dgdgen.errors import InputError
 from dgdgen.generation import LABEL_ROLLOUT
 
 if TYPE_CHECKING:
-    from dgdgen.pipeline import Prepared
+    from dgdgen.prepared import Prepared
     from dgdgen.spec import GitOps
 
 HEALTH_KEY = "resource.customizations.health.nvidia.com_DynamoGraphDeployment"

@@ -47,8 +47,8 @@ from dgdgen.analysis.gates import EXPERIMENT
 from dgdgen.gitops import argocd
 
 if TYPE_CHECKING:
-    from dgdgen.pipeline import Prepared
     from dgdgen.plan import PlanStep
+    from dgdgen.prepared import Prepared
 
 HOME = "/home/dgdgen"
 CLONE_DIR = f"{HOME}/repo"
