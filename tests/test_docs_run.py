@@ -303,7 +303,8 @@ def test_the_setup_leaves_dgdgen_on_path_as_the_docs_spell_it(tmp_path: Path) ->
     found = subprocess.run(["bash", "-c", script], cwd=tmp_path, env=env, capture_output=True,
                            text=True, timeout=60, check=False)
     assert found.returncode == 0, found.stderr
-    assert found.stdout.splitlines()[:2] == [str(bindir / "dgdgen"), str(bindir / "pytest")]
+    assert [Path(p).resolve() for p in found.stdout.splitlines()[:2]] == [
+        (bindir / "dgdgen").resolve(), (bindir / "pytest").resolve()]
 
 
 @dataclass
