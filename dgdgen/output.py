@@ -8,11 +8,12 @@ from typing import TYPE_CHECKING
 
 from dgdgen import yamlio
 from dgdgen.errors import ValidationFailed
-from dgdgen.render import PLAN_ORDER, Manifest, render_state
+from dgdgen.render import PLAN_ORDER, render_state
+from dgdgen.render.manifest import Manifest
 
 if TYPE_CHECKING:
-    from dgdgen.pipeline import Prepared
     from dgdgen.plan import PlanStep
+    from dgdgen.prepared import Prepared
 
 
 def deployed(manifests: list[Manifest]) -> list[Manifest]:

@@ -3,44 +3,32 @@ isolation-mode decision for ``auto``."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+import warnings
 from typing import Any
 
+from dgdgen import frontends, grace, migration
 from dgdgen import plan as planmod
-from dgdgen.errors import InputError, PlanError
-from dgdgen.generation import Generation, candidate_generation, stable_generation
+from dgdgen.analysis.gates import check_clusters, check_gates
+from dgdgen.check.classify import recommend, runtime_replaced, verdict
+from dgdgen.check.context import roll_of_dgd
+from dgdgen.check.facts import dgd_facts
+from dgdgen.check.flags import NEWEST, normalize_release
+from dgdgen.check.inplace import BOTH, RunBy, Target, roll_consequence
+from dgdgen.crd import overlays
+from dgdgen.dgd import ANN_MAX_SURGE
+from dgdgen.errors import InputError, InputWarning, PlanError
+from dgdgen.generation import Generation, base_name, candidate_generation, stable_generation
 from dgdgen.load import LoadedSpec, load_spec
-
-
-@dataclass(frozen=True)
-class Prepared:
-    loaded: LoadedSpec
-    stable: Generation
-    candidate: Generation
-    mode: str
-    plan: planmod.Plan
-    base_name: str
-    candidate_name: str  # the candidate DGD's name (the stable's name in single-DGD modes)
-
-    def state(self, selector: int | str) -> planmod.PlanStep:
-        """The plan state a command named (a step number, ``rollback`` or ``cleanup``); an unknown
-        one is bad input that lists the states there are."""
-        try:
-            return self.plan.state(selector)
-        except KeyError:
-            raise InputError(unknown_state(self.plan, selector, self.loaded.path)) from None
-
-
-def unknown_state(plan: planmod.Plan, selector: object, path: str) -> str:
-    backs = "".join(f"{s.label}, " for s in reversed(plan.rollback_steps))
-    return (f"the plan of {path} has steps 0..{len(plan.steps) - 1}, {backs}rollback and "
-            f"cleanup; there is no step {selector}")
+from dgdgen.parallelism import needed
+from dgdgen.prepared import Prepared
+from dgdgen.render import names
+from dgdgen.render.dgds import OVERLAY_PROPOSED
+from dgdgen.spec import Isolation, parse_duration
 
 
 def _plan_input(loaded: LoadedSpec, stable: Generation, cand: Generation, mode: str,
                 steps: tuple[planmod.StepInput, ...]) -> planmod.PlanInput:
-    from dgdgen.spec import parse_duration
-
     body = loaded.spec.spec
     comps = []
     for name, sc in stable.dgd.components.items():
@@ -73,12 +61,8 @@ def _plan_input(loaded: LoadedSpec, stable: Generation, cand: Generation, mode: 
 
 def prepare(path: str) -> Prepared:
     """Load a spec file and plan it. Raises :class:`InputError` (with location) on bad input."""
-    from dgdgen.spec import Isolation, parse_duration
-
     loaded = load_spec(path)
     body = loaded.spec.spec
-    from dgdgen.analysis.gates import check_gates
-
     check_gates(loaded)  # gate names are checked even while analysis is off
     stable = stable_generation(loaded.stable, body.stable.revision)
     cand = candidate_generation(stable, body.candidate, loaded.location)
@@ -117,8 +101,6 @@ def prepare(path: str) -> Prepared:
         plan = _with_notes(plan, notes)
     base, cand_name = _names(loaded, stable, cand, mode)
     prepared = Prepared(loaded, stable, cand, mode, plan, base, cand_name)
-    from dgdgen.analysis.gates import check_clusters
-
     check_clusters(prepared)  # each cluster of a fan-out gated on its own data, or refused
     return prepared
 
@@ -135,9 +117,6 @@ def require_operator_capabilities(loaded: LoadedSpec, mode: str) -> None:
     stable's pool and a `partition` would roll every replica at once. The stable DGD is checked
     too: one left by an earlier worker-group or partition rollout carries the fields, and
     rendering it re-emits them."""
-    from dgdgen.crd import overlays
-    from dgdgen.render.dgds import OVERLAY_PROPOSED
-
     needs = overlays.load(OVERLAY_PROPOSED).capabilities()  # field -> capability
     have = set(loaded.spec.spec.dynamo.operator_capabilities)
     hint_field = "spec.dynamo.operatorCapabilities"
@@ -176,9 +155,6 @@ def require_operator_capabilities(loaded: LoadedSpec, mode: str) -> None:
 def _warn_ungated(loaded: LoadedSpec, steps: tuple[planmod.StepInput, ...]) -> None:
     """`steps: []` with analysis enabled falls back to a default schedule whose steps name no
     gate: the rollout would run ungated although the spec asks for analysis."""
-    import warnings
-
-    from dgdgen.errors import InputWarning
 
     body = loaded.spec.spec
     if body.steps or not body.analysis.enabled or any(s.gate for s in steps):
@@ -192,9 +168,6 @@ def _warn_ungated(loaded: LoadedSpec, steps: tuple[planmod.StepInput, ...]) -> N
 
 
 def _names(loaded: LoadedSpec, stable: Generation, cand: Generation, mode: str) -> tuple[str, str]:
-    from dgdgen.generation import base_name
-    from dgdgen.render import names
-
     ns = loaded.spec.metadata.namespace
     if stable.dgd.namespace is not None and stable.dgd.namespace != ns:
         raise InputError(
@@ -226,8 +199,6 @@ def _migration_notes(cand: Generation, mode: str) -> tuple[str, ...]:
     says it before anything is rendered."""
     if mode != "in-place":
         return ()
-    from dgdgen.check.facts import dgd_facts
-
     out = []
     for fe in dgd_facts(cand.dgd).frontends():
         s = fe.flags.get("--migration-limit")
@@ -245,8 +216,6 @@ def _model_name_notes(stable: Generation, cand: Generation) -> tuple[str, ...]:
     stable's name with 404 (the frontend counts it as ``not_found``) from the moment traffic
     reaches it — what `dgdgen rehearse` showed on the blue/green example. Said before anything
     is rendered, so the switch is planned with the clients."""
-    from dgdgen.check.facts import dgd_facts
-
     def names(gen: Generation) -> set[str]:
         return {w.served_model_name for w in dgd_facts(gen.dgd).workers()
                 if w.served_model_name is not None}
@@ -269,8 +238,6 @@ def _grace_notes(loaded: LoadedSpec, stable: Generation, cand: Generation,
     that covers the request timeout (dgdgen.grace) but never edits the running stable (that would
     restart it, and the pods it replaced would still stop on their old period): a stable whose
     period is shorter is said here, with the value to set before the rollout."""
-    from dgdgen import grace
-
     steps, comps = grace.stable_stops_while_serving(
         plan, grace.rolled_components(stable.dgd, cand.dgd))
     need = grace.required_seconds(loaded.spec.spec)
@@ -288,9 +255,6 @@ def _grace_notes(loaded: LoadedSpec, stable: Generation, cand: Generation,
             f"{need} s a request may need (traffic.requestTimeout + {grace.MARGIN_SECONDS} s): ")
     fix = (f"set {where}: {need} on them and roll that out first. "
            "The candidate's pods get it already")
-    from dgdgen import migration
-    from dgdgen.check.facts import dgd_facts
-
     workers = {w.name for w in dgd_facts(stable.dgd).workers()}
     if all(s.component in workers for s in short) and not migration.unprotected(stable.dgd):
         # A worker killed mid-stream: the stable's frontends migrate the stream to another
@@ -315,9 +279,6 @@ def _shrink_notes(stable: Generation, cand: Generation, plan: planmod.Plan) -> t
     migration limit but never edits the running stable (that would restart it), so a stable
     frontend without one is said here. In place the frontend is shared and the in-place note
     says it already."""
-    from dgdgen import grace, migration
-    from dgdgen.check.facts import dgd_facts
-
     if plan.mode == "in-place":
         return ()
     steps, comps = grace.stable_stops_while_serving(
@@ -355,8 +316,6 @@ def _frontend_resource_notes(stable: Generation, cand: Generation, mode: str
     not invent a size (it depends on the request rate; the Dynamo 1.6.1 frontend idles near
     120 MiB RSS) and does not edit the running stable; it says so here (docs/traffic.md,
     Frontend readiness and resources)."""
-    from dgdgen import frontends
-
     out = []
     # In-place and partition: one frontend serves both revisions (planning.md), said once.
     shared = mode in ("in-place", "partition")
@@ -386,9 +345,6 @@ def _require_gpus_for_parallelism(loaded: LoadedSpec, cand: Generation) -> None:
     """Refuse a candidate whose engine parallelism needs more GPUs than its pods ask for (its
     pods would never start: CLU102), at the component's change in the spec — before any
     isolation is decided, so `auto` never calls such a change safe to roll in place."""
-    from dgdgen.check.facts import dgd_facts
-    from dgdgen.parallelism import needed
-
     for comp in dgd_facts(cand.dgd).workers():
         have = cand.dgd.components[comp.name].gpus_per_replica
         need = needed(cand.dgd.components[comp.name].backend,
@@ -409,8 +365,6 @@ def _roll_settings_notes(stable: Generation, mode: str) -> tuple[str, ...]:
     """In place the way back is a roll that keeps the forward roll's surge settings (CLU201); a
     stable DGD without them has them added at rollback, and the operator's worker hash covers
     annotations: the next rollout's baseline, without them, would roll the workers once more."""
-    from dgdgen.dgd import ANN_MAX_SURGE
-
     if mode != "in-place":
         return ()
     bare = [c.name for c in stable.dgd.workers()
@@ -425,16 +379,11 @@ def _roll_settings_notes(stable: Generation, mode: str) -> tuple[str, ...]:
 
 
 def _with_notes(plan: planmod.Plan, notes: tuple[str, ...]) -> planmod.Plan:
-    import dataclasses
-
     return dataclasses.replace(plan, notes=plan.notes + notes)
 
 
 def target_of(loaded: LoadedSpec) -> Any:
     """The spec's Dynamo release and worker backing (an unknown release: exit 2 at its line)."""
-    from dgdgen.check.flags import normalize_release
-    from dgdgen.check.inplace import RunBy, Target
-
     dyn = loaded.spec.spec.dynamo
     field = ("spec", "dynamo", "version")
     try:
@@ -454,15 +403,7 @@ def decide_isolation(
     Returns (mode, default steps, reasons). ``in-place`` is chosen only when the checker finds no
     isolation-demanding change.
     """
-    from dgdgen.check.classify import recommend, runtime_replaced, verdict
-    from dgdgen.check.context import roll_of_dgd
-    from dgdgen.check.facts import dgd_facts
-    from dgdgen.check.inplace import BOTH, Target, roll_consequence
-    from dgdgen.spec import parse_duration
-
     if target is None:
-        from dgdgen.check.flags import NEWEST
-
         target = Target(NEWEST)
     v = verdict(stable.dgd, cand.dgd, dynamo_version=target.release)
     rec = recommend(v)
@@ -494,7 +435,4 @@ def in_place_roll(prepared: Prepared) -> Any:
     """How the operator would roll the candidate's workers in place on the spec's Dynamo release
     and worker backing (``spec.dynamo``): hash-suffixed or shared worker namespaces, and why
     (dgdgen.check.inplace; the rehearsal plays it)."""
-    from dgdgen.check.context import roll_of_dgd
-    from dgdgen.check.facts import dgd_facts
-
     return roll_of_dgd(target_of(prepared.loaded), dgd_facts(prepared.candidate.dgd))

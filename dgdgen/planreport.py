@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from dgdgen.analysis.gates import StepGate
-    from dgdgen.pipeline import Prepared
     from dgdgen.plan import GenerationState, Plan, PlanStep
+    from dgdgen.prepared import Prepared
     from dgdgen.spec import CustomMetric
 
 ROLE_ABBR = {"frontend": "fe", "aggregated": "agg", "prefill": "pre", "decode": "dec", "other": "oth"}

@@ -247,21 +247,64 @@ def _checkout(dest: Path) -> None:
 @pytest.fixture(scope="module")
 def sandbox(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     root = tmp_path_factory.mktemp("docs-run")
-    bindir, home = root / "bin", root / "home"
-    bindir.mkdir()
+    home = root / "home"
     home.mkdir()
-    shim = bindir / "dgdgen"
-    shim.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m dgdgen "$@"\n')
-    shim.chmod(0o755)
+    # `dgdgen` on PATH as the README's set-up leaves it: the virtual environment's bin/ first
+    # (what `. .venv/bin/activate` does), with the console script the install put there.
+    bindir = _venv_bin()
     (home / ".gitconfig").write_text(
         "[user]\n\tname = Docs Reader\n\temail = reader@example.com\n"
         "[init]\n\tdefaultBranch = main\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     env.update(HOME=str(home), PATH=f"{bindir}{os.pathsep}{env.get('PATH', '')}",
+               VIRTUAL_ENV=str(bindir.parent),
                PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")])),
                # a terminal's order of stdout and stderr lines, which the samples show
                PYTHONUNBUFFERED="1")
     return env
+
+
+def _venv_bin() -> Path:
+    """The bin/ folder of the environment running the tests, holding its `dgdgen` script."""
+    bindir = Path(sys.prefix) / "bin"
+    assert (bindir / "dgdgen").is_file() and (bindir / "activate").is_file(), (
+        f"{bindir} has no `dgdgen` console script or `activate`: run the tests from the virtual "
+        "environment the README's set-up makes (`pip install -e '.[test]'` puts `dgdgen` there)")
+    return bindir
+
+
+def _setup_section() -> list[str]:
+    """The shell blocks of the README's "Set up" section: the set-up command, then the tests'."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("\n## Set up\n"):]
+    section = section[:section.index("\n## ", 1)]
+    return [b.strip() for b in re.findall(r"^```sh\n(.*?)^```", section, re.MULTILINE | re.DOTALL)]
+
+
+def test_the_setup_leaves_dgdgen_on_path_as_the_docs_spell_it(tmp_path: Path) -> None:
+    """The README's set-up command activates its virtual environment before its first bare
+    `dgdgen`, and activating one really puts the install's `dgdgen` (and `pytest`) first on PATH;
+    the test command and every documented command are spelled as that leaves them."""
+    setup, tests = _setup_section()[:2]
+    steps = [s.strip() for s in setup.split("&&")]
+    venv_dir = steps[0].removeprefix("python3 -m venv ")
+    assert steps[0] != venv_dir, steps
+    assert steps[1] == f". {venv_dir}/bin/activate", steps
+    assert steps[2].startswith("pip install ") and steps[3].startswith("dgdgen render "), steps
+    assert tests == "pytest"
+    spelled = [f"{doc}:{b.line}: {c.text}" for doc, bl in ALL.items() for b in bl
+               for c in b.commands if "/bin/dgdgen" in c.text or "/bin/pytest" in c.text]
+    assert spelled == [], "spelled with a path the set-up does not need"
+    bindir = _venv_bin()
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    env["PATH"] = "/usr/bin:/bin"
+    script = (f". {shlex.quote(str(bindir))}/activate && command -v dgdgen pytest && "
+              "dgdgen --version")
+    found = subprocess.run(["bash", "-c", script], cwd=tmp_path, env=env, capture_output=True,
+                           text=True, timeout=60, check=False)
+    assert found.returncode == 0, found.stderr
+    assert [Path(p).resolve() for p in found.stdout.splitlines()[:2]] == [
+        (bindir / "dgdgen").resolve(), (bindir / "pytest").resolve()]
 
 
 @dataclass

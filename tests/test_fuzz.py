@@ -233,10 +233,16 @@ RELS = st.one_of(
 
 
 def _make(layout: Path, kinds: list[str]) -> Path:
-    """A chain of path elements of the given kinds under ``layout``; returns the last one."""
+    """A chain of path elements of the given kinds under ``layout``; returns the last one.
+
+    The read-only folders lose their write bits only once the whole chain is built, so the same
+    layout comes out for root and for any other user (who may not create anything in a folder
+    after its ``chmod 0o555``; root may, and then writes into it too).
+    """
     (layout / "real-dir").mkdir(exist_ok=True)
     (layout / "real-file").write_text("x")
     cur = layout
+    read_only = []
     for i, kind in enumerate(kinds):
         p = cur / f"e{i}"
         if not cur.is_dir():  # a file, a loop or a dangling link: nothing can go under it
@@ -245,7 +251,7 @@ def _make(layout: Path, kinds: list[str]) -> Path:
             p.mkdir()
         elif kind == "ro-dir":
             p.mkdir()
-            p.chmod(0o555)
+            read_only.append(p)
         elif kind == "file":
             p.write_text("precious\n")
         elif kind == "link-dir":
@@ -257,6 +263,8 @@ def _make(layout: Path, kinds: list[str]) -> Path:
         elif kind == "dangling":
             os.symlink(layout / "nowhere", p)
         cur = p
+    for p in read_only:
+        p.chmod(0o555)
     return cur / "out" if kinds[-1] in ("dir", "ro-dir", "link-dir") else cur
 
 

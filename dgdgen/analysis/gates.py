@@ -33,8 +33,8 @@ from dgdgen.errors import InputError, did_you_mean
 
 if TYPE_CHECKING:
     from dgdgen.load import LoadedSpec
-    from dgdgen.pipeline import Prepared
     from dgdgen.plan import PlanStep
+    from dgdgen.prepared import Prepared
 
 
 @dataclass(frozen=True)

@@ -52,6 +52,14 @@ class Git:
         data = "".join(s + "\n" for s in specs).encode("utf-8")
         proc = subprocess.run(["git", "-C", self.top, "cat-file", "--batch"], input=data,
                               capture_output=True, check=False)
+        if proc.returncode != 0:
+            # git refuses the whole repository: a `.git` pointing nowhere, or a work tree another
+            # user owns ("detected dubious ownership", git 2.35.2+), which a CI checkout often is
+            lines = [ln.strip() for ln in proc.stderr.decode("utf-8", "replace").splitlines()
+                     if ln.strip()]
+            said = lines[0] + (f" ({lines[-1]})" if len(lines) > 1 else "") if lines else \
+                f"exit {proc.returncode}"
+            raise InputError(f"git cat-file failed in {self.top}: {said}")
         out: list[str | None] = []
         buf = proc.stdout
         pos = 0

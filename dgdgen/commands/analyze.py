@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from dgdgen.analysis.gates import StepGate
     from dgdgen.gitops.target import Target
-    from dgdgen.pipeline import Prepared
+    from dgdgen.prepared import Prepared
 
 HELP = "run a step's SLO gate against a live Prometheus (a rehearsal before promoting)"
 DESCRIPTION = """\

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from dgdgen.pipeline import Prepared
+    from dgdgen.prepared import Prepared
 
 HELP = "rehearse a whole rollout against the real Dynamo frontend and mocker workers"
 DESCRIPTION = """\

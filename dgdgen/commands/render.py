@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     from dgdgen.errors import InputError
     from dgdgen.output import all_files, state_files
     from dgdgen.pipeline import prepare
-    from dgdgen.render import file_component
+    from dgdgen.render.manifest import file_component
     from dgdgen.write import write_tree
 
     specs = list(args.specs)

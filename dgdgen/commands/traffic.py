@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from dgdgen.commands._common import state_selector
 
 if TYPE_CHECKING:
-    from dgdgen.pipeline import Prepared
+    from dgdgen.prepared import Prepared
 
 HELP = "show each step's traffic split; apply a step's weights to a running HAProxy"
 DESCRIPTION = """\

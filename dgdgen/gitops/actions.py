@@ -140,7 +140,7 @@ def _trailers(t: Target, state: PlanStep) -> str:
 
 
 def _unknown(t: Target, selector: object) -> str:
-    from dgdgen.pipeline import unknown_state
+    from dgdgen.prepared import unknown_state
 
     return unknown_state(t.prepared.plan, selector, t.prepared.loaded.path)
 

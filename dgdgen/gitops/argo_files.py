@@ -10,7 +10,7 @@ from dgdgen.errors import InputError
 from dgdgen.gitops import argocd, rbac
 
 if TYPE_CHECKING:
-    from dgdgen.pipeline import Prepared
+    from dgdgen.prepared import Prepared
 
 
 def _filename(obj: dict[str, Any]) -> str:
@@ -53,7 +53,7 @@ def notes(prepared: Prepared, *, workflow: bool = True) -> list[str]:
 
 def files(prepared: Prepared, *, plugin: bool = False, workflow: bool = True) -> dict[str, str]:
     from dgdgen.output import validate_manifests
-    from dgdgen.render import Manifest
+    from dgdgen.render.manifest import Manifest
 
     objs = objects(prepared, plugin=plugin, workflow=workflow)
     patches = {"argocd-cm-patch.yaml": argocd.argocd_cm_patch(prepared, workflow=workflow)}

@@ -18,7 +18,7 @@ from dgdgen.generation import LABEL_ROLLOUT
 from dgdgen.spec import cluster_waves
 
 if TYPE_CHECKING:
-    from dgdgen.pipeline import Prepared
+    from dgdgen.prepared import Prepared
     from dgdgen.spec import GitOps
 
 HEALTH_KEY = "resource.customizations.health.nvidia.com_DynamoGraphDeployment"

@@ -14,8 +14,8 @@ from dgdgen.gitops import repo, tree
 from dgdgen.gitops.index import INDEX, GateResult, Index
 
 if TYPE_CHECKING:
-    from dgdgen.pipeline import Prepared
     from dgdgen.plan import PlanStep
+    from dgdgen.prepared import Prepared
 
 
 @dataclass(frozen=True)

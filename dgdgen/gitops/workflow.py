@@ -54,8 +54,8 @@ from dgdgen.gitops import argocd
 from dgdgen.render.analysis import LABEL_CLUSTER
 
 if TYPE_CHECKING:
-    from dgdgen.pipeline import Prepared
     from dgdgen.plan import PlanStep
+    from dgdgen.prepared import Prepared
 
 HOME = "/home/dgdgen"
 CLONE_DIR = f"{HOME}/repo"

@@ -46,7 +46,8 @@ from typing import Any
 from dgdgen import dgd as dgdmod
 from dgdgen.check.facts import dgd_facts
 from dgdgen.dgd import Role
-from dgdgen.pipeline import Prepared, prepare
+from dgdgen.pipeline import prepare
+from dgdgen.prepared import Prepared
 from dgdgen.rehearse.cluster import ApplyError
 from dgdgen.rehearse.load import Load, Record
 from dgdgen.rehearse.proxy import Proxy

@@ -18,9 +18,10 @@ from typing import Any
 
 from dgdgen import yamlio
 from dgdgen.generation import LABEL_ROLE
-from dgdgen.pipeline import Prepared, prepare
+from dgdgen.pipeline import prepare
 from dgdgen.plan import PlanStep
 from dgdgen.planreport import gate_summary
+from dgdgen.prepared import Prepared
 from dgdgen.rehearse.cluster import LocalCluster, key_of
 from dgdgen.rehearse.load import Load, Record
 from dgdgen.rehearse.prometheus import Prometheus

@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Any
 from dgdgen import dgd as dgdmod
 from dgdgen import frontends, grace, migration
 from dgdgen.generation import ANN_BASE_NAME, ANN_REVISION
-from dgdgen.render import Manifest
+from dgdgen.render.manifest import Manifest
 
 if TYPE_CHECKING:
-    from dgdgen.pipeline import Prepared
     from dgdgen.plan import GenerationState, PlanStep
+    from dgdgen.prepared import Prepared
 
 OVERLAY_PROPOSED = "dgd-proposed-rollout-fields"
 # Capabilities an operator needs for the opt-in modes (DEP, Dynamo issue #15214); printed by

@@ -32,14 +32,14 @@ from typing import TYPE_CHECKING, Any
 
 from dgdgen.generation import LABEL_GENERATION, LABEL_ROLLOUT
 from dgdgen.plan import DRAIN_MODES
-from dgdgen.render import Manifest
+from dgdgen.render.manifest import Manifest
 from dgdgen.render.names import frontend_service
 from dgdgen.render.services import FRONTEND_PORT
 from dgdgen.spec import TrafficProvider
 
 if TYPE_CHECKING:
-    from dgdgen.pipeline import Prepared
     from dgdgen.plan import GenerationState, PlanStep
+    from dgdgen.prepared import Prepared
 
 HOOK = "argocd.argoproj.io/hook"
 HOOK_DELETE = "argocd.argoproj.io/hook-delete-policy"

@@ -14,12 +14,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from dgdgen.generation import LABEL_GENERATION, LABEL_ROLLOUT
-from dgdgen.render import Manifest
+from dgdgen.render.manifest import Manifest
 from dgdgen.render.names import frontend_service
 
 if TYPE_CHECKING:
-    from dgdgen.pipeline import Prepared
     from dgdgen.plan import PlanStep
+    from dgdgen.prepared import Prepared
 
 FRONTEND_PORT = 8000
 MANAGED_BY = {"app.kubernetes.io/managed-by": "dgdgen"}

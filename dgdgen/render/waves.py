@@ -31,9 +31,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from dgdgen.pipeline import Prepared
     from dgdgen.plan import GenerationState, Plan, PlanStep
-    from dgdgen.render import Manifest
+    from dgdgen.prepared import Prepared
+    from dgdgen.render.manifest import Manifest
 
 ANN_WAVE = "argocd.argoproj.io/sync-wave"
 ANN_SYNC_OPTIONS = "argocd.argoproj.io/sync-options"

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 from dgdgen.traffic.weights import Backend
 
 if TYPE_CHECKING:
-    from dgdgen.pipeline import Prepared
     from dgdgen.plan import PlanStep
+    from dgdgen.prepared import Prepared
 
 # Config and runtime weights are 0..256 (docs/traffic.md; tests/traffic/test_haproxy_config.py).
 MAX_WEIGHT = 256

@@ -17,8 +17,8 @@ from dgdgen.errors import PlanError
 from dgdgen.render.names import frontend_service
 
 if TYPE_CHECKING:
-    from dgdgen.pipeline import Prepared
     from dgdgen.plan import GenerationState, PlanStep
+    from dgdgen.prepared import Prepared
 
 # HTTPRoute `rules[].backendRefs` maxItems (Gateway API v1.6.1, schemas/crds/gateway-api).
 MAX_BACKEND_REFS = 16

@@ -160,3 +160,31 @@ spec:
     assert pair.base.components["worker"].flags[flag].value == "/t/a.jinja"
     assert pair.head.components["worker"].flags[flag].value == "/t/b.jinja"
     assert report.categories == ["mdc-checksum"]
+
+
+@pytest.mark.parametrize("refusal", ["gitdir-nowhere", "another-owner"])
+def test_a_work_tree_git_refuses_is_a_clear_error(tmp_path: Path, refusal: str) -> None:
+    """`check FILE` reads the file at HEAD from the work tree around it. Where git refuses that
+    repository — its `.git` points nowhere, or another user owns it (git's "dubious ownership",
+    what a CI checkout owned by someone else meets) — the answer is git's own reason, exit 2, not
+    an internal error."""
+    from gen_support import run_cli
+
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "dgd.yaml").write_text(DGD)
+    if refusal == "gitdir-nowhere":
+        (work / ".git").write_text(f"gitdir: {tmp_path / 'nowhere'}\n")
+        said = "not a git repository"
+    else:
+        if os.geteuid() != 0:
+            pytest.skip("only root can give a folder to another user")
+        subprocess.run(["git", "init", "-q", str(work)], check=True)
+        for d, _, names in os.walk(work):
+            for name in [".", *names]:
+                os.chown(os.path.join(d, name), 65534, 65534)
+        said = "dubious ownership"
+    r = run_cli("check", "dgd.yaml", cwd=work)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.startswith(f"dgdgen check: error: git cat-file failed in {work}: fatal: ")
+    assert said in r.stderr and "Traceback" not in r.stderr and len(r.stderr.splitlines()) == 1

@@ -1,9 +1,11 @@
 """The rehearsal and the runtime-semantics proofs need the real Dynamo runtime (the `rehearse`
 extra + the ai-dynamo wheels, installed by `.ci/run`), haproxy, prometheus and a private network
-namespace (root). Under CI a skip for any of them fails (tests/conftest.py)."""
+namespace (as root, or inside an unprivileged user namespace where the kernel allows one, as
+`dgdgen rehearse` does). Under CI a skip for any of them fails (tests/conftest.py)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -16,9 +18,21 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _can_unshare() -> bool:
-    r = subprocess.run(["unshare", "-n", "true"], capture_output=True, check=False)
-    return r.returncode == 0
+@functools.cache
+def _netns_refusal() -> str | None:
+    """Why the product cannot enter its private network namespace here, or None when it can.
+
+    The same mechanism `dgdgen rehearse` uses (dgdgen.runtime.netns): as root a network namespace,
+    otherwise an unprivileged user namespace with it, where the kernel allows one.
+    """
+    from dgdgen.runtime import RuntimeUnavailable
+    from dgdgen.runtime.netns import run_isolated
+
+    try:
+        run_isolated(os.getpid, timeout=60)
+    except RuntimeUnavailable as exc:
+        return str(exc)
+    return None
 
 
 def require_runtime() -> None:
@@ -31,8 +45,9 @@ def require_runtime() -> None:
         if not (shutil.which(tool) or os.path.exists(f"/usr/sbin/{tool}")
                 or os.path.exists(f"/usr/bin/{tool}")):
             pytest.skip(f"{tool} not installed")
-    if not shutil.which("unshare") or not _can_unshare():
-        pytest.skip("ai-dynamo runtime needs a private network namespace (root): unshare -n failed")
+    refusal = _netns_refusal()
+    if refusal:
+        pytest.skip(f"ai-dynamo runtime needs a private network namespace: {refusal}")
 
 
 def rehearse(tmp: Path, spec: str, *args: str, timeout: float = 600) -> tuple[int, dict, str]:
