@@ -5,8 +5,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from dgdgen.commands._common import state_selector
+
+if TYPE_CHECKING:
+    from dgdgen.pipeline import Prepared
 
 HELP = "write the manifests of every step (or one step) of a rollout"
 DESCRIPTION = """\
@@ -116,6 +120,8 @@ def run(args: argparse.Namespace) -> int:
     if args.stdout:
         return _stdout(args, specs[0])
     plans = [prepare(path) for path in progress(specs, "planning")]
+    for prepared in plans:
+        _warn_images(prepared)
     names = [p.plan.rollout for p in plans]
     if len(set(names)) != len(names):
         raise InputError("two specs share a rollout name; each needs its own output directory")
@@ -139,6 +145,7 @@ def _into(args: argparse.Namespace, spec: str) -> int:
     from dgdgen.gitops.target import open_target
 
     target = open_target(spec, args.into)
+    _warn_images(target.prepared)
     if args.init and target.top is not None \
             and os.path.realpath(target.top) != os.path.realpath(target.into):
         from dgdgen.errors import InputError, Location
@@ -225,3 +232,15 @@ def _invariants(files: dict[str, str], root: str) -> None:
     for f in require(check_files(files, os.path.normpath(root))):
         sys.stderr.write(f"{f.file}:{f.line}:{f.column}: warning: {f.code} {f.slug}: "
                          f"{f.message}\n")
+
+
+def _warn_images(prepared: Prepared) -> None:
+    """Once per spec, whichever states are written: the rollout reaches the others later."""
+    import warnings
+
+    from dgdgen.errors import InputWarning
+    from dgdgen.render import images
+
+    text = images.warning(prepared)
+    if text is not None:  # printed by the CLI as `dgdgen render: warning: ...`
+        warnings.warn(text, InputWarning, stacklevel=2)
