@@ -45,9 +45,8 @@ def run(args: argparse.Namespace) -> int:
         import warnings
 
         from dgdgen.errors import InputWarning
-        from dgdgen.render.analysis import warnings as analysis_warnings
-
         from dgdgen.render import images
+        from dgdgen.render.analysis import warnings as analysis_warnings
 
         unpublished = images.warning(prepared)
         for w in analysis_warnings(prepared) + ([unpublished] if unpublished else []):

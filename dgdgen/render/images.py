@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from dgdgen.spec import PROMOTION_IMAGE, PROMOTION_REPOSITORY
+from dgdgen.spec import PROMOTION_REPOSITORY
 
 if TYPE_CHECKING:
     from dgdgen.pipeline import Prepared
