@@ -816,6 +816,14 @@ class Analysis(_Model):
         "pause after the initial delay, at least 1)."
     )
     failure_limit: int = Field(0, ge=0, description="Failed measurements tolerated.")
+    inconclusive_limit: int | None = Field(
+        None, ge=0, description="Inconclusive measurements tolerated per metric (a quiet "
+        "spell: too few requests in the window, no data). Default: all but one of the step's "
+        "measurements, so a lull passes once a later window holds the minimum sample and meets "
+        "the SLOs, while a metric that never sees enough data still ends Inconclusive. A value "
+        "is capped at the step's count - 1 for the same reason; 0 ends the gate at the first "
+        "quiet measurement (Argo Rollouts' default)."
+    )
     consecutive_error_limit: int = Field(
         2, ge=0, description="Consecutive measurement errors (e.g. Prometheus unreachable) "
         "tolerated before the metric ends as Error."
