@@ -41,6 +41,17 @@ def run(args: argparse.Namespace) -> int:
     from dgdgen.pipeline import prepare
     from dgdgen.planreport import FORMATS
 
+    to_stdout = args.output is None or args.output == "-"
+    if args.format == "png" and to_stdout and sys.stdout.isatty():
+        # PNG bytes on a terminal are noise at best, escape sequences the terminal obeys at
+        # worst; to a pipe or a file they are what was asked for
+        from dgdgen.errors import InputError
+
+        raise InputError(
+            "--format png writes binary image data, and standard output is a terminal",
+            hint=f"write it to a file: dgdgen plan {args.spec} --format png -o plan.png "
+            "(or redirect: > plan.png)",
+        )
     prepared = prepare(args.spec)
     if args.format == "png":
         from dgdgen.planreport import png
@@ -48,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
         data = png(prepared)
     else:
         data = FORMATS[args.format](prepared).encode("utf-8")
-    if args.output is None or args.output == "-":
+    if to_stdout:
         out = getattr(sys.stdout, "buffer", None)
         if out is not None:
             out.write(data)

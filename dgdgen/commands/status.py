@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from dgdgen.commands import _gitops
@@ -41,6 +42,18 @@ def run(args: argparse.Namespace) -> int:
     from dgdgen.planreport import _duration, _reps
 
     t = _gitops.target(args)
+    if not os.path.isdir(t.into):
+        # a mistyped --into (or a spec whose gitops.path is not where the reader stands) must
+        # not read as a rollout at its baseline
+        from dgdgen.errors import InputError, Location
+
+        given = "--into" if args.into else "spec.gitops.path (the default --into)"
+        where = args.into or t.rel
+        raise InputError(
+            f"{given}: no such directory: nothing was rendered there", location=Location(where),
+            hint=f"check the path; a first render creates it: dgdgen render {args.spec} --into "
+            f"{where} --init",
+        )
     st = status.status(t)
     if args.format == "json":
         sys.stdout.write(json.dumps(st.to_json(), indent=2) + "\n")

@@ -44,7 +44,7 @@ def in_place(ctx: Context, rule: RuleMeta, category: Category) -> Iterator[Findi
                 message=f"{change.component}: {change.reason}; applied in place{renamed}: "
                         f"{effect}",
                 object=pair.head.object, component=change.component,
-                key=f"{change.field}\x1f{change.old}\x1f{change.new}",
+                key=f"{change.field}\x1f{change.old}\x1f{change.new}", explanation=effect,
             )
 
 
