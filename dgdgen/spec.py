@@ -912,7 +912,7 @@ class Workflow(_Model):
         description="Promotion image: dgdgen and git, built from argo/Dockerfile (the drain "
         "hooks' Jobs and the workflow run it). The default names an image that is not "
         "published: build and push it, then set this to it pinned by digest "
-        "(`registry/dgdgen-promote@sha256:<64 hex>`); `render`, `validate` and `argo` warn "
+        "(`registry/dgdgen-promote@sha256:<64 hex>`); `render`, `plan`, `validate` and `argo` warn "
         "while the default is used, `dgdgen argo` also when the image is a tag only.",
     )
     service_account_name: str = Field(

@@ -5,6 +5,7 @@ argo/Dockerfile builds what the default tag names (checked statically: no Docker
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import tomllib
@@ -104,10 +105,13 @@ def test_a_digest_or_another_image_silences_it(tmp_path: Path, image: str) -> No
     assert [i for _f, i, _who in rendered] == [image]  # the drain Jobs run what was set
 
 
-def test_validate_and_argo_warn_with_the_default(tmp_path: Path) -> None:
+def test_validate_plan_and_argo_warn_with_the_default(tmp_path: Path) -> None:
     spec = _spec(tmp_path, None)
     r = run_cli("validate", str(spec))
     assert r.returncode == 0 and r.stderr.count(WARNING) == 1, r.stderr
+    r = run_cli("plan", str(spec), "--format", "json")
+    assert r.returncode == 0 and r.stderr.count(WARNING) == 1, r.stderr
+    assert json.loads(r.stdout)["rollout"] == "qwen-router"  # stdout stays the plan
     pytest.importorskip("hera")
     r = run_cli("argo", str(spec), "-o", str(tmp_path / "argo"))
     assert r.returncode == 0, r.stderr

@@ -120,8 +120,6 @@ def run(args: argparse.Namespace) -> int:
     if args.stdout:
         return _stdout(args, specs[0])
     plans = [prepare(path) for path in progress(specs, "planning")]
-    for prepared in plans:
-        _warn_images(prepared)
     names = [p.plan.rollout for p in plans]
     if len(set(names)) != len(names):
         raise InputError("two specs share a rollout name; each needs its own output directory")
@@ -136,6 +134,8 @@ def run(args: argparse.Namespace) -> int:
         _invariants(rendered, os.path.join(args.output, prefix))
         files.update({prefix + k: v for k, v in rendered.items()})
     write_tree(args.output, files, force=args.force)
+    for prepared in plans:
+        _warn_images(prepared)
     sys.stderr.write(f"wrote {len(files)} file(s) to {os.path.relpath(args.output)}\n")
     return 0
 
@@ -145,7 +145,6 @@ def _into(args: argparse.Namespace, spec: str) -> int:
     from dgdgen.gitops.target import open_target
 
     target = open_target(spec, args.into)
-    _warn_images(target.prepared)
     if args.init and target.top is not None \
             and os.path.realpath(target.top) != os.path.realpath(target.into):
         from dgdgen.errors import InputError, Location
@@ -179,6 +178,7 @@ def _into(args: argparse.Namespace, spec: str) -> int:
     )
     for note in out.notes:
         sys.stderr.write(note + "\n")
+    _warn_images(target.prepared)
     if target.top is None and not (args.commit or args.init):
         # Said every time: promote, rollback and the Argo CD Application all work on commits.
         sys.stderr.write(
@@ -235,7 +235,8 @@ def _invariants(files: dict[str, str], root: str) -> None:
 
 
 def _warn_images(prepared: Prepared) -> None:
-    """Once per spec, whichever states are written: the rollout reaches the others later."""
+    """Once per spec, once the files are written, whichever states they are: the rollout
+    reaches the others later."""
     import warnings
 
     from dgdgen.errors import InputWarning

@@ -17,7 +17,8 @@ that it reports what is not committed: a directory that records another step tha
 that was interrupted (which the next writing command finishes or discards), files that differ
 from a fresh render (hand edits, a stale render) and uncommitted changes. It only reads.
 
-Exit 0; 1 when the directory drifted from the recorded step (as `render --check`).
+Exit 0; 1 when the directory drifted from the recorded step (as `render --check`); 2 when the
+directory does not exist (a mistyped --into is not a rollout at its baseline).
 
 examples:
   dgdgen status rollout.yaml --into deploy/qwen
