@@ -5,14 +5,16 @@ promotion image, which no registry publishes.
 ``docker build -f argo/Dockerfile`` is given in docs/gitops.md: every user builds and pushes their
 own. A tree that runs that default pulls nothing: the drain hook Job stays ``ErrImagePull``, the
 sync waits on it, and the rollout stops at its first drain (the quality gate's Job the same way,
-the workflow at its first step). :func:`warning` says so once per spec, before anything runs; it
-goes away once the image is another one or is pinned by digest (someone pushed it).
+the workflow at its first step). :func:`warning` says so once per spec (`render`, `plan`,
+`validate`, `argo`), before the rollout runs; it goes away once the image is another one or is
+pinned by digest (someone pushed it).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from dgdgen.render import analysis, drain, waves
 from dgdgen.spec import PROMOTION_REPOSITORY
 
 if TYPE_CHECKING:
@@ -35,8 +37,6 @@ def rendered(prepared: Prepared, *, workflow: bool = False
     """(spec field, image, what runs it) of each promotion image the rollout's rendered objects
     run: the drain hooks' Jobs (in any state of the plan), the quality gate's Job; with
     ``workflow``, the Argo Workflows template (``dgdgen argo``)."""
-    from dgdgen.render import analysis, drain, waves
-
     spec = prepared.loaded.spec.spec
     plan = prepared.plan
     users = []
@@ -72,7 +72,7 @@ def warning(prepared: Prepared, *, workflow: bool = False) -> str | None:
 
 
 def _given(prepared: Prepared, field: tuple[str, ...]) -> bool:
-    node: object = prepared.loaded.document.data
-    for part in field:
-        node = node.get(part) if isinstance(node, dict) else None
-    return node is not None
+    """Whether the spec sets ``field`` (the quality gate's image is required once it is set)."""
+    if field == WORKFLOW_FIELD:
+        return "image" in prepared.loaded.spec.spec.gitops.workflow.model_fields_set
+    return True

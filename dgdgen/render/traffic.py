@@ -230,7 +230,8 @@ def render_haproxy(prepared: Prepared, state: PlanStep,
     # so the proxy rolls and a pod still running keeps the config it started with (a mutable
     # one shared by old and new pods changes under the old ones, and the kubelet's refresh would
     # swap the file in an old pod at a moment of its own). The previous state's ConfigMap is
-    # pruned last (PruneLast, waves.annotate), once the Deployment is Healthy: rolled.
+    # pruned last (PruneLast, waves.annotate), once the Deployment is Healthy: rolled. The new one
+    # is created in the grow wave, before the shift wave points the Deployment at it.
     config_map = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
