@@ -39,12 +39,12 @@ def rendered(prepared: Prepared, *, workflow: bool = False
     ``workflow``, the Argo Workflows template (``dgdgen argo``)."""
     spec = prepared.loaded.spec.spec
     plan = prepared.plan
-    users = []
+    users: list[str] = []
     if any(drain.leaving(prepared, st, waves.plan_previous(plan, st)) for st in plan.all_states()):
         users.append("the drain hook Jobs")
     if workflow:
         users.append("the workflow")
-    out = []
+    out: list[tuple[tuple[str, ...], str, str]] = []
     if users:
         out.append((WORKFLOW_FIELD, spec.gitops.workflow.image, " and ".join(users)))
     if analysis.quality_job_rendered(prepared):

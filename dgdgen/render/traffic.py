@@ -232,10 +232,11 @@ def render_haproxy(prepared: Prepared, state: PlanStep,
     # swap the file in an old pod at a moment of its own). The previous state's ConfigMap is
     # pruned last (PruneLast, waves.annotate), once the Deployment is Healthy: rolled. The new one
     # is created in the grow wave, before the shift wave points the Deployment at it.
+    config_name = hp.config_map_name(name, cfg)
     config_map = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": _meta(prepared, hp.config_map_name(name, cfg), **labels),
+        "metadata": _meta(prepared, config_name, **labels),
         "immutable": True,
         "data": {hp.CONFIG_FILE: cfg},
     }
@@ -313,8 +314,7 @@ def render_haproxy(prepared: Prepared, state: PlanStep,
                     }},
                     "containers": [container],
                     "volumes": [
-                        {"name": "config",
-                         "configMap": {"name": config_map["metadata"]["name"]}},
+                        {"name": "config", "configMap": {"name": config_name}},
                         {"name": "run", "emptyDir": {}},
                     ],
                 },
