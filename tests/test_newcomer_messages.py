@@ -78,6 +78,9 @@ def test_status_of_a_directory_that_does_not_exist(tmp_path: Path) -> None:
     assert f"dgdgen render {spec} --into {missing} --init" in r.stderr
     r = run_cli("status", str(spec), cwd=tmp_path)  # the default, spec.gitops.path
     assert r.returncode == 2 and "spec.gitops.path (the default --into)" in r.stderr, r.stderr
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    r = run_cli("status", str(spec), "--into", str(missing))  # in a work tree --init is refused
+    assert r.returncode == 2 and f"--into {missing} --commit" in r.stderr, r.stderr
     (tmp_path / "empty").mkdir()  # a directory with nothing rendered yet is a valid answer
     r = run_cli("status", str(spec), "--into", str(tmp_path / "empty"))
     assert r.returncode == 0 and "nothing rendered yet" in r.stdout, r.stderr

@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(
             f"{given}: no such directory: nothing was rendered there", location=Location(where),
             hint=f"check the path; a first render creates it: dgdgen render {args.spec} --into "
-            f"{where} --init",
+            f"{where} " + ("--commit" if t.top is not None else "--init"),
         )
     st = status.status(t)
     if args.format == "json":
