@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
         # "0 error(s)" would be a verdict about nothing (`dgdgen policy test` refuses too).
         raise InputError(
             " and ".join(f"{name} {shown}" for name, shown in empty)
-            + f" {'holds' if len(empty) == 1 else 'hold'} no DynamoGraphDeployment: nothing to "
+            + f"{'' if len(empty) == 1 else ': each'} holds no DynamoGraphDeployment: nothing to "
             "compare", location=Location(empty[-1][1]),
         )
     report = engine.run([pair], opts, sources.sibling_loader([args.new]))
