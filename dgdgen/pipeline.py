@@ -66,6 +66,7 @@ def prepare(path: str) -> Prepared:
     check_gates(loaded)  # gate names are checked even while analysis is off
     stable = stable_generation(loaded.stable, body.stable.revision)
     cand = candidate_generation(stable, body.candidate, loaded.location)
+    _warn_generated_revision(loaded, cand)
     _require_gpus_for_parallelism(loaded, cand)
     steps = tuple(
         planmod.StepInput(s.weight, parse_duration(s.pause) if s.pause else None, s.gate)
@@ -150,6 +151,27 @@ def require_operator_capabilities(loaded: LoadedSpec, mode: str) -> None:
                     hint=f"if this cluster's Dynamo operator implements the proposal, state it in "
                     f"the rollout spec: {hint_field}: [{cap}]",
                 )
+
+
+def _warn_generated_revision(loaded: LoadedSpec, cand: Generation) -> None:
+    """Without `candidate.revision` the candidate is named by a hash of its DGD
+    (:func:`dgdgen.generation.content_revision`): the same on every run, but any later edit of
+    the candidate or of the stable DGD gives another name, i.e. mid-rollout a new generation
+    (a new DGD in separate-dgd) instead of the one being rolled out."""
+    import warnings
+
+    from dgdgen.errors import InputWarning
+
+    if loaded.spec.spec.candidate.revision is not None:
+        return
+    field = ("spec", "candidate")
+    warnings.warn(InputWarning(
+        f"{loaded.location(field)}: spec.candidate.revision: not set, so the candidate is named "
+        f"{cand.revision!r}, a hash of its DGD; an edit of the candidate or of the stable DGD "
+        "changes it, and mid-rollout that starts a new generation; set spec.candidate.revision "
+        f"(e.g. `revision: {cand.revision}`, or a name of your own: 1-12 lower-case letters, "
+        "digits, '-')"
+    ), stacklevel=2)
 
 
 def _warn_ungated(loaded: LoadedSpec, steps: tuple[planmod.StepInput, ...]) -> None:

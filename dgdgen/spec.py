@@ -28,6 +28,8 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from dgdgen import __version__
+
 API_VERSION = "dgdgen.dev/v1alpha1"
 KIND = "DGDRollout"
 
@@ -39,6 +41,10 @@ _PERCENT = re.compile(r"^(\d{1,3})%$")
 # binary, decimal or exponent suffix), positive.
 QUANTITY = re.compile(r"^(?:\d+(?:\.\d*)?|\.\d+)(?:[KMGTPE]i|[numkMGTPE]|[eE][-+]?\d+)?$")
 _DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
+# The promotion image (argo/Dockerfile) as `docker build -t` names it in docs/gitops.md. No
+# registry publishes it: every user builds and pushes their own (dgdgen.render.images warns).
+PROMOTION_REPOSITORY = "ghcr.io/dgdgen/dgdgen-promote"
+PROMOTION_IMAGE = f"{PROMOTION_REPOSITORY}:{__version__}"
 _HOSTNAME = re.compile(r"^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
@@ -86,6 +92,12 @@ def _image(v: str) -> str:
     # creates the pods.
     if not v or v != v.strip():
         raise ValueError(f"expected a container image reference, got {v!r}")
+    # A digest the API server takes but no registry resolves fails only at the pull, on the
+    # cluster: `name@sha256:<64 hex>` or `name:tag@sha256:<64 hex>` (distribution/reference).
+    name, at, digest = v.partition("@")
+    if at and (not name or not _DIGEST.fullmatch(at + digest)):
+        raise ValueError(f"expected an image pinned as NAME@sha256:<64 lower-case hex> (or "
+                         f"NAME:TAG@sha256:...), got {v!r}")
     return v
 
 
@@ -363,7 +375,7 @@ class EndpointPicker(_Model):
         "(the upstream chart's default) lets it pick an endpoint of the pool itself; FailClose "
         "fails the pool's share of requests."
     )
-    image: str = Field(
+    image: Image = Field(
         "registry.k8s.io/gateway-api-inference-extension/epp:v1.5.0",
         description="EPP image (the release the rendered objects follow)."
     )
@@ -437,7 +449,7 @@ class HaproxyHealthCheck(_Model):
 class Haproxy(_Model):
     """The HAProxy Deployment + ConfigMap + Service in front of the generations' frontends."""
 
-    image: str = Field(
+    image: Image = Field(
         "haproxy:2.6", description="Image (docker-library layout: config in "
         "/usr/local/etc/haproxy, STOPSIGNAL SIGUSR1). The config is checked with HAProxy 2.6."
     )
@@ -579,7 +591,7 @@ class Probe(_Model):
         "exact", description="How a reply must match `expected` (after trimming whitespace)."
     )
     max_tokens: int = Field(32, ge=1, le=4096)
-    image: str = Field(
+    image: Image = Field(
         "python:3.12-slim", description="Image of the probe Job (needs python3 on PATH). Pin it "
         "by digest (`python:3.12-slim@sha256:…`) and set spec.requireImageDigests to enforce it."
     )
@@ -823,6 +835,14 @@ class Analysis(_Model):
         "pause after the initial delay, at least 1)."
     )
     failure_limit: int = Field(0, ge=0, description="Failed measurements tolerated.")
+    inconclusive_limit: int | None = Field(
+        None, ge=0, description="Inconclusive measurements tolerated per metric (a quiet "
+        "spell: too few requests in the window, no data). Default: all but one of the step's "
+        "measurements, so a lull passes once a later window holds the minimum sample and meets "
+        "the SLOs, while a metric that never sees enough data still ends Inconclusive. A value "
+        "is capped at the step's count - 1 for the same reason; 0 ends the gate at the first "
+        "quiet measurement (Argo Rollouts' default)."
+    )
     consecutive_error_limit: int = Field(
         2, ge=0, description="Consecutive measurement errors (e.g. Prometheus unreachable) "
         "tolerated before the metric ends as Error."
@@ -919,10 +939,13 @@ def cluster_waves(clusters: list[Cluster]) -> list[tuple[int, Cluster]]:
 class Workflow(_Model):
     """The Argo Workflows ``WorkflowTemplate`` that drives the rollout in-cluster."""
 
-    image: str = Field(
-        "ghcr.io/dgdgen/dgdgen-promote:0.1.0",
-        description="Promotion image: dgdgen and git (built from argo/Dockerfile). Pin it by "
-        "digest (`name@sha256:…`); `dgdgen argo` warns when it is a tag only.",
+    image: Image = Field(
+        PROMOTION_IMAGE,
+        description="Promotion image: dgdgen and git, built from argo/Dockerfile (the drain "
+        "hooks' Jobs and the workflow run it). The default names an image that is not "
+        "published: build and push it, then set this to it pinned by digest "
+        "(`registry/dgdgen-promote@sha256:<64 hex>`); `render`, `plan`, `validate` and `argo` warn "
+        "while the default is used, `dgdgen argo` also when the image is a tag only.",
     )
     service_account_name: str = Field(
         "dgdgen-rollout", description="Service account of the workflow's pods (create/get "

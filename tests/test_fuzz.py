@@ -141,7 +141,7 @@ def mutated(text: str) -> st.SearchStrategy[str]:
 
 WHOLE_FILE = ("empty file", "not UTF-8", "is a directory", "not a regular file", "holds no",
               "file not found", "not found (resolved", "input is ", "has no DGD named",
-              "holds several DGDs")
+              "holds several DGDs", "is a dgdgen rollout spec", "are dgdgen rollout specs")
 
 
 def assert_contract(r: Any, inputs: tuple[str, ...]) -> None:

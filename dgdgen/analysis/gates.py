@@ -509,6 +509,18 @@ def conditions(metric: str, analysis: Any = None) -> tuple[str, str]:
     return f"{has} && result[0] <= {bound}", f"{has} && result[0] > {bound}"
 
 
+def inconclusive_limit(analysis: Any, count: int) -> int:
+    """Inconclusive measurements a metric of ``count`` tolerates. Argo Rollouts ends a metric
+    Inconclusive once more than this many are, and Successful when ``count`` is reached
+    otherwise (analysis/analysis.go, assessMetricStatus): at most count - 1, so a metric whose
+    every measurement was quiet never passes; by default exactly that, so one quiet minute (at
+    a step sized to its minimum bake, every window that holds it is short of the minimum) does
+    not end the step."""
+    most = max(count - 1, 0)
+    given = analysis.inconclusive_limit
+    return most if given is None else min(given, most)
+
+
 def argo_metric(
     analysis: Any, metric: str, timing: Timing, *, probe_url: str = "{{args.candidate-url}}",
     rollout: str = "", cluster_label: str | None = None,
@@ -536,6 +548,7 @@ def argo_metric(
     out["interval"] = duration(timing.interval)
     out["count"] = timing.count
     out["failureLimit"] = analysis.failure_limit
+    out["inconclusiveLimit"] = inconclusive_limit(analysis, timing.count)
     out["consecutiveErrorLimit"] = analysis.consecutive_error_limit
     ok, bad = conditions(metric, analysis)
     out["successCondition"] = ok

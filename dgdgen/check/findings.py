@@ -44,6 +44,9 @@ class Finding:
     key: str = ""  # what the finding is about, stable across line moves (for the fingerprint)
     suppressed: bool = False
     suppression_reason: str | None = None
+    # The end of ``message`` that explains the rule rather than this finding (what the operator
+    # does with an in-place change): the text report prints it once per rule and run.
+    explanation: str = ""
 
     @property
     def fingerprint(self) -> str:

@@ -259,10 +259,10 @@ def _route_backends(g: Graph, route: Mapping[str, Any], namespace: str) -> tuple
     spec = route.get("spec") if isinstance(route.get("spec"), dict) else {}
     assert isinstance(spec, dict)
     out: list[PodSet] = []
-    for rule in spec.get("rules") or []:
+    for rule in _list(spec.get("rules")):
         if not isinstance(rule, dict):
             continue
-        for ref in rule.get("backendRefs") or []:
+        for ref in _list(rule.get("backendRefs")):
             if not isinstance(ref, dict) or _weight(ref) <= 0:
                 continue
             ns = str(ref.get("namespace") or namespace)
@@ -316,19 +316,46 @@ def reaches(g: Graph) -> Iterator[Reach]:
                         g.endpoints([p]))
 
 
+def _list(value: object) -> list[Any]:
+    """A list field of an object a pull request may have mangled: anything else reads as empty."""
+    return value if isinstance(value, list) else []
+
+
+def mounted_config_maps(objects: Mapping[Key, Mapping[str, Any]]
+                        ) -> set[tuple[str, str]]:
+    """(namespace, name) of each ConfigMap a Deployment's pod template mounts as a volume: the
+    config its pods run. dgdgen's HAProxy ConfigMap is immutable and named after its content, so
+    while a transition has not pruned the previous one (PruneLast) two hold a ``haproxy.cfg``;
+    only the one the Deployment names is the proxy's (docs/traffic.md)."""
+    out: set[tuple[str, str]] = set()
+    for (kind, ns, _name), doc in objects.items():
+        if kind != "Deployment":
+            continue
+        spec = doc.get("spec")
+        tmpl = spec.get("template") if isinstance(spec, dict) else None
+        pod = tmpl.get("spec") if isinstance(tmpl, dict) else None
+        volumes = pod.get("volumes") if isinstance(pod, dict) else None
+        for v in volumes if isinstance(volumes, list) else []:
+            cm = v.get("configMap") if isinstance(v, dict) else None
+            if isinstance(cm, dict) and isinstance(cm.get("name"), str):
+                out.add((ns, cm["name"]))
+    return out
+
+
 def _rendered_reaches(g: Graph) -> Iterator[Reach]:
     backends: set[tuple[str, str]] = set()
     parents: set[tuple[str, str]] = set()
+    mounted = mounted_config_maps(g.objects)
     for (kind, ns, name), doc in sorted(g.objects.items()):
         if kind in ("HTTPRoute", "GRPCRoute"):
             spec = doc.get("spec") if isinstance(doc.get("spec"), dict) else {}
             assert isinstance(spec, dict)
-            for rule in spec.get("rules") or []:
-                for ref in (rule.get("backendRefs") or []) if isinstance(rule, dict) else []:
+            for rule in _list(spec.get("rules")):
+                for ref in _list(rule.get("backendRefs")) if isinstance(rule, dict) else []:
                     if isinstance(ref, dict) and (ref.get("group", "") or "") == "" and \
                             ref.get("kind", "Service") == "Service":
                         backends.add((str(ref.get("namespace") or ns), str(ref.get("name"))))
-            for p in spec.get("parentRefs") or []:
+            for p in _list(spec.get("parentRefs")):
                 if not isinstance(p, dict):
                     continue
                 pns = str(p.get("namespace") or ns)
@@ -352,6 +379,8 @@ def _rendered_reaches(g: Graph) -> Iterator[Reach]:
                     if m and len(m.group(1).split(".")) >= 2:
                         h = m.group(1).split(".")
                         backends.add((h[1], h[0]))
+                if (ns, name) not in mounted:  # a config no proxy pod runs (yet, or any more)
+                    continue
                 yield Reach(f"callers through HAProxy (ConfigMap {ns}/{name})", (kind, ns, name),
                             pods, checked, path=("data", "haproxy.cfg"))
     for (kind, ns, name), doc in sorted(g.objects.items()):

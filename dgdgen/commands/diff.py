@@ -42,11 +42,41 @@ def run(args: argparse.Namespace) -> int:
     from dgdgen.errors import InputError, Location
 
     pair = sources.load_pair(args.old, args.new)
-    for shown, docs in ((pair.file, pair.head), (sources._display(args.old), pair.base or [])):
-        if not any(is_dgd(d.data) for d in docs):
-            # "0 error(s)" would be a verdict about nothing (`dgdgen policy test` refuses too).
-            raise InputError("holds no DynamoGraphDeployment: nothing to compare",
-                             location=Location(shown))
+    sides = (("OLD", sources._display(args.old), pair.base or []), ("NEW", pair.file, pair.head))
+    specs = [(name, shown) for name, shown, docs in sides if any(_is_spec(d.data) for d in docs)]
+    if specs:
+        # A newcomer's first guess: "what does my edit of the rollout spec change?"
+        if len(specs) == 2:
+            what = (f"OLD {sides[0][1]} and NEW {sides[1][1]} are dgdgen rollout specs (kind "
+                    "DGDRollout), not DynamoGraphDeployment files: `dgdgen diff` compares two "
+                    "versions of a DGD file")
+        else:
+            what = (f"{specs[0][0]} {specs[0][1]} is a dgdgen rollout spec (kind DGDRollout): "
+                    "`dgdgen diff` compares two versions of a DynamoGraphDeployment file, here "
+                    f"OLD {sides[0][1]} and NEW {sides[1][1]}")
+        raise InputError(
+            what,
+            location=Location(specs[-1][1]),
+            hint="no command compares two rollout specs: `git diff` shows the edit and "
+            "`dgdgen plan SPEC` the steps of each; to classify what a spec's candidate changes "
+            "in its DGD, render a step and diff the two DGDs: dgdgen render SPEC -o out "
+            "--step 1, then dgdgen diff out/<stable DGD>.yaml out/<candidate DGD>.yaml",
+        )
+    empty = [(name, shown) for name, shown, docs in sides if not any(is_dgd(d.data) for d in docs)]
+    if empty:
+        # "0 error(s)" would be a verdict about nothing (`dgdgen policy test` refuses too).
+        raise InputError(
+            " and ".join(f"{name} {shown}" for name, shown in empty)
+            + f"{'' if len(empty) == 1 else ': each'} holds no DynamoGraphDeployment: nothing to "
+            "compare", location=Location(empty[-1][1]),
+        )
     report = engine.run([pair], opts, sources.sibling_loader([args.new]))
     emit(report, args)
     return 1 if report.failing(fail_on) else 0
+
+
+def _is_spec(doc: object) -> bool:
+    from dgdgen.spec import API_VERSION, KIND
+
+    return isinstance(doc, dict) and doc.get("kind") == KIND and \
+        str(doc.get("apiVersion", "")).startswith(API_VERSION.split("/")[0] + "/")

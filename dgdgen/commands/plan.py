@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from dgdgen.pipeline import Prepared
 
 HELP = "show the steps of a rollout: weights, replicas, GPUs, capacity, gates"
 DESCRIPTION = """\
@@ -19,7 +23,8 @@ formats:
   svg       a picture: per state the traffic split, the replicas and GPUs of each generation
             on a GPU scale, the peak of each move against the surge budget line, pauses, gates,
             bake times, a legend; rollback and cleanup set apart as the ends a rollout can reach
-  png       the same picture as PNG (drawn from the SVG by rsvg-convert, librsvg)
+  png       the same picture as PNG (drawn from the SVG by rsvg-convert, librsvg); written to
+            -o FILE or a pipe, refused (exit 2) when standard output is a terminal
 
 example:
   dgdgen plan examples/vllm-disagg-block-size/rollout.yaml --format markdown >> $GITHUB_STEP_SUMMARY
@@ -41,14 +46,26 @@ def run(args: argparse.Namespace) -> int:
     from dgdgen.pipeline import prepare
     from dgdgen.planreport import FORMATS
 
+    to_stdout = args.output is None or args.output == "-"
+    if args.format == "png" and to_stdout and sys.stdout.isatty():
+        # PNG bytes on a terminal are noise at best, escape sequences the terminal obeys at
+        # worst; to a pipe or a file they are what was asked for
+        from dgdgen.errors import InputError
+
+        raise InputError(
+            "--format png writes binary image data, and standard output is a terminal",
+            hint=f"write it to a file: dgdgen plan {args.spec} --format png -o plan.png "
+            "(or redirect: > plan.png)",
+        )
     prepared = prepare(args.spec)
+    _warn_images(prepared)
     if args.format == "png":
         from dgdgen.planreport import png
 
         data = png(prepared)
     else:
         data = FORMATS[args.format](prepared).encode("utf-8")
-    if args.output is None or args.output == "-":
+    if to_stdout:
         out = getattr(sys.stdout, "buffer", None)
         if out is not None:
             out.write(data)
@@ -66,3 +83,16 @@ def _write(path: str, data: bytes) -> None:
     from dgdgen.write import write_file
 
     write_file(path, data, what="plan output")
+
+
+def _warn_images(prepared: Prepared) -> None:
+    """The plan's notes are about the plan; an image its objects cannot pull is said on stderr
+    (`dgdgen plan: warning: ...`), so every output format stays what it is."""
+    import warnings
+
+    from dgdgen.errors import InputWarning
+    from dgdgen.render import images
+
+    text = images.warning(prepared)
+    if text is not None:
+        warnings.warn(text, InputWarning, stacklevel=2)

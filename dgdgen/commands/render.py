@@ -5,8 +5,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from dgdgen.commands._common import state_selector
+
+if TYPE_CHECKING:
+    from dgdgen.pipeline import Prepared
 
 HELP = "write the manifests of every step (or one step) of a rollout"
 DESCRIPTION = """\
@@ -130,6 +134,8 @@ def run(args: argparse.Namespace) -> int:
         _invariants(rendered, os.path.join(args.output, prefix))
         files.update({prefix + k: v for k, v in rendered.items()})
     write_tree(args.output, files, force=args.force)
+    for prepared in plans:
+        _warn_images(prepared)
     sys.stderr.write(f"wrote {len(files)} file(s) to {os.path.relpath(args.output)}\n")
     return 0
 
@@ -172,6 +178,7 @@ def _into(args: argparse.Namespace, spec: str) -> int:
     )
     for note in out.notes:
         sys.stderr.write(note + "\n")
+    _warn_images(target.prepared)
     if target.top is None and not (args.commit or args.init):
         # Said every time: promote, rollback and the Argo CD Application all work on commits.
         sys.stderr.write(
@@ -225,3 +232,16 @@ def _invariants(files: dict[str, str], root: str) -> None:
     for f in require(check_files(files, os.path.normpath(root))):
         sys.stderr.write(f"{f.file}:{f.line}:{f.column}: warning: {f.code} {f.slug}: "
                          f"{f.message}\n")
+
+
+def _warn_images(prepared: Prepared) -> None:
+    """Once per spec, once the files are written, whichever states they are: the rollout
+    reaches the others later."""
+    import warnings
+
+    from dgdgen.errors import InputWarning
+    from dgdgen.render import images
+
+    text = images.warning(prepared)
+    if text is not None:  # printed by the CLI as `dgdgen render: warning: ...`
+        warnings.warn(text, InputWarning, stacklevel=2)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from dgdgen.commands import _gitops
@@ -16,7 +17,8 @@ that it reports what is not committed: a directory that records another step tha
 that was interrupted (which the next writing command finishes or discards), files that differ
 from a fresh render (hand edits, a stale render) and uncommitted changes. It only reads.
 
-Exit 0; 1 when the directory drifted from the recorded step (as `render --check`).
+Exit 0; 1 when the directory drifted from the recorded step (as `render --check`); 2 when the
+directory does not exist (a mistyped --into is not a rollout at its baseline).
 
 examples:
   dgdgen status rollout.yaml --into deploy/qwen
@@ -41,6 +43,18 @@ def run(args: argparse.Namespace) -> int:
     from dgdgen.planreport import _duration, _reps
 
     t = _gitops.target(args)
+    if not os.path.isdir(t.into):
+        # a mistyped --into (or a spec whose gitops.path is not where the reader stands) must
+        # not read as a rollout at its baseline
+        from dgdgen.errors import InputError, Location
+
+        given = "--into" if args.into else "spec.gitops.path (the default --into)"
+        where = args.into or t.rel
+        raise InputError(
+            f"{given}: no such directory: nothing was rendered there", location=Location(where),
+            hint=f"check the path; a first render creates it: dgdgen render {args.spec} --into "
+            f"{where} " + ("--commit" if t.top is not None else "--init"),
+        )
     st = status.status(t)
     if args.format == "json":
         sys.stdout.write(json.dumps(st.to_json(), indent=2) + "\n")

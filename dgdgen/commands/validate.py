@@ -45,10 +45,12 @@ def run(args: argparse.Namespace) -> int:
         import warnings
 
         from dgdgen.errors import InputWarning
+        from dgdgen.render import images
         from dgdgen.render.analysis import warnings as analysis_warnings
 
-        for w in analysis_warnings(prepared):  # printed by the CLI as `dgdgen validate: warning:`
-            warnings.warn(w, InputWarning, stacklevel=1)
+        unpublished = images.warning(prepared)
+        for w in analysis_warnings(prepared) + ([unpublished] if unpublished else []):
+            warnings.warn(w, InputWarning, stacklevel=1)  # `dgdgen validate: warning: ...`
         if not args.quiet:
             p = prepared.plan
             sys.stdout.write(

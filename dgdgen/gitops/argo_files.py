@@ -42,9 +42,14 @@ def objects(prepared: Prepared, *, plugin: bool = False, workflow: bool = True
 
 def notes(prepared: Prepared, *, workflow: bool = True) -> list[str]:
     """Warnings about the objects written (not errors: the objects are valid)."""
+    from dgdgen.render import images
+
     image = prepared.loaded.spec.spec.gitops.workflow.image
     out = []
-    if workflow and "@sha256:" not in image:
+    default = images.warning(prepared, workflow=workflow)
+    if default is not None:  # says how to pin it, too
+        out.append(f"warning: {default}")
+    elif workflow and "@sha256:" not in image:
         out.append(f"warning: spec.gitops.workflow.image {image!r} is not pinned by digest: the "
                    "workflow runs whatever the tag points to when a pod pulls it (pin it as "
                    "NAME@sha256:DIGEST)")

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from dgdgen import yamlio
+from dgdgen.cluster.model import mounted_config_maps
 from dgdgen.generation import LABEL_ROLE
 from dgdgen.pipeline import prepare
 from dgdgen.plan import PlanStep
@@ -707,8 +708,13 @@ class Rehearsal:
 
     def _sync_traffic(self, state: PlanStep) -> bool:
         objects = self.cluster.objects
-        cms = [o for (kind, _), o in sorted(objects.items())
-               if kind == "ConfigMap" and "haproxy.cfg" in (o.get("data") or {})]
+        # the config the proxy's Deployment mounts: until the prune the previous state's
+        # (immutable, content-named) ConfigMap is there too
+        mounted = {name for _ns, name in mounted_config_maps(
+            {(kind, "", name): o for (kind, name), o in objects.items()})}
+        cms = [o for (kind, name), o in sorted(objects.items())
+               if kind == "ConfigMap" and name in mounted
+               and "haproxy.cfg" in (o.get("data") or {})]
         if cms:
             self.proxy.kind = "rendered"
             config = self.proxy.adapt(str(cms[0]["data"]["haproxy.cfg"]), self._service_ports)

@@ -245,6 +245,13 @@ def analysis_run(prepared: Prepared, step_index: int, *, hook: bool,
                 cluster=cluster)
 
 
+def quality_job_rendered(prepared: Prepared) -> bool:
+    """Whether a gate the plan uses runs the quality Job (its ConfigMap is in every state)."""
+    analysis = _analysis(prepared)
+    return analysis.enabled and analysis.quality is not None and any(
+        "quality" in gates.gate_metrics(analysis, g) for g in used_gates(prepared))
+
+
 def render(prepared: Prepared, state: PlanStep) -> Sequence[Manifest]:
     analysis = _analysis(prepared)
     if not analysis.enabled:
@@ -256,8 +263,7 @@ def render(prepared: Prepared, state: PlanStep) -> Sequence[Manifest]:
         for gen in (state.stable, state.candidate):
             if gen.present:
                 out.append(Manifest(pod_monitor(prepared, gen.revision)))
-    if analysis.quality is not None and any(
-            "quality" in gates.gate_metrics(analysis, g) for g in used_gates(prepared)):
+    if quality_job_rendered(prepared):
         from dgdgen.analysis import quality_job
 
         rollout = prepared.loaded.spec.metadata.name

@@ -226,10 +226,18 @@ def render_haproxy(prepared: Prepared, state: PlanStep,
     cfg = hp.config_text(prepared, state, backends)
     select = {LABEL_ROLLOUT: prepared.plan.rollout, LABEL_ROLE: "haproxy"}
     labels = {LABEL_ROLE: "haproxy"}
+    # Immutable, named after its content: a new config is a new ConfigMap and a new pod template,
+    # so the proxy rolls and a pod still running keeps the config it started with (a mutable
+    # one shared by old and new pods changes under the old ones, and the kubelet's refresh would
+    # swap the file in an old pod at a moment of its own). The previous state's ConfigMap is
+    # pruned last (PruneLast, waves.annotate), once the Deployment is Healthy: rolled. The new one
+    # is created in the grow wave, before the shift wave points the Deployment at it.
+    config_name = hp.config_map_name(name, cfg)
     config_map = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": _meta(prepared, name, **labels),
+        "metadata": _meta(prepared, config_name, **labels),
+        "immutable": True,
         "data": {hp.CONFIG_FILE: cfg},
     }
     grace = parse_duration(s.timeouts.hard_stop_after) + 10
@@ -268,7 +276,6 @@ def render_haproxy(prepared: Prepared, state: PlanStep,
             "capabilities": {"drop": ["ALL"]},
         },
         "volumeMounts": [
-            # A directory mount, not subPath: subPath mounts never see ConfigMap updates.
             {"name": "config", "mountPath": hp.CONFIG_DIR, "readOnly": True},
             {"name": "run", "mountPath": hp.RUN_DIR},
         ],
@@ -307,7 +314,7 @@ def render_haproxy(prepared: Prepared, state: PlanStep,
                     }},
                     "containers": [container],
                     "volumes": [
-                        {"name": "config", "configMap": {"name": name}},
+                        {"name": "config", "configMap": {"name": config_name}},
                         {"name": "run", "emptyDir": {}},
                     ],
                 },

@@ -8,8 +8,9 @@ the safe order:
   proxy's Service, monitoring and analysis templates. The DGD health check (``argo/dgd-health.lua``)
   keeps this wave Progressing until the new workers are ready — without it a DGD counts as
   healthy at once and traffic would move onto pods that are still loading weights.
-* wave 1, **shift**: the objects that carry traffic weights (HTTPRoute; the HAProxy ConfigMap and
-  the Deployment that mounts it).
+* wave 1, **shift**: the objects that carry traffic weights (HTTPRoute; the HAProxy Deployment,
+  which mounts the config of the new weights: an immutable ConfigMap named after its content,
+  created in wave 0 as nothing mounts it yet).
 * wave 2, **drain**: Argo CD ``Sync`` hook Jobs that wait until a leaving generation's frontend
   has nothing in flight, bounded by the request timeout (:mod:`dgdgen.render.drain`).
 * wave 3, **shrink**: DGDs that lose replicas. They shrink only after the weights moved away and
@@ -44,8 +45,9 @@ WAVE_NAMES = {GROW: "grow", SHIFT: "shift", DRAIN: "drain", SHRINK: "shrink"}
 
 DGD_KIND = "DynamoGraphDeployment"
 # Kinds whose change moves traffic. The HAProxy Deployment mounts the weights ConfigMap (a new
-# config rolls the proxy), so both belong to the shift wave. Keyed on kind only, so any traffic
-# renderer that emits these kinds is ordered correctly.
+# config rolls the proxy): the Deployment belongs to the shift wave, and so would a mutable
+# ConfigMap. Keyed on kind only, so any traffic renderer that emits these kinds is ordered
+# correctly.
 SHIFT_KINDS = frozenset({"HTTPRoute", "GRPCRoute", "ConfigMap", "Deployment"})
 NO_WAVE_KINDS = frozenset({"AnalysisRun"})
 
@@ -117,6 +119,11 @@ def wave_of(prepared: Prepared, state: PlanStep, previous: PlanStep | None,
     if labels.get("dgdgen.dev/role") == "epp":
         # a pool's endpoint picker (its Deployment and ConfigMap too) is Ready before the route
         # gives the pool weight (dgdgen.render.epp)
+        return GROW
+    if kind == "ConfigMap" and obj.get("immutable") is True:
+        # content-named (the HAProxy config): a new one is a new object nothing mounts yet, so it
+        # exists before the shift wave points the Deployment at it (the Deployment applied
+        # first would roll pods that wait for a ConfigMap not there yet)
         return GROW
     if kind in SHIFT_KINDS:
         return SHIFT

@@ -201,6 +201,13 @@ def checksum(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def config_map_name(proxy: str, cfg: str) -> str:
+    """The proxy's ConfigMap for ``cfg``: ``{proxy}-{10 hex of its SHA-256}``, the same text
+    always the same name (40 bits: two configs of one rollout meet by chance about once in
+    10^12 pairs)."""
+    return f"{proxy}-{checksum(cfg)[:10]}"
+
+
 def runtime_targets(prepared: Prepared, state: PlanStep) -> list[Any]:
     """The runtime-API targets of ``state``: exactly the servers, weights and enabled flags its
     rendered ``haproxy.cfg`` holds, so the fast path and the config path agree."""

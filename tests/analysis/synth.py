@@ -4,7 +4,9 @@ rendered PodMonitors add at scrape time) for three scenarios."""
 
 from __future__ import annotations
 
+import itertools
 import math
+from collections.abc import Sequence
 from statistics import NormalDist
 
 # Default bucket upper bounds, first bucket 0 (ai-dynamo/dynamo 2a6da14c8
@@ -40,14 +42,22 @@ def _labels(ns: str, rollout: str, gen: str, **extra: str) -> str:
 
 
 def generation_series(ns: str, rollout: str, gen: str, *, ttft_median: float,
-                      traffic: bool) -> dict[str, list[float]]:
-    """Series name{labels} -> cumulative value at minute 0..MINUTES."""
+                      traffic: bool, profile: Sequence[float] | None = None
+                      ) -> dict[str, list[float]]:
+    """Series name{labels} -> cumulative value at minute 0..MINUTES. With ``profile`` (requests
+    in each minute, MINUTES of them), every counter follows it in proportion instead of the
+    constant PER_MINUTE."""
     per_min = PER_MINUTE if traffic else 0
     errs = ERRORS_PER_MINUTE if traffic else 0
     series: dict[str, list[float]] = {}
+    done = list(itertools.accumulate(profile, initial=0.0)) if profile is not None else None
+    assert done is None or len(done) == MINUTES + 1
 
     def counter(key: str, inc: float) -> None:
-        series[key] = [inc * t for t in range(MINUTES + 1)]
+        if done is not None:  # inc per PER_MINUTE requests
+            series[key] = [inc / PER_MINUTE * n for n in done]
+        else:
+            series[key] = [inc * t for t in range(MINUTES + 1)]
 
     req = "dynamo_frontend_requests_total"
     common = {"endpoint": "chat_completions", "request_type": "stream"}

@@ -218,7 +218,9 @@ def test_diff_of_files_without_a_dgd_compares_nothing_and_exits_2(tmp_path: Path
         r = dgdgen("diff", str(old), str(new))
         assert r.returncode == 2, r.stdout + r.stderr
         assert "0 error(s)" not in r.stdout
-        assert empty in r.stderr and "no DynamoGraphDeployment: nothing to compare" in r.stderr
+        said = ("is a dgdgen rollout spec (kind DGDRollout)" if empty == "rollout.yaml" else
+                "no DynamoGraphDeployment: nothing to compare")
+        assert empty in r.stderr and said in r.stderr, r.stderr
         assert "Traceback" not in r.stderr
 
 

@@ -64,14 +64,31 @@ def pool(name: str, dgd_name: str) -> dict[str, Any]:
                 "nvidia.com/dynamo-component-type": "frontend"}}}}
 
 
-def haproxy(servers: dict[str, int], *, ready_check: bool = True) -> dict[str, Any]:
+def haproxy_config(servers: dict[str, int], *, ready_check: bool = True,
+                   name: str = "proxy-cfg") -> dict[str, Any]:
     check = "option httpchk GET /v1/models/m/ready\n" if ready_check else \
         "option httpchk GET /health\n"
     lines = "".join(f"    server s{i} {svc}.{NS}.svc.cluster.local:8000 weight {w}\n"
                     for i, (svc, w) in enumerate(servers.items()))
-    return {"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": "proxy", "namespace": NS},
+    return {"apiVersion": "v1", "kind": "ConfigMap", "immutable": True,
+            "metadata": {"name": name, "namespace": NS},
             "data": {"haproxy.cfg": f"backend be\n    {check}{lines}"}}
+
+
+def proxy_deployment(config_map: str) -> dict[str, Any]:
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "proxy", "namespace": NS},
+            "spec": {"template": {"spec": {
+                "containers": [{"name": "haproxy", "image": "haproxy:2.6"}],
+                "volumes": [{"name": "config", "configMap": {"name": config_map}},
+                            {"name": "run", "emptyDir": {}}]}}}}
+
+
+def haproxy(servers: dict[str, int], *, ready_check: bool = True
+            ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The proxy as dgdgen renders it: its ConfigMap and the Deployment that mounts it."""
+    cfg = haproxy_config(servers, ready_check=ready_check)
+    return cfg, proxy_deployment(cfg["metadata"]["name"])
 
 
 def objects(*docs: dict[str, Any]) -> dict[tuple[str, str, str], dict[str, Any]]:

@@ -68,3 +68,16 @@ def test_a_mangled_tree_never_crashes_the_model(tmp_path_factory: Any, data: Any
     r = cli("verify", str(tree))
     assert r.code in (0, 1, 2), r.err
     assert "internal error" not in r.err and "Traceback" not in r.err
+
+
+def test_a_route_list_that_is_not_a_list(tmp_path: Path) -> None:
+    """Found by the test above: `parentRefs: true` crashed the model (a bool is not iterable)."""
+    shutil.copytree(SOURCE, tmp_path, dirs_exist_ok=True)
+    f = tmp_path / "step-00" / "httproute-qwen-router.yaml"
+    doc = yamlio.load_file(str(f))[0].data
+    doc["spec"]["parentRefs"] = True
+    doc["spec"]["rules"] = [{"backendRefs": 1}]
+    f.write_text(yamlio.dump(doc))
+    check_tree(str(tmp_path))
+    r = cli("verify", str(tmp_path))
+    assert r.code in (0, 1, 2) and "internal error" not in r.err, r.err

@@ -3,7 +3,18 @@ their generations are complete — one behaviour a test, each able to fail."""
 
 from __future__ import annotations
 
-from cluster_support import dgd, haproxy, objects, pool, route, service
+from typing import Any
+
+from cluster_support import (
+    dgd,
+    haproxy,
+    haproxy_config,
+    objects,
+    pool,
+    proxy_deployment,
+    route,
+    service,
+)
 
 from dgdgen.cluster.model import build, reaches
 
@@ -70,16 +81,33 @@ def test_inference_pool_backends() -> None:
 def test_haproxy_ready_check_takes_out_only_generations_with_no_workers() -> None:
     base = (dgd("blue", decode=0, prefill=0), dgd("green", decode=1, prefill=0),
             service("blue-fe", "blue"), service("green-fe", "green"))
-    got = _reached(*base, haproxy({"blue-fe": 50, "green-fe": 50}))
+    got = _reached(*base, *haproxy({"blue-fe": 50, "green-fe": 50}))
     [(entry, fronts)] = got.items()
     assert "HAProxy" in entry and len(fronts) == 2  # both still in the config …
-    g = build(objects(*base, haproxy({"blue-fe": 50, "green-fe": 50})))
+    g = build(objects(*base, *haproxy({"blue-fe": 50, "green-fe": 50})))
     [r] = list(reaches(g))
     assert r.checked  # … the ready check marks blue (no workers) DOWN, not green (decode only)
-    g = build(objects(*base, haproxy({"blue-fe": 50, "green-fe": 50}, ready_check=False)))
+    g = build(objects(*base, *haproxy({"blue-fe": 50, "green-fe": 50}, ready_check=False)))
     assert not next(iter(reaches(g))).checked
-    assert _reached(*base, haproxy({"blue-fe": 0, "green-fe": 1}))[entry] == [
+    assert _reached(*base, *haproxy({"blue-fe": 0, "green-fe": 1}))[entry] == [
         ("green/Frontend", ["prefill"])]
+
+
+def test_haproxy_config_is_the_one_the_deployment_mounts() -> None:
+    """Immutable, content-named ConfigMaps: until the prune the previous state's is there too,
+    and only the config the proxy's pods mount carries traffic."""
+    base = (dgd("blue", decode=1, prefill=1), dgd("green", decode=1, prefill=1),
+            service("blue-fe", "blue"), service("green-fe", "green"))
+    old = haproxy_config({"blue-fe": 1, "green-fe": 0}, name="proxy-old")
+    new = haproxy_config({"blue-fe": 0, "green-fe": 1}, name="proxy-new")
+
+    def fronts(*docs: dict[str, Any]) -> list[list[str]]:
+        return sorted([f for f, _ in v] for k, v in _reached(*base, *docs).items()
+                      if "HAProxy" in k)
+
+    assert fronts(old, new, proxy_deployment("proxy-old")) == [["blue/Frontend"]]
+    assert fronts(old, new, proxy_deployment("proxy-new")) == [["green/Frontend"]]
+    assert fronts(old, new) == []  # no proxy pods: no way in through HAProxy
 
 
 def test_worker_groups_split_one_dgd() -> None:

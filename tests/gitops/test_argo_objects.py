@@ -45,7 +45,7 @@ def test_argo_command_writes_valid_objects(tmp_path: Path) -> None:
         "role-inference-dgdgen-rollout.yaml", "rolebinding-inference-dgdgen-rollout.yaml",
         "serviceaccount-dgdgen-rollout.yaml", "workflowtemplate-qwen-router-rollout.yaml",
     ]
-    assert "not pinned by digest" in r.err
+    assert "default promotion image, which no registry publishes" in r.err
     for name in names:
         obj = _load(out / name)
         assert crd.known(obj["apiVersion"], obj["kind"]), name

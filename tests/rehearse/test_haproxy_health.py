@@ -65,7 +65,8 @@ def test_a_generation_without_workers_leaves_rotation() -> None:
     require_runtime()
     from dgdgen.runtime.netns import run_isolated
 
-    cm = yamlio.load_file(str(STEP / "configmap-qwen-sglang-haproxy.yaml"))[0].data
+    [path] = STEP.glob("configmap-qwen-sglang-haproxy-*.yaml")  # named after its content
+    cm = yamlio.load_file(str(path))[0].data
     stable = yamlio.load_file(str(STEP / "dynamographdeployment-sglang-disagg.yaml"))[0].data
     assert isinstance(cm, dict) and isinstance(stable, dict)
     seen = run_isolated(_scenario, cm["data"]["haproxy.cfg"], stable, timeout=180)

@@ -69,8 +69,16 @@ def test_scrape_jobs_follow_the_rendered_podmonitors() -> None:
     assert group[0]["labels"]["namespace"] == "inference"
 
 
+def _haproxy_config_map(state: Path) -> dict:
+    """The state's HAProxy ConfigMap: immutable, named after its content."""
+    [path] = state.glob("configmap-qwen-sglang-haproxy-*.yaml")
+    cm = _load(path)
+    assert cm["immutable"] is True
+    return cm
+
+
 def test_haproxy_adaptation_changes_only_cluster_bound_lines(tmp_path: Path) -> None:
-    cm = _load(EXAMPLE / "rendered" / "step-01" / "configmap-qwen-sglang-haproxy.yaml")
+    cm = _haproxy_config_map(EXAMPLE / "rendered" / "step-01")
     rendered = cm["data"]["haproxy.cfg"]
     proxy = Proxy(tmp_path)
     ports = {"sglang-disagg-fe": [21000]}
@@ -93,7 +101,7 @@ def test_a_service_with_several_frontends_spreads_over_all(tmp_path: Path) -> No
 
     from dgdgen.rehearse.proxy import haproxy_binary
 
-    cm = _load(EXAMPLE / "rendered" / "step-01" / "configmap-qwen-sglang-haproxy.yaml")
+    cm = _haproxy_config_map(EXAMPLE / "rendered" / "step-01")
     proxy = Proxy(tmp_path)
     ports = {"sglang-disagg-fe": [21001, 21000], "mooncake-sglang-disagg-fe": [21002]}
     adapted = proxy.adapt(cm["data"]["haproxy.cfg"], lambda service: ports.get(service, []))

@@ -111,9 +111,20 @@ def test_pod_template_rolls_when_the_config_changes() -> None:
     for state in prepared.plan.all_states():
         ms = {m.kind: m.obj for m in render_state(prepared, state)
               if m.kind in ("ConfigMap", "Deployment")}
-        ann = ms["Deployment"]["spec"]["template"]["metadata"]["annotations"]
-        assert ann["checksum/config"] == checksum(ms["ConfigMap"]["data"]["haproxy.cfg"])
+        cm, dep = ms["ConfigMap"], ms["Deployment"]
+        ann = dep["spec"]["template"]["metadata"]["annotations"]
+        assert ann["checksum/config"] == checksum(cm["data"]["haproxy.cfg"])
         sums[state.label] = ann["checksum/config"]
+        # immutable and named after its content; the pods mount that name, so a new config is
+        # a new pod template and an old pod keeps the config it started with
+        assert cm["immutable"] is True
+        assert cm["metadata"]["name"] == f"qwen-sglang-haproxy-{ann['checksum/config'][:10]}"
+        [volume] = [v for v in dep["spec"]["template"]["spec"]["volumes"] if "configMap" in v]
+        assert volume["configMap"] == {"name": cm["metadata"]["name"]}
+        # the new ConfigMap exists (wave 0, grow) before the Deployment mounts it (wave 1, shift)
+        waves = (cm["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"],
+                 dep["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"])
+        assert waves == ("0", "1"), state.label
     # a rollback state repeats the config of the state it restores (rollback-NN: step NN,
     # rollback: the baseline); every other state has its own
     repeats = {s.label: f"step-{s.index:02d}" for s in prepared.plan.rollback_steps}

@@ -41,11 +41,12 @@ class RuleMeta:
         return consequence(Category(self.category), release, namespaces)
 
     def finding(self, *, file: str, line: int | None, column: int | None, message: str,
-                object: str, component: str | None = None, key: str = "") -> Finding:
+                object: str, component: str | None = None, key: str = "",
+                explanation: str = "") -> Finding:
         return Finding(
             file=file, line=line or 1, column=column or 1, code=self.code, slug=self.slug,
             severity=self.severity, message=message, object=object, category=self.category,
-            component=component, remediation=self.remediation, key=key,
+            component=component, remediation=self.remediation, key=key, explanation=explanation,
         )
 
     def matches(self, selector: str) -> bool:

@@ -46,7 +46,7 @@ def in_place(ctx: Context, rule: RuleMeta, category: Category) -> Iterator[Findi
                 message=f"{change.component}: {change.reason}; applied in place{renamed}: "
                         f"{effect}",
                 object=pair.head.object, component=change.component,
-                key=change.key,
+                key=change.key, explanation=effect,
             )
 
 
