@@ -11,7 +11,6 @@ import xml.etree.ElementTree as ET
 import zlib
 
 import pytest
-
 from svg_layout import axes, layout_problems, text_boxes
 
 SVG_NS = "http://www.w3.org/2000/svg"
@@ -78,7 +77,7 @@ def test_boxes_hold_the_ink_rsvg_convert_draws() -> None:
                                     "font-weight": weight, "text-anchor": anchor}).text = text
     done = subprocess.run(["rsvg-convert", "--format", "png"], input=ET.tostring(svg),
                           capture_output=True, timeout=60, check=True)
-    w, h, rows = _png_pixels(done.stdout)
+    w, _, rows = _png_pixels(done.stdout)
     boxes = text_boxes(svg)
     for i, box in enumerate(boxes):
         ink = [(x, y) for y in range(row * i, row * (i + 1)) for x in range(w)
