@@ -4,6 +4,10 @@ layout engine."""
 
 from __future__ import annotations
 
+import math
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
+
 # A revision named after a colour is drawn in it (a blue/green rollout's "blue" stable and
 # "green" candidate); any other revision takes its role's colour.
 NAMED_COLOURS = {
@@ -62,3 +66,72 @@ def wrap(text: str, width: float, size: float) -> list[str]:
         else:
             lines.append(word)
     return lines
+
+
+def nice_ticks(vmax: float, n: int = 4) -> list[float]:
+    """Round axis values from 0 up to at least ``vmax`` (1, 2 or 5 times a power of ten apart);
+    the last one is the axis's top, so the top always has its value."""
+    raw = max(vmax, 1e-9) / n
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
+    return [round(step * i, 10) for i in range(max(1, math.ceil(vmax / step - 1e-9)) + 1)]
+
+
+def sub(parent: ET.Element, tag: str, text: str | None = None, /, **attrs: object
+        ) -> ET.Element:
+    """A child element; ``font_size`` becomes ``font-size``, ``class_`` ``class``."""
+    el = ET.SubElement(parent, tag, {k.rstrip("_").replace("_", "-"): str(v)
+                                     for k, v in attrs.items()})
+    if text is not None:
+        el.text = text
+    return el
+
+
+def time_axis(panel: ET.Element, x: Callable[[float], float], ticks: list[float], y: float,
+              left: float, right: float, name: str) -> None:
+    """A time axis along ``y``: its line, a value per tick (``N s``) and its name under them,
+    at the right, clear of the last value."""
+    axis = sub(panel, "g", class_="axis x")
+    sub(axis, "line", class_="axis-line", x1=left, y1=y, x2=right, y2=y, stroke=MUTED)
+    for t in ticks:
+        sub(axis, "line", x1=f"{x(t):.1f}", y1=y, x2=f"{x(t):.1f}", y2=y + 4, stroke=MUTED)
+        sub(axis, "text", f"{t:g} s", x=f"{x(t):.1f}", y=f"{y + 15:.1f}", text_anchor="middle",
+            font_size=10, fill=MUTED, class_="tick")
+    sub(axis, "text", name, x=right, y=f"{y + 28:.1f}", text_anchor="end", font_size=10,
+        fill=MUTED, class_="axis-label")
+
+
+def value_axis(panel: ET.Element, values: list[tuple[float, str]], x: float, y0: float,
+               y1: float, name: str) -> None:
+    """A vertical axis at ``x`` from ``y0`` (top) to ``y1``: its line, each (y, value), and its
+    name turned a quarter left, in the margin."""
+    axis = sub(panel, "g", class_="axis y")
+    sub(axis, "line", class_="axis-line", x1=x, y1=y0, x2=x, y2=y1, stroke=MUTED)
+    for y, value in values:
+        sub(axis, "line", x1=x - 4, y1=f"{y:.1f}", x2=x, y2=f"{y:.1f}", stroke=MUTED)
+        sub(axis, "text", value, x=x - 6, y=f"{y + 3.5:.1f}", text_anchor="end", font_size=10,
+            fill=MUTED, class_="tick")
+    cy = f"{(y0 + y1) / 2:.1f}"
+    sub(axis, "text", name, x=14, y=cy, transform=f"rotate(-90 14 {cy})", text_anchor="middle",
+        font_size=10, fill=INK, class_="axis-label")
+
+
+def legend_row(parent: ET.Element, items: list[tuple[dict[str, object], str]], x: float,
+               y: float, right: float) -> float:
+    """Legend items (a swatch's attributes: a ``line`` or, with ``r``, a dot; and its label)
+    one after another from ``(x, y)``, on a new line where the next would pass ``right``;
+    returns the last line's ``y``."""
+    lx = x
+    for swatch, label in items:
+        need = 24 + text_width(label, 10) + 18
+        if lx > x and lx + need > right:
+            lx, y = x, y + 16
+        if "r" in swatch:
+            sub(parent, "circle", cx=f"{lx + 9:.1f}", cy=f"{y - 3.5:.1f}", **swatch)
+        else:
+            sub(parent, "line", x1=f"{lx:.1f}", y1=f"{y - 3.5:.1f}", x2=f"{lx + 18:.1f}",
+                y2=f"{y - 3.5:.1f}", **swatch)
+        sub(parent, "text", label, x=f"{lx + 24:.1f}", y=f"{y:.1f}", font_size=10, fill=INK,
+            class_="legend-label")
+        lx += need
+    return y
