@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from gen_support import EXAMPLES, REPO, run_cli
+from svg_layout import assert_reads, axes
 
 NS = {"svg": "http://www.w3.org/2000/svg"}
 
@@ -124,6 +124,11 @@ def _text(parent: ET.Element, cls: str) -> str:
     return _one(parent, cls, tag="text").text or ""
 
 
+def _panel(root: ET.Element, name: str) -> ET.Element:
+    (panel,) = [g for g in root.iterfind("svg:g", NS) if g.get("id") == name]
+    return panel
+
+
 @pytest.mark.parametrize("name", SPECS)
 def test_svg_shows_the_plan(name: str, tmp_path: Path) -> None:
     spec = _spec(name, tmp_path)
@@ -138,7 +143,7 @@ def test_svg_shows_the_plan(name: str, tmp_path: Path) -> None:
     groups = [g for g in root.iterfind("svg:g", NS) if "state" in _cls(g)]
     assert [g.get("data-state") for g in groups] == [s["label"] for s in states]
 
-    budget_line = _one(root, "surge-budget", tag="line")
+    budget_line = _one(_panel(root, "gpus"), "surge-budget", tag="line")
     budget = int(budget_line.get("data-gpus", "-1"))
     forward = [s["peak_gpus"] for s in plan["steps"]]
     assert max(forward) <= budget  # the forward steps stay within the surge budget
@@ -164,9 +169,11 @@ def test_svg_shows_the_plan(name: str, tmp_path: Path) -> None:
             counts = [int(n) for n in re.findall(r":(\d+)", _text(g, f"replicas-{gen}"))]
             assert counts == (list(st[gen]["replicas"].values()) if st[gen]["present"] else [])
         assert _text(g, "traffic-label") == f"{st['stable']['weight']}/{st['candidate']['weight']}"
-        peak = _one(g, "peak", tag="line")
+        peak = _one(g, "peak", tag="rect")
         assert int(peak.get("data-gpus", -1)) == st["peak_gpus"]
-        assert axis - float(peak.get("y1", 0)) == pytest.approx(per_gpu * st["peak_gpus"], abs=0.02)
+        assert axis - float(peak.get("y", 0)) == pytest.approx(per_gpu * st["peak_gpus"], abs=0.02)
+        assert float(peak.get("height", 0)) == pytest.approx(per_gpu * st["peak_gpus"], abs=0.02)
+        assert _text(g, "peak-gpus") == f"{st['peak_gpus']} (+{st['extra_gpus_peak']})"
         assert _text(g, "gate") == (st["gate"] or "-")
         assert (_text(g, "pause") == "-") == (not st["pause_seconds"])
         gate = gates.get(st["index"]) if st["kind"] == "step" else None
@@ -220,7 +227,7 @@ def test_some_example_uses_its_whole_surge_budget() -> None:
     reached = []
     for example in EXAMPLES:
         _, root = _svg(example / "rollout.yaml")
-        budget = int(_one(root, "surge-budget", tag="line").get("data-gpus", -1))
+        budget = int(_one(_panel(root, "gpus"), "surge-budget", tag="line").get("data-gpus", -1))
         reached += [max(s["peak_gpus"] for s in _plan(example / "rollout.yaml")["steps"])
                     == budget]
     assert any(reached)
@@ -269,68 +276,131 @@ def test_output_option_writes_the_picture_atomically(tmp_path: Path) -> None:
     assert not (tmp_path / "missing").exists()
 
 
-def _boxes(root: ET.Element) -> list[tuple[str, float, float, float, float]]:
-    """The box each text occupies, from its position, anchor and size: DejaVu Sans advances at
-    most about 0.62 em per character (0.68 em bold), ascends 0.76 em and descends 0.24 em."""
-    boxes = []
-    parents = {c: p for p in root.iter() for c in p}
-    for el in root.iter("{http://www.w3.org/2000/svg}text"):
-        text = el.text or ""
-        size = float(el.get("font-size") or 12)
-        bold = el.get("font-weight") == "bold"
-        width = len(text) * size * (0.68 if bold else 0.62)
-        x, y = float(el.get("x", 0)), float(el.get("y", 0))
-        anchor = el.get("text-anchor", "start")
-        left = x - {"start": 0.0, "middle": width / 2, "end": width}[anchor]
-        assert parents.get(el) is not None
-        boxes.append((text, left, y - 0.76 * size, left + width, y + 0.24 * size))
-    return boxes
-
-
 @pytest.mark.parametrize("name", SPECS)
 def test_svg_reads_at_a_glance(name: str, tmp_path: Path) -> None:
-    """No two labels overlap, no label is struck through by the surge-budget line, the GPU axis
-    has values, the legend explains the bar, the peak tick and the budget line, the ends
-    (rollback, cleanup) are set apart from the forward steps, and the gates' details under
-    the rows are inside the picture."""
+    """No two texts overlap, no line strikes through one (the surge-budget line, the gridlines,
+    the separator of the ends), every text is inside the picture; both panels have their axes
+    (the traffic in percent, the GPUs on a scale reaching the budget, the states along x); the
+    legend explains the peak outline and the budget line; the ends (rollback, cleanup) are set
+    apart from the forward steps, and the budget line is drawn over the peak outlines."""
     _, root = _svg(_spec(name, tmp_path))
-    boxes = _boxes(root)
-    for text, left, top, right, bottom in boxes:
-        assert 0 <= top and bottom <= float(root.get("height", 0)), text
-    details = [e.text or "" for e in root.iter("{http://www.w3.org/2000/svg}text")
-               if "gate-detail" in _cls(e)]
-    for text, left, _, right, _ in boxes:
-        if text in details:
-            assert 0 <= left and right <= float(root.get("width", 0)), text
-    for i, a in enumerate(boxes):
-        for b in boxes[i + 1:]:
-            apart = a[3] <= b[1] or b[3] <= a[1] or a[4] <= b[2] or b[4] <= a[2]
-            assert apart, f"{a[0]!r} overlaps {b[0]!r}"
-    line = _one(root, "surge-budget", tag="line")
-    ly = float(line.get("y1", 0))
-    for text, left, top, right, bottom in boxes:
-        crosses = top < ly < bottom and left < float(line.get("x2", 0)) \
-            and right > float(line.get("x1", 0))
-        assert not crosses, f"the surge-budget line strikes through {text!r}"
-    ticks = [e for e in root.iter("{http://www.w3.org/2000/svg}text") if "gpu-tick" in _cls(e)]
-    values = [int(e.text or "-1") for e in ticks]
-    assert values[0] == 0 and len(values) >= 2 and values == sorted(values)
+    assert_reads(root)
+    traffic = axes(_panel(root, "traffic"))
+    assert traffic["y"] == ("traffic", ["0 %", "50 %", "100 %"])
+    gpus = _panel(root, "gpus")
+    found = axes(gpus)
+    assert found["y"][0] == "GPUs"
+    values = [int(v) for v in found["y"][1]]
+    line = _one(gpus, "surge-budget", tag="line")
     budget = int(line.get("data-gpus", -1))
+    assert values[0] == 0 and values == sorted(values)
     assert values[-1] + (values[1] - values[0]) > budget  # the scale reaches the budget
+    ticks = [e for e in gpus.iter("{http://www.w3.org/2000/svg}text") if "gpu-tick" in _cls(e)]
+    slope = (float(line.get("y1", 0)) - (float(ticks[0].get("y", 0)) - 4)) / budget
     for e in ticks:  # each value sits at its height on the GPU axis
-        slope = (float(line.get("y1", 0)) - (float(ticks[0].get("y", 0)) - 4)) / budget
         assert float(e.get("y", 0)) - 4 == pytest.approx(
             float(ticks[0].get("y", 0)) - 4 + slope * int(e.text or 0), abs=0.05)
+    groups = [g for g in root.iterfind("svg:g", NS) if "state" in _cls(g)]
+    assert found["x"] == ("state", [_title_of(g) for g in groups])
+    # drawn after every column: nothing is painted over the budget line
+    order = list(root.iter())
+    assert all(order.index(line) > order.index(r) for g in groups
+               for r in g.iterfind("svg:rect", NS))
     legend = " | ".join(e.text or "" for e in root.iter("{http://www.w3.org/2000/svg}text")
                         if "legend-label" in _cls(e))
-    assert "peak: most GPUs during the move into the state" in legend
-    assert f"surge budget: {budget} GPUs" in legend and "GPUs held in the state" in legend
+    assert "peak: most GPUs at once during the move into the state" in legend
+    assert f"surge budget: {budget} GPUs" in legend
     sep = _one(root, "ends-separator", tag="line")
-    groups = [g for g in root.iterfind("svg:g", NS) if "state" in _cls(g)]
     for g in groups:
         x = float(_one(g, "gpus", "stable", tag="rect").get("x", 0))
         forward = g.get("data-kind") in ("baseline", "step")
         assert (x < float(sep.get("x1", 0))) == forward, g.get("data-state")
+
+
+def _title_of(g: ET.Element) -> str:
+    """The state's title as the text plan's first column has it."""
+    label = g.get("data-state", "")
+    return {"step-00": "0 baseline"}.get(label, label.removeprefix("step-").lstrip("0")
+                                         if label.startswith("step-") else label)
+
+
+def _table(spec: Path) -> tuple[list[str], list[dict[str, str]]]:
+    """The text plan's header lines and its table, a dict per row by column name (the columns
+    are aligned: a cell runs from its header's start to the next header's)."""
+    done = run_cli("plan", str(spec))
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    at = next(i for i, t in enumerate(lines) if t.startswith("step "))
+    header = lines[at]
+    names = re.split(r"  +", header.strip())
+    starts = [header.index(n) for n in names]
+    rows = [{n: t[a:b].strip() for n, a, b in zip(names, starts, [*starts[1:], None],
+                                                    strict=True)}
+            for t in lines[at + 2:] if t.strip()]
+    return lines[:at], rows
+
+
+@pytest.mark.parametrize("name", SPECS)
+def test_svg_has_the_text_plans_notes_order_and_traffic_words(name: str, tmp_path: Path) -> None:
+    """The picture carries what the text plan says besides its numbers: every note (the served
+    name's 404, the grace periods, the capability a mode needs), the order of each transition's
+    moves with its drain bound, and which share of the split is whose."""
+    spec = _spec(name, tmp_path)
+    head, rows = _table(spec)
+    _, root = _svg(spec)
+    shown = " ".join((e.text or "") for e in root.iter("{http://www.w3.org/2000/svg}text")
+                     if _cls(e) & {"plan-note", "gate-detail"})
+    for line in head[2:]:
+        if line.strip():
+            assert line.removeprefix("note: ") in shown, line
+    groups = [g for g in root.iterfind("svg:g", NS) if "state" in _cls(g)]
+    assert [_title_of(g) for g in groups] == [r["step"] for r in rows]
+    for g, row in zip(groups, rows, strict=True):
+        moves = "".join(e.text or "" for e in g.iterfind("svg:text", NS) if "order" in _cls(e))
+        assert moves == row["order"], (row["step"], moves)
+    labels = [e.text for e in root.iter("{http://www.w3.org/2000/svg}text")
+              if "row-label" in _cls(e)]
+    assert "stable/candidate %" in labels and "order of moves" in labels
+
+
+def test_legend_names_and_colours_follow_the_spec(tmp_path: Path) -> None:
+    """Generations are named as the spec names them, in the colour their name says: blue/green
+    draws "blue" blue and "green" green; a revision dgdgen made is said to be generated; other
+    revisions take the stable and candidate colours, never the same for both."""
+    from dgdgen.picture import NAMED_COLOURS, ROLE_COLOURS
+
+    def fills(root: ET.Element) -> dict[str, set[str]]:
+        out: dict[str, set[str]] = {"stable": set(), "candidate": set()}
+        for r in root.iter("{http://www.w3.org/2000/svg}rect"):
+            gen = (_cls(r) & {"stable", "candidate"}) or {r.get("data-generation")}
+            for g in gen & out.keys():
+                out[g].add(r.get("fill", ""))
+        return out
+
+    def legend(root: ET.Element) -> list[str]:
+        return [e.text or "" for e in root.iter("{http://www.w3.org/2000/svg}text")
+                if "legend-label" in _cls(e)]
+
+    _, bg = _svg(REPO / "examples" / "vllm-agg-blue-green" / "rollout.yaml")
+    assert fills(bg) == {"stable": {NAMED_COLOURS["blue"]}, "candidate": {NAMED_COLOURS["green"]}}
+    assert legend(bg)[:2] == ["stable blue", "candidate green"]
+    _, bs = _svg(REPO / "examples" / "vllm-disagg-block-size" / "rollout.yaml")
+    assert fills(bs) == {"stable": {ROLE_COLOURS["stable"]},
+                         "candidate": {ROLE_COLOURS["candidate"]}}
+    assert legend(bs)[:2] == ["stable bs16", "candidate bs32"]
+    _, trt = _svg(REPO / "examples" / "trtllm-disagg-v1beta1" / "rollout.yaml")
+    plan = _plan(REPO / "examples" / "trtllm-disagg-v1beta1" / "rollout.yaml")
+    names = legend(trt)
+    assert names[:2] == [f"stable ({plan['stable_revision']}, generated)",
+                         f"candidate ({plan['candidate_revision']}, generated)"]
+    assert any("generated: the spec sets no revision" in n for n in names)
+    # a candidate named after the stable's role colour: the stable gives way
+    spec = (REPO / "examples" / "vllm-disagg-block-size" / "rollout.yaml").read_text()
+    shutil.copy(REPO / "examples" / "vllm-disagg-block-size" / "dgd.yaml", tmp_path / "dgd.yaml")
+    (tmp_path / "other.yaml").write_text(spec.replace("revision: bs32", "revision: blue"))
+    _, clash = _svg(tmp_path / "other.yaml")
+    got = fills(clash)
+    assert got["candidate"] == {NAMED_COLOURS["blue"]} and got["stable"] != got["candidate"]
 
 
 def test_table_and_json_show_every_gate_kind(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from dgdgen.pipeline import Prepared
+    from dgdgen.prepared import Prepared
 
 HELP = "show the steps of a rollout: weights, replicas, GPUs, capacity, gates"
 DESCRIPTION = """\
@@ -20,9 +20,11 @@ formats:
   table     aligned text (default)
   json      the plan as data
   markdown  a pull-request summary with mermaid charts of weights and replicas per step
-  svg       a picture: per state the traffic split, the replicas and GPUs of each generation
-            on a GPU scale, the peak of each move against the surge budget line, pauses, gates,
-            bake times, a legend; rollback and cleanup set apart as the ends a rollout can reach
+  svg       a picture: per state the traffic split on a percent scale, the replicas and GPUs
+            of each generation on a GPU scale, the peak of each move against the surge budget
+            line, the order of the moves with drain bounds, pauses, gates, bake times, the
+            plan's notes, a legend naming each generation by its revision; rollback and cleanup
+            set apart as the ends a rollout can reach
   png       the same picture as PNG (drawn from the SVG by rsvg-convert, librsvg); written to
             -o FILE or a pipe, refused (exit 2) when standard output is a terminal
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from dgdgen.commands._common import state_selector
 
 if TYPE_CHECKING:
-    from dgdgen.pipeline import Prepared
+    from dgdgen.prepared import Prepared
 
 HELP = "write the manifests of every step (or one step) of a rollout"
 DESCRIPTION = """\

@@ -38,6 +38,7 @@ import math
 import tempfile
 import threading
 import time
+import xml.etree.ElementTree as ET
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,12 +47,26 @@ from typing import Any
 from dgdgen import dgd as dgdmod
 from dgdgen.check.facts import dgd_facts
 from dgdgen.dgd import Role
+from dgdgen.picture import (
+    FONT_FAMILY,
+    GRID,
+    INK,
+    MUTED,
+    generation_colours,
+    legend_row,
+    nice_ticks,
+    sub,
+    text_width,
+    time_axis,
+    value_axis,
+)
 from dgdgen.pipeline import prepare
+from dgdgen.planreport import generation_names
 from dgdgen.prepared import Prepared
 from dgdgen.rehearse.cluster import ApplyError
 from dgdgen.rehearse.load import Load, Record
 from dgdgen.rehearse.proxy import Proxy
-from dgdgen.rehearse.report import split_text
+from dgdgen.rehearse.report import WIDTH, split_text
 from dgdgen.runtime.metrics import scrape
 from dgdgen.runtime.mocker import mocker_invocation
 from dgdgen.runtime.model import make_model_dir
@@ -795,40 +810,65 @@ def _fmt(v: float | None) -> str:
 
 
 def to_svg(out: InPlaceOutcome, data: dict[str, Any]) -> str:
-    import xml.etree.ElementTree as ET
-
+    """Two panels on one time axis: the candidate configuration's share of the workers (what
+    the operator's roll makes available, expected) and of the requests served (observed), and
+    the available workers of each configuration; the edit and the end of the roll marked and
+    named above the share. Each panel has its value axis (the top labelled) and the time axis."""
     width, left, right, h = 900, 70, 20, 160
-    height = 2 * (h + 40) + 30
-    svg = ET.Element("svg", xmlns="http://www.w3.org/2000/svg", width=str(width),
-                     height=str(height), viewBox=f"0 0 {width} {height}")
-    ET.SubElement(svg, "title").text = f"dgdgen rehearse (in place): {out.options.spec}"
+    plot_right = width - right
     total = max(out.duration, 1.0)
 
     def x(t: float) -> float:
-        return left + (width - left - right) * max(0.0, min(t, total)) / total
+        return left + (plot_right - left) * max(0.0, min(t, total)) / total
 
     def path(pts: list[tuple[float, float]], y1: float, scale: float) -> str:
         return " ".join(f"{'M' if i == 0 else 'L'}{x(t):.1f},{y1 - h * v / scale:.1f}"
                         for i, (t, v) in enumerate(pts))
 
-    top = 20.0
-    # panel 1: the candidate's share of the workers (dashed) and of the requests (observed)
-    g = ET.SubElement(svg, "g", {"class": "panel", "data-title": "candidate share (%)"})
-    ET.SubElement(g, "text", x=str(left), y=str(top + 12), style="font: 12px sans-serif").text = (
-        "candidate configuration: share of workers (dashed) and of requests served (0–100 %)")
-    y0, y1 = top + 20, top + 20 + h
-    ET.SubElement(g, "rect", x=str(left), y=str(y0), width=str(width - left - right),
-                  height=str(h), fill="none", stroke="#999")
-    ET.SubElement(g, "line", {"x1": f"{x(out.edit_at):.1f}", "x2": f"{x(out.edit_at):.1f}",
-                              "y1": str(y0), "y2": str(y1), "stroke": "#999",
-                              "stroke-dasharray": "2 2", "class": "edit"})
+    svg = ET.Element("svg", {"xmlns": "http://www.w3.org/2000/svg", "width": str(width),
+                             "height": "0", "viewBox": "", "font-family": FONT_FAMILY})
+    ET.SubElement(svg, "title").text = f"dgdgen rehearse (in place): {out.options.spec}"
+    background = sub(svg, "rect", x=0, y=0, width=width, height=0, fill="#ffffff")
+    names = generation_names(out.prepared)
+    colour = generation_colours(out.stable_revision, out.candidate_revision)
+    sub(svg, "text", f"In-place rehearsal of {out.options.spec}: {names['stable']} → "
+        f"{names['candidate']}", x=12, y=18, font_size=13, font_weight="bold", fill=INK,
+        class_="title")
+    ticks = [t for t in nice_ticks(total, 8) if t <= total + 1e-9]
+    time_name = "seconds since the rehearsal started"
+    marks = [(out.edit_at, "edit applied", "edit"), (out.rolled_at, "roll done", "rolled")]
+
+    def panel(title: str, name: str, top: float, band: float) -> tuple[ET.Element, float, float]:
+        g = sub(svg, "g", class_="panel", data_title=name)
+        sub(g, "text", title, x=left, y=top + 12, font_size=12, fill=INK, class_="panel-title")
+        y0 = top + 20 + band
+        y1 = y0 + h
+        sub(g, "rect", x=left, y=y0, width=plot_right - left, height=h, fill="none",
+            stroke=GRID)
+        for t, _, cls in marks:
+            sub(g, "line", class_=cls, x1=f"{x(t):.1f}", y1=y0, x2=f"{x(t):.1f}", y2=y1,
+                stroke=MUTED, stroke_dasharray="2 2")
+        time_axis(g, x, ticks, y1, left, plot_right, time_name)
+        return g, y0, y1
+
+    # panel 1: the candidate's share of the workers (expected) and of the requests (observed);
+    # the edit and the end of the roll named above it, each in the first row that has room
+    g, y0, y1 = panel("candidate configuration: share of the workers (expected) and of the "
+                      "requests served (observed)", "candidate share (%)", 30.0, 26)
+    ends = [float("-inf")] * 2
+    for t, label, cls in marks:
+        mx = x(t) + 3
+        row = next((i for i, e in enumerate(ends) if mx >= e + 6), 1)
+        ends[row] = mx + text_width(label, 9)
+        sub(g, "text", label, x=f"{mx:.1f}", y=f"{y0 - 16 + 11 * row:.1f}", font_size=9,
+            fill=MUTED, class_=f"mark-label {cls}")
     expected = []
     for s in data["segments"]:
         expected += [(s["start"], s["expectedCandidatePercent"]),
                      (s["end"], s["expectedCandidatePercent"])]
     if expected:
-        ET.SubElement(g, "path", {"d": path(expected, y1, 100), "fill": "none", "stroke": "#333",
-                                  "stroke-dasharray": "4 3", "class": "expected"})
+        sub(g, "path", d=path(expected, y1, 100), fill="none", stroke="#8c8c8c",
+            stroke_width=2, stroke_dasharray="5 3", class_="expected")
     bucket = max(1.0, out.duration / 90)
     counts: dict[int, list[int]] = {}
     for r in out.records:
@@ -840,34 +880,40 @@ def to_svg(out: InPlaceOutcome, data: dict[str, Any]) -> str:
         b[1] += cfg == "candidate"
     pts = [((k + 0.5) * bucket, 100.0 * c / n) for k, (n, c) in sorted(counts.items()) if n]
     if pts:
-        ET.SubElement(g, "path", {"d": path(pts, y1, 100), "fill": "none", "stroke": "#d62728",
-                                  "class": "observed"})
+        sub(g, "path", d=path(pts, y1, 100), fill="none", stroke=INK, stroke_width=1.2,
+            class_="observed")
+    value_axis(g, [(y1 - h * v / 100, f"{v} %") for v in (0, 25, 50, 75, 100)], left, y0, y1,
+               "share %")
     # panel 2: available workers per configuration
-    top = y1 + 20
-    peak = max((sum(s.workers.get(c, {}).values()) for s in out.snapshots
-                for c in ("stable", "candidate")), default=1) or 1
-    g = ET.SubElement(svg, "g", {"class": "panel", "data-title": "workers"})
-    ET.SubElement(g, "text", x=str(left), y=str(top + 12), style="font: 12px sans-serif").text = (
-        f"available workers per configuration (all worker components; top: {peak})")
-    y0, y1 = top + 20, top + 20 + h
-    ET.SubElement(g, "rect", x=str(left), y=str(y0), width=str(width - left - right),
-                  height=str(h), fill="none", stroke="#999")
-    for cfg, color in (("stable", "#1f77b4"), ("candidate", "#d62728")):
+    peak = max([1] + [sum(s.workers.get(c, {}).values()) for s in out.snapshots
+                      for c in ("stable", "candidate")])
+    scale = nice_ticks(peak, min(peak, 4))
+    g, y0, y1 = panel("available workers per configuration (all worker components)", "workers",
+                      y1 + 44, 0)
+    for cfg in ("stable", "candidate"):
         wpts: list[tuple[float, float]] = []
-        for i, s in enumerate(out.snapshots):
+        for i, snap in enumerate(out.snapshots):
             end = out.snapshots[i + 1].t if i + 1 < len(out.snapshots) else out.duration
-            n = sum(s.workers.get(cfg, {}).values())
-            wpts += [(s.t, n), (end, n)]
+            n = sum(snap.workers.get(cfg, {}).values())
+            wpts += [(snap.t, n), (end, n)]
         if wpts:
-            ET.SubElement(g, "path", {"d": path(wpts, y1, peak), "fill": "none", "stroke": color,
-                                      "class": "workers", "data-config": cfg})
-    legend = ET.SubElement(svg, "g", {"class": "legend"})
-    for i, (label, color) in enumerate((("stable configuration", "#1f77b4"),
-                                        ("candidate configuration", "#d62728"))):
-        ET.SubElement(legend, "rect", x=str(left + 200 * i), y=str(height - 18), width="10",
-                      height="10", fill=color)
-        ET.SubElement(legend, "text", x=str(left + 200 * i + 14), y=str(height - 9),
-                      style="font: 11px sans-serif").text = label
+            sub(g, "path", d=path(wpts, y1, scale[-1]), fill="none", stroke=colour[cfg],
+                stroke_width=WIDTH[cfg], class_="workers", data_config=cfg)
+    value_axis(g, [(y1 - h * v / scale[-1], f"{v:g}") for v in scale], left, y0, y1, "workers")
+    legend = sub(svg, "g", class_="legend")
+    items: list[tuple[dict[str, object], str]] = [
+        ({"stroke": colour[cfg], "stroke-width": WIDTH[cfg]}, f"{names[cfg]} configuration")
+        for cfg in ("stable", "candidate")]
+    items += [({"stroke": "#8c8c8c", "stroke-width": "2", "stroke-dasharray": "5 3"},
+               "expected: candidate share of the workers"),
+              ({"stroke": INK, "stroke-width": "1.2"}, "observed: candidate share of requests"),
+              ({"stroke": MUTED, "stroke-dasharray": "2 2"},
+               "dotted: the spec's edit applied, the last old pod gone")]
+    y = legend_row(legend, items, left, y1 + 48, plot_right)
+    height = int(y + 12)
+    svg.set("height", str(height))
+    svg.set("viewBox", f"0 0 {width} {height}")
+    background.set("height", str(height))
     ET.indent(svg)
     return ET.tostring(svg, encoding="unicode") + "\n"
 

@@ -10,11 +10,26 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from dgdgen.picture import (
+    FONT_FAMILY,
+    GRID,
+    INK,
+    MUTED,
+    generation_colours,
+    legend_row,
+    nice_ticks,
+    sub,
+    text_width,
+    time_axis,
+    value_axis,
+)
 from dgdgen.rehearse.run import NO_DECISION, Outcome
 
-COLORS = {"stable": "#1f77b4", "candidate": "#d62728"}
+if TYPE_CHECKING:
+    from dgdgen.prepared import Prepared
+
 # A gate's dot: passed, not passed (Failed or Inconclusive: the rollout does not go on), and no
 # decision (an A/B experiment step without samples: neither promoted nor rolled back).
 _GATE_FILL = {"Successful": "#2ca02c", NO_DECISION: "#ff7f0e"}
@@ -301,123 +316,208 @@ def to_markdown(out: Outcome, rows: list[StateRow], data: dict[str, Any]) -> str
     return "\n".join(lines)
 
 
-_CHART_FONT = "font: 10px sans-serif"
+@dataclass(frozen=True)
+class ChartState:
+    """A state as the chart draws it: when it started, moved the traffic and ended (seconds of
+    the rehearsal), the candidate's planned weight, its gate's verdict, and the worker
+    processes each generation ran (frontends not counted)."""
+
+    label: str
+    started: float
+    traffic_moved: float
+    ended: float
+    candidate_weight: int
+    gate: str | None
+    verdict: str | None
+    workers: dict[str, int]
 
 
-def _ticks(vmax: float, n: int = 4) -> list[float]:
-    """Round axis values from 0 up to at least vmax (1, 2 or 5 times a power of ten apart)."""
-    raw = max(vmax, 1e-9) / n
-    mag = 10 ** math.floor(math.log10(raw))
-    step = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
-    return [round(step * i, 10) for i in range(math.ceil(vmax / step - 1e-9) + 1)]
+@dataclass(frozen=True)
+class Chart:
+    """What the rehearsal chart draws, taken from an :class:`Outcome` by :func:`chart_of`."""
+
+    spec: str
+    duration: float
+    time_scale: float
+    stable: str
+    candidate: str
+    names: dict[str, str]  # stable | candidate → the legend's name (planreport.generation_names)
+    states: list[ChartState]
+    observed: list[tuple[float, float]]  # (t, candidate % of the requests served around t)
+    ttft: dict[str, list[list[tuple[float, float]]]]  # revision → runs of (t, p95 seconds)
+    itl: dict[str, list[list[tuple[float, float]]]]
 
 
-def _num(v: float) -> str:
-    return f"{v:g}"
+def worker_counts(prepared: Prepared, replicas: dict[str, dict[str, int]]) -> dict[str, int]:
+    """Per generation, the processes of its worker components (a frontend serves no model)."""
+    comps = {**prepared.stable.dgd.components, **prepared.candidate.dgd.components}
+    return {gen: sum(n for c, n in per.items() if c in comps and comps[c].is_worker)
+            for gen, per in replicas.items()}
+
+
+def chart_of(out: Outcome) -> Chart:
+    from dgdgen.planreport import generation_names
+
+    plan = out.prepared.plan
+    states = [ChartState(
+        s.label, s.started, s.traffic_moved, s.ended, s.planned.get(plan.candidate_revision, 0),
+        s.gate, s.verdict, worker_counts(out.prepared, s.replicas_observed),
+    ) for s in out.states]
+    bucket = max(1.0, out.duration / 120)
+    counts: dict[int, list[int]] = {}
+    for r in out.records:
+        if not r.outcome.served_by:
+            continue
+        b = counts.setdefault(int(r.start // bucket), [0, 0])
+        b[0] += 1
+        b[1] += r.outcome.served_by == plan.candidate_revision
+    observed = [((k + 0.5) * bucket, 100.0 * c / n) for k, (n, c) in sorted(counts.items()) if n]
+    return Chart(
+        str(out.options.spec), out.duration, out.options.time_scale, plan.stable_revision,
+        plan.candidate_revision, generation_names(out.prepared), states, observed,
+        _serving(out, _series(out, "dynamo_frontend_time_to_first_token_seconds")),
+        _serving(out, _series(out, "dynamo_frontend_inter_token_latency_seconds")))
 
 
 def to_svg(out: Outcome, rows: list[StateRow]) -> str:
+    return draw_chart(chart_of(out))
+
+
+# the share's lines: neither generation's colour
+_PLANNED, _OBSERVED = "#8c8c8c", INK
+# a generation's line: the stable's wide, the candidate's narrow on top, so equal values show both
+WIDTH = {"stable": "3.5", "candidate": "1.5"}
+
+
+def draw_chart(c: Chart) -> str:
+    """The rehearsal over time, four panels on one time axis: the candidate's share of the
+    requests (planned and observed) with each state's name and gate verdict above it, the p95
+    time to first token and inter-token latency of each generation, and the worker processes
+    each ran. Every panel has its value axis (the top value labelled) and the time axis."""
     width, left, right = 900, 70, 20
-    panels = [("candidate traffic share (%)", 160, "%"), ("TTFT p95 (s)", 120, "s"),
-              ("ITL p95 (s)", 120, "s"), ("worker processes", 90, "")]
-    height = sum(h + 56 for _, h, _ in panels) + 70
-    svg = ET.Element("svg", xmlns="http://www.w3.org/2000/svg", width=str(width),
-                     height=str(height), viewBox=f"0 0 {width} {height}")
-    ET.SubElement(svg, "title").text = f"dgdgen rehearse: {out.options.spec}"
-    ET.SubElement(svg, "rect", x="0", y="0", width=str(width), height=str(height), fill="#ffffff")
-    total = max(out.duration, 1.0)
+    total = max(c.duration, 1.0)
+    plot_right = width - right
 
     def x(t: float) -> float:
-        return left + (width - left - right) * max(0.0, min(t, total)) / total
+        return left + (plot_right - left) * max(0.0, min(t, total)) / total
 
-    stable = out.prepared.plan.stable_revision
-    cand = out.prepared.plan.candidate_revision
-    color = {stable: COLORS["stable"], cand: COLORS["candidate"]}
-    top = 20.0
-    ttft = _serving(out, _series(out, "dynamo_frontend_time_to_first_token_seconds"))
-    itl = _serving(out, _series(out, "dynamo_frontend_inter_token_latency_seconds"))
-    time_ticks = _ticks(total, 8)
-    for title, h, unit in panels:
-        g = ET.SubElement(svg, "g", {"class": "panel", "data-title": title})
-        ET.SubElement(g, "text", {"x": str(left), "y": str(top + 12), "class": "panel-title",
-                                  "style": "font: 12px sans-serif"}).text = title
-        y0, y1 = top + 20, top + 20 + h
-        ET.SubElement(g, "rect", x=str(left), y=str(y0), width=str(width - left - right),
-                      height=str(h), fill="none", stroke="#999")
-        for s in out.states:
-            ET.SubElement(g, "line", x1=f"{x(s.started):.1f}", x2=f"{x(s.started):.1f}",
-                          y1=str(y0), y2=str(y1), stroke="#ddd")
-        # the time axis under every panel, in seconds of the scaled clock
-        for t in time_ticks:
-            if t > total:
-                break
-            ET.SubElement(g, "line", x1=f"{x(t):.1f}", x2=f"{x(t):.1f}", y1=str(y1),
-                          y2=str(y1 + 4), stroke="#999")
-            ET.SubElement(g, "text", {"x": f"{x(t):.1f}", "y": f"{y1 + 14:.1f}",
-                                      "text-anchor": "middle", "class": "x-tick",
-                                      "style": _CHART_FONT}).text = f"{_num(t)} s"
-        if title.startswith("candidate"):
-            vmax = 100.0
-            _traffic_panel(g, out, rows, x, y0, h)
-        elif title.startswith("worker"):
-            vmax = float(_replica_panel(g, out, x, y0, h, color))
-        else:
-            series = ttft if title.startswith("TTFT") else itl
-            peak = max((v for segs in series.values() for pts in segs for _, v in pts),
-                       default=0.0)
-            vmax = _ticks(peak or 1.0)[-1]
-            for gen, segs in sorted(series.items()):
-                for pts in segs:
-                    d = " ".join(f"{'M' if i == 0 else 'L'}{x(t):.1f},{y1 - h * v / vmax:.1f}"
-                                 for i, (t, v) in enumerate(pts))
-                    ET.SubElement(g, "path", {"d": d, "fill": "none",
-                                              "stroke": color.get(gen, "#555"),
-                                              "class": "series", "data-generation": gen})
-        for v in _ticks(vmax, 2 if h < 100 else 4):
-            if v > vmax + 1e-9:
-                break
-            yv = y1 - h * v / vmax
-            ET.SubElement(g, "line", x1=str(left - 4), x2=str(left), y1=f"{yv:.1f}",
-                          y2=f"{yv:.1f}", stroke="#999")
-            ET.SubElement(g, "text", {"x": str(left - 6), "y": f"{yv + 3:.1f}",
-                                      "text-anchor": "end", "class": "y-tick",
-                                      "style": _CHART_FONT}).text = _num(v) + (
-                                          f" {unit}" if unit else "")
-        top = y1 + 36
-    ET.SubElement(svg, "text", {"x": str(left), "y": f"{top - 8:.1f}", "class": "axis-title",
-                                "style": _CHART_FONT}).text = (
-        "time since the rehearsal started, seconds of the scaled clock "
-        f"(×{out.options.time_scale:g})")
-    legend = ET.SubElement(svg, "g", {"class": "legend"})
-    ly = top + 14
-    items: list[tuple[str, dict[str, str], str]] = [
-        (gen, {"stroke": c, "stroke-width": "3"},
-         f"{gen} ({'stable' if gen == stable else 'candidate'})")
-        for gen, c in color.items()]
-    items += [("planned", {"stroke": "#333", "stroke-dasharray": "4 3"}, "planned candidate share"),
-              ("observed", {"stroke": COLORS["candidate"]}, "observed candidate share")]
-    lx = float(left)
-    for key, style, label in items:
-        ET.SubElement(legend, "line", {"x1": f"{lx:.1f}", "x2": f"{lx + 18:.1f}", "y1": f"{ly:.1f}",
-                                       "y2": f"{ly:.1f}", "data-key": key, **style})
-        ET.SubElement(legend, "text", {"x": f"{lx + 22:.1f}", "y": f"{ly + 4:.1f}",
-                                       "class": "legend-label", "style": _CHART_FONT}).text = label
-        lx += 30 + 6.2 * len(label)
-    lx, ly = float(left), ly + 18
-    dots = [(_GATE_FILL["Successful"], "gate passed (Successful)"),
-            (_GATE_NOT_PASSED, "gate not passed (Failed or Inconclusive)")]
-    if any(s.verdict == NO_DECISION for s in out.states):
-        dots.append((_GATE_FILL[NO_DECISION],
-                     "no decision (an A/B experiment without samples)"))
-    for fill, label in dots:
-        ET.SubElement(legend, "circle", {"cx": f"{lx + 5:.1f}", "cy": f"{ly:.1f}", "r": "5",
-                                         "fill": fill})
-        ET.SubElement(legend, "text", {"x": f"{lx + 14:.1f}", "y": f"{ly + 4:.1f}",
-                                       "class": "legend-label", "style": _CHART_FONT}).text = label
-        lx += 30 + 6.2 * len(label)
-    ET.SubElement(legend, "text", {"x": f"{lx:.1f}", "y": f"{ly + 4:.1f}", "class": "legend-label",
-                                   "style": _CHART_FONT}).text = (
-        "latency lines end a second after a generation's last request")
+    svg = ET.Element("svg", {"xmlns": "http://www.w3.org/2000/svg", "width": str(width),
+                             "height": "0", "viewBox": "", "font-family": FONT_FAMILY})
+    ET.SubElement(svg, "title").text = f"dgdgen rehearse: {c.spec}"
+    background = sub(svg, "rect", x=0, y=0, width=width, height=0, fill="#ffffff")
+    role = {c.stable: "stable", c.candidate: "candidate"}
+    colour = {gen: generation_colours(c.stable, c.candidate)[r] for gen, r in role.items()}
+    sub(svg, "text", f"Rehearsal of {c.spec}: {c.names['stable']} → {c.names['candidate']}",
+        x=12, y=18, font_size=13, font_weight="bold", fill=INK, class_="title")
+    time_ticks = [t for t in nice_ticks(total, 8) if t <= total + 1e-9]
+    time_name = f"seconds since the rehearsal started (scaled clock, ×{c.time_scale:g})"
+    top = 34.0
+
+    def panel(title: str, name: str, h: float, band: float = 0.0
+              ) -> tuple[ET.Element, float, float]:
+        g = sub(svg, "g", class_="panel", data_title=name)
+        sub(g, "text", title, x=left, y=top + 12, font_size=12, fill=INK, class_="panel-title")
+        y0 = top + 20 + band
+        y1 = y0 + h
+        sub(g, "rect", x=left, y=y0, width=plot_right - left, height=h, fill="none",
+            stroke=GRID)
+        for s in c.states:  # where each state starts, inside the plot only
+            sub(g, "line", class_="state-start", x1=f"{x(s.started):.1f}", y1=y0,
+                x2=f"{x(s.started):.1f}", y2=y1, stroke=GRID)
+        time_axis(g, x, time_ticks, y1, left, plot_right, time_name)
+        return g, y0, y1
+
+    def line(g: ET.Element, pts: list[tuple[float, float]], y1: float, h: float, vmax: float,
+             **attrs: object) -> None:
+        d = " ".join(f"{'M' if i == 0 else 'L'}{x(t):.1f},{y1 - h * v / vmax:.1f}"
+                     for i, (t, v) in enumerate(pts))
+        sub(g, "path", d=d, fill="none", **attrs)
+
+    # 1. the candidate's share; above it each state's name (in the first of three rows where it
+    # keeps clear of its neighbours; one with no room is left to its tooltip) and the gates
+    g, y0, y1 = panel("candidate's share of the requests: planned and observed",
+                      "candidate traffic share (%)", 150, band=56)
+    ends = [float("-inf")] * 3
+    for s in c.states:
+        sx = x(s.started) + 2
+        row = next((i for i, e in enumerate(ends) if sx >= e + 6), None)
+        if row is None:
+            continue
+        ends[row] = sx + text_width(s.label, 9)
+        label = sub(g, "text", s.label, x=f"{sx:.1f}", y=f"{y0 - 56 + 11 * row + 9:.1f}",
+                    font_size=9, fill=MUTED, class_="state-label")
+        ET.SubElement(label, "title").text = s.label
+    gate_y = y0 - 13
+    if any(s.verdict for s in c.states):
+        sub(g, "text", "gate", x=left - 6, y=f"{gate_y + 3.5:.1f}", text_anchor="end",
+            font_size=10, fill=INK, class_="gate-row-label")
+    for s in c.states:
+        if s.verdict:
+            dot = sub(g, "circle", cx=f"{x(s.ended):.1f}", cy=f"{gate_y:.1f}", r=5,
+                      fill=_GATE_FILL.get(s.verdict, _GATE_NOT_PASSED), class_="gate",
+                      data_verdict=s.verdict, data_state=s.label)
+            ET.SubElement(dot, "title").text = f"{s.label}: gate {s.gate} {s.verdict}"
+    planned: list[tuple[float, float]] = []
+    for s in c.states:
+        planned += [(s.traffic_moved, s.candidate_weight), (s.ended, s.candidate_weight)]
+    if planned:
+        line(g, planned, y1, 150, 100, stroke=_PLANNED, stroke_width=2, stroke_dasharray="5 3",
+             class_="planned")
+    if c.observed:
+        line(g, c.observed, y1, 150, 100, stroke=_OBSERVED, stroke_width=1.2, class_="observed")
+    value_axis(g, [(y1 - 150 * v / 100, f"{v} %") for v in (0, 25, 50, 75, 100)], left, y0, y1,
+               "share %")
+    top = y1 + 44
+    # 2, 3. latency per generation
+    for title, name, axis, series in (
+            ("time to first token, p95 per generation", "TTFT p95 (s)", "TTFT p95 s", c.ttft),
+            ("inter-token latency, p95 per generation", "ITL p95 (s)", "ITL p95 s", c.itl)):
+        g, y0, y1 = panel(title, name, 110)
+        peak = max((v for segs in series.values() for pts in segs for _, v in pts), default=0.0)
+        ticks = nice_ticks(peak or 1.0)
+        for gen in sorted(series, key=lambda s: role.get(s) != "stable"):
+            for pts in series[gen]:
+                line(g, pts, y1, 110, ticks[-1], stroke=colour.get(gen, MUTED),
+                     stroke_width=WIDTH.get(role.get(gen, ""), "1.5"), class_="series",
+                     data_generation=gen)
+        value_axis(g, [(y1 - 110 * v / ticks[-1], f"{v:g} s") for v in ticks], left, y0, y1,
+                   axis)
+        top = y1 + 44
+    # 4. worker processes (the frontends are no workers: they serve no model)
+    g, y0, y1 = panel("worker processes per generation (frontends not counted)",
+                      "worker processes", 90)
+    peak = max([1] + [n for s in c.states for n in s.workers.values()])
+    ticks = nice_ticks(peak, min(peak, 4))
+    for gen in (c.stable, c.candidate):
+        held: list[tuple[float, float]] = []
+        for s in c.states:
+            n = s.workers.get(gen, 0)
+            held += [(s.started, n), (s.ended, n)]
+        line(g, held, y1, 90, ticks[-1], stroke=colour[gen], stroke_width=WIDTH[role[gen]],
+             class_="replicas", data_generation=gen)
+    value_axis(g, [(y1 - 90 * v / ticks[-1], f"{v:g}") for v in ticks], left, y0, y1, "workers")
+    top = y1 + 48
+
+    legend = sub(svg, "g", class_="legend")
+    items: list[tuple[dict[str, object], str]] = [
+        ({"stroke": colour[gen], "stroke-width": WIDTH[role[gen]], "data-key": gen},
+         c.names[role[gen]]) for gen in (c.stable, c.candidate)]
+    items += [({"stroke": _PLANNED, "stroke-width": "2", "stroke-dasharray": "5 3",
+                "data-key": "planned"}, "planned candidate share"),
+              ({"stroke": _OBSERVED, "stroke-width": "1.2", "data-key": "observed"},
+               "observed candidate share")]
+    items += [({"r": "5", "fill": _GATE_FILL["Successful"]}, "gate passed (Successful)"),
+              ({"r": "5", "fill": _GATE_NOT_PASSED}, "gate not passed (Failed or Inconclusive)")]
+    if any(s.verdict == NO_DECISION for s in c.states):
+        items.append(({"r": "5", "fill": _GATE_FILL[NO_DECISION]},
+                      "no decision (an A/B experiment without samples)"))
+    y = legend_row(legend, items, left, top, plot_right)
+    sub(legend, "text", "latency lines end a second after a generation's last request",
+        x=left, y=f"{y + 16:.1f}", font_size=10, fill=MUTED, class_="legend-label")
+    height = int(y + 26)
+    svg.set("height", str(height))
+    svg.set("viewBox", f"0 0 {width} {height}")
+    background.set("height", str(height))
     ET.indent(svg)
     return ET.tostring(svg, encoding="unicode") + "\n"
 
@@ -461,73 +561,6 @@ def _serving(out: Outcome, series: dict[str, list[tuple[float, float]]]
             runs.append(current)
         out_series[gen] = runs
     return out_series
-
-
-def _traffic_panel(g: ET.Element, out: Outcome, rows: list[StateRow], x: Any, y0: float,
-                   h: float) -> None:
-    cand = out.prepared.plan.candidate_revision
-    y1 = y0 + h
-    planned = []
-    for s in out.states:
-        w = s.planned.get(cand, 0)
-        planned += [(s.traffic_moved, w), (s.ended, w)]
-    d = " ".join(f"{'M' if i == 0 else 'L'}{x(t):.1f},{y1 - h * w / 100:.1f}"
-                 for i, (t, w) in enumerate(planned))
-    ET.SubElement(g, "path", {"d": d, "fill": "none", "stroke": "#333", "stroke-dasharray": "4 3",
-                              "class": "planned"})
-    bucket = max(1.0, out.duration / 120)
-    counts: dict[int, list[int]] = {}
-    for r in out.records:
-        if not r.outcome.served_by:
-            continue
-        b = counts.setdefault(int(r.start // bucket), [0, 0])
-        b[0] += 1
-        b[1] += r.outcome.served_by == cand
-    pts = [((k + 0.5) * bucket, 100.0 * c / n) for k, (n, c) in sorted(counts.items()) if n]
-    if pts:
-        d = " ".join(f"{'M' if i == 0 else 'L'}{x(t):.1f},{y1 - h * v / 100:.1f}"
-                     for i, (t, v) in enumerate(pts))
-        ET.SubElement(g, "path", {"d": d, "fill": "none", "stroke": COLORS["candidate"],
-                                  "class": "observed"})
-    for s in out.states:
-        if s.verdict:
-            fill = _GATE_FILL.get(s.verdict, _GATE_NOT_PASSED)
-            dot = ET.SubElement(g, "circle", {"cx": f"{x(s.ended):.1f}", "cy": f"{y0 + 8:.1f}",
-                                              "r": "5", "fill": fill,
-                                              "class": "gate", "data-verdict": s.verdict,
-                                              "data-state": s.label})
-            ET.SubElement(dot, "title").text = f"{s.label}: gate {s.gate} {s.verdict}"
-    # state names under the panel's floor, each in the first of three rows where it does not
-    # touch its neighbour (9 px text is about 5.5 px a character); a name with no room is left
-    # to the tooltip of its state line rather than drawn over another
-    ends = [float("-inf")] * 3
-    for s in out.states:
-        sx = x(s.started) + 2
-        wide = 5.5 * len(s.label)
-        row = next((i for i, e in enumerate(ends) if sx >= e + 4), None)
-        if row is None:
-            continue
-        ends[row] = sx + wide
-        ET.SubElement(g, "text", {"x": f"{sx:.1f}", "y": f"{y1 - 3 - 10 * row:.1f}",
-                                  "class": "state-label", "style": "font: 9px sans-serif"}
-                      ).text = s.label
-
-
-def _replica_panel(g: ET.Element, out: Outcome, x: Any, y0: float, h: float,
-                   color: dict[str, str]) -> int:
-    y1 = y0 + h
-    peak = max((sum(n for c, n in m.items()) for s in out.states
-                for m in s.replicas_observed.values()), default=1) or 1
-    for gen, c in color.items():
-        pts = []
-        for s in out.states:
-            n = sum(s.replicas_observed.get(gen, {}).values())
-            pts += [(s.started, n), (s.ended, n)]
-        d = " ".join(f"{'M' if i == 0 else 'L'}{x(t):.1f},{y1 - h * n / peak:.1f}"
-                     for i, (t, n) in enumerate(pts))
-        ET.SubElement(g, "path", {"d": d, "fill": "none", "stroke": c, "class": "replicas",
-                                  "data-generation": gen})
-    return peak
 
 
 def write_report(out: Outcome, dest: Path) -> dict[str, Any]:

@@ -9,6 +9,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from svg_layout import assert_reads, axes
 
 from dgdgen import dgd as dgdmod
 from dgdgen.pipeline import prepare
@@ -146,6 +147,44 @@ def test_report_attributes_each_request_and_compares_with_the_workers() -> None:
     ns = "{http://www.w3.org/2000/svg}"
     assert svg.findall(f".//{ns}path[@class='observed']")
     assert svg.findall(f".//{ns}path[@class='expected']")
+
+
+def test_in_place_chart_reads_at_a_glance() -> None:
+    """Both panels have their value axis (the top labelled) and the time axis; no text
+    overlaps or is crossed by a line; the dotted marks are named above the share and in the
+    legend; an opaque white background; the configurations named as the spec names them, in
+    their own colours, the observed share in neither."""
+    from dgdgen.picture import ROLE_COLOURS
+
+    snaps = [Snapshot(0.0, {"stable": {"VllmDecodeWorker": 2, "VllmPrefillWorker": 2}}, "s"),
+             Snapshot(1.5, {"stable": {"VllmDecodeWorker": 1, "VllmPrefillWorker": 2},
+                            "candidate": {"VllmDecodeWorker": 1}}, "c"),
+             Snapshot(3.0, {"candidate": {"VllmDecodeWorker": 2, "VllmPrefillWorker": 2}}, "d")]
+    records = ([_served(0.6 + i * 0.1, "d1", "p1") for i in range(10)]
+               + [_served(2.0 + i * 0.1, "d2", "p2") for i in range(15)])
+    out = _outcome(records, snaps)
+    svg = ET.fromstring(to_svg(out, to_json(out)))
+    ns = "{http://www.w3.org/2000/svg}"
+    assert_reads(svg)
+    panels = [g for g in svg.iter(f"{ns}g") if g.get("class") == "panel"]
+    assert [g.get("data-title") for g in panels] == ["candidate share (%)", "workers"]
+    found = [axes(g) for g in panels]
+    assert found[0]["y"] == ("share %", ["0 %", "25 %", "50 %", "75 %", "100 %"])
+    assert found[1]["y"] == ("workers", ["0", "1", "2", "3", "4"])  # 4 workers at the peak
+    assert all(f["x"][1][0] == "0 s" for f in found)
+    marks = {t.text for t in panels[0].iter(f"{ns}text") if "mark-label" in t.get("class", "")}
+    assert marks == {"edit applied", "roll done"}
+    legend = [t.text or "" for t in svg.iter(f"{ns}text") if t.get("class") == "legend-label"]
+    assert legend[:2] == ["stable bs16 configuration", "candidate bs32 configuration"]
+    assert any(t.startswith("dotted: the spec's edit applied") for t in legend)
+    background = svg.find(f"{ns}rect")
+    assert background is not None and background.get("fill") == "#ffffff"
+    assert background.get("height") == svg.get("height")
+    strokes = {p.get("data-config"): p.get("stroke") for p in svg.iter(f"{ns}path")
+               if p.get("class") == "workers"}
+    assert strokes == ROLE_COLOURS
+    (observed,) = [p for p in svg.iter(f"{ns}path") if p.get("class") == "observed"]
+    assert observed.get("stroke") not in strokes.values()
 
 
 def test_an_in_place_spec_is_compared_with_a_gated_separate_dgd(tmp_path: Path) -> None:

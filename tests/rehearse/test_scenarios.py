@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from rehearse_support import REPO, rehearse
+from svg_layout import assert_reads, axes
 
 pytestmark = [pytest.mark.slow, pytest.mark.rehearse]
 
@@ -24,26 +25,18 @@ NS = "{http://www.w3.org/2000/svg}"
 
 
 def _chart_reads_at_a_glance(chart: Path, data: dict) -> ET.Element:
-    """The rehearsal chart's structure: every panel has values on both axes, the legend names
-    each generation, planned vs observed and the gate dots, and no two texts overlap (boxes
-    from position, anchor and font size: sans-serif advances at most ~0.62 em a character)."""
+    """The rehearsal chart of a real run: no text overlaps or is crossed by a line, every panel
+    has its value axis and the time axis (tests/svg_layout.py; the drawing itself is tested
+    on every shape in tests/rehearse/test_chart.py), and the legend names each generation,
+    planned vs observed and the gate dots."""
     svg = ET.parse(chart).getroot()
-    boxes = []
-    for el in svg.iter(f"{NS}text"):
-        size = float((el.get("style") or "font: 12px").split("font:")[1].split("px")[0])
-        width = len(el.text or "") * size * 0.62
-        x, y = float(el.get("x", 0)), float(el.get("y", 0))
-        left = x - {"start": 0.0, "middle": width / 2, "end": width}[el.get("text-anchor", "start")]
-        boxes.append((el.text, left, y - 0.76 * size, left + width, y + 0.24 * size))
-    for i, a in enumerate(boxes):
-        for b in boxes[i + 1:]:
-            assert a[3] <= b[1] or b[3] <= a[1] or a[4] <= b[2] or b[4] <= a[2], (a, b)
+    assert_reads(svg)
     for panel in svg.iter(f"{NS}g"):
         if panel.get("class") != "panel":
             continue
-        ys = [t.text or "" for t in panel.iter(f"{NS}text") if t.get("class") == "y-tick"]
-        xs = [t.text or "" for t in panel.iter(f"{NS}text") if t.get("class") == "x-tick"]
-        assert len(ys) >= 2 and ys[0].startswith("0"), (panel.get("data-title"), ys)
+        found = axes(panel)
+        assert found["y"][1][0].startswith("0"), (panel.get("data-title"), found)
+        xs = found["x"][1]
         assert len(xs) >= 3 and all(t.endswith(" s") for t in xs), xs
         assert float(xs[-1][:-2]) <= data["wallSeconds"] + 1e-6
     legend = " | ".join(t.text or "" for t in svg.iter(f"{NS}text")
@@ -121,7 +114,7 @@ def test_slow_candidate_is_rolled_back(tmp_path: Path) -> None:
         if panel.get("data-title") not in ("TTFT p95 (s)", "ITL p95 (s)"):
             continue
         rollback_x = max(float(line.get("x1", 0)) for line in panel.iter(f"{NS}line")
-                         if line.get("stroke") == "#ddd")
+                         if line.get("class") == "state-start")
         paths = [p for p in panel.iter(f"{NS}path") if p.get("data-generation") == candidate]
         assert paths, panel.get("data-title")
         last = max(float(pt.split(",")[0]) for p in paths
