@@ -595,11 +595,9 @@ def _who(t: Target, by: str | None) -> str:
         return _one_line(by, "--by")
     assert t.top is not None
     env = repo.identity(t.top, t.prepared.loaded.spec.spec.gitops.commit_author)
-    if env:
-        return f"{env['GIT_AUTHOR_NAME']} <{env['GIT_AUTHOR_EMAIL']}>"
-    name = repo.git(t.top, "config", "user.name").stdout.strip()
-    email = repo.git(t.top, "config", "user.email").stdout.strip()
-    return f"{name} <{email}>"
+    # git's own answer (its environment, then its configuration): the commit's author
+    ident = repo.git(t.top, "var", "GIT_AUTHOR_IDENT", env=env).stdout.strip()
+    return ident.rsplit(" ", 2)[0]
 
 
 def _now() -> str:
