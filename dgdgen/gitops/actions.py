@@ -76,6 +76,10 @@ def render_into(t: Target, selector: int | str | None, *, force: bool = False,
         idx = recorded(t)
         same = idx is not None and same_generations(t, idx)
         gates = dict(idx.gates) if idx is not None and same else {}
+        if idx is not None and selector is not None and (
+                idx.step in ("rollback", "cleanup")
+                or t.prepared.state(selector).kind == "baseline"):
+            gates = {}  # a new rollout starts: the results of the last one judged other pods
         if selector is None:
             if idx is not None and same:
                 state = state_of(t, idx.step)
