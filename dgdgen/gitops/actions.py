@@ -93,8 +93,9 @@ def render_into(t: Target, selector: int | str | None, *, force: bool = False,
                 previous = state_of(t, idx.previous) if idx is not None else None
         assert state is not None
         hold = idx.hold if idx is not None else None
-        if hold is not None and selector is not None and state.kind == "step" and (
-                not same or state.index > (state_of(t, idx.step) or state).index):
+        if idx is not None and hold is not None and selector is not None \
+                and state.kind == "step" and (
+                    not same or state.index > (state_of(t, idx.step) or state).index):
             _refuse_held(t, hold, f"render {_title(state)}")
         files = state_files(t.prepared, state, previous, validate=validate)
         _invariants(t, previous, state, files)
@@ -626,8 +627,8 @@ def pause(t: Target, reason: str, *, by: str | None = None, push: bool = False) 
         hold = Hold(_who(t, by), why, _now())
         subject = f"pause at {_title(state)}: {why}"
         text = _subject(t, subject) + "\n\n" + "\n".join([
-            f"held by {hold.by} since {hold.since}: promote and cleanup refuse until "
-            "`dgdgen resume`; rollback is not held",
+            (f"held by {hold.by} since {hold.since}: promote and cleanup refuse until "
+            "`dgdgen resume`; rollback is not held"),
             f"traffic: {_weights(state)}"]) + "\n" + _trailers(t, state) \
             + f"Dgdgen-Hold: {hold.by}: {why}\n"
         return _write_index(t, s, idx, state, hold, text, subject, push)

@@ -32,16 +32,16 @@ def explain(t: Target) -> tuple[str, str, bool]:
               f"{s.candidate.revision} {s.candidate.weight}%"
               + (f" (commit {st.head[:12]})" if st.head else " (not committed)"))
     if not st.recorded:
-        return (f"Nothing is rendered in {st.path} yet; {st.rollout} would start at step 0 (the "
-                "baseline).", command(t, "render", "--commit"), False)
+        return ((f"Nothing is rendered in {st.path} yet; {st.rollout} would start at step 0 (the "
+                "baseline)."), command(t, "render", "--commit"), False)
     if st.pending:
-        return (f"{where}. It waits for an interrupted write to be cleared: {st.pending}. Any "
+        return ((f"{where}. It waits for an interrupted write to be cleared: {st.pending}. Any "
                 "writing command does it first; re-rendering the recorded step changes nothing "
-                "else.", command(t, "render", "--commit"), True)
+                "else."), command(t, "render", "--commit"), True)
     if st.uncommitted or st.dirty:
         what = st.uncommitted or ("uncommitted changes: " + ", ".join(st.dirty[:5]))
-        return (f"{where}. It waits for the work tree: {what}; writing commands refuse until "
-                "it is committed or discarded.", f"git -C {t.top} status", True)
+        return ((f"{where}. It waits for the work tree: {what}; writing commands refuse until "
+                "it is committed or discarded."), f"git -C {t.top} status", True)
     if st.drifted:
         return (f"{where}. Its directory differs from a fresh render of {s.label}: "
                 + ", ".join(st.drifted[:5]) + "; look at the difference before moving on.",
@@ -53,22 +53,22 @@ def explain(t: Target) -> tuple[str, str, bool]:
                 "cleanup refuse until it is resumed (a rollback is never held)")
         return held + ".", command(t, "resume"), True
     if s.kind == "rollback-step":
-        return (f"{where}: one state of the rollback path per commit. It waits for this state to "
-                "be Synced and Healthy, then for the next rollback commit.",
+        return ((f"{where}: one state of the rollback path per commit. It waits for this state to "
+                "be Synced and Healthy, then for the next rollback commit."),
                 command(t, "rollback"), False)
     if s.kind in ("rollback", "cleanup"):
-        return (f"{where}; the rollout is finished and waits for nothing. To roll out a new "
-                "change, edit the spec and render its baseline.",
+        return ((f"{where}; the rollout is finished and waits for nothing. To roll out a new "
+                "change, edit the spec and render its baseline."),
                 command(t, "render", "--step", "0", "--commit"), False)
     if s.gate and (gate is None or gate.result != "passed"):
         counted = _counted(t, s.index)
         if gate is None:
-            return (f"{where}. It waits for the gate {s.gate} of step {s.index}, not recorded "
-                    f"yet{counted}; record its result once judged.",
+            return ((f"{where}. It waits for the gate {s.gate} of step {s.index}, not recorded "
+                    f"yet{counted}; record its result once judged."),
                     command(t, "gate", "--result", "passed"), True)
         why = f" ({gate.message})" if gate.message else ""
-        return (f"{where}. The gate {s.gate} of step {s.index} is recorded as {gate.result}{why}"
-                f"{counted}: it does not promote; roll back, or record a new result.",
+        return ((f"{where}. The gate {s.gate} of step {s.index} is recorded as {gate.result}{why}"
+                f"{counted}: it does not promote; roll back, or record a new result."),
                 command(t, "rollback"), True)
     nxt = st.next_state
     assert nxt is not None
@@ -76,10 +76,10 @@ def explain(t: Target) -> tuple[str, str, bool]:
     bake = (f" after the step's bake time of {_duration(s.pause_seconds)} (the workflow waits "
             "it out; by hand it is yours to keep)") if s.pause_seconds else ""
     if nxt.kind == "cleanup":
-        return (f"{where}{passed}. Nothing holds it: the next move removes the old generation"
-                f"{bake}.", command(t, "cleanup"), False)
-    return (f"{where}{passed}. Nothing holds it: the next move is step {nxt.index} (candidate "
-            f"{nxt.candidate.weight}%){bake}.", command(t, "promote"), False)
+        return ((f"{where}{passed}. Nothing holds it: the next move removes the old generation"
+                f"{bake}."), command(t, "cleanup"), False)
+    return ((f"{where}{passed}. Nothing holds it: the next move is step {nxt.index} (candidate "
+            f"{nxt.candidate.weight}%){bake}."), command(t, "promote"), False)
 
 
 def _counted(t: Target, index: int) -> str:

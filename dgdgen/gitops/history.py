@@ -22,7 +22,7 @@ from dgdgen.gitops.index import INDEX, Index
 from dgdgen.gitops.target import Target
 
 _STEP = re.compile(r"step-(\d+)")
-_TRAILER = re.compile(r"^(Dgdgen-[A-Za-z-]+): (.*)$", re.M)
+_TRAILER = re.compile(r"^(Dgdgen-[A-Za-z-]+): (.*)$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
