@@ -36,10 +36,14 @@ COMMANDS: dict[str, str] = {
     "analyze": "dgdgen.commands.analyze",
     "experiment": "dgdgen.commands.experiment",
     "status": "dgdgen.commands.status",
+    "explain": "dgdgen.commands.explain",
+    "history": "dgdgen.commands.history",
     "promote": "dgdgen.commands.promote",
     "gate": "dgdgen.commands.gate",
     "rollback": "dgdgen.commands.rollback",
     "cleanup": "dgdgen.commands.cleanup",
+    "pause": "dgdgen.commands.pause",
+    "resume": "dgdgen.commands.resume",
     "argo": "dgdgen.commands.argo",
     "policy": "dgdgen.commands.policy",
     "rehearse": "dgdgen.commands.rehearse",
@@ -48,7 +52,7 @@ COMMANDS: dict[str, str] = {
 EPILOG = """\
 exit codes: 0 clean, 1 findings at or above --fail-on (or a failed gate), 2 bad input or usage,
 3 an inconclusive gate (`dgdgen analyze`) or a rehearsal that could not run (`dgdgen rehearse`),
-70 an internal error (please report it).
+4 a rollout held by `dgdgen pause` (`promote`, `cleanup`), 70 an internal error (please report it).
 Run `dgdgen COMMAND --help` for the options of one command.
 """
 

@@ -119,7 +119,7 @@ def test_installed_wheel_behaves_like_the_checkout(tmp_path: Path) -> None:
 _WORDS = (
     "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
     "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen",
-    "nineteen", "twenty",
+    "nineteen", "twenty", "twenty-one", "twenty-two", "twenty-three", "twenty-four",
 )
 _NUMBERS = {w: n for n, w in enumerate(_WORDS)}
 

@@ -77,6 +77,10 @@ def run(args: argparse.Namespace) -> int:
         rows.append(("gate", f"{s.gate}: {text}"))
     else:
         rows.append(("gate", "none"))
+    if st.hold is not None:
+        h = st.hold
+        rows.append(("paused", (f"by {h.by} since {h.since}: {h.reason} (promote and cleanup "
+                     "refuse until `dgdgen resume`)")))
     if st.next_state is not None:
         nx = st.next_state
         what = "cleanup (remove the old generation)" if nx.kind == "cleanup" else (

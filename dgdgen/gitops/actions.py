@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from dgdgen.errors import DgdgenError, InputError, Location
 from dgdgen.gitops import argocd, lock, repo, transaction, tree
-from dgdgen.gitops.index import GATE_RESULTS, INDEX, GateResult, Index
+from dgdgen.gitops.index import GATE_RESULTS, INDEX, MAX_HOLD_TEXT, GateResult, Hold, Index
 from dgdgen.gitops.target import (
     Outcome,
     Target,
@@ -44,6 +44,13 @@ class GateRefused(DgdgenError):
     """A promotion refused because the step's gate is not recorded as passed."""
 
     exit_code = 1
+
+
+class Held(InputError):
+    """A promotion or cleanup refused because the rollout is paused (``dgdgen pause``). Its own
+    exit code, 4: the rollout workflow waits on it (and retries) instead of failing."""
+
+    exit_code = 4
 
 
 def render_into(t: Target, selector: int | str | None, *, force: bool = False,
@@ -69,6 +76,10 @@ def render_into(t: Target, selector: int | str | None, *, force: bool = False,
         idx = recorded(t)
         same = idx is not None and same_generations(t, idx)
         gates = dict(idx.gates) if idx is not None and same else {}
+        if idx is not None and selector is not None and (
+                idx.step in ("rollback", "cleanup")
+                or t.prepared.state(selector).kind == "baseline"):
+            gates = {}  # a new rollout starts: the results of the last one judged other pods
         if selector is None:
             if idx is not None and same:
                 state = state_of(t, idx.step)
@@ -81,11 +92,17 @@ def render_into(t: Target, selector: int | str | None, *, force: bool = False,
             if previous is not None and previous.label == state.label:
                 previous = state_of(t, idx.previous) if idx is not None else None
         assert state is not None
+        hold = idx.hold if idx is not None else None
+        if idx is not None and hold is not None and selector is not None \
+                and state.kind == "step" and (
+                    not same or state.index > (state_of(t, idx.step) or state).index):
+            _refuse_held(t, hold, f"render {_title(state)}")
         files = state_files(t.prepared, state, previous, validate=validate)
         _invariants(t, previous, state, files)
         subject = _subject(t, f"render {_title(state)}")
         message = subject + "\n\n" + _describe(t, state) + _trailers(t, state)
-        change, sha = session.write(files, index_of(t, state, previous, gates), message=message,
+        change, sha = session.write(files, index_of(t, state, previous, gates, hold),
+                                    message=message,
                                     subject=subject, force=force, commit=commit)
     return Outcome(message, state, change, sha, notes=tuple(notes))
 
@@ -228,7 +245,7 @@ def _move(t: Target, s: transaction.Session, idx: Index, frm: PlanStep, to: Plan
     message = _subject(t, subject) + "\n\n" + "\n".join(body) + "\n" + _trailers(t, to) \
         + "".join(f"{x}\n" for x in trailers or [])
     parent = s.base
-    change, sha = s.write(files, index_of(t, to, frm, dict(idx.gates)), message=message,
+    change, sha = s.write(files, index_of(t, to, frm, dict(idx.gates), idx.hold), message=message,
                           subject=_subject(t, subject))
     pushed = _push(t, sha, subject, undo_to=parent if sha else None) if push else None
     synced = argocd.manual_sync_note(
@@ -384,6 +401,8 @@ def _promote(t: Target, s: transaction.Session, to: int | None, push: bool, skip
              ) -> Outcome:
     idx, state = _prepare_move(t)
     _terminal(t, state, "promote")
+    if idx.hold is not None:
+        _refuse_held(t, idx.hold, "promote")
     pending = _push_pending(t, idx, state) if push else None
     if pending is not None:
         return pending
@@ -485,6 +504,8 @@ def cleanup(t: Target, *, push: bool = False, skip_gate: str | None = None) -> O
 def _cleanup(t: Target, s: transaction.Session, push: bool, skip: str | None) -> Outcome:
     idx, state = _prepare_move(t)
     _terminal(t, state, "clean up")
+    if idx.hold is not None:
+        _refuse_held(t, idx.hold, "clean up")
     last = len(t.prepared.plan.steps) - 1
     if state.index != last or state.candidate.weight != 100:
         raise InputError(
@@ -538,7 +559,105 @@ def _record_gate(t: Target, s: transaction.Session, result: str, step: int | Non
     text = _subject(t, subject) + "\n\n" + "\n".join(body + [f"traffic: {_weights(state)}"]) \
         + "\n" + _trailers(t, state)
     parent = s.base
-    change, sha = s.write(files, index_of(t, state, previous, gates), message=text,
+    change, sha = s.write(files, index_of(t, state, previous, gates, idx.hold), message=text,
                           subject=_subject(t, subject))
+    pushed = _push(t, sha, subject, undo_to=parent if sha else None) if push else None
+    return Outcome(text, state, change, sha, pushed, notes=tuple(s.notes))
+
+
+# --------------------------------------------------------------------------- holds
+
+
+def command(t: Target, verb: str, *extra: str) -> str:
+    """The command line of ``dgdgen VERB`` on this rollout, as the user would type it."""
+    import shlex
+
+    spec = os.path.relpath(t.prepared.loaded.path)
+    return " ".join(["dgdgen", verb, shlex.quote(spec), "--into", shlex.quote(t.rel), *extra])
+
+
+def _refuse_held(t: Target, hold: Hold, action: str) -> None:
+    raise Held(
+        f"{t.rel}: refusing to {action}: the rollout is paused by {hold.by} since {hold.since}: "
+        f"{hold.reason}",
+        hint=f"resume it with `{command(t, 'resume')}`; `dgdgen rollback` is never held",
+    )
+
+
+def _one_line(value: str, flag: str) -> str:
+    text = " ".join(_text_arg(value, flag).split())
+    if not text:
+        raise InputError(f"{flag} needs a non-empty text (it is recorded in the commit)")
+    if len(text) > MAX_HOLD_TEXT:
+        raise InputError(f"{flag}: at most {MAX_HOLD_TEXT} characters, got {len(text)}")
+    return text
+
+
+def _who(t: Target, by: str | None) -> str:
+    """Who holds the rollout: ``--by``, else the author the commit gets (the spec's
+    ``gitops.commitAuthor``, else git's identity, else dgdgen's fallback)."""
+    if by is not None:
+        return _one_line(by, "--by")
+    assert t.top is not None
+    env = repo.identity(t.top, t.prepared.loaded.spec.spec.gitops.commit_author)
+    # git's own answer (its environment, then its configuration): the commit's author
+    ident = repo.git(t.top, "var", "GIT_AUTHOR_IDENT", env=env).stdout.strip()
+    return ident.rsplit(" ", 2)[0]
+
+
+def _now() -> str:
+    import datetime
+
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def pause(t: Target, reason: str, *, by: str | None = None, push: bool = False) -> Outcome:
+    """``dgdgen pause``: record a hold in the index, as one commit. ``promote`` and ``cleanup``
+    refuse while it is there (:class:`Held`, exit 4); ``rollback`` is never held."""
+    why = _one_line(reason, "--reason")
+    with _writing(t, f"pause --reason {why}" + (f" --by {by}" if by else "")) as s:
+        if s.finished is not None:
+            return _finished(t, s.finished, s.notes)
+        idx, state = _prepare_move(t)
+        if idx.hold is not None:
+            h = idx.hold
+            raise InputError(
+                f"{t.rel} is already paused by {h.by} since {h.since}: {h.reason}",
+                hint=f"`{command(t, 'resume')}` first to hold it for another reason")
+        hold = Hold(_who(t, by), why, _now())
+        subject = f"pause at {_title(state)}: {why}"
+        text = _subject(t, subject) + "\n\n" + "\n".join([
+            (f"held by {hold.by} since {hold.since}: promote and cleanup refuse until "
+            "`dgdgen resume`; rollback is not held"),
+            f"traffic: {_weights(state)}"]) + "\n" + _trailers(t, state) \
+            + f"Dgdgen-Hold: {hold.by}: {why}\n"
+        return _write_index(t, s, idx, state, hold, text, subject, push)
+
+
+def resume(t: Target, *, push: bool = False) -> Outcome:
+    """``dgdgen resume``: remove the hold ``dgdgen pause`` recorded, as one commit."""
+    with _writing(t, "resume") as s:
+        if s.finished is not None:
+            return _finished(t, s.finished, s.notes)
+        idx, state = _prepare_move(t)
+        h = idx.hold
+        if h is None:
+            raise InputError(f"{t.rel} is not paused: nothing to resume")
+        subject = f"resume at {_title(state)}"
+        text = _subject(t, subject) + "\n\n" + "\n".join([
+            f"held by {h.by} since {h.since}: {h.reason}",
+            f"traffic: {_weights(state)}"]) + "\n" + _trailers(t, state) \
+            + f"Dgdgen-Resume: {h.by}: {h.reason}\n"
+        return _write_index(t, s, idx, state, None, text, subject, push)
+
+
+def _write_index(t: Target, s: transaction.Session, idx: Index, state: PlanStep,
+                 hold: Hold | None, text: str, subject: str, push: bool) -> Outcome:
+    """Commit the same state with another hold (the files do not change)."""
+    previous = state_of(t, idx.previous)
+    files = state_files(t.prepared, state, previous)
+    parent = s.base
+    change, sha = s.write(files, index_of(t, state, previous, dict(idx.gates), hold),
+                          message=text, subject=_subject(t, subject))
     pushed = _push(t, sha, subject, undo_to=parent if sha else None) if push else None
     return Outcome(text, state, change, sha, pushed, notes=tuple(s.notes))

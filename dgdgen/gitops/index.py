@@ -34,6 +34,23 @@ _COMPONENT = re.compile(r"[A-Za-z0-9._-]{1,255}")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _LABEL = re.compile(r"[a-z0-9][a-z0-9-]{0,62}")  # a plan state label: step-03, rollback-02, …
 
+_SINCE = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z")  # UTC, to the second
+MAX_HOLD_TEXT = 1024
+
+
+@dataclass(frozen=True)
+class Hold:
+    """A hold (``dgdgen pause``): promote and cleanup refuse until ``dgdgen resume`` removes
+    it; rollback is never held. Who, why and since when (UTC, ``YYYY-MM-DDTHH:MM:SSZ``)."""
+
+    by: str
+    reason: str
+    since: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"by": self.by, "reason": self.reason, "since": self.since}
+
+
 @dataclass(frozen=True)
 class GateResult:
     gate: str
@@ -105,6 +122,7 @@ class Index:
     previous: str | None  # the state the last transition came from (decides sync waves)
     files: dict[str, str] = field(default_factory=dict)  # relative path -> sha256
     gates: dict[str, GateResult] = field(default_factory=dict)  # step label -> result
+    hold: Hold | None = None  # dgdgen pause; written only while there is one
 
     def to_text(self) -> str:
         doc: dict[str, Any] = {
@@ -118,6 +136,8 @@ class Index:
             "gates": {k: v.to_json() for k, v in sorted(self.gates.items())},
             "files": dict(sorted(self.files.items())),
         }
+        if self.hold is not None:
+            doc["hold"] = self.hold.to_json()
         return json.dumps(doc, indent=2) + "\n"
 
     @classmethod
@@ -128,7 +148,7 @@ class Index:
 
 
 _INDEX_KEYS = {"format", "generator", "rollout", "stableRevision", "candidateRevision", "step",
-               "previous", "gates", "files"}
+               "previous", "gates", "files", "hold"}
 
 
 class _IndexParser:
@@ -206,10 +226,37 @@ class _IndexParser:
         previous = self._string(doc, "previous", label=True, optional=True)
         gates = self._gates(doc.get("gates", {}))
         files = self._files(doc.get("files"))
+        hold = self._hold(doc["hold"]) if "hold" in doc else None
         if self.problems:
             raise self._error()
         assert rollout and stable and candidate and step
-        return Index(rollout, stable, candidate, step, previous, files, gates)
+        return Index(rollout, stable, candidate, step, previous, files, gates, hold)
+
+    def _hold(self, raw: object) -> Hold | None:
+        if not isinstance(raw, dict) or set(raw) != {"by", "reason", "since"}:
+            self._bad(("hold",), "expected {by, reason, since} (written by `dgdgen pause`), got "
+                      f"{shown(raw)}")
+            return None
+        ok = True
+        for key in ("by", "reason"):
+            value = raw[key]
+            if not isinstance(value, str) or not value.strip() or len(value) > MAX_HOLD_TEXT \
+                    or any(ord(c) < 32 for c in value):
+                self._bad(("hold", key), f"expected one line of text (at most {MAX_HOLD_TEXT} "
+                          f"characters), got {shown(value)}", key)
+                ok = False
+                continue
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                self._bad(("hold", key), f"not encodable text: {shown(value)}", key)
+                ok = False
+        since = raw["since"]
+        if not isinstance(since, str) or not _SINCE.fullmatch(since):
+            self._bad(("hold", "since"), f"expected a UTC time YYYY-MM-DDTHH:MM:SSZ, got "
+                      f"{shown(since)}", "since")
+            ok = False
+        return Hold(raw["by"], raw["reason"], raw["since"]) if ok else None
 
     def _gates(self, raw: object) -> dict[str, GateResult]:
         if not isinstance(raw, dict):

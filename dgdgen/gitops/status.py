@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass
 
 from dgdgen.gitops import repo, tree
-from dgdgen.gitops.index import INDEX, STAGING, GateResult, Index, digest
+from dgdgen.gitops.index import INDEX, STAGING, GateResult, Hold, Index, digest
 from dgdgen.gitops.target import (
     Target,
     index_of,
@@ -33,9 +33,10 @@ def check(t: Target) -> list[str]:
         state, previous, gates = t.prepared.plan.steps[0], None, {}
     assert state is not None
     files = state_files(t.prepared, state, previous)
-    index = index_of(t, state, previous, gates)
+    index = index_of(t, state, previous, gates, idx.hold if idx is not None else None)
     index = Index(index.rollout, index.stable_revision, index.candidate_revision,
-                  index.step, index.previous, {r: digest(x) for r, x in files.items()}, gates)
+                  index.step, index.previous, {r: digest(x) for r, x in files.items()}, gates,
+                  index.hold)
     diffs = tree.drift(t.into, files, index.to_text(), label=t.repo_path, old=idx)
     if os.path.lexists(os.path.join(t.into, STAGING)):
         prefix = "" if t.repo_path == "." else t.repo_path.rstrip("/") + "/"
@@ -59,6 +60,7 @@ class Status:
     head: str | None
     uncommitted: str | None = None  # the directory records another state than HEAD does
     pending: str | None = None  # an interrupted write still in the directory
+    hold: Hold | None = None  # dgdgen pause, as HEAD records it
 
     def to_json(self) -> dict[str, object]:
         def gen(g: object) -> dict[str, object]:
@@ -90,6 +92,7 @@ class Status:
             "head": self.head,
             "uncommitted": self.uncommitted,
             "pending": self.pending,
+            "hold": self.hold.to_json() if self.hold else None,
         }
 
 
@@ -149,4 +152,4 @@ def status(t: Target) -> Status:
     drifted = tree.changed_paths(check(t)) if worktree is not None else ()
     dirty = repo.dirty(t.top).paths if t.top else ()
     return Status(plan.rollout, t.rel, idx is not None, state, previous, gates, nxt, drifted,
-                  dirty, head, uncommitted, _pending(t))
+                  dirty, head, uncommitted, _pending(t), idx.hold if idx is not None else None)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from dgdgen.errors import InputError, Location
 from dgdgen.gitops import repo, tree
-from dgdgen.gitops.index import INDEX, GateResult, Index
+from dgdgen.gitops.index import INDEX, GateResult, Hold, Index
 
 if TYPE_CHECKING:
     from dgdgen.plan import PlanStep
@@ -100,10 +100,10 @@ def _states(prepared: Prepared) -> dict[str, PlanStep]:
 
 
 def index_of(t: Target, state: PlanStep, previous: PlanStep | None,
-           gates: dict[str, GateResult]) -> Index:
+             gates: dict[str, GateResult], hold: Hold | None = None) -> Index:
     p = t.prepared.plan
     return Index(p.rollout, p.stable_revision, p.candidate_revision, state.label,
-                      previous.label if previous else None, {}, gates)
+                 previous.label if previous else None, {}, gates, hold)
 
 
 def recorded(t: Target) -> Index | None:

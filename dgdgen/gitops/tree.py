@@ -384,7 +384,7 @@ def stage(directory: str, files: Mapping[str, str], index: Index, *, force: bool
     to_write = sorted(r for r, t in rels.items() if current[r] != t)
     new_index = Index(
         index.rollout, index.stable_revision, index.candidate_revision, index.step,
-        index.previous, {r: digest(t) for r, t in rels.items()}, dict(index.gates),
+        index.previous, {r: digest(t) for r, t in rels.items()}, dict(index.gates), index.hold,
     )
     index_text = new_index.to_text()
     if not to_write and not to_delete and read_owned(directory, INDEX) == index_text:

@@ -6,7 +6,10 @@ For each step of the plan the workflow
 
 1. **promotes**: a container with dgdgen and git clones the repository, runs
    ``dgdgen promote --to N --push`` and outputs the new commit id (``promote`` refuses unless the
-   gate of the step being left is recorded as passed — step 4 below records it);
+   gate of the step being left is recorded as passed — step 4 below records it). While the
+   rollout is held (``dgdgen pause``: promote exits 4) the container waits, pulling the branch
+   every ``HOLD_POLL`` seconds, and promotes once ``dgdgen resume`` removed the hold — it
+   neither fails nor rolls back;
 2. **moves each cluster wave** (:func:`argocd.waves`: the one Application, or the
    ``gitops.clusters`` by wave, the canary first). Where Argo CD does not sync by itself — two or
    more clusters, or ``autoSync: false`` — it first asks Argo CD to sync that wave's
@@ -77,10 +80,22 @@ cd "$CLONE"
 status=$(dgdgen status "$SPEC" --into "$INTO" --format json) || status='{}'
 field() { printf '%s' "$status" | python3 -c "import json,sys; d=json.load(sys.stdin); $1"; }
 at=$(field 'print(d.get("step", "unknown"))')
+# A rollout held by `dgdgen pause` makes promote and cleanup exit 4: wait for `dgdgen resume`
+# (poll the branch) instead of failing, which would roll back. Any other refusal fails the step.
+held() {
+  rc=0; "$@" || rc=$?
+  while [ "$rc" -eq 4 ]; do
+    echo "held: waiting for dgdgen resume (next look in ${HOLD_POLL:-60}s)" >&2
+    sleep "${HOLD_POLL:-60}"
+    git fetch --quiet origin "$BRANCH" && git reset --quiet --hard FETCH_HEAD
+    rc=0; "$@" || rc=$?
+  done
+  return "$rc"
+}
 case "$ACTION" in
   promote)
     want=$(printf 'step-%02d' "$TO")
-    if [ "$at" != "$want" ]; then dgdgen promote "$SPEC" --into "$INTO" --to "$TO" --push; fi ;;
+    if [ "$at" != "$want" ]; then held dgdgen promote "$SPEC" --into "$INTO" --to "$TO" --push; fi ;;
   gate)
     want=$(printf 'step-%02d' "$TO")
     if [ "$at" != "$want" ]; then echo "the rollout is at $at, not $want" >&2; exit 1; fi
@@ -97,7 +112,7 @@ case "$ACTION" in
       exit 1
     fi ;;
   cleanup)
-    if [ "$at" != cleanup ]; then dgdgen cleanup "$SPEC" --into "$INTO" --push; fi ;;
+    if [ "$at" != cleanup ]; then held dgdgen cleanup "$SPEC" --into "$INTO" --push; fi ;;
   rollback)
     case "$at" in
       cleanup|step-00)
@@ -264,6 +279,7 @@ def workflow_template(prepared: Prepared) -> dict[str, Any]:
                 Env(name="CLONE", value=CLONE_DIR),
                 Env(name="HOME", value=HOME),
                 Env(name="APPS", value=",".join(apps)),
+                Env(name="HOLD_POLL", value="60"),  # seconds between looks while paused
                 *author_env,
                 secret_env("GIT_USERNAME", w.git_secret, "username", optional=True),
                 secret_env("GIT_PASSWORD", w.git_secret, "password", optional=True),
