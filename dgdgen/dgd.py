@@ -34,6 +34,9 @@ VERSIONS = ("v1alpha1", "v1beta1")
 ANN_MAX_SURGE = "nvidia.com/deployment-rolling-update-max-surge"
 ANN_MAX_UNAVAILABLE = "nvidia.com/deployment-rolling-update-max-unavailable"
 ANN_STRATEGY = "nvidia.com/deployment-strategy"
+# The PodCliqueSet update strategy of a Grove-backed DGD, on the DGD's metadata (#11085;
+# deploy/operator/internal/consts/consts.go KubeAnnotationGroveUpdateStrategy).
+ANN_GROVE_STRATEGY = "nvidia.com/grove-update-strategy"
 # Operator bookkeeping of the worker generation (ai-dynamo/dynamo
 # deploy/operator/internal/consts/consts.go).
 ANN_WORKER_HASH_V1 = "nvidia.com/current-worker-hash"

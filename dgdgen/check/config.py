@@ -3,6 +3,7 @@
     check:
       dynamo-version: "1.5"
       workers-run-by: grove   # deployment (default) | grove | lws | unmanaged
+      grove-update-strategy: RollingRecreate   # | OnDelete | Coherent (default: the release's)
       fail-on: error          # info | warning | error | never
       model-config: models/qwen3   # the served model's files (relative to this file)
       select: [DGD, RTE]      # codes, slugs or code prefixes
@@ -23,12 +24,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from dgdgen.check.suppress import Suppression
-from dgdgen.errors import InputError
+from dgdgen.errors import InputError, Location
 from dgdgen.yamlio import Document, load_documents_fast, read_text
 
 FILENAME = ".dgdgen.yaml"
-_KEYS = {"dynamo-version", "workers-run-by", "fail-on", "select", "ignore", "suppress",
-         "model-config"}
+_KEYS = {"dynamo-version", "workers-run-by", "grove-update-strategy", "fail-on", "select",
+         "ignore", "suppress", "model-config"}
 _SUPPRESS_KEYS = {"rule", "object", "file", "reason"}
 
 
@@ -41,6 +42,10 @@ class CheckConfig:
     ignore: tuple[str, ...] = ()
     suppressions: tuple[Suppression, ...] = ()
     model_config: str | None = None  # a directory, resolved against the config file's
+    # Checked against the release (which the command line may name) by the caller, who reports
+    # a bad value at this location.
+    grove_strategy: str | None = None
+    grove_strategy_location: Location | None = None
 
 
 def find(explicit: str | None, git_top: str | None) -> str | None:
@@ -105,6 +110,11 @@ def load(path: str) -> CheckConfig:
                              location=doc.location(("check", "workers-run-by")),
                              field=("check", "workers-run-by"),
                              hint=f"choose from {', '.join(r.value for r in RunBy)}")
+    gs = section.get("grove-update-strategy")
+    gs_path = ("check", "grove-update-strategy")
+    if gs is not None and not isinstance(gs, str):
+        raise InputError("expected RollingRecreate, OnDelete or Coherent",
+                         location=doc.location(gs_path), field=gs_path)
     mc = section.get("model-config")
     if mc is not None and (not isinstance(mc, str) or not mc.strip()):
         raise InputError("expected a directory (the served model's files)",
@@ -114,6 +124,8 @@ def load(path: str) -> CheckConfig:
         model_config=os.path.join(os.path.dirname(path), mc) if mc else None,
         dynamo_version=str(dv) if dv is not None else None,
         workers_run_by=str(rb) if rb is not None else None,
+        grove_strategy=gs,
+        grove_strategy_location=doc.location(gs_path) if gs is not None else None,
         fail_on=str(fo) if fo is not None else None,
         select=_strings(doc, ("check", "select"), section.get("select") or []),
         ignore=_strings(doc, ("check", "ignore"), section.get("ignore") or []),

@@ -10,10 +10,19 @@ from typing import Any, NamedTuple, Protocol, TypeVar
 
 from dgdgen.check.classify import Change, Verdict, classify, pair_dgds
 from dgdgen.check.facts import DgdFacts, Objects, configmaps_of, dgd_facts, line_of, secrets_of
-from dgdgen.check.inplace import DEFAULT_RUN_BY, Roll, RunBy, Target, roll_of
+from dgdgen.check.inplace import (
+    DEFAULT_RUN_BY,
+    GroveStrategy,
+    Roll,
+    RunBy,
+    Target,
+    parse_grove_strategy,
+    roll_of,
+)
 from dgdgen.check.modelconfig import ModelConfig
 from dgdgen.check.siblings import SiblingObject
-from dgdgen.dgd import Dgd, is_dgd, parse
+from dgdgen.dgd import ANN_GROVE_STRATEGY, Dgd, Role, is_dgd, parse
+from dgdgen.errors import InputError
 from dgdgen.yamlio import Document, FieldPath
 
 
@@ -54,12 +63,13 @@ class Context:
     # rendered but not among the checked files, e.g. a route's backend Service).
     sibling_loader: SiblingLoader | None = None
     run_by: RunBy = DEFAULT_RUN_BY
+    grove_strategy: GroveStrategy | None = None  # --grove-update-strategy
     _documents: dict[tuple[str, ...], list[Document]] = field(default_factory=dict, init=False,
                                                               repr=False)
 
     @property
     def target(self) -> Target:
-        return Target(self.release, self.run_by)
+        return Target(self.release, self.run_by, self.grove_strategy)
 
     def roll(self, pair: DgdPair) -> Roll:
         """What the operator does with an in-place edit of this DGD's workers."""
@@ -108,14 +118,37 @@ def roll_of_dgd(target: Target, dgd: DgdFacts) -> Roll:
     workers = [(c.name, c.multinode, dict(c.annotations),
                 s.value if (s := c.flags.get("--endpoint")) is not None else None)
                for c in dgd.workers()]
-    return roll_of(target, workers)
+    roles = {c.role for c in dgd.workers()}
+    # The operator's "disaggregated": both prefill and decode components (platform chart README,
+    # v1.6.0 "Coherent updates for disaggregated Grove deployments").
+    return roll_of(target, workers,
+                   disaggregated=Role.PREFILL in roles and Role.DECODE in roles,
+                   annotated=grove_strategy_annotation(dgd.dgd, target.release),
+                   single_replicas=all(c.replicas <= 1 for c in dgd.workers()))
+
+
+def grove_strategy_annotation(dgd: Dgd, release: str) -> GroveStrategy | None:
+    """The DGD's ``nvidia.com/grove-update-strategy``: the operator's admission rejects any
+    other value, so a bad one is bad input here (exit 2 at its line)."""
+    meta = dgd.doc.get("metadata")
+    ann = meta.get("annotations") if isinstance(meta, dict) else None
+    if not isinstance(ann, dict) or ANN_GROVE_STRATEGY not in ann:
+        return None
+    path = ("metadata", "annotations", ANN_GROVE_STRATEGY)
+    try:
+        return parse_grove_strategy(str(ann[ANN_GROVE_STRATEGY]), release)
+    except InputError as exc:
+        raise InputError(exc.message, location=dgd.location(path), field=path,
+                         hint=exc.hint) from None
 
 
 def build(files: list[FileInput], release: str,
           sibling_loader: SiblingLoader | None = None,
           run_by: RunBy = DEFAULT_RUN_BY,
-          model_config: ModelConfig | None = None) -> Context:
-    ctx = Context(release=release, files=files, sibling_loader=sibling_loader, run_by=run_by)
+          model_config: ModelConfig | None = None,
+          grove_strategy: GroveStrategy | None = None) -> Context:
+    ctx = Context(release=release, files=files, sibling_loader=sibling_loader, run_by=run_by,
+                  grove_strategy=grove_strategy)
     # ConfigMaps and Secrets of every checked file (the same file or folder): a DGD's env
     # references and mounted files resolve against them, the file's own objects first. Each
     # file's objects are collected once, and the folder's from them once per side: rescanning
@@ -145,6 +178,7 @@ def build(files: list[FileInput], release: str,
                   dgd_facts(b, objects=base_objs) if b is not None else None)
             v = classify(bf, hf, release, model_config) if bf is not None else None
             assert h.source is not None
+            grove_strategy_annotation(h, release)  # a bad value: exit 2, whatever changed
             ctx.dgds.append(DgdPair(hf, bf, v, h.source))
     return ctx
 

@@ -16,10 +16,11 @@ from dgdgen.check.context import (
     annotations_of,
     build,
     object_id,
+    roll_of_dgd,
 )
 from dgdgen.check.findings import ORDER, Finding, Severity
 from dgdgen.check.flags import NEWEST
-from dgdgen.check.inplace import DEFAULT_RUN_BY, RunBy, Target
+from dgdgen.check.inplace import DEFAULT_RUN_BY, GroveStrategy, RunBy, Target
 from dgdgen.check.modelconfig import ModelConfig
 from dgdgen.check.rules.registry import RULES
 from dgdgen.check.suppress import Suppression, applies, parse_annotations
@@ -33,6 +34,8 @@ SETTLES = "DGD205"
 class Options:
     release: str = NEWEST
     run_by: RunBy = DEFAULT_RUN_BY  # how the operator runs the worker pods (check.inplace)
+    # Grove DGDs without the nvidia.com/grove-update-strategy annotation (None: the release's).
+    grove_strategy: GroveStrategy | None = None
     select: tuple[str, ...] = ()  # empty: every rule
     ignore: tuple[str, ...] = ()
     suppressions: tuple[Suppression, ...] = ()  # from the config file
@@ -48,13 +51,14 @@ class Report:
     release: str
     rules: list[ModuleType] = field(default_factory=list)
     run_by: RunBy = DEFAULT_RUN_BY
+    grove_strategy: GroveStrategy | None = None
     # Assumed changes the user settled with a suppression of their DGD205 finding (file,
     # object, component, change key): they no longer count toward the verdict.
     settled: frozenset[tuple[str, str, str, str]] = frozenset()
 
     @property
     def target(self) -> Target:
-        return Target(self.release, self.run_by)
+        return Target(self.release, self.run_by, self.grove_strategy)
 
     @property
     def isolation_required(self) -> bool:
@@ -121,6 +125,8 @@ class Report:
             "dynamo_version": self.release,
             "workers_run_by": self.run_by.value,
             "worker_namespaces": self.target.namespaces.value,
+            "grove_update_strategy": (self.grove_strategy.value if self.grove_strategy
+                                      else None),
             "isolation_required": self.isolation_verdict,
             "categories": self.categories,
             "assumed": self.assumed,
@@ -141,6 +147,14 @@ class Report:
         assumed = self.assumed_of(p)
         out["assumed"] = list(assumed)
         out["isolation_required"] = p.verdict.isolation_required or bool(assumed)
+        # How the operator would replace this DGD's workers if the change were applied in place.
+        roll = roll_of_dgd(self.target, p.head)
+        s = roll.strategy
+        out["update_strategy"] = {
+            "name": s.name, "source": roll.strategy_source or None, "replaces": s.replaces,
+            "max_surge": s.max_surge, "max_unavailable": s.max_unavailable,
+            "prefill_decode_together": s.together, "scaling_blocked": s.scaling_blocked,
+            "rolls_before_pods_are_deleted": s.automatic}
         return out
 
 
@@ -169,7 +183,7 @@ def selected(options: Options) -> list[ModuleType]:
 def run(files: list[FileInput], options: Options,
         sibling_loader: SiblingLoader | None = None) -> Report:
     ctx: Context = build(files, options.release, sibling_loader, options.run_by,
-                         options.model_config)
+                         options.model_config, options.grove_strategy)
     rules = selected(options)
     findings: list[Finding] = []
     for module in rules:
@@ -180,7 +194,7 @@ def run(files: list[FileInput], options: Options,
     settled = frozenset((f.file, f.object, f.component or "", f.key) for f in findings
                         if f.code == SETTLES and f.suppressed)
     return Report(findings, ctx.dgds, [f.file for f in files], options.release, rules,
-                  options.run_by, settled)
+                  options.run_by, options.grove_strategy, settled)
 
 
 def _suppress(findings: list[Finding], files: list[FileInput],

@@ -40,11 +40,41 @@ Which one a DGD gets:
 * ``unmanaged``: the user says old and new workers share one namespace whatever the release
   (worker pods not replaced by the operator's roll).
 
-How pods are replaced on the hashed path: Deployment-backed components by the component's
-``nvidia.com/deployment-rolling-update-max-surge`` / ``-max-unavailable`` annotations (default
-25 % / 25 %), or ``nvidia.com/deployment-strategy: Recreate`` (every old pod stops first); Grove
-one pod at a time (RollingRecreate, maxUnavailable 1, maxSurge 0); LeaderWorkerSet one group at a
-time (its defaults maxUnavailable 1, maxSurge 0).
+How pods are replaced — every update strategy is one :class:`Strategy` value (what is replaced,
+in which order, surge / unavailable, whether prefill and decode go together, whether scaling is
+blocked, whether anything happens before pods are deleted):
+
+* Deployment-backed components: the component's ``nvidia.com/deployment-rolling-update-max-surge``
+  / ``-max-unavailable`` annotations (default 25 % / 25 %), or ``nvidia.com/deployment-strategy:
+  Recreate`` (every old pod stops first).
+* Grove: the DGD's ``nvidia.com/grove-update-strategy`` annotation, passed to the PodCliqueSet's
+  ``spec.updateStrategy.type`` (#11085): ``RollingRecreate`` (Grove's own default: each clique's
+  pods deleted and recreated one at a time, maxUnavailable 1, maxSurge 0), ``OnDelete`` (GREP-291:
+  nothing is replaced until a pod is deleted) or ``Coherent`` (GREP-393, Grove v0.1.0-alpha.14:
+  minimum viable units — minAvailable replicas of every updated clique — replaced together as one
+  new gang, no surge; Dynamo's operator refuses replica changes while one is in progress).
+  Resolved from the annotation, else ``--grove-update-strategy`` (``.dgdgen.yaml``
+  ``check.grove-update-strategy``), else :data:`GROVE_DEFAULT` of the release for the graph.
+* LeaderWorkerSet: one group at a time (its defaults maxUnavailable 1, maxSurge 0).
+
+The release default (read 2026-11-26 from the ai-dynamo/dynamo source index, one commit per file,
+none of them known to be the v1.6.1 tag): the platform chart's README at commit
+``0398ccf253c2c9cb2b78acf6399fa8b92a8f55dc`` (chart version 1.6.0), "v1.6.0 — Coherent updates for
+disaggregated Grove deployments": "Grove-backed graphs containing both ``type: prefill`` and
+``type: decode`` components now default to the ``Coherent`` PCS update strategy ... Other graphs
+keep Grove's default strategy", existing DGDs adopting it on reconciliation. An operator test of
+the 1.6 line (``grove_update_strategy_test.go`` ``TestGroveUpdateStrategyPolicy``, stored version
+without a commit) defaults DGDs created by a 1.6.0 operator to Coherent. The newest stored
+operator source — ``deploy/operator/internal/dynamo/grove_update_strategy.go`` at
+``07c98544e555ec45606732f5c3e7d0e0842ee312`` and ``9387d1a204095a21ae45dfa4f984175bbe2288b6`` —
+returns to "Without an annotation, Grove defaults to RollingRecreate", and the DGD reference says
+"an operator upgrade does not opt any DGD into Coherent". The two agree that a disaggregated DGD
+created under the 1.6.0 operator gets Coherent, which is what the release notes promise the
+release does; the opt-in-only source is later than any 1.6 release note found and may be 1.7's.
+So 1.6 defaults disaggregated graphs to Coherent here, and every earlier release (whose operator
+accepts only RollingRecreate and OnDelete: ``consts.go`` "Supported values match Grove exactly:
+RollingRecreate and OnDelete") to RollingRecreate. ``--grove-update-strategy RollingRecreate``
+says what an operator that no longer defaults to Coherent does.
 """
 
 from __future__ import annotations
@@ -54,7 +84,7 @@ import re
 from dataclasses import dataclass
 
 from dgdgen.check.flags import RELEASES, Category, release_key
-from dgdgen.dgd import ANN_MAX_SURGE, ANN_MAX_UNAVAILABLE, ANN_STRATEGY
+from dgdgen.dgd import ANN_GROVE_STRATEGY, ANN_MAX_SURGE, ANN_MAX_UNAVAILABLE, ANN_STRATEGY
 from dgdgen.errors import InputError
 
 DEFAULT_SURGE = "25%"
@@ -122,12 +152,145 @@ def parse_run_by(value: str | None) -> RunBy:
                  f"{DEFAULT_RUN_BY.value})") from None
 
 
+# --------------------------------------------------------------------------- update strategies
+
+
+class GroveStrategy(str, enum.Enum):
+    """The values of ``nvidia.com/grove-update-strategy`` (spelled exactly as the operator
+    accepts them: ``ParseGroveUpdateStrategy`` is case-sensitive)."""
+
+    ROLLING_RECREATE = "RollingRecreate"
+    ON_DELETE = "OnDelete"
+    COHERENT = "Coherent"
+
+
+# The first release whose operator accepts Coherent (Grove v0.1.0-alpha.14, bundled with 1.6.0).
+COHERENT_SINCE = "1.6"
+
+# The strategy the operator of each release gives a Grove DGD without the annotation:
+# (disaggregated graph — both prefill and decode workers, other graphs). See the module docstring
+# for the sources and why 1.6 is Coherent for disaggregated graphs.
+GROVE_DEFAULT: dict[str, tuple[GroveStrategy, GroveStrategy]] = {
+    r: ((GroveStrategy.COHERENT if release_key(r) >= release_key(COHERENT_SINCE)
+         else GroveStrategy.ROLLING_RECREATE), GroveStrategy.ROLLING_RECREATE)
+    for r in RELEASES
+}
+
+GROVE_STRATEGY_HELP = (
+    "the update strategy of Grove-backed DGDs without an nvidia.com/grove-update-strategy "
+    "annotation: RollingRecreate, OnDelete or Coherent (default: the release's — Coherent for "
+    "a graph with prefill and decode workers on 1.6, RollingRecreate otherwise)")
+
+
+def parse_grove_strategy(value: str | None, release: str) -> GroveStrategy | None:
+    """An annotation or option value, spelled as the operator accepts it; Coherent only from
+    :data:`COHERENT_SINCE`. Raises InputError (the caller adds where the value was)."""
+    if value is None:
+        return None
+    try:
+        strategy = GroveStrategy(value)
+    except ValueError:
+        raise InputError(
+            f"unknown Grove update strategy {value!r}",
+            hint=f"choose from {', '.join(s.value for s in GroveStrategy)} (spelled exactly: "
+                 "the operator rejects other spellings)") from None
+    if strategy is GroveStrategy.COHERENT and release_key(release) < release_key(COHERENT_SINCE):
+        raise InputError(
+            f"the Grove update strategy Coherent needs Dynamo {COHERENT_SINCE} or later (and "
+            f"Grove v0.1.0-alpha.14); the operator of Dynamo {release} accepts only "
+            "RollingRecreate and OnDelete",
+            hint="choose RollingRecreate or OnDelete, or name a newer --dynamo-version")
+    return strategy
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """What one update strategy does to the worker pods of an in-place roll, as data."""
+
+    name: str  # "Grove Coherent", "RollingUpdate", ...
+    replaces: str  # what is replaced, in which order
+    max_surge: str  # extra pods while replacing ("0": none)
+    max_unavailable: str  # pods missing at once
+    together: bool  # prefill and decode replaced in one step
+    scaling_blocked: bool  # replica changes refused while the roll runs
+    automatic: bool  # False: nothing is replaced until someone deletes pods
+    text: str  # how the pods are replaced and what that does to traffic, for messages
+    keeps_ratio: bool = False  # the prefill:decode ratio holds at every step (GREP-393)
+
+
+def grove_strategy_of(strategy: GroveStrategy, *, single_replicas: bool = False) -> Strategy:
+    """Grove's semantics (ai-dynamo/grove ``operator/api/core/v1alpha1/podcliqueset.go``
+    ``UpdateStrategyType``; GREP-291 OnDelete, GREP-393 Coherent)."""
+    if strategy is GroveStrategy.ON_DELETE:
+        return Strategy(
+            "Grove OnDelete", "nothing, until a pod is deleted; then that pod", "0", "0",
+            together=False, scaling_blocked=False, automatic=False,
+            text="nothing rolls until you delete pods: the PodCliqueSet takes the new template "
+                 "but every running pod keeps the old configuration, so the change is silently "
+                 "pending (the DGD does not say so); each pod you delete comes back with the new "
+                 "one")
+    if strategy is GroveStrategy.COHERENT:
+        whole = (" — here every worker component runs one replica, so the model has no worker "
+                 "until the new set is ready" if single_replicas else "")
+        return Strategy(
+            "Grove Coherent", "minAvailable replicas of every worker component per step, "
+            "replaced together as one new gang", "0", "minAvailable of every component",
+            together=True, scaling_blocked=True, automatic=True,
+            text="prefill and decode are replaced together, in steps of minAvailable replicas "
+                 "(default 1) of every worker component scheduled as one new gang, with no "
+                 "surge: each step deletes that set before its replacement is ready, so the "
+                 f"set's capacity drops to 0 during the step{whole}; replica changes are refused "
+                 "until the update ends, and an update can stall (ai-dynamo/grove#873)",
+            keeps_ratio=True)
+    return Strategy(
+        "Grove RollingRecreate", "each clique's pods one at a time, oldest first; the "
+        "components independently", "0", "1 per clique",
+        together=False, scaling_blocked=False, automatic=True,
+        text="Grove replaces one pod at a time in each component (maxUnavailable 1, maxSurge 0): "
+             "prefill and decode independently, each one pod short while its pod is replaced")
+
+
+LWS_STRATEGY = Strategy(
+    "LeaderWorkerSet RollingUpdate", "one group (leader and workers) at a time", "0", "1 group",
+    together=False, scaling_blocked=False, automatic=True,
+    text="one group at a time (LeaderWorkerSet rolling update: maxUnavailable 1, maxSurge 0)")
+
+UNMANAGED_STRATEGY = Strategy(
+    "unmanaged", "as the pods are replaced", "?", "?", together=False, scaling_blocked=False,
+    automatic=True, text="as the pods are replaced")
+
+
+def deployment_strategy(workers: list[tuple[str, bool, dict[str, str], str | None]]) -> Strategy:
+    """The operator's managed rolling update of Deployment-backed workers (#6110; Recreate
+    #11909), from each worker component's annotations."""
+    recreate = [n for n, _, ann, _ in workers if ann.get(ANN_STRATEGY, "").lower() == "recreate"]
+    if recreate:
+        return Strategy(
+            "Recreate", "every old pod stops before a new one starts", "0", "100%",
+            together=True, scaling_blocked=False, automatic=True,
+            text=f"Recreate ({', '.join(recreate)}): every old pod stops before a new one "
+                 "starts, so the model has no worker in between")
+    paces = sorted({(ann.get(ANN_MAX_SURGE, DEFAULT_SURGE).strip(),
+                     ann.get(ANN_MAX_UNAVAILABLE, DEFAULT_UNAVAILABLE).strip())
+                    for _, _, ann, _ in workers})
+    if not paces:
+        paces = [(DEFAULT_SURGE, DEFAULT_UNAVAILABLE)]
+    text = ", ".join(f"maxSurge {s} / maxUnavailable {u}" for s, u in paces)
+    return Strategy(
+        "RollingUpdate", "each component's pods by its surge and unavailability",
+        " / ".join(s for s, _ in paces), " / ".join(u for _, u in paces),
+        together=False, scaling_blocked=False, automatic=True,
+        text=f"pods replaced with {text}")
+
+
 @dataclass(frozen=True)
 class Target:
-    """The Dynamo release and worker backing the user runs."""
+    """The Dynamo release and worker backing the user runs, and the Grove update strategy they
+    name for DGDs without the annotation (None: the release's default)."""
 
     release: str
     run_by: RunBy = DEFAULT_RUN_BY
+    grove_strategy: GroveStrategy | None = None
 
     @property
     def namespaces(self) -> Namespaces:
@@ -155,24 +318,38 @@ class Roll:
     run_by: RunBy  # the target's, or LWS for a multinode DGD under "deployment"
     namespaces: Namespaces
     why: str  # why these namespaces, for messages
-    pace: str  # how pods are replaced
+    strategy: Strategy  # how pods are replaced
+    strategy_source: str = ""  # where a Grove strategy came from, for messages
 
     @property
     def hashed(self) -> bool:
         return self.namespaces is Namespaces.HASHED
 
+    @property
+    def pace(self) -> str:
+        """How pods are replaced, naming a Grove strategy and where it came from."""
+        if self.strategy_source:
+            return f"{self.strategy.name}, {self.strategy_source}: {self.strategy.text}"
+        return self.strategy.text
+
 
 _ENDPOINT = re.compile(r"^dyn://([^.\s]+)\.")
 
 
-def roll_of(target: Target, workers: list[tuple[str, bool, dict[str, str], str | None]]) -> Roll:
+def roll_of(target: Target, workers: list[tuple[str, bool, dict[str, str], str | None]], *,
+            disaggregated: bool = False, annotated: GroveStrategy | None = None,
+            single_replicas: bool = False) -> Roll:
     """The roll of one DGD: ``workers`` is (component, multinode, annotations, --endpoint value)
-    per worker component of the head DGD."""
+    per worker component of the head DGD; ``disaggregated``: it has prefill and decode workers;
+    ``annotated``: its ``nvidia.com/grove-update-strategy``; ``single_replicas``: every worker
+    component runs one replica."""
     run_by = target.run_by
     if run_by is RunBy.DEPLOYMENT and any(multi for _, multi, _, _ in workers):
         # Multinode components never run as Deployments: Grove or LeaderWorkerSet
         # (operator graph.go; DGD105 says the same).
         run_by = RunBy.LWS
+    strategy, source = _strategy(target, run_by, workers, disaggregated=disaggregated,
+                                 annotated=annotated, single_replicas=single_replicas)
     pinned = [(name, ep) for name, _, _, ep in workers if ep and _ENDPOINT.match(ep)]
     ns = namespaces_for(target.release, run_by)
     if ns is Namespaces.HASHED and pinned:
@@ -180,7 +357,7 @@ def roll_of(target: Target, workers: list[tuple[str, bool, dict[str, str], str |
         return Roll(target, run_by, Namespaces.SHARED,
                     f"{name} pins --endpoint {ep}, which overrides the worker's namespace (the "
                     "hash suffix is not applied: ai-dynamo dynamo/vllm/args.py), so old and new "
-                    "workers share one Dynamo namespace", _pace(run_by, workers))
+                    "workers share one Dynamo namespace", strategy, source)
     if ns is Namespaces.HASHED:
         why = (f"on Dynamo {target.release} the operator rolls {run_by.label} into a new "
                "hash-suffixed Dynamo namespace")
@@ -189,27 +366,30 @@ def roll_of(target: Target, workers: list[tuple[str, bool, dict[str, str], str |
     else:
         why = (f"on Dynamo {target.release} {run_by.label} keep one Dynamo namespace across a "
                f"roll (hash-suffixed only from {HASHED_SINCE[run_by]}, Dynamo #12769)")
-    return Roll(target, run_by, ns, why, _pace(run_by, workers))
+    return Roll(target, run_by, ns, why, strategy, source)
 
 
-def _pace(run_by: RunBy, workers: list[tuple[str, bool, dict[str, str], str | None]]) -> str:
-    if run_by is RunBy.GROVE:
-        return "Grove replaces one pod at a time"  # RollingRecreate: maxUnavailable 1, maxSurge 0
+def _strategy(target: Target, run_by: RunBy,
+              workers: list[tuple[str, bool, dict[str, str], str | None]], *,
+              disaggregated: bool, annotated: GroveStrategy | None,
+              single_replicas: bool) -> tuple[Strategy, str]:
+    """The strategy the operator applies, and where a Grove strategy came from."""
+    if run_by is RunBy.DEPLOYMENT:
+        return deployment_strategy(workers), ""
     if run_by is RunBy.LWS:
-        return "one group at a time (LeaderWorkerSet / Grove)"
+        return LWS_STRATEGY, ""  # the annotation "does not affect ... LWS-backed DGDs"
     if run_by is RunBy.UNMANAGED:
-        return "as the pods are replaced"
-    recreate = [n for n, _, ann, _ in workers if ann.get(ANN_STRATEGY, "").lower() == "recreate"]
-    if recreate:
-        return (f"Recreate ({', '.join(recreate)}): every old pod stops before a new one starts, "
-                "so the model has no worker in between")
-    paces = sorted({(ann.get(ANN_MAX_SURGE, DEFAULT_SURGE).strip(),
-                     ann.get(ANN_MAX_UNAVAILABLE, DEFAULT_UNAVAILABLE).strip())
-                    for _, _, ann, _ in workers})
-    if not paces:
-        paces = [(DEFAULT_SURGE, DEFAULT_UNAVAILABLE)]
-    text = ", ".join(f"maxSurge {s} / maxUnavailable {u}" for s, u in paces)
-    return f"pods replaced with {text}"
+        return UNMANAGED_STRATEGY, ""
+    if annotated is not None:
+        chosen, source = annotated, f"set by the DGD's {ANN_GROVE_STRATEGY} annotation"
+    elif target.grove_strategy is not None:
+        chosen, source = target.grove_strategy, "named by --grove-update-strategy"
+    else:
+        graph = ("a disaggregated graph (prefill and decode workers)" if disaggregated
+                 else "a graph without both prefill and decode workers")
+        chosen = GROVE_DEFAULT[target.release][0 if disaggregated else 1]
+        source = f"the default of Dynamo {target.release} for {graph}"
+    return grove_strategy_of(chosen, single_replicas=single_replicas), source
 
 
 # --------------------------------------------------------------------------- consequences
@@ -282,6 +462,8 @@ RUNTIME_FRONTEND = (
 HASHED_CAVEATS = (
     "prefill:decode ratios drift during the roll, Dynamo #10936; the DGD may say `successful` "
     "before the roll ends, #3567")
+# A strategy replacing prefill and decode together keeps their ratio (GREP-393).
+TOGETHER_CAVEATS = "the DGD may say `successful` before the roll ends, Dynamo #3567"
 
 # A new served model name is another model in every release and every namespace layout.
 RENAME = (
@@ -321,10 +503,15 @@ def roll_consequence(category: Category, roll: Roll, *, rename: bool = False,
                          replaced=replaced) or ""
     if category is Category.RUNTIME and WORKERS not in replaced:
         return effect  # no worker rolls: neither the workers' namespaces nor their pace apply
+    if not roll.strategy.automatic:
+        # OnDelete: the consequence waits for someone to delete pods.
+        return (f"{roll.pace} ({roll.why}); once pods are deleted: {effect}" if effect
+                else f"{roll.pace} ({roll.why})")
     parts = [f"{roll.why}: {effect}" if effect else roll.why]
+    caveats = TOGETHER_CAVEATS if roll.strategy.keeps_ratio else HASHED_CAVEATS
     if roll.hashed and not rename:
-        parts.append(f"({roll.pace}; {HASHED_CAVEATS})")
-    elif roll.hashed:
+        parts.append(f"({roll.pace}; {caveats})")
+    elif roll.hashed or roll.strategy_source:
         parts.append(f"({roll.pace})")
     return " ".join(parts)
 

@@ -33,6 +33,8 @@ SEVERITIES = ("info", "warning", "error", "never")
 # dgdgen.check.inplace.RunBy, spelled out so that building the parser imports nothing
 # (tests/check/test_inplace_model.py keeps the two equal).
 RUN_BY = ("deployment", "grove", "lws", "unmanaged")
+# dgdgen.check.inplace.GroveStrategy, likewise (the operator's exact spelling).
+GROVE_STRATEGIES = ("RollingRecreate", "OnDelete", "Coherent")
 
 
 def add_output_arguments(parser: argparse.ArgumentParser) -> None:
@@ -61,6 +63,15 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
                              "lws (hash-suffixed from 1.5, one shared namespace before), "
                              "unmanaged (old and new workers share one Dynamo namespace); with "
                              "--dynamo-version it decides what an in-place roll does")
+    parser.add_argument("--grove-update-strategy", metavar="STRATEGY", default=None,
+                        choices=GROVE_STRATEGIES,
+                        help="with --workers-run-by grove: the update strategy of DGDs without "
+                             "an nvidia.com/grove-update-strategy annotation (the annotation "
+                             "wins): RollingRecreate (one pod at a time per component), "
+                             "OnDelete (nothing rolls until pods are deleted) or Coherent "
+                             "(prefill and decode replaced together, no surge; 1.6+); default: "
+                             "the release's — Coherent for a graph with prefill and decode "
+                             "workers on 1.6, RollingRecreate otherwise")
     parser.add_argument("--model-config", metavar="DIR", default=None,
                         help="the served model's files (a directory with its config.json, and "
                              "tokenizer_config.json if it has one): settles a context length or "
@@ -99,6 +110,7 @@ def options(args: argparse.Namespace, git_top: str | None) -> tuple[Any, Any]:
     from dgdgen.check.inplace import parse_run_by
 
     run_by = parse_run_by(args.workers_run_by or cfg.workers_run_by)
+    grove_strategy = _grove_strategy(args.grove_update_strategy, cfg, release)
     fail_on_text = args.fail_on or cfg.fail_on or "error"
     if fail_on_text not in SEVERITIES:
         raise InputError(f"unknown fail-on severity {fail_on_text!r}",
@@ -107,12 +119,35 @@ def options(args: argparse.Namespace, git_top: str | None) -> tuple[Any, Any]:
     opts = Options(
         release=release,
         run_by=run_by,
+        grove_strategy=grove_strategy,
         select=_split(args.select) or cfg.select,
         ignore=_split(args.ignore) + cfg.ignore,
         suppressions=cfg.suppressions,
         model_config=_model_config(args.model_config or cfg.model_config),
     )
     return opts, fail_on
+
+
+def _grove_strategy(option: str | None, cfg: Any, release: str) -> Any:
+    """``--grove-update-strategy``, else the config file's ``check.grove-update-strategy`` (a
+    value the release's operator does not accept: exit 2, at the config file's line)."""
+    from dgdgen.check.inplace import parse_grove_strategy
+    from dgdgen.errors import InputError
+
+    if option is not None:
+        try:
+            return parse_grove_strategy(option, release)
+        except InputError as exc:
+            raise InputError(exc.message, field=("--grove-update-strategy",),
+                             hint=exc.hint) from None
+    if cfg.grove_strategy is None:
+        return None
+    try:
+        return parse_grove_strategy(cfg.grove_strategy, release)
+    except InputError as exc:
+        field = ("check", "grove-update-strategy")
+        raise InputError(exc.message, location=cfg.grove_strategy_location, field=field,
+                         hint=exc.hint) from None
 
 
 def _model_config(directory: str | None) -> Any:
