@@ -110,6 +110,7 @@ def page(meta: RuleMeta) -> str:
         lines += [f"| {r} | {which_runs_hashed(r)} | {hashed} | {shared} |"
                   for r, hashed, shared in table(Category(meta.category))]
         lines.append("")
+        lines += _strategy_section()
     if bad is not None:
         lines += ["## Bad", "", f"{bad.name}:", "", *_example(bad), ""]
     if good is not None:
@@ -120,6 +121,31 @@ def page(meta: RuleMeta) -> str:
               "```yaml", "metadata:", "  annotations:",
               f'    dgdgen.dev/ignore: "{meta.code}: <why this is acceptable here>"', "```", ""]
     return "\n".join(lines)
+
+
+def _strategy_section() -> list[str]:
+    from dgdgen.check.flags import RELEASES
+    from dgdgen.check.inplace import grove_default_text, strategies
+
+    def yes(b: bool) -> str:
+        return "yes" if b else "no"
+
+    lines = ["## How the workers are replaced", "",
+             ("Every message names the update strategy and, for Grove, where it came from: the "
+              "DGD's `nvidia.com/grove-update-strategy` annotation, else "
+              "`--grove-update-strategy` (`check.grove-update-strategy` in .dgdgen.yaml), else "
+              "the release's default for the graph (docs/checker.md, \"Update strategies\")."),
+             "",
+             ("| backing | strategy | replaces | maxSurge | maxUnavailable | prefill and decode "
+              "together | scaling blocked | rolls before pods are deleted |"),
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines += [f"| {backing} | {s.name} | {s.replaces} | {s.max_surge} | {s.max_unavailable} | "
+              f"{yes(s.together)} | {yes(s.scaling_blocked)} | {yes(s.automatic)} |"
+              for backing, s in strategies()]
+    lines += ["", "| release | Grove default without the annotation |", "| --- | --- |"]
+    lines += [f"| {r} | {grove_default_text(r)} |" for r in RELEASES]
+    lines.append("")
+    return lines
 
 
 def index() -> str:

@@ -526,6 +526,22 @@ def table(category: Category) -> tuple[tuple[str, str, str], ...]:
     return tuple(out)
 
 
+def strategies() -> tuple[tuple[str, Strategy], ...]:
+    """(worker backing, strategy) for every strategy the model knows, for the rule pages."""
+    return (("deployment", deployment_strategy([])),
+            ("deployment", deployment_strategy([("w", False, {ANN_STRATEGY: "Recreate"}, None)])),
+            *(("grove", grove_strategy_of(g)) for g in GroveStrategy),
+            ("lws", LWS_STRATEGY))
+
+
+def grove_default_text(release: str) -> str:
+    """The Grove strategy of ``release`` for a DGD without the annotation, for the docs."""
+    disagg, other = GROVE_DEFAULT[release]
+    if disagg is other:
+        return disagg.value
+    return f"{disagg.value} (prefill and decode workers), {other.value} (other graphs)"
+
+
 def which_runs_hashed(release: str) -> str:
     """Which worker backings get hash-suffixed namespaces on ``release``, for the docs."""
     hashed = [rb.value for rb in RunBy if namespaces_for(release, rb) is Namespaces.HASHED]
