@@ -388,7 +388,7 @@ def _status(checkout: Path, *extra: str) -> str:
 
 
 def test_following_the_docs_leaves_the_checkout_clean(reader: Reader) -> None:
-    reader.follow(*reversed(SEQUENCE[-1]))
+    reader.follow(SEQUENCE[-1][1], SEQUENCE[-1][0])
     status = _status(reader.checkout)
     assert status == "", "left in the checkout by following the docs:\n" + status
 
@@ -398,8 +398,8 @@ def _start_over() -> str:
     text = (REPO / "README.md").read_text(encoding="utf-8")
     section = text[text.index("\n## Start over\n"):]
     section = section[:section.find("\n## ", 1)] if "\n## " in section[1:] else section
-    [command] = [b.strip() for b in re.findall(r"^```sh\n(.*?)^```", section,
-                                               re.MULTILINE | re.DOTALL)]
+    [command] = [str(b).strip() for b in re.findall(r"^```sh\n(.*?)^```", section,
+                                                    re.MULTILINE | re.DOTALL)]
     return command
 
 
@@ -407,7 +407,7 @@ def test_starting_over_removes_what_the_docs_made(reader: Reader) -> None:
     """After both readings, the README's "Start over" line leaves the checkout as cloned —
     nothing untracked, nothing ignored — and nothing next to it: it names every folder and
     repository the documents make."""
-    reader.follow(*reversed(SEQUENCE[-1]))
+    reader.follow(SEQUENCE[-1][1], SEQUENCE[-1][0])
     made = _status(reader.checkout, "--ignored")
     assert "out/" in made and sorted(p.name for p in reader.checkout.parent.iterdir()) != [
         "checkout"], "the documents made nothing to remove"
