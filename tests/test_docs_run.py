@@ -2,10 +2,20 @@
 README.md and of the documents its "Documentation" list links (docs/**/*.md, examples/README.md)
 — a fenced block whose commands start with `$ ` — is run, document after document in that order,
 in ONE scratch copy of this checkout (a fresh Git repository, as a clone would be), with `dgdgen`
-on PATH and a git identity in a scratch HOME: what one document leaves behind (an `out/` folder,
-a repository next to the checkout) is there for the next, as it is for a reader. Each document
-starts in a bash session of its own at the top of the checkout; its blocks run in the order of
-the file. A command must exit 0, or the code its trailing `# exit N` comment names. Lines
+on PATH and NO git identity: a scratch HOME without a .gitconfig, no system config
+(GIT_CONFIG_NOSYSTEM), no EMAIL or GIT_* variables, and git told never to guess one from the
+user and host names (user.useConfigOnly, through GIT_CONFIG_COUNT: the strictest reader, on any
+host), so a document that commits with git itself must set an identity as a command the reader
+sees. What one document leaves behind (an `out/` folder, a repository next to the checkout) is
+there for the next, as it is for a reader. Each document starts in a bash session of its own at
+the top of the checkout; its blocks run in the order of the file.
+
+The documents are followed TWICE in a row, in the same scratch copy: the second reading starts
+with everything the first one made in place (the `out/` folders, the rehearsals' reports, the
+repositories next to the checkout) and must pass the same way, outputs compared as the first
+time — a reader who runs a page again, or the next page after a re-run, gets what it shows.
+Then the README's "Start over" line must remove everything they made: the checkout is as
+cloned (nothing ignored left either) and nothing is left next to it. A command must exit 0, or the code its trailing `# exit N` comment names. Lines
 between a command and the next one are its expected output (stdout and stderr, as a terminal
 shows them) and must match exactly. The blocks are discovered, not listed: a new or edited doc is
 covered. Following all of them must leave the checkout as it was: nothing untracked, nothing
@@ -115,6 +125,8 @@ def blocks(path: Path) -> list[Block]:
 ALL = {str(p.relative_to(REPO)): blocks(p) for p in _docs()}
 RUNNABLE = {doc: bl for doc, bl in ALL.items() if bl}
 ORDER = [doc for doc in reading_order() if doc in RUNNABLE]
+READINGS = (1, 2)  # the documents are followed twice in a row
+SEQUENCE = [(reading, doc) for reading in READINGS for doc in ORDER]
 
 
 def test_blocks_are_found_in_the_readme_and_the_docs() -> None:
@@ -240,7 +252,9 @@ def _checkout(dest: Path) -> None:
         if src.is_file():
             (dest / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dest / rel)
-    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "checkout"]):
+    # the clone's history has an author whoever runs the tests; the reader's own git has none
+    who = ["-c", "user.name=checkout", "-c", "user.email=checkout@localhost"]
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], [*who, "commit", "-q", "-m", "x"]):
         subprocess.run(["git", *args], cwd=dest, check=True, capture_output=True)
 
 
@@ -252,11 +266,13 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     # `dgdgen` on PATH as the README's set-up leaves it: the virtual environment's bin/ first
     # (what `. .venv/bin/activate` does), with the console script the install put there.
     bindir = _venv_bin()
-    (home / ".gitconfig").write_text(
-        "[user]\n\tname = Docs Reader\n\temail = reader@example.com\n"
-        "[init]\n\tdefaultBranch = main\n")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(HOME=str(home), PATH=f"{bindir}{os.pathsep}{env.get('PATH', '')}",
+    # no git identity anywhere: no ~/.gitconfig (nor XDG one), no system config, no EMAIL, and
+    # git may not make one up from the user and host names (it would on a host with a domain)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") and k != "EMAIL"}
+    env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), GIT_CONFIG_NOSYSTEM="1",
+               GIT_CONFIG_COUNT="1", GIT_CONFIG_KEY_0="user.useConfigOnly",
+               GIT_CONFIG_VALUE_0="true",
+               PATH=f"{bindir}{os.pathsep}{env.get('PATH', '')}",
                VIRTUAL_ENV=str(bindir.parent),
                PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")])),
                # a terminal's order of stdout and stderr lines, which the samples show
@@ -309,19 +325,20 @@ def test_the_setup_leaves_dgdgen_on_path_as_the_docs_spell_it(tmp_path: Path) ->
 
 @dataclass
 class Reader:
-    """One scratch checkout read in ORDER: each document runs once, after the ones before it."""
+    """One scratch checkout read in SEQUENCE: each document runs once per reading, after the
+    ones before it."""
 
     checkout: Path
     env: dict[str, str]
-    done: dict[str, subprocess.CompletedProcess[str]] = field(default_factory=dict)
+    done: dict[tuple[int, str], subprocess.CompletedProcess[str]] = field(default_factory=dict)
 
-    def follow(self, doc: str) -> subprocess.CompletedProcess[str]:
-        for earlier in ORDER[:ORDER.index(doc) + 1]:
-            if earlier not in self.done and _cannot_run(earlier) is None:
+    def follow(self, doc: str, reading: int = READINGS[0]) -> subprocess.CompletedProcess[str]:
+        for earlier in SEQUENCE[:SEQUENCE.index((reading, doc)) + 1]:
+            if earlier not in self.done and _cannot_run(earlier[1]) is None:
                 self.done[earlier] = subprocess.run(
-                    ["bash", "-c", _script(RUNNABLE[earlier])], cwd=self.checkout, env=self.env,
-                    capture_output=True, text=True, timeout=900)
-        return self.done[doc]
+                    ["bash", "-c", _script(RUNNABLE[earlier[1]])], cwd=self.checkout,
+                    env=self.env, capture_output=True, text=True, timeout=900)
+        return self.done[(reading, doc)]
 
 
 @pytest.fixture(scope="module")
@@ -350,21 +367,52 @@ def _cannot_run(doc: str) -> str | None:
         f"{doc} runs `dgdgen rehearse`: ai-dynamo runtime missing: {reason}"
 
 
-@pytest.mark.parametrize("doc", ORDER, ids=str)
-def test_doc_runs_as_written_after_the_ones_before_it(doc: str, reader: Reader) -> None:
+@pytest.mark.parametrize(("reading", "doc"), SEQUENCE,
+                         ids=[f"{doc}, reading {reading}" for reading, doc in SEQUENCE])
+def test_doc_runs_as_written_after_the_ones_before_it(reading: int, doc: str,
+                                                      reader: Reader) -> None:
     reason = _cannot_run(doc)
     if reason is not None:
         pytest.skip(reason)
-    done = reader.follow(doc)
-    failed = [d for d in ORDER[:ORDER.index(doc)] if d in reader.done
-              and reader.done[d].returncode != 0]
+    done = reader.follow(doc, reading)
+    failed = [f"{d} (reading {r})" for r, d in SEQUENCE[:SEQUENCE.index((reading, doc))]
+              if (r, d) in reader.done and reader.done[(r, d)].returncode != 0]
     assert done.returncode == 0, (
-        f"{doc}" + (f" (after {', '.join(failed)} failed)" if failed else "")
+        f"{doc}, reading {reading}" + (f" (after {', '.join(failed)} failed)" if failed else "")
         + f":\n{done.stderr[-4000:]}\n--- stdout ---\n{done.stdout[-2000:]}")
 
 
+def _status(checkout: Path, *extra: str) -> str:
+    return subprocess.run(["git", "status", "--porcelain", "--untracked-files=all", *extra],
+                          cwd=checkout, capture_output=True, text=True, check=True).stdout
+
+
 def test_following_the_docs_leaves_the_checkout_clean(reader: Reader) -> None:
-    reader.follow(ORDER[-1])
-    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"],
-                            cwd=reader.checkout, capture_output=True, text=True, check=True)
-    assert status.stdout == "", "left in the checkout by following the docs:\n" + status.stdout
+    reader.follow(SEQUENCE[-1][1], SEQUENCE[-1][0])
+    status = _status(reader.checkout)
+    assert status == "", "left in the checkout by following the docs:\n" + status
+
+
+def _start_over() -> str:
+    """The README's "Start over" command."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("\n## Start over\n"):]
+    section = section[:section.find("\n## ", 1)] if "\n## " in section[1:] else section
+    [command] = [str(b).strip() for b in re.findall(r"^```sh\n(.*?)^```", section,
+                                                    re.MULTILINE | re.DOTALL)]
+    return command
+
+
+def test_starting_over_removes_what_the_docs_made(reader: Reader) -> None:
+    """After both readings, the README's "Start over" line leaves the checkout as cloned —
+    nothing untracked, nothing ignored — and nothing next to it: it names every folder and
+    repository the documents make."""
+    reader.follow(SEQUENCE[-1][1], SEQUENCE[-1][0])
+    made = _status(reader.checkout, "--ignored")
+    assert "out/" in made and sorted(p.name for p in reader.checkout.parent.iterdir()) != [
+        "checkout"], "the documents made nothing to remove"
+    subprocess.run(["bash", "-c", _start_over()], cwd=reader.checkout, env=reader.env,
+                   check=True, capture_output=True, text=True, timeout=60)
+    left = _status(reader.checkout, "--ignored")
+    assert left == "", f"left in the checkout after starting over:\n{left}"
+    assert sorted(p.name for p in reader.checkout.parent.iterdir()) == ["checkout"]

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from gen_support import REPO
 from worker_support import worker_dgd_text
 
 from dgdgen.check.classify import recommend, verdict
@@ -107,6 +108,15 @@ def diff(tmp_path: Path, old: str, new: str, *extra: str, fmt: str = "json"
 
 
 ADDED = (dgd_text("vllm"), dgd_text("vllm", ("--max-model-len", "16384")))
+
+
+def test_the_bundled_example_is_the_case_tested() -> None:
+    """docs/checker.md runs `dgdgen diff` on docs/examples/fail-safe/: the pair below, and a
+    model whose config.json says 16384 (the value the new revision sets)."""
+    bundled = REPO / "docs" / "examples" / "fail-safe"
+    assert ((bundled / "old.yaml").read_text(), (bundled / "new.yaml").read_text()) == ADDED
+    config = json.loads((bundled / "models" / "qwen" / "config.json").read_text())
+    assert config == {"model_type": "qwen3", "max_position_embeddings": 16384}
 
 
 def test_adding_a_context_length_fails_with_isolation_assumed(tmp_path: Path) -> None:
