@@ -388,8 +388,18 @@ def test_legend_names_and_colours_follow_the_spec(tmp_path: Path) -> None:
     assert fills(bs) == {"stable": {ROLE_COLOURS["stable"]},
                          "candidate": {ROLE_COLOURS["candidate"]}}
     assert legend(bs)[:2] == ["stable bs16", "candidate bs32"]
-    _, trt = _svg(REPO / "examples" / "trtllm-disagg-v1beta1" / "rollout.yaml")
-    plan = _plan(REPO / "examples" / "trtllm-disagg-v1beta1" / "rollout.yaml")
+    # a spec that names neither revision: both are generated, and the legend says so
+    import shutil
+    shutil.copytree(REPO / "examples" / "trtllm-disagg-v1beta1", tmp_path / "trt",
+                    ignore=shutil.ignore_patterns("rendered"))
+    spec = tmp_path / "trt" / "rollout.yaml"
+    text = spec.read_text()
+    unnamed = "\n".join(line for line in text.splitlines()
+                        if not line.strip().startswith("revision:")) + "\n"
+    assert unnamed != text
+    spec.write_text(unnamed)
+    _, trt = _svg(spec)
+    plan = _plan(spec)
     names = legend(trt)
     assert names[:2] == [f"stable ({plan['stable_revision']}, generated)",
                          f"candidate ({plan['candidate_revision']}, generated)"]
