@@ -327,6 +327,7 @@ def drain_pods(addresses: Callable[[float], list[str] | None], *, timeout: float
     before: dict[str, float] = {}
     last: str | None = None
     seen = "nothing read yet"
+    arriving = False  # requests started at a pod between the last two rounds that read it
     while True:
         wait = min(10.0, max(interval, 1.0))
         pods = addresses(wait)
@@ -341,8 +342,11 @@ def drain_pods(addresses: Callable[[float], list[str] | None], *, timeout: float
             busy = sum(r.inflight for r in readings.values() if r is not None)
             arrived = sum(r.started - before[a] for a, r in readings.items()
                           if r is not None and a in before and r.started > before[a])
-            new = [a for a, r in readings.items() if r is not None and a not in before]
+            # a pod first seen, or one whose counter went back (it restarted): no comparison
+            new = [a for a, r in readings.items()
+                   if r is not None and (a not in before or r.started < before[a])]
             before = {a: r.started for a, r in readings.items() if r is not None}
+            arriving = arrived > 0
             quiet_round = not silent and not new and busy == 0 and arrived == 0
             run = run + 1 if quiet_round else 0
             seen = (f"{len(pods)} pod(s): {busy:g} in flight, {arrived:g} request(s) started "
@@ -355,11 +359,16 @@ def drain_pods(addresses: Callable[[float], list[str] | None], *, timeout: float
             log(f"drained ({quiet} rounds in a row with nothing in flight and nothing arriving)")
             return True
         if clock() >= deadline:
-            log(f"after {timeout:g}s (the request timeout): {seen} — requests still reach the "
-                "leaving frontend over connections the L4 switch does not move (pooled "
-                "keep-alive clients); not shrinking a generation that still serves them. Move "
-                "those clients (restart them, or bound their connections' lifetime), or use an "
-                "L7 traffic provider, then sync again")
+            if arriving:
+                log(f"after {timeout:g}s (the request timeout): {seen} — requests still reach "
+                    "the leaving frontend over connections the L4 switch does not move (pooled "
+                    "keep-alive clients); not shrinking a generation that still serves them. "
+                    "Move those clients (restart them, or bound their connections' lifetime), "
+                    "or use an L7 traffic provider, then sync again")
+            else:
+                log(f"after {timeout:g}s (the request timeout): {seen} — not drained; not "
+                    "shrinking a generation whose frontend may still hold requests (no gateway "
+                    "ends them behind an L4 switch)")
             return False
         sleep(interval)
 

@@ -173,3 +173,19 @@ def test_l4_needs_the_service() -> None:
                         "--timeout", "1", "--l4-switch"], capture_output=True, text=True,
                        check=False)
     assert r.returncode == 2 and "--l4-switch needs --service" in r.stderr
+
+
+def test_a_pod_whose_counter_went_back_restarted_and_is_read_afresh() -> None:
+    a = "10.0.0.1:8000"
+    ok, _log, took = _run([[a]], {a: [Reading(0, 5), Reading(0, 1), Reading(0, 1)]},
+                          timeout=100)
+    # 1 first reading, 2 went back (a restart: no comparison), 3-5 quiet
+    assert ok and took == 4
+
+
+def test_at_the_bound_without_arrivals_the_message_does_not_blame_pooled_clients() -> None:
+    a = "10.0.0.1:8000"
+    ok, log, _took = _run([[a]], {a: [Reading(2, 7)]}, timeout=5)
+    assert not ok
+    assert "2 in flight" in log[-1] and "not drained" in log[-1]
+    assert "pooled" not in log[-1]
