@@ -57,7 +57,10 @@ def test_a_mangled_tree_never_crashes_the_model(tmp_path_factory: Any, data: Any
     files = sorted(tree.rglob("*.yaml"))
     for _ in range(data.draw(st.integers(1, 4))):
         f = data.draw(st.sampled_from(files))
-        doc = yamlio.load_file(str(f))[0].data
+        try:
+            doc = yamlio.load_file(str(f))[0].data
+        except DgdgenError:
+            continue  # an earlier draw made it unreadable (a control character): mangled enough
         path = data.draw(st.sampled_from(_paths(doc)))
         doc = _set(doc, path, data.draw(VALUES))
         f.write_text(yamlio.dump(doc) if isinstance(doc, dict) else "[]\n")

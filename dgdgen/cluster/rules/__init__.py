@@ -8,9 +8,10 @@ state or the moment of a transition where the invariant breaks.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 from dgdgen.check.findings import Finding, Severity
 from dgdgen.cluster.model import Graph, Key, build
@@ -72,3 +73,16 @@ class Tree:
 
 def object_name(key: Key) -> str:
     return f"{key[0]}/{key[1] + '/' if key[1] else ''}{key[2]}"
+
+
+def mapping_at(d: Any, *path: str) -> Mapping[str, Any]:
+    """The mapping at ``path`` inside ``d``; empty where the tree has anything else (a rendered
+    tree is untrusted input: a mangled one must not crash a rule)."""
+    for p in path:
+        d = d.get(p) if isinstance(d, Mapping) else None
+    return d if isinstance(d, Mapping) else {}
+
+
+def list_of(d: Any) -> list[Any]:
+    """``d`` if it is a list, else empty."""
+    return d if isinstance(d, list) else []

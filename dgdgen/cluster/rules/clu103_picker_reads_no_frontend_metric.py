@@ -7,7 +7,7 @@ from typing import Any
 
 from dgdgen import yamlio
 from dgdgen.check.findings import Finding, Severity
-from dgdgen.cluster.rules import InvariantMeta, Tree, object_name
+from dgdgen.cluster.rules import InvariantMeta, Tree, list_of, mapping_at, object_name
 from dgdgen.errors import DgdgenError
 
 RULE = InvariantMeta(
@@ -56,15 +56,6 @@ VLLM_DEFAULTS = {"queuedRequestsSpec": "vllm:num_requests_waiting",
                  "loraSpec": "vllm:lora_requests_info"}
 
 
-def _map(d: Any, *keys: str) -> Mapping[str, Any]:
-    for k in keys:
-        d = d.get(k) if isinstance(d, Mapping) else None
-    return d if isinstance(d, Mapping) else {}
-
-
-def _list(d: Any) -> list[Any]:
-    return d if isinstance(d, list) else []
-
 
 def _config(text: str, where: str) -> Mapping[str, Any] | None:
     if "EndpointPickerConfig" not in text:
@@ -80,19 +71,19 @@ def _config(text: str, where: str) -> Mapping[str, Any] | None:
 def unread(config: Mapping[str, Any]) -> list[tuple[str, str]]:
     """(scorer, metric) of each scorer in a scheduling profile whose metric is not a frontend
     gauge."""
-    plugins = {str(p.get("name") or p.get("type")): p for p in _list(config.get("plugins"))
+    plugins = {str(p.get("name") or p.get("type")): p for p in list_of(config.get("plugins"))
                if isinstance(p, Mapping)}
     extractor = next((p for p in plugins.values() if p.get("type") == "core-metrics-extractor"),
                      None)
-    params = _map(extractor, "parameters")
+    params = mapping_at(extractor, "parameters")
     engine = str(params.get("defaultEngine") or "vllm")
-    chosen = next((e for e in _list(params.get("engineConfigs"))
+    chosen = next((e for e in list_of(params.get("engineConfigs"))
                    if isinstance(e, Mapping) and e.get("name") == engine), {})
     out: list[tuple[str, str]] = []
-    for profile in _list(config.get("schedulingProfiles")):
-        for ref in _list(_map(profile).get("plugins")):
-            plugin = plugins.get(str(_map(ref).get("pluginRef")))
-            kind = str(_map(plugin).get("type"))
+    for profile in list_of(config.get("schedulingProfiles")):
+        for ref in list_of(mapping_at(profile).get("plugins")):
+            plugin = plugins.get(str(mapping_at(ref).get("pluginRef")))
+            kind = str(mapping_at(plugin).get("type"))
             field = SCORER_METRIC.get(kind)
             if field is None:
                 continue
@@ -110,7 +101,7 @@ def check(tree: Tree) -> Iterator[Finding]:
         for key, doc in sorted(state.objects.items()):
             if key[0] != "ConfigMap" or key in seen:
                 continue
-            for field, text in sorted(_map(doc, "data").items()):
+            for field, text in sorted(mapping_at(doc, "data").items()):
                 config = _config(text, f"{object_name(key)} data.{field}") \
                     if isinstance(text, str) else None
                 if config is None or not (missing := unread(config)):

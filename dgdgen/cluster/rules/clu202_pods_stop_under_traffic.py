@@ -11,7 +11,7 @@ from dgdgen import migration
 from dgdgen.check.findings import Finding, Severity
 from dgdgen.check.suppress import parse_annotations
 from dgdgen.cluster.model import Graph, PodSet, build, reaches
-from dgdgen.cluster.rules import InvariantMeta, Tree, object_name
+from dgdgen.cluster.rules import InvariantMeta, Tree, list_of, mapping_at, object_name
 from dgdgen.cluster.transitions import State
 from dgdgen.dgd import Role
 
@@ -58,17 +58,13 @@ def request_bound(state: State) -> int | None:
     timeout or drain timeout rendered there; None when nothing bounds it."""
     found: list[int] = []
     for (kind, _ns, _name), doc in state.objects.items():
-        spec = doc.get("spec") if isinstance(doc.get("spec"), dict) else {}
-        assert isinstance(spec, dict)
         if kind in ("HTTPRoute", "GRPCRoute"):
-            for rule in spec.get("rules") or []:
-                t = rule.get("timeouts") if isinstance(rule, dict) else None
-                raw = t.get("request") if isinstance(t, dict) else None
+            for rule in list_of(mapping_at(doc, "spec").get("rules")):
+                raw = mapping_at(rule, "timeouts").get("request")
                 if isinstance(raw, str) and (s := _seconds(raw)) is not None and s > 0:
                     found.append(s)
         elif kind == "ConfigMap":
-            data = doc.get("data") if isinstance(doc.get("data"), dict) else {}
-            cfg = data.get("haproxy.cfg") if isinstance(data, dict) else None
+            cfg = mapping_at(doc, "data").get("haproxy.cfg")
             if isinstance(cfg, str):
                 found += [int(m) for m in re.findall(r"^\s*timeout server (\d+)s", cfg, re.MULTILINE)]
     for job in state.hooks.values():

@@ -10,7 +10,7 @@ from typing import Any
 from dgdgen import yamlio
 from dgdgen.check.findings import Finding, Severity
 from dgdgen.cluster.model import Key
-from dgdgen.cluster.rules import InvariantMeta, Tree, object_name
+from dgdgen.cluster.rules import InvariantMeta, Tree, list_of, mapping_at, object_name
 from dgdgen.cluster.transitions import State
 from dgdgen.errors import DgdgenError
 
@@ -44,31 +44,22 @@ CLUSTER = "{{.cluster}}"
 LABEL_CLUSTER = "dgdgen.dev/cluster"
 
 
-def _map(d: Any, *path: str) -> Mapping[str, Any]:
-    for p in path:
-        d = d.get(p) if isinstance(d, Mapping) else None
-    return d if isinstance(d, Mapping) else {}
-
-
-def _list(d: Any) -> list[Any]:
-    return d if isinstance(d, list) else []
-
 
 def _apps(appset: Mapping[str, Any]) -> list[str]:
     """The Applications a list-generator ApplicationSet generates, by the ``{{.cluster}}`` in
     its template's name (an element without a cluster counts under its position)."""
-    name = str(_map(appset, "spec", "template", "metadata").get("name", ""))
+    name = str(mapping_at(appset, "spec", "template", "metadata").get("name", ""))
     out = []
-    for gen in _list(_map(appset, "spec").get("generators")):
-        for k, el in enumerate(_list(_map(gen, "list").get("elements"))):
-            cluster = str(_map(el).get("cluster", f"#{k}"))
+    for gen in list_of(mapping_at(appset, "spec").get("generators")):
+        for k, el in enumerate(list_of(mapping_at(gen, "list").get("elements"))):
+            cluster = str(mapping_at(el).get("cluster", f"#{k}"))
             out.append(name.replace(CLUSTER, cluster) if CLUSTER in name else f"{name}#{k}")
     return out
 
 
 def _clusters(appset: Mapping[str, Any]) -> list[str]:
-    return [str(_map(el).get("cluster")) for gen in _list(_map(appset, "spec").get("generators"))
-            for el in _list(_map(gen, "list").get("elements"))]
+    return [str(mapping_at(el).get("cluster")) for gen in list_of(mapping_at(appset, "spec").get("generators"))
+            for el in list_of(mapping_at(gen, "list").get("elements"))]
 
 
 def _commit(revision: str) -> str:
@@ -91,11 +82,11 @@ class _Node:
 
 def _params(node: Mapping[str, Any]) -> dict[str, str]:
     return {str(p.get("name")): str(p.get("value", "")) for p in
-            _list(_map(node, "arguments").get("parameters")) if isinstance(p, Mapping)}
+            list_of(mapping_at(node, "arguments").get("parameters")) if isinstance(p, Mapping)}
 
 
 def _run_cluster(template: Mapping[str, Any]) -> str | None:
-    manifest = _map(template, "resource").get("manifest")
+    manifest = mapping_at(template, "resource").get("manifest")
     if not isinstance(manifest, str):
         return None
     try:
@@ -104,7 +95,7 @@ def _run_cluster(template: Mapping[str, Any]) -> str | None:
         return None
     for d in docs:
         if isinstance(d.data, Mapping) and d.data.get("kind") == "AnalysisRun":
-            cluster = _map(d.data, "metadata", "labels").get(LABEL_CLUSTER)
+            cluster = mapping_at(d.data, "metadata", "labels").get(LABEL_CLUSTER)
             return str(cluster) if cluster is not None else None
     return None
 
@@ -112,8 +103,8 @@ def _run_cluster(template: Mapping[str, Any]) -> str | None:
 def _nodes(wf: Mapping[str, Any], app_of: Mapping[str, str]) -> list[_Node]:
     """The entrypoint's sync, wait and per-cluster analysis steps, in order; an analysis
     belongs to the commit of the sync or wait before it."""
-    spec = _map(wf, "spec")
-    templates = [t for t in _list(spec.get("templates")) if isinstance(t, Mapping)]
+    spec = mapping_at(wf, "spec")
+    templates = [t for t in list_of(spec.get("templates")) if isinstance(t, Mapping)]
     by_name = {str(t.get("name")): t for t in templates}
     entry = str(spec.get("entrypoint", ""))
     ti = next((k for k, t in enumerate(templates) if t.get("name") == entry), None)
@@ -121,8 +112,8 @@ def _nodes(wf: Mapping[str, Any], app_of: Mapping[str, str]) -> list[_Node]:
         return []
     out: list[_Node] = []
     revision = ""
-    for gi, group in enumerate(_list(templates[ti].get("steps"))):
-        for ni, node in enumerate(_list(group)):
+    for gi, group in enumerate(list_of(templates[ti].get("steps"))):
+        for ni, node in enumerate(list_of(group)):
             if not isinstance(node, Mapping):
                 continue
             path: tuple[str | int, ...] = ("spec", "templates", ti, "steps", gi, ni)
@@ -178,7 +169,7 @@ def _findings(state: State) -> Iterator[tuple[Key, tuple[str | int, ...], str]]:
         apps = _apps(appset)
         if len(apps) < 2:
             continue
-        policy = _map(appset, "spec", "template", "spec", "syncPolicy")
+        policy = mapping_at(appset, "spec", "template", "spec", "syncPolicy")
         if "automated" in policy:
             yield key, ("spec", "template", "spec", "syncPolicy", "automated"), (
                 f"ApplicationSet {key[2]} syncs its {len(apps)} clusters' Applications "
