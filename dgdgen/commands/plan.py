@@ -46,6 +46,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from dgdgen.pipeline import prepare
+    from dgdgen.planpicture import png, svg
     from dgdgen.planreport import FORMATS
 
     to_stdout = args.output is None or args.output == "-"
@@ -62,11 +63,9 @@ def run(args: argparse.Namespace) -> int:
     prepared = prepare(args.spec)
     _warn_images(prepared)
     if args.format == "png":
-        from dgdgen.planreport import png
-
         data = png(prepared)
     else:
-        data = FORMATS[args.format](prepared).encode("utf-8")
+        data = {**FORMATS, "svg": svg}[args.format](prepared).encode("utf-8")
     if to_stdout:
         out = getattr(sys.stdout, "buffer", None)
         if out is not None:

@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     import json
 
     from dgdgen.gitops import status
-    from dgdgen.planreport import _duration, _reps
+    from dgdgen.planreport import duration_text, replicas_text
 
     t = _gitops.target(args)
     if not os.path.isdir(t.into):
@@ -67,8 +67,8 @@ def run(args: argparse.Namespace) -> int:
         ("step", f"{_title(s.label, s.index, s.kind)} of {n}"),
         ("traffic", (f"stable {s.stable.revision} {s.stable.weight}%, "
                      f"candidate {s.candidate.revision} {s.candidate.weight}%")),
-        ("stable", f"{s.stable.revision}: {_reps(t.prepared, s.stable)}"),
-        ("candidate", f"{s.candidate.revision}: {_reps(t.prepared, s.candidate)}"),
+        ("stable", f"{s.stable.revision}: {replicas_text(t.prepared, s.stable)}"),
+        ("candidate", f"{s.candidate.revision}: {replicas_text(t.prepared, s.candidate)}"),
     ]
     if s.gate:
         res = st.gates.get(s.label)
@@ -86,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
         what = "cleanup (remove the old generation)" if nx.kind == "cleanup" else (
             f"step {nx.index}: candidate {nx.candidate.weight}%")
         if s.pause_seconds:
-            what += f", after a bake time of {_duration(s.pause_seconds)}"
+            what += f", after a bake time of {duration_text(s.pause_seconds)}"
         if s.gate:
             what += f", once gate {s.gate} passes"
         rows.append(("next", what))

@@ -143,12 +143,12 @@ def _subject(t: Target, what: str) -> str:
 
 
 def _describe(t: Target, state: PlanStep) -> str:
-    from dgdgen.planreport import _reps
+    from dgdgen.planreport import replicas_text
 
     p = t.prepared
     lines = [f"traffic: {_weights(state)}"]
     for role, gen in (("stable", state.stable), ("candidate", state.candidate)):
-        lines.append(f"{role} {gen.revision}: {_reps(p, gen)}")
+        lines.append(f"{role} {gen.revision}: {replicas_text(p, gen)}")
     return "\n".join(lines) + "\n"
 
 

@@ -18,7 +18,7 @@ from dgdgen.gitops.target import Target
 def explain(t: Target) -> tuple[str, str, bool]:
     """The paragraph, the command that moves the rollout on, and whether it is blocked (it
     waits for something other than that command being run)."""
-    from dgdgen.planreport import _duration
+    from dgdgen.planreport import duration_text
 
     st = status(t)
     s = st.state
@@ -73,7 +73,7 @@ def explain(t: Target) -> tuple[str, str, bool]:
     nxt = st.next_state
     assert nxt is not None
     passed = f"; the gate {s.gate} passed" if s.gate else ""
-    bake = (f" after the step's bake time of {_duration(s.pause_seconds)} (the workflow waits "
+    bake = (f" after the step's bake time of {duration_text(s.pause_seconds)} (the workflow waits "
             "it out; by hand it is yours to keep)") if s.pause_seconds else ""
     if nxt.kind == "cleanup":
         return ((f"{where}{passed}. Nothing holds it: the next move removes the old generation"
@@ -85,7 +85,7 @@ def explain(t: Target) -> tuple[str, str, bool]:
 def _counted(t: Target, index: int) -> str:
     """What the step's metrics gate counts before it can pass ('' for a gate a person judges)."""
     from dgdgen.analysis.gates import step_gate
-    from dgdgen.planreport import _duration
+    from dgdgen.planreport import duration_text
 
     if not t.prepared.loaded.spec.spec.analysis.enabled:
         return ""
@@ -95,7 +95,7 @@ def _counted(t: Target, index: int) -> str:
     text = f" (its analysis measures {', '.join(sg.metrics)}"
     if "requests" in sg.metrics:
         text += (f" and is Inconclusive below {sg.min_requests} requests per generation in the "
-                 f"{_duration(sg.window_seconds)} window")
+                 f"{duration_text(sg.window_seconds)} window")
         if sg.min_bake_seconds:
-            text += f", about {_duration(sg.min_bake_seconds)} at the expected rate"
+            text += f", about {duration_text(sg.min_bake_seconds)} at the expected rate"
     return text + ")"

@@ -61,7 +61,7 @@ from dgdgen.picture import (
     value_axis,
 )
 from dgdgen.pipeline import prepare
-from dgdgen.planreport import generation_names
+from dgdgen.planpicture import generation_names
 from dgdgen.prepared import Prepared
 from dgdgen.rehearse.cluster import ApplyError
 from dgdgen.rehearse.load import Load, Record

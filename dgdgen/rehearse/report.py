@@ -341,7 +341,7 @@ class Chart:
     time_scale: float
     stable: str
     candidate: str
-    names: dict[str, str]  # stable | candidate → the legend's name (planreport.generation_names)
+    names: dict[str, str]  # stable | candidate → the legend's name (planpicture.generation_names)
     states: list[ChartState]
     observed: list[tuple[float, float]]  # (t, candidate % of the requests served around t)
     ttft: dict[str, list[list[tuple[float, float]]]]  # revision → runs of (t, p95 seconds)
@@ -356,7 +356,7 @@ def worker_counts(prepared: Prepared, replicas: dict[str, dict[str, int]]) -> di
 
 
 def chart_of(out: Outcome) -> Chart:
-    from dgdgen.planreport import generation_names
+    from dgdgen.planpicture import generation_names
 
     plan = out.prepared.plan
     states = [ChartState(
