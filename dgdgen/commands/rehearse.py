@@ -253,7 +253,7 @@ def _run_in_place(args: argparse.Namespace, workdir: Path, keep: bool,
     """The operator's in-place roll, alone or side by side with the gated rollout."""
     import shutil
 
-    from dgdgen.rehearse import inplace, sidebyside
+    from dgdgen.rehearse import inplace, inplace_report, sidebyside
 
     report = Path(args.report)
     try:
@@ -275,14 +275,14 @@ def _run_in_place(args: argparse.Namespace, workdir: Path, keep: bool,
                 candidate_slowdown=args.candidate_slowdown or 1.0,
                 worker_namespaces=args.worker_namespaces, pod_startup=args.pod_startup,
                 workdir=workdir), say).run()
-        data = inplace.write_report(out, report)
+        data = inplace_report.write_report(out, report)
     finally:
         if not keep:
             shutil.rmtree(workdir, ignore_errors=True)
     print(f"in-place rehearsal {data['result']}: {data['requests']} requests, {data['failed']} "
           f"failed, {data['truncated']} truncated, the candidate served "
           f"{data['candidateServed']}, {data['wallSeconds']} s")
-    for line in inplace.summary_lines(data):
+    for line in inplace_report.summary_lines(data):
         print(line)
     print(f"report: {report / 'report.md'}")
     return int(out.exit_code)

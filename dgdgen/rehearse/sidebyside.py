@@ -23,7 +23,7 @@ from typing import Any
 
 from dgdgen import yamlio
 from dgdgen.pipeline import prepare
-from dgdgen.rehearse import inplace
+from dgdgen.rehearse import inplace, inplace_report
 from dgdgen.rehearse.load import Record
 
 # An in-place spec rehearsed as a gated rollout: a separate DGD, moved in these steps, each but
@@ -108,8 +108,8 @@ def _gated_row(out: Any, data: dict[str, Any], candidate: str) -> dict[str, Any]
                       if failing is not None and back is not None else "not stopped (promoted)"),
         "secondsToRollback": (round(stop - first, 1)
                               if stop is not None and first is not None else None),
-        "worstTtftP95Seconds": _r(inplace.worst_p95(records, lambda r: r.outcome.ttft)),
-        "worstItlP95Seconds": _r(inplace.worst_p95(records, inplace.itl)),
+        "worstTtftP95Seconds": _r(inplace_report.worst_p95(records, lambda r: r.outcome.ttft)),
+        "worstItlP95Seconds": _r(inplace_report.worst_p95(records, inplace_report.itl)),
         "requests": len(records),
         "failed": data["failed"],
         "truncated": data["truncated"],
@@ -119,7 +119,7 @@ def _gated_row(out: Any, data: dict[str, Any], candidate: str) -> dict[str, Any]
 
 def _inplace_row(out: inplace.InPlaceOutcome, data: dict[str, Any],
                  candidate: str) -> dict[str, Any]:
-    served = [r for r in out.records if inplace.served_config(out, r) == "candidate"]
+    served = [r for r in out.records if inplace_report.served_config(out, r) == "candidate"]
     first = served[0].start if served else None
     exposed = [r for r in out.records if first is not None and r.start >= first]
     peak = max((s["observedCandidatePercent"] or 0.0 for s in data["segments"]
@@ -165,7 +165,7 @@ def run(opts: SideBySideOptions, say: Callable[[str], None]) -> dict[str, Any]:
             spec=opts.spec, rate=opts.rate, candidate_slowdown=slow,
             worker_namespaces=opts.worker_namespaces, pod_startup=opts.pod_startup,
             workdir=opts.workdir / f"ip-{candidate[0]}"), say).run()
-        rows.append(_inplace_row(ip, inplace.write_report(ip, opts.report / name), candidate)
+        rows.append(_inplace_row(ip, inplace_report.write_report(ip, opts.report / name), candidate)
                     | {"report": f"{name}/report.md"})
         name = f"gated-{candidate}"
         say(f"== {name}")

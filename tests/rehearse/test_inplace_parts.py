@@ -20,12 +20,9 @@ from dgdgen.rehearse.inplace import (
     component_budget,
     edited_dgd,
     parse_budget,
-    to_json,
-    to_markdown,
-    to_svg,
     worker_hash,
-    worst_p95,
 )
+from dgdgen.rehearse.inplace_report import to_json, to_markdown, to_svg, worst_p95
 from dgdgen.rehearse.load import Record
 from dgdgen.runtime.client import Outcome
 
@@ -208,7 +205,7 @@ def test_side_by_side_hands_the_experiment_samples_to_the_gated_runs(
     """The wiring only (the runs themselves need the Dynamo runtime: tests/rehearse/
     test_inplace.py and test_experiment_steps.py): the gated runs of --side-by-side decide an
     experiment step on the samples given, as a plain rehearsal does."""
-    from dgdgen.rehearse import inplace, run, sidebyside
+    from dgdgen.rehearse import inplace, inplace_report, run, sidebyside
 
     class Stop(Exception):
         pass
@@ -230,7 +227,7 @@ def test_side_by_side_hands_the_experiment_samples_to_the_gated_runs(
             raise Stop
 
     monkeypatch.setattr(inplace, "InPlaceRehearsal", InPlace)
-    monkeypatch.setattr(inplace, "write_report", lambda out, dest: {})
+    monkeypatch.setattr(inplace_report, "write_report", lambda out, dest: {})
     monkeypatch.setattr(sidebyside, "_inplace_row", lambda out, data, candidate: {})
     monkeypatch.setattr(run, "Rehearsal", Gated)
     samples = tmp_path / "samples.csv"

@@ -176,7 +176,7 @@ def test_failed_requests_are_listed_with_their_state() -> None:
 
 def test_summary_lines_read_as_text_not_python_dicts() -> None:
     """The rehearse summary names each generation with its share; no Python dict reaches it."""
-    from dgdgen.rehearse import inplace
+    from dgdgen.rehearse import inplace_report
     from dgdgen.rehearse.report import summary_lines
 
     lines = summary_lines({"states": [{
@@ -185,7 +185,7 @@ def test_summary_lines_read_as_text_not_python_dicts() -> None:
         "failed": 0, "truncated": 0, "gate": "slo", "verdict": "Successful"}], "failures": []})
     assert lines == [("  step-01   planned bs16 75 % / bs32 25 %, observed bs16 74.12 % / "
                       "bs32 25.88 % (±0.88) requests 40 failed 0 truncated 0 gate slo: Successful")]
-    lines = inplace.summary_lines({"served": {"stable": 30, "candidate": 10}, "segments": [{
+    lines = inplace_report.summary_lines({"served": {"stable": 30, "candidate": 10}, "segments": [{
         "start": 0.0, "end": 12.5, "workers": {"stable": 2, "candidate": 1},
         "expectedCandidatePercent": 33.3, "observedCandidatePercent": 25.0, "requests": 40}]})
     assert not any("{" in line or "'" in line for line in lines), lines

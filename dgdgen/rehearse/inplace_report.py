@@ -1,0 +1,394 @@
+"""What an in-place rehearsal observed, and its report: which configuration served each request
+(from the worker that answered), the segments of one serving configuration and their worst p95
+latencies, and ``report.json`` / ``report.md`` / ``report.svg`` (:func:`write_report`).
+:mod:`dgdgen.rehearse.inplace` plays the roll; this module only reads its outcome."""
+
+from __future__ import annotations
+
+import json
+import math
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dgdgen.dgd import Role
+from dgdgen.picture import (
+    FONT_FAMILY,
+    GRID,
+    INK,
+    MUTED,
+    generation_colours,
+    legend_row,
+    nice_ticks,
+    sub,
+    text_width,
+    time_axis,
+    value_axis,
+)
+from dgdgen.planpicture import generation_names
+from dgdgen.rehearse.inplace import InPlaceOutcome
+from dgdgen.rehearse.load import Record
+from dgdgen.rehearse.report import WIDTH, split_text
+
+
+def served_config(out: InPlaceOutcome, rec: Record) -> str:
+    """The configuration whose worker served a request ("" when the frontend named none, e.g. a
+    failed request; "mixed" when prefill and decode were of different configurations)."""
+    d = out.configs.get(rec.outcome.decode_worker, "")
+    pf = out.configs.get(rec.outcome.prefill_worker, "") if rec.outcome.prefill_worker else d
+    if d and pf and d != pf:
+        return "mixed"
+    return d
+
+
+def serving_role(out: InPlaceOutcome) -> Role:
+    roles = {c.role for c in out.prepared.stable.dgd.components.values() if c.role.is_worker}
+    return Role.DECODE if Role.DECODE in roles else Role.AGGREGATED
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A stretch of the roll with a constant set of available workers."""
+
+    start: float
+    end: float
+    workers: dict[str, int]  # config → available workers of the serving role
+    expected: float  # the candidate's share of those workers, %
+    requests: int
+    candidate: int
+    observed: float | None  # % of the requests attributed, None without any
+
+
+def segments(out: InPlaceOutcome, *, settle: float = 0.5) -> list[Segment]:
+    """Per stretch between two pod changes: the candidate's share of the serving role's available
+    workers, and the share of the requests that started in it (from ``settle`` seconds after the
+    change: the frontend's discovery follows a removal within milliseconds) its workers served."""
+    role = serving_role(out)
+    comps = {n for n, c in out.prepared.stable.dgd.components.items() if c.role is role}
+    rows = []
+    snaps = out.snapshots
+    for i, snap in enumerate(snaps):
+        end = snaps[i + 1].t if i + 1 < len(snaps) else out.duration
+        counts = {cfg: sum(n for c, n in m.items() if c in comps)
+                  for cfg, m in snap.workers.items()}
+        total = sum(counts.values())
+        expected = 100.0 * counts.get("candidate", 0) / total if total else 0.0
+        recs = [r for r in out.records if snap.t + settle <= r.start < end]
+        served = [served_config(out, r) for r in recs]
+        attributed = [s for s in served if s]
+        cand = sum(1 for s in attributed if s == "candidate")
+        rows.append(Segment(snap.t, end, counts, expected, len(recs), cand,
+                            100.0 * cand / len(attributed) if attributed else None))
+    return rows
+
+
+def itl(rec: Record) -> float | None:
+    """A stream's mean inter-token latency as its client saw it."""
+    o = rec.outcome
+    if not o.stream or o.ttft is None or o.tokens < 2:
+        return None
+    return (o.duration - o.ttft) / (o.tokens - 1)
+
+
+def p95(values: list[float]) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, math.ceil(0.95 * len(ordered)) - 1)]
+
+
+def worst_p95(records: list[Record], metric: Callable[[Record], float | None], *,
+              window: float = 5.0, minimum: int = 10) -> float | None:
+    """The worst p95 over consecutive ``window``-second stretches of request starts (stretches
+    with fewer than ``minimum`` values are merged into the next)."""
+    worst: float | None = None
+    bucket: list[float] = []
+    edge = None
+    for r in sorted(records, key=lambda r: r.start):
+        if edge is None:
+            edge = r.start + window
+        if r.start >= edge and len(bucket) >= minimum:
+            v = p95(bucket)
+            worst = v if worst is None or (v is not None and v > worst) else worst
+            bucket, edge = [], r.start + window
+        m = metric(r)
+        if m is not None:
+            bucket.append(m)
+    if len(bucket) >= minimum or (worst is None and bucket):
+        v = p95(bucket)
+        worst = v if worst is None or (v is not None and v > worst) else worst
+    return worst
+
+
+def to_json(out: InPlaceOutcome) -> dict[str, Any]:
+    recs = out.records
+    served: dict[str, int] = {}
+    for r in recs:
+        s = served_config(out, r) or "unattributed"
+        served[s] = served.get(s, 0) + 1
+    segs = segments(out)
+    return {
+        "spec": str(out.options.spec),
+        "strategy": "in-place (the operator's roll, ungated)",
+        "result": out.result,
+        "exitCode": out.exit_code,
+        "workerNamespaces": out.options.worker_namespaces,
+        "namespaces": out.namespaces,
+        "frontend": out.frontend_mode,
+        "frontendRolled": out.frontend_rolled,
+        "revisions": {"stable": out.stable_revision, "candidate": out.candidate_revision},
+        "requestRate": out.options.rate,
+        "candidateSlowdown": out.options.candidate_slowdown,
+        "podStartupSeconds": out.options.pod_startup,
+        "budgets": {n: {"replicas": b.replicas, "maxSurge": b.max_surge,
+                        "maxUnavailable": b.max_unavailable, "source": b.source}
+                    for n, b in out.budgets.items()},
+        "servingRole": serving_role(out).value,
+        "editAt": round(out.edit_at, 2),
+        "rolledAt": round(out.rolled_at, 2),
+        "rollSeconds": round(out.rolled_at - out.edit_at, 1),
+        "wallSeconds": round(out.duration, 1),
+        "requests": len(recs),
+        "streams": sum(1 for r in recs if r.outcome.stream),
+        "failed": sum(1 for r in recs if not r.outcome.ok and not r.outcome.truncated),
+        "truncated": sum(1 for r in recs if r.outcome.truncated),
+        "served": dict(sorted(served.items())),
+        "candidateServed": served.get("candidate", 0),
+        "rejectedWorkers": out.rejected,
+        "ttftP95Seconds": {cfg: _round(p95([r.outcome.ttft for r in recs
+                                            if served_config(out, r) == cfg
+                                            and r.outcome.ttft is not None]))
+                           for cfg in ("stable", "candidate")},
+        "worstTtftP95Seconds": _round(worst_p95(recs, lambda r: r.outcome.ttft)),
+        "worstItlP95Seconds": _round(worst_p95(recs, itl)),
+        "segments": [{"start": round(s.start, 2), "end": round(s.end, 2), "workers": s.workers,
+                      "expectedCandidatePercent": round(s.expected, 1),
+                      "requests": s.requests, "candidateServed": s.candidate,
+                      "observedCandidatePercent": None if s.observed is None
+                      else round(s.observed, 1)} for s in segs],
+        "events": [{"t": round(t, 2), "event": e} for t, e in out.events],
+        "failures": [{"t": round(r.start, 2), "servedBy": served_config(out, r),
+                      "stream": r.outcome.stream, "status": r.outcome.status,
+                      "truncated": r.outcome.truncated, "error": r.outcome.error}
+                     for r in recs if not r.outcome.ok][:50],
+    }
+
+
+def _round(v: float | None) -> float | None:
+    return None if v is None else round(v, 4)
+
+
+def to_markdown(out: InPlaceOutcome, data: dict[str, Any]) -> str:
+    from dgdgen.runtime import DYNAMO_VERSION
+
+    hashed = out.options.worker_namespaces == "hashed"
+    how = (f"every worker pod with `DYN_NAMESPACE_WORKER_SUFFIX`: the stable's workers in "
+           f"`{out.namespaces['stable']}`, the candidate's in `{out.namespaces['candidate']}`; "
+           f"the frontend selects them with `{out.frontend_mode}`" if hashed else
+           f"old and new workers in ONE Dynamo namespace `{out.namespaces['stable']}`, the "
+           f"frontend with `{out.frontend_mode}`")
+    lines = [
+        f"# In-place rehearsal of `{out.options.spec}`",
+        "",
+        (f"**{out.result}** (exit {out.exit_code}) — {data['requests']} requests "
+         f"({data['streams']} streamed), {data['failed']} failed, {data['truncated']} truncated; "
+         f"the candidate configuration served {data['candidateServed']}; roll "
+         f"{data['rollSeconds']} s, wall {data['wallSeconds']} s."),
+        "",
+        f"The edit applied to the running DGD and rolled the way the Dynamo operator rolls it "
+        f"({'hashed' if hashed else 'shared'} worker namespaces): {how}. No gate, no pause, no "
+        "rollback but another roll. Real Dynamo "
+        f"{DYNAMO_VERSION} frontend and mocker workers; the load "
+        f"({out.options.rate:g} requests/s) goes at the frontend Service; each request names the "
+        "worker that served it (`nvext.extra_fields: [\"worker_id\"]`), each worker's id is read "
+        "from its own metrics."
+        + (f" Candidate slowed down {out.options.candidate_slowdown:g}×."
+           if out.options.candidate_slowdown != 1 else "")
+        + f" A new worker pod's process starts {out.options.pod_startup:g} s after the pod is "
+        "created (image pull and model load).",
+        "",
+        "| component | replicas | maxSurge | maxUnavailable | from |",
+        "| --- | ---: | ---: | ---: | --- |",
+        *[f"| {n} | {b['replicas']} | {b['maxSurge']} | {b['maxUnavailable']} | {b['source']} |"
+          for n, b in data["budgets"].items()],
+        "",
+        "Served by configuration: "
+        + ", ".join(f"{k} {v}" for k, v in data["served"].items())
+        + f". TTFT p95: stable {_fmt(data['ttftP95Seconds']['stable'])} s, candidate "
+        f"{_fmt(data['ttftP95Seconds']['candidate'])} s; worst p95 over 5 s stretches: TTFT "
+        f"{_fmt(data['worstTtftP95Seconds'])} s, ITL {_fmt(data['worstItlP95Seconds'])} s.",
+        "",
+    ]
+    if data["rejectedWorkers"]:
+        lines += [(f"Ready by their own `/health` (a Kubernetes readiness probe passes) but not "
+                   f"listed by the frontend's `/v1/models/{{model}}/ready`: "
+                   f"{', '.join(data['rejectedWorkers'])}."), ""]
+    if data["served"].get("mixed"):
+        lines += [(f"**{data['served']['mixed']} requests were prefilled by a worker of one "
+                   "configuration and decoded by a worker of the other** (the frontend's answer "
+                   "names both workers)."), ""]
+    if data["served"].get("unattributed"):
+        lines += [(f"{data['served']['unattributed']} requests name no worker (they failed "
+                   "before one was chosen)."), ""]
+    lines += [
+        f"## Share of each configuration over the roll ({data['servingRole']} workers)",
+        "",
+        ("| from (s) | to (s) | available workers (stable/candidate) | candidate share of "
+         "workers % | requests | candidate served | observed candidate % |"),
+        "| ---: | ---: | --- | ---: | ---: | ---: | ---: |",
+    ]
+    for s in data["segments"]:
+        if s["end"] - s["start"] < 0.01 and not s["requests"]:
+            continue  # two pod changes in the same instant: the JSON keeps the stretch
+        w = s["workers"]
+        obs = "—" if s["observedCandidatePercent"] is None else f"{s['observedCandidatePercent']}"
+        lines.append(f"| {s['start']} | {s['end']} | {w.get('stable', 0)}/{w.get('candidate', 0)}"
+                     f" | {s['expectedCandidatePercent']} | {s['requests']} | "
+                     f"{s['candidateServed']} | {obs} |")
+    lines += ["", "![chart](chart.svg)", "", "## Events", "", "| t (s) | event |", "| ---: | --- |",
+              *[f"| {e['t']} | {e['event']} |" for e in data["events"]], ""]
+    if data["failures"]:
+        lines += ["## Failed requests", "", "| start (s) | served by | what the client saw |",
+                  "| ---: | --- | --- |"]
+        for f in data["failures"]:
+            what = "truncated stream" if f["truncated"] else f"HTTP {f['status']}"
+            if f["error"]:
+                what += f": {f['error']}"
+            lines.append(f"| {f['t']} | {f['servedBy'] or '—'} | {what} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _fmt(v: float | None) -> str:
+    return "—" if v is None else f"{v:.3f}"
+
+
+def to_svg(out: InPlaceOutcome, data: dict[str, Any]) -> str:
+    """Two panels on one time axis: the candidate configuration's share of the workers (what
+    the operator's roll makes available, expected) and of the requests served (observed), and
+    the available workers of each configuration; the edit and the end of the roll marked and
+    named above the share. Each panel has its value axis (the top labelled) and the time axis."""
+    width, left, right, h = 900, 70, 20, 160
+    plot_right = width - right
+    total = max(out.duration, 1.0)
+
+    def x(t: float) -> float:
+        return left + (plot_right - left) * max(0.0, min(t, total)) / total
+
+    def path(pts: list[tuple[float, float]], y1: float, scale: float) -> str:
+        return " ".join(f"{'M' if i == 0 else 'L'}{x(t):.1f},{y1 - h * v / scale:.1f}"
+                        for i, (t, v) in enumerate(pts))
+
+    svg = ET.Element("svg", {"xmlns": "http://www.w3.org/2000/svg", "width": str(width),
+                             "height": "0", "viewBox": "", "font-family": FONT_FAMILY})
+    ET.SubElement(svg, "title").text = f"dgdgen rehearse (in place): {out.options.spec}"
+    background = sub(svg, "rect", x=0, y=0, width=width, height=0, fill="#ffffff")
+    names = generation_names(out.prepared)
+    colour = generation_colours(out.stable_revision, out.candidate_revision)
+    sub(svg, "text", f"In-place rehearsal of {out.options.spec}: {names['stable']} → "
+        f"{names['candidate']}", x=12, y=18, font_size=13, font_weight="bold", fill=INK,
+        class_="title")
+    ticks = [t for t in nice_ticks(total, 8) if t <= total + 1e-9]
+    time_name = "seconds since the rehearsal started"
+    marks = [(out.edit_at, "edit applied", "edit"), (out.rolled_at, "roll done", "rolled")]
+
+    def panel(title: str, name: str, top: float, band: float) -> tuple[ET.Element, float, float]:
+        g = sub(svg, "g", class_="panel", data_title=name)
+        sub(g, "text", title, x=left, y=top + 12, font_size=12, fill=INK, class_="panel-title")
+        y0 = top + 20 + band
+        y1 = y0 + h
+        sub(g, "rect", x=left, y=y0, width=plot_right - left, height=h, fill="none",
+            stroke=GRID)
+        for t, _, cls in marks:
+            sub(g, "line", class_=cls, x1=f"{x(t):.1f}", y1=y0, x2=f"{x(t):.1f}", y2=y1,
+                stroke=MUTED, stroke_dasharray="2 2")
+        time_axis(g, x, ticks, y1, left, plot_right, time_name)
+        return g, y0, y1
+
+    # panel 1: the candidate's share of the workers (expected) and of the requests (observed);
+    # the edit and the end of the roll named above it, each in the first row that has room
+    g, y0, y1 = panel("candidate configuration: share of the workers (expected) and of the "
+                      "requests served (observed)", "candidate share (%)", 30.0, 26)
+    ends = [float("-inf")] * 2
+    for t, label, cls in marks:
+        mx = x(t) + 3
+        row = next((i for i, e in enumerate(ends) if mx >= e + 6), 1)
+        ends[row] = mx + text_width(label, 9)
+        sub(g, "text", label, x=f"{mx:.1f}", y=f"{y0 - 16 + 11 * row:.1f}", font_size=9,
+            fill=MUTED, class_=f"mark-label {cls}")
+    expected = []
+    for s in data["segments"]:
+        expected += [(s["start"], s["expectedCandidatePercent"]),
+                     (s["end"], s["expectedCandidatePercent"])]
+    if expected:
+        sub(g, "path", d=path(expected, y1, 100), fill="none", stroke="#8c8c8c",
+            stroke_width=2, stroke_dasharray="5 3", class_="expected")
+    bucket = max(1.0, out.duration / 90)
+    counts: dict[int, list[int]] = {}
+    for r in out.records:
+        cfg = served_config(out, r)
+        if not cfg:
+            continue
+        b = counts.setdefault(int(r.start // bucket), [0, 0])
+        b[0] += 1
+        b[1] += cfg == "candidate"
+    pts = [((k + 0.5) * bucket, 100.0 * c / n) for k, (n, c) in sorted(counts.items()) if n]
+    if pts:
+        sub(g, "path", d=path(pts, y1, 100), fill="none", stroke=INK, stroke_width=1.2,
+            class_="observed")
+    value_axis(g, [(y1 - h * v / 100, f"{v} %") for v in (0, 25, 50, 75, 100)], left, y0, y1,
+               "share %")
+    # panel 2: available workers per configuration
+    peak = max([1] + [sum(s.workers.get(c, {}).values()) for s in out.snapshots
+                      for c in ("stable", "candidate")])
+    scale = nice_ticks(peak, min(peak, 4))
+    g, y0, y1 = panel("available workers per configuration (all worker components)", "workers",
+                      y1 + 44, 0)
+    for cfg in ("stable", "candidate"):
+        wpts: list[tuple[float, float]] = []
+        for i, snap in enumerate(out.snapshots):
+            end = out.snapshots[i + 1].t if i + 1 < len(out.snapshots) else out.duration
+            n = sum(snap.workers.get(cfg, {}).values())
+            wpts += [(snap.t, n), (end, n)]
+        if wpts:
+            sub(g, "path", d=path(wpts, y1, scale[-1]), fill="none", stroke=colour[cfg],
+                stroke_width=WIDTH[cfg], class_="workers", data_config=cfg)
+    value_axis(g, [(y1 - h * v / scale[-1], f"{v:g}") for v in scale], left, y0, y1, "workers")
+    legend = sub(svg, "g", class_="legend")
+    items: list[tuple[dict[str, object], str]] = [
+        ({"stroke": colour[cfg], "stroke-width": WIDTH[cfg]}, f"{names[cfg]} configuration")
+        for cfg in ("stable", "candidate")]
+    items += [({"stroke": "#8c8c8c", "stroke-width": "2", "stroke-dasharray": "5 3"},
+               "expected: candidate share of the workers"),
+              ({"stroke": INK, "stroke-width": "1.2"}, "observed: candidate share of requests"),
+              ({"stroke": MUTED, "stroke-dasharray": "2 2"},
+               "dotted: the spec's edit applied, the last old pod gone")]
+    y = legend_row(legend, items, left, y1 + 48, plot_right)
+    height = int(y + 12)
+    svg.set("height", str(height))
+    svg.set("viewBox", f"0 0 {width} {height}")
+    background.set("height", str(height))
+    ET.indent(svg)
+    return ET.tostring(svg, encoding="unicode") + "\n"
+
+
+def write_report(out: InPlaceOutcome, dest: Path) -> dict[str, Any]:
+    data = to_json(out)
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / "report.json").write_text(json.dumps(data, indent=2) + "\n")
+    (dest / "report.md").write_text(to_markdown(out, data))
+    (dest / "chart.svg").write_text(to_svg(out, data))
+    return data
+
+
+def summary_lines(data: dict[str, Any]) -> list[str]:
+    out = ["  served: " + ", ".join(f"{k} {v}" for k, v in data["served"].items())]
+    for s in data["segments"]:
+        obs = s["observedCandidatePercent"]
+        workers = split_text(s["workers"], unit="")
+        out.append(f"  {s['start']:>7.1f}–{s['end']:<7.1f} s workers {workers}, candidate "
+                   f"{s['expectedCandidatePercent']} % of workers, "
+                   f"{'—' if obs is None else obs} % of {s['requests']} requests")
+    return out
