@@ -32,6 +32,10 @@ Model (docs/planning.md explains it with examples):
   replicas can carry the share it gets back, and otherwise grows the stable only as far as the
   surge budget allows; a rollback the budget cannot hold is refused. Cleanup removes the stable
   once the candidate carries 100 %.
+
+Why one module: the planner is one pure function; the forward steps, the rollback path, the
+drains and the surge-budget checks all read and write the same per-state replica arithmetic and
+keep the invariants above together. Apart, each part would import the others' private helpers.
 """
 
 from __future__ import annotations

@@ -14,6 +14,11 @@ Categories (docs/checker.md, "What is compared"):
 * ``runtime-version`` — a worker or frontend image changes: the frontend↔worker protocol may
   change.
 * ``safe`` — anything else (replicas, resources, capacity-only flags, unrelated env).
+
+Why one module: the per-category comparisons are one table-driven pass over the components'
+facts, and the verdict, its risk grade and the recommendation are read off that one result;
+the facts it compares come from :mod:`dgdgen.check.facts`, the flag tables from
+:mod:`dgdgen.check.flags`.
 """
 
 from __future__ import annotations

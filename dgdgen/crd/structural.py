@@ -5,6 +5,11 @@ pkg/apiserver/schema): defaults are applied first, then the OpenAPI value valida
 ``x-kubernetes-validations`` CEL rules. Where the API server would *silently prune* a field that
 the schema does not declare, we report an error instead: a rendered manifest that loses fields
 on apply is a defect (kubectl's ``--validate=strict`` reports them the same way).
+
+Why one module: it is one recursive walk, as the API server's is — defaulting, the value
+validations of each keyword and the CEL rules apply at each node in that order and share the
+walk's path and budget; the CEL evaluation itself lives in :mod:`dgdgen.crd.celcpp` and
+:mod:`dgdgen.crd.cel`.
 """
 
 from __future__ import annotations

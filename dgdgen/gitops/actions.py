@@ -12,6 +12,11 @@ Every action that writes runs in a writing session (:mod:`dgdgen.gitops.transact
 3. it re-renders and commits only that directory, with a clear message — the commit first, the
    work tree after it;
 4. optionally it pushes (a push the remote rejects takes the commit back).
+
+Why one module: every action below is the same writing session with its own few lines —
+the refusals (held, dirty, gate not passed), the commit subject and body, and the hand-off to
+:mod:`dgdgen.gitops.transaction` are shared; the index, the tree and the transaction live in
+their own modules.
 """
 
 from __future__ import annotations

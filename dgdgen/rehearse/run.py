@@ -1,4 +1,10 @@
-"""The rehearsal loop: commit a state through the GitOps commands, apply it, bake, gate, move."""
+"""The rehearsal loop: commit a state through the GitOps commands, apply it, bake, gate, move.
+
+Why one module: :class:`Rehearsal` is one loop over the plan's states (commit through the
+GitOps commands, apply, bake, gate, move or roll back) whose phases share the running processes,
+the load and the sampler; the parts it drives (cluster, load, proxy, Prometheus, report) are
+modules of their own.
+"""
 
 from __future__ import annotations
 
