@@ -17,12 +17,20 @@ that it reports what is not committed: a directory that records another step tha
 that was interrupted (which the next writing command finishes or discards), files that differ
 from a fresh render (hand edits, a stale render) and uncommitted changes. It only reads.
 
+With --live FILE (the DGDs as the cluster returns them: `kubectl get dgd -n NAMESPACE -o yaml >
+FILE`) it also shows the health Argo CD gives each generation's DGD — the health check dgdgen
+ships for Argo CD, run on them: Healthy, Progressing (rolling, `updating`, waiting for capacity)
+or Degraded (failed, or `insufficient_capacity` for more than 10 minutes), with the operator's
+reason; a DGD the recorded step has and the file lacks is Missing.
+
 Exit 0; 1 when the directory drifted from the recorded step (as `render --check`); 2 when the
 directory does not exist (a mistyped --into is not a rollout at its baseline).
 
 examples:
   dgdgen status rollout.yaml --into deploy/qwen
   dgdgen status rollout.yaml --into deploy/qwen --format json
+  kubectl get dgd -n inference -o yaml > live.yaml
+  dgdgen status rollout.yaml --into deploy/qwen --live live.yaml
 """
 
 
@@ -30,6 +38,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     _gitops.add_target(p, push=False)
     p.add_argument("--format", choices=("text", "json"), default="text",
                    help="text: aligned lines for a person; json: the same as data (default: text)")
+    p.add_argument("--live", metavar="FILE",
+                   help="the DGDs as the cluster returns them (kubectl get dgd -o yaml): show "
+                   "the Argo CD health of each generation's DGD (needs lupa: "
+                   "pip install 'dgdgen[live]')")
 
 
 def _title(label: str, index: int, kind: str) -> str:
@@ -56,8 +68,16 @@ def run(args: argparse.Namespace) -> int:
             f"{where} " + ("--commit" if t.top is not None else "--init"),
         )
     st = status.status(t)
+    healths = None
+    if args.live is not None:
+        from dgdgen.gitops import live
+
+        healths = live.live_health(t.prepared, st.state, live.read_live(args.live))
     if args.format == "json":
-        sys.stdout.write(json.dumps(st.to_json(), indent=2) + "\n")
+        data = st.to_json()
+        if healths is not None:
+            data["live"] = [lh.to_json() for lh in healths]
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
         return 1 if st.drifted else 0
     s = st.state
     n = len(t.prepared.plan.steps) - 1
@@ -100,6 +120,9 @@ def run(args: argparse.Namespace) -> int:
         rows.append(("interrupted", st.pending))
     if st.dirty:
         rows.append(("dirty", ", ".join(st.dirty[:5]) + (" …" if len(st.dirty) > 5 else "")))
+    for lh in healths or ():
+        rows.append((f"live {lh.generation}", f"{lh.name}: {lh.status}: {lh.message}"
+                     + ("" if lh.expected else "  (the recorded step no longer has it)")))
     if st.drifted:
         rows.append(("drifted", ", ".join(st.drifted) + "  (see `dgdgen render --into --check`)"))
     width = max(len(k) for k, _ in rows)
