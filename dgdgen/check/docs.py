@@ -125,7 +125,13 @@ def page(meta: RuleMeta) -> str:
 
 def _strategy_section() -> list[str]:
     from dgdgen.check.flags import RELEASES
-    from dgdgen.check.inplace import grove_default_text, strategies
+    from dgdgen.check.inplace import (
+        GAP_AVOID,
+        GAP_WHEN,
+        RunBy,
+        grove_default_text,
+        strategies,
+    )
 
     def yes(b: bool) -> str:
         return "yes" if b else "no"
@@ -142,6 +148,11 @@ def _strategy_section() -> list[str]:
     lines += [f"| {backing} | {s.name} | {s.replaces} | {s.max_surge} | {s.max_unavailable} | "
               f"{yes(s.together)} | {yes(s.scaling_blocked)} | {yes(s.automatic)} |"
               for backing, s in strategies()]
+    lines += ["", ("A disaggregated graph rolled into hash-suffixed namespaces by a strategy that "
+                   f"does not replace prefill and decode together: {GAP_WHEN}. Deployment-backed: "
+                   f"{GAP_AVOID[RunBy.DEPLOYMENT]}; Grove: {GAP_AVOID[RunBy.GROVE]}; "
+                   f"LeaderWorkerSet: {GAP_AVOID[RunBy.LWS]} (docs/checker.md, \"The "
+                   "disaggregated gap\").")]
     lines += ["", "| release | Grove default without the annotation |", "| --- | --- |"]
     lines += [f"| {r} | {grove_default_text(r)} |" for r in RELEASES]
     lines.append("")

@@ -203,6 +203,17 @@ def parse_grove_strategy(value: str | None, release: str) -> GroveStrategy | Non
     return strategy
 
 
+class Pace(str, enum.Enum):
+    """How a strategy replaces pods, for whoever plays the roll (``dgdgen rehearse``)."""
+
+    SURGE = "surge"  # per component, a Deployment's maxSurge / maxUnavailable
+    RECREATE = "recreate"  # per component, every old pod gone before a new one starts
+    ONE_AT_A_TIME = "one-at-a-time"  # per clique or group: maxUnavailable 1, maxSurge 0
+    COHERENT = "coherent"  # minAvailable of every updated component, taken down together
+    ON_DELETE = "on-delete"  # nothing, until someone deletes pods
+    AS_REPLACED = "as-replaced"  # not the operator's roll: whatever replaces the pods
+
+
 @dataclass(frozen=True)
 class Strategy:
     """What one update strategy does to the worker pods of an in-place roll, as data."""
@@ -216,6 +227,7 @@ class Strategy:
     automatic: bool  # False: nothing is replaced until someone deletes pods
     text: str  # how the pods are replaced and what that does to traffic, for messages
     keeps_ratio: bool = False  # the prefill:decode ratio holds at every step (GREP-393)
+    pace: Pace = Pace.SURGE  # how the pods are replaced, for the rehearsal that plays it
 
 
 def grove_strategy_of(strategy: GroveStrategy, *, single_replicas: bool = False) -> Strategy:
@@ -224,7 +236,7 @@ def grove_strategy_of(strategy: GroveStrategy, *, single_replicas: bool = False)
     if strategy is GroveStrategy.ON_DELETE:
         return Strategy(
             "Grove OnDelete", "nothing, until a pod is deleted; then that pod", "0", "0",
-            together=False, scaling_blocked=False, automatic=False,
+            together=False, scaling_blocked=False, automatic=False, pace=Pace.ON_DELETE,
             text="nothing rolls until you delete pods: the PodCliqueSet takes the new template "
                  "but every running pod keeps the old configuration, so the change is silently "
                  "pending (the DGD does not say so); each pod you delete comes back with the new "
@@ -241,23 +253,23 @@ def grove_strategy_of(strategy: GroveStrategy, *, single_replicas: bool = False)
                  "surge: each step deletes that set before its replacement is ready, so the "
                  f"set's capacity drops to 0 during the step{whole}; replica changes are refused "
                  "until the update ends, and an update can stall (ai-dynamo/grove#873)",
-            keeps_ratio=True)
+            keeps_ratio=True, pace=Pace.COHERENT)
     return Strategy(
         "Grove RollingRecreate", "each clique's pods one at a time, oldest first; the "
         "components independently", "0", "1 per clique",
-        together=False, scaling_blocked=False, automatic=True,
+        together=False, scaling_blocked=False, automatic=True, pace=Pace.ONE_AT_A_TIME,
         text="Grove replaces one pod at a time in each component (maxUnavailable 1, maxSurge 0): "
              "prefill and decode independently, each one pod short while its pod is replaced")
 
 
 LWS_STRATEGY = Strategy(
     "LeaderWorkerSet RollingUpdate", "one group (leader and workers) at a time", "0", "1 group",
-    together=False, scaling_blocked=False, automatic=True,
+    together=False, scaling_blocked=False, automatic=True, pace=Pace.ONE_AT_A_TIME,
     text="one group at a time (LeaderWorkerSet rolling update: maxUnavailable 1, maxSurge 0)")
 
 UNMANAGED_STRATEGY = Strategy(
     "unmanaged", "as the pods are replaced", "?", "?", together=False, scaling_blocked=False,
-    automatic=True, text="as the pods are replaced")
+    automatic=True, text="as the pods are replaced", pace=Pace.AS_REPLACED)
 
 
 def deployment_strategy(workers: list[tuple[str, bool, dict[str, str], str | None]]) -> Strategy:
@@ -267,7 +279,7 @@ def deployment_strategy(workers: list[tuple[str, bool, dict[str, str], str | Non
     if recreate:
         return Strategy(
             "Recreate", "every old pod stops before a new one starts", "0", "100%",
-            together=True, scaling_blocked=False, automatic=True,
+            together=True, scaling_blocked=False, automatic=True, pace=Pace.RECREATE,
             text=f"Recreate ({', '.join(recreate)}): every old pod stops before a new one "
                  "starts, so the model has no worker in between")
     paces = sorted({(ann.get(ANN_MAX_SURGE, DEFAULT_SURGE).strip(),
@@ -320,6 +332,7 @@ class Roll:
     why: str  # why these namespaces, for messages
     strategy: Strategy  # how pods are replaced
     strategy_source: str = ""  # where a Grove strategy came from, for messages
+    disaggregated: bool = False  # prefill and decode workers: a roll can leave a generation half
 
     @property
     def hashed(self) -> bool:
@@ -357,7 +370,7 @@ def roll_of(target: Target, workers: list[tuple[str, bool, dict[str, str], str |
         return Roll(target, run_by, Namespaces.SHARED,
                     f"{name} pins --endpoint {ep}, which overrides the worker's namespace (the "
                     "hash suffix is not applied: ai-dynamo dynamo/vllm/args.py), so old and new "
-                    "workers share one Dynamo namespace", strategy, source)
+                    "workers share one Dynamo namespace", strategy, source, disaggregated)
     if ns is Namespaces.HASHED:
         why = (f"on Dynamo {target.release} the operator rolls {run_by.label} into a new "
                "hash-suffixed Dynamo namespace")
@@ -366,7 +379,7 @@ def roll_of(target: Target, workers: list[tuple[str, bool, dict[str, str], str |
     else:
         why = (f"on Dynamo {target.release} {run_by.label} keep one Dynamo namespace across a "
                f"roll (hash-suffixed only from {HASHED_SINCE[run_by]}, Dynamo #12769)")
-    return Roll(target, run_by, ns, why, strategy, source)
+    return Roll(target, run_by, ns, why, strategy, source, disaggregated)
 
 
 def _strategy(target: Target, run_by: RunBy,
@@ -465,6 +478,54 @@ HASHED_CAVEATS = (
 # A strategy replacing prefill and decode together keeps their ratio (GREP-393).
 TOGETHER_CAVEATS = "the DGD may say `successful` before the roll ends, Dynamo #3567"
 
+# A disaggregated graph rolled into hashed namespaces by a strategy that paces prefill and decode
+# apart. The operator's managed rolling update sizes each worker component's old and new replicas
+# on its own (ai-dynamo/dynamo deploy/operator/internal/controller/dgd_worker_rollout_reconciler.go
+# ``buildRollingUpdateContext`` at 03dfed81c3d05d88bf4ca06d21f021160c7cb97d — not the v1.6.1
+# tag, which the source index does not hold: one loop over the worker components, each with its
+# own maxSurge / maxUnavailable, nothing coupling prefill to decode; the roll completes only when
+# every component is done, ``completedWorkerComponents``). Grove's RollingRecreate updates the
+# standalone cliques concurrently, each one pod at a time (ai-dynamo/grove
+# docs/designs/update-strategy.md), and LeaderWorkerSets roll each set alone. Measured in the
+# in-place rehearsal (docs/rehearse.md, "The disaggregated gap").
+GAP_WHEN = (
+    "prefill and decode are replaced independently, so whichever finishes first leaves the old "
+    "generation with decode workers and no prefill worker (or a new generation is listed with its "
+    "decode workers before its prefill workers), and a request the frontend routes to that "
+    "incomplete generation can get 503, until the other component catches up — for as long as "
+    "the two components finish apart: 0.1–0.4 s in the rehearsal, where both start alike, as "
+    "long as the difference in their pods' start-up on a cluster")
+GAP_AVOID: dict[RunBy, str] = {
+    RunBy.DEPLOYMENT: (
+        "no setting of Deployment-backed workers avoids it (each component's maxSurge / "
+        "maxUnavailable paces that component alone); Grove-backed workers with the Coherent "
+        "update strategy (Dynamo 1.6) replace prefill and decode together"),
+    RunBy.GROVE: (
+        "the Coherent update strategy avoids it (nvidia.com/grove-update-strategy: Coherent, "
+        "Dynamo 1.6): prefill and decode replaced together"),
+    RunBy.LWS: (
+        "no LeaderWorkerSet setting avoids it; Grove-backed workers with the Coherent update "
+        "strategy (Dynamo 1.6) replace prefill and decode together"),
+}
+GAP_AVOID_BEFORE_COHERENT = (
+    "no setting of this release avoids it: the Grove Coherent update strategy, which replaces "
+    "prefill and decode together, needs Dynamo 1.6")
+
+
+def gap_text(roll: Roll) -> str | None:
+    """The disaggregated gap of ``roll``, or None where it cannot arise: not disaggregated, one
+    shared namespace (no generations), prefill and decode replaced together, or nothing rolls."""
+    s = roll.strategy
+    if not (roll.disaggregated and roll.hashed and s.automatic) or s.together:
+        return None
+    avoid = GAP_AVOID.get(roll.run_by)
+    if avoid is None:
+        return None
+    if release_key(roll.target.release) < release_key(COHERENT_SINCE):
+        avoid = GAP_AVOID_BEFORE_COHERENT
+    return f"{GAP_WHEN}; {avoid}"
+
+
 # A new served model name is another model in every release and every namespace layout.
 RENAME = (
     "the new workers serve another model name: requests for the old name lose capacity step by "
@@ -511,6 +572,9 @@ def roll_consequence(category: Category, roll: Roll, *, rename: bool = False,
     caveats = TOGETHER_CAVEATS if roll.strategy.keeps_ratio else HASHED_CAVEATS
     if roll.hashed and not rename:
         parts.append(f"({roll.pace}; {caveats})")
+        gap = gap_text(roll)
+        if gap:
+            parts.append(f"— disaggregated: {gap}")
     elif roll.hashed or roll.strategy_source:
         parts.append(f"({roll.pace})")
     return " ".join(parts)

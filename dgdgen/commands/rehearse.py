@@ -30,9 +30,14 @@ In place: a spec whose isolation is (or resolves to) `in-place`, or any spec wit
 rehearsed as the Dynamo operator rolls an edited DGD: worker generations in hash-suffixed Dynamo
 namespaces ({k8s-ns}-{dgd}-{hash}) or old and new in one namespace, as the spec's Dynamo release
 and worker backing (spec.dynamo) say the operator would (--worker-namespaces overrides), the
-frontend selecting them by prefix, pods replaced per the
-components' maxSurge/maxUnavailable annotations (operator defaults 25%/25%; multinode one at a
-time), no gate and no rollback. The report shows the share of each configuration over the roll.
+frontend selecting them by prefix, pods replaced by the update strategy `dgdgen check` names
+(--workers-run-by and --grove-update-strategy override the spec and the release default):
+Deployment-backed per the components' maxSurge/maxUnavailable annotations (operator defaults
+25%/25%; Recreate; multinode one at a time), Grove RollingRecreate one pod at a time per
+component, Grove Coherent prefill and decode together one unit at a time, Grove OnDelete not at
+all (the report says no pod rolled); no gate and no rollback. The report shows the share of each
+configuration over the roll and, for a disaggregated graph, every window in which no generation
+was complete or an incomplete one received traffic, with the requests that failed in it.
 
 --side-by-side rehearses the change four times — in place and as the gated rollout (the spec's
 isolating mode; separate-dgd when it says in-place), each with a healthy candidate and one slowed
@@ -109,6 +114,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "update) or old and new in one namespace (older releases, Grove before "
                    "1.5.0, DGDs not run by the operator, a worker pinning --endpoint). Default: "
                    "what the spec's spec.dynamo (version, workersRunBy) says the operator does")
+    p.add_argument("--workers-run-by", default=None, metavar="BACKING",
+                   choices=("deployment", "grove", "lws", "unmanaged"),
+                   help="in place: how the operator runs the worker pods (deployment, grove, lws, "
+                   "unmanaged), over the spec's spec.dynamo.workersRunBy; it decides the update "
+                   "strategy played and, without --worker-namespaces, the worker namespaces")
+    p.add_argument("--grove-update-strategy", default=None, metavar="STRATEGY",
+                   choices=("RollingRecreate", "OnDelete", "Coherent"),
+                   help="in place, Grove-backed workers: the update strategy of a DGD without an "
+                   "nvidia.com/grove-update-strategy annotation (the annotation wins): "
+                   "RollingRecreate (one pod at a time per component), OnDelete (nothing rolls), "
+                   "Coherent (prefill and decode replaced together; 1.6+); default: the "
+                   "release's, as `dgdgen check` says")
     p.add_argument("--pod-startup", type=float, default=4.0, metavar="S",
                    help="in place: seconds from a new worker pod's creation to its process start "
                    "(image pull and model load; default 4)")
@@ -145,13 +162,17 @@ def run(args: argparse.Namespace) -> int:
     prepared = prepare(args.spec)  # bad input: exit 2 before anything starts
     in_place = args.in_place or prepared.mode == "in-place"
     samples = _experiment_samples(prepared, args.experiment_samples)
-    if (in_place or args.side_by_side) and args.worker_namespaces is None:
-        from dgdgen.pipeline import in_place_roll
+    if in_place or args.side_by_side:
+        from dgdgen.rehearse.inplace import InPlaceOptions, edited_dgd, roll_for
 
-        roll = in_place_roll(prepared)
-        args.worker_namespaces = "hashed" if roll.hashed else "shared"
-        sys.stderr.write(f"worker namespaces: {args.worker_namespaces} ({roll.why}; "
-                         "--worker-namespaces overrides)\n")
+        # the checker's model, as the rehearsal plays it (bad --grove-update-strategy: exit 2)
+        roll = roll_for(prepared, edited_dgd(prepared), InPlaceOptions(
+            spec=Path(args.spec), workers_run_by=args.workers_run_by,
+            grove_strategy=args.grove_update_strategy))
+        if args.worker_namespaces is None:
+            args.worker_namespaces = "hashed" if roll.hashed else "shared"
+            sys.stderr.write(f"worker namespaces: {args.worker_namespaces} ({roll.why}; "
+                             "--worker-namespaces overrides)\n")
     for name, found in (("haproxy", haproxy_binary()), ("prometheus", prometheus_binary()),
                         ("git", shutil.which("git"))):
         if not found:
@@ -265,6 +286,8 @@ def _run_in_place(args: argparse.Namespace, workdir: Path, keep: bool,
                     min_requests=args.min_requests if isinstance(args.min_requests, int) else None,
                     auto_min_requests=args.min_requests == "auto",
                     worker_namespaces=args.worker_namespaces, pod_startup=args.pod_startup,
+                    workers_run_by=args.workers_run_by,
+                    grove_strategy=args.grove_update_strategy,
                     workdir=workdir, report=report, experiment_samples=samples), say)
                 for line in sidebyside.table_rows(result):
                     print(line)
@@ -274,6 +297,7 @@ def _run_in_place(args: argparse.Namespace, workdir: Path, keep: bool,
                 spec=Path(args.spec), rate=args.rate,
                 candidate_slowdown=args.candidate_slowdown or 1.0,
                 worker_namespaces=args.worker_namespaces, pod_startup=args.pod_startup,
+                workers_run_by=args.workers_run_by, grove_strategy=args.grove_update_strategy,
                 workdir=workdir), say).run()
         data = inplace_report.write_report(out, report)
     finally:

@@ -14,15 +14,40 @@ What is played (Dynamo's operator guide, "Rolling Updates"; ``dynamo/common/util
   managed rolling update, Grove before 1.5.0, DGDs not run by the operator). The frontend keeps
   the first configuration it accepted and ignores workers with another ModelDeploymentCard
   checksum until the last old worker is gone.
-* Pods are replaced the way Kubernetes replaces a Deployment's pods: per component, at most
-  ``replicas + maxSurge`` pods and at least ``replicas - maxUnavailable`` available, from the
-  component's ``nvidia.com/deployment-rolling-update-max-surge`` / ``-max-unavailable``
-  annotations (operator defaults 25 % / 25 %; a percentage of surge rounds up, of unavailability
-  down, as Kubernetes rounds them). A multinode component (Grove) is replaced one pod at a time
-  (maxUnavailable 1, maxSurge 0). A new worker pod counts as available once it is ready by its own
-  ``/health`` (the readiness probe) and, with hashed namespaces, listed by the frontend's
-  ``/v1/models/{model}/ready``; only then may old pods go. Components roll concurrently, as their
-  Deployments do. A frontend whose spec changed is replaced the same way behind its Service.
+* Pods are replaced by the update strategy the checker's one model names for the DGD
+  (:func:`dgdgen.check.context.roll_of_dgd`, :class:`dgdgen.check.inplace.Pace`: the release and
+  worker backing of ``spec.dynamo`` or ``--workers-run-by``, a Grove DGD's
+  ``nvidia.com/grove-update-strategy`` annotation, else ``--grove-update-strategy``, else the
+  release's default for the graph):
+
+  - Deployment-backed (``Pace.SURGE``): the way Kubernetes replaces a Deployment's pods, per
+    component, at most ``replicas + maxSurge`` pods and at least ``replicas - maxUnavailable``
+    available, from the component's ``nvidia.com/deployment-rolling-update-max-surge`` /
+    ``-max-unavailable`` annotations (operator defaults 25 % / 25 %; a percentage of surge rounds
+    up, of unavailability down). Every component is sized on its own, as the operator's managed
+    rolling update sizes each worker component's old and new replicas on its own
+    (ai-dynamo/dynamo ``deploy/operator/internal/controller/dgd_worker_rollout_reconciler.go``
+    ``buildRollingUpdateContext`` at 03dfed81c3d05d88bf4ca06d21f021160c7cb97d, not the v1.6.1
+    tag). ``Pace.RECREATE``: a component annotated ``nvidia.com/deployment-strategy: Recreate``
+    loses every old pod before a new one is created. A multinode component (LeaderWorkerSet) is
+    replaced one pod at a time.
+  - Grove ``RollingRecreate`` and LeaderWorkerSet (``Pace.ONE_AT_A_TIME``): every rolled
+    component one pod at a time (maxUnavailable 1, maxSurge 0), concurrently.
+  - Grove ``Coherent`` (``Pace.COHERENT``, ai-dynamo/grove GREP-393 "Coherent Rolling Updates",
+    docs/proposals/393-coherent-rolling-updates/README.md at
+    0cc5019f5b14cc2227443272f68c542bfa6f821b, "Coherent update flow"): one minimal viable unit
+    at a time — minAvailable (1) old pods of every rolled component are taken down together
+    ("Coherent always replaces in place": no surge), their replacements are created as one gang,
+    and the next step waits until every pod of that gang is available; the last step takes the
+    residual pods. The take-down set's decode pods get SIGTERM first (the kubelets' order is not
+    fixed on a cluster).
+  - Grove ``OnDelete`` (``Pace.ON_DELETE``, GREP-291): nothing is replaced; the rehearsal says so
+    and the old configuration keeps serving.
+
+  A new worker pod counts as available once it is ready by its own ``/health`` (the readiness
+  probe) and, with hashed namespaces, listed by the frontend's ``/v1/models/{model}/ready``; only
+  then may old pods go. Pods created at the same instant start prefill first. A frontend whose
+  spec changed is replaced the same way behind its Service.
 * The load goes at the frontend Service (a round-robin HAProxy over the ready frontend pods, no
   weights, no health checks: a Service is its selector); every request asks the frontend which
   worker served it (``nvext.extra_fields: ["worker_id"]``), and each worker's id is read from its
@@ -34,6 +59,7 @@ What was observed is read and reported by :mod:`dgdgen.rehearse.inplace_report`.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -46,9 +72,11 @@ from pathlib import Path
 from typing import Any
 
 from dgdgen import dgd as dgdmod
+from dgdgen.check.context import roll_of_dgd
 from dgdgen.check.facts import dgd_facts
+from dgdgen.check.inplace import Pace, Roll, RunBy, parse_grove_strategy
 from dgdgen.dgd import Role
-from dgdgen.pipeline import prepare
+from dgdgen.pipeline import prepare, target_of
 from dgdgen.prepared import Prepared
 from dgdgen.rehearse.cluster import ApplyError
 from dgdgen.rehearse.load import Load, Record
@@ -82,6 +110,10 @@ class InPlaceOptions:
     after: float = 6.0  # seconds under load once the roll is done
     workdir: Path | None = None
     stop_grace: float = 60.0
+    # the worker backing and Grove update strategy, over the spec's spec.dynamo (None: the spec's,
+    # and for Grove the DGD's annotation, else the release's default)
+    workers_run_by: str | None = None
+    grove_strategy: str | None = None
 
 
 @dataclass(frozen=True)
@@ -144,6 +176,8 @@ class InPlaceOutcome:
     rolled_at: float  # the last old pod gone
     duration: float
     rejected: list[str]  # worker pods ready by their own /health but never listed by the frontend
+    roll: Roll | None = None  # the checker's model of the roll that was played
+    roles: dict[str, Role] = dataclasses.field(default_factory=dict)  # component → role
     exit_code: int = 0
     result: str = ""
 
@@ -180,6 +214,36 @@ def component_budget(dgd: dgdmod.Dgd, name: str) -> Budget:
     shown = f"maxSurge {surge_v or DEFAULT_MAX_SURGE}, maxUnavailable " \
             f"{unavail_v or DEFAULT_MAX_UNAVAILABLE}"
     return Budget(replicas, surge, unavail, f"{source} ({shown})")
+
+
+def roll_for(prepared: Prepared, edited: dgdmod.Dgd, opts: InPlaceOptions) -> Roll:
+    """The checker's model of the operator's roll of ``edited``: the spec's release and worker
+    backing (``spec.dynamo``), the options over them."""
+    target = target_of(prepared.loaded)
+    if opts.workers_run_by is not None:
+        target = dataclasses.replace(target, run_by=RunBy(opts.workers_run_by))
+    if opts.grove_strategy is not None:
+        target = dataclasses.replace(
+            target, grove_strategy=parse_grove_strategy(opts.grove_strategy, target.release))
+    return roll_of_dgd(target, dgd_facts(edited))
+
+
+def budget_for(roll: Roll, dgd: dgdmod.Dgd, name: str) -> Budget:
+    """How the strategy of ``roll`` replaces the pods of component ``name``."""
+    comp = dgd.components[name]
+    pace, label = roll.strategy.pace, roll.strategy.name
+    if pace is Pace.ONE_AT_A_TIME and roll.run_by is RunBy.GROVE:
+        return Budget(comp.replicas, 0, 1, f"{label}: one pod at a time")
+    if pace is Pace.COHERENT:
+        return Budget(comp.replicas, 0, 1, f"{label}: minAvailable (1) per step, with the other "
+                                           "rolled components, as one gang")
+    if pace is Pace.ON_DELETE:
+        return Budget(comp.replicas, 0, 0, f"{label}: nothing replaced until pods are deleted")
+    ann = dgd.copy().component_annotations(name)
+    if comp.node_count <= 1 and str(ann.get(dgdmod.ANN_STRATEGY, "")).lower() == "recreate":
+        return Budget(comp.replicas, 0, comp.replicas,
+                      f"annotations ({dgdmod.ANN_STRATEGY}: Recreate)")
+    return component_budget(dgd, name)
 
 
 def _spec_without_replicas(dgd: dgdmod.Dgd, name: str) -> dict[str, Any]:
@@ -258,7 +322,9 @@ class InPlaceRehearsal:
         self.model_dir = make_model_dir(workdir / "model")
         self.facts = {"stable": dgd_facts(stable), "candidate": dgd_facts(edited)}
         self.dgds = {"stable": stable, "candidate": edited}
-        budgets = {name: component_budget(edited, name) for name in edited.components}
+        roll = roll_for(prepared, edited, opts)
+        self.roll = roll
+        budgets = {name: budget_for(roll, edited, name) for name in edited.components}
         frontend_names = [n for n, c in edited.components.items() if c.role is Role.FRONTEND]
         fe_changed = {n for n in frontend_names
                       if _spec_without_replicas(stable, n) != _spec_without_replicas(edited, n)}
@@ -271,6 +337,7 @@ class InPlaceRehearsal:
         self.say(f"in-place rehearsal of {opts.spec} in {workdir}: worker namespaces "
                  f"{opts.worker_namespaces} (stable {self.ns['stable']}, candidate "
                  f"{self.ns['candidate']}), {opts.rate:g} requests/s")
+        self.say(f"update strategy: {strategy_line(roll)}")
         proxy = Proxy(workdir)
         load: Load | None = None
         with LocalDynamo(workdir / "dynamo") as rt:
@@ -298,13 +365,22 @@ class InPlaceRehearsal:
                 self._sleep(opts.before)
                 edit_at = self.now()
                 self._snapshot("edit applied")
-                self.event("edit applied in place: the operator rolls "
-                           + ", ".join(f"{n} ({budgets[n].source})" for n in rolled
-                                       + sorted(fe_changed)))
-                self._roll(rolled, fe_changed, budgets, proxy)
-                rolled_at = self.now()
-                self.event("roll done: every old pod replaced")
-                self._snapshot("roll done")
+                pace = roll.strategy.pace
+                if pace is Pace.ON_DELETE:
+                    self.event(f"edit applied in place: {roll.strategy.name} — nothing rolls "
+                               "until pods are deleted: every pod keeps the old configuration")
+                    rolled_at = self.now()
+                else:
+                    self.event(f"edit applied in place: the operator rolls ({roll.strategy.name}) "
+                               + ", ".join(f"{n} ({budgets[n].source})" for n in rolled
+                                           + sorted(fe_changed)))
+                    if pace is Pace.COHERENT:
+                        self._roll_coherent(rolled + sorted(fe_changed), proxy)
+                    else:
+                        self._roll(rolled, fe_changed, budgets, proxy)
+                    rolled_at = self.now()
+                    self.event("roll done: every old pod replaced")
+                    self._snapshot("roll done")
                 self._sleep(opts.after)
                 load.stop()
                 self.say(f"load stopped: {len(load.records)} requests")
@@ -324,9 +400,12 @@ class InPlaceRehearsal:
             budgets={n: budgets[n] for n in rolled + sorted(fe_changed)},
             frontend_rolled=bool(fe_changed), records=records, configs=configs,
             snapshots=list(self.snapshots), events=list(self.events), edit_at=edit_at,
-            rolled_at=rolled_at, duration=self.now(), rejected=list(self.rejected),
+            rolled_at=rolled_at, duration=self.now(), rejected=list(self.rejected), roll=roll,
+            roles={n: c.role for n, c in edited.components.items()},
             exit_code=1 if failed else 0,
-            result="rolled (ungated)" + (" with client failures" if failed else ""),
+            result=("not rolled (OnDelete: no pod replaced, the old configuration serves)"
+                    if roll.strategy.pace is Pace.ON_DELETE else "rolled (ungated)")
+            + (" with client failures" if failed else ""),
         )
 
     # ------------------------------------------------------------------ the roll
@@ -371,6 +450,32 @@ class InPlaceRehearsal:
                 self._service(proxy)
             self._snapshot(f"{first.name} available")
 
+    def _roll_coherent(self, comps: list[str], proxy: Proxy) -> None:
+        """Grove Coherent (GREP-393): one minimal viable unit at a time — take down minAvailable
+        (1) old pods of every rolled component together, create their replacements as one gang,
+        wait until the whole gang is available; the last step takes the residual pods."""
+        olds = {n: [p for p in self._pods(n, "stable") if p.stopped is None] for n in comps}
+        wanted = {n: self.dgds["candidate"].components[n].replicas for n in comps}
+        steps = coherent_steps({n: len(olds[n]) for n in comps}, wanted)
+        made = {n: 0 for n in comps}
+        for i, (down, up) in enumerate(steps):
+            gone = [p for n in comps for p in olds[n][sum(s[0][n] for s in steps[:i]):][:down[n]]]
+            self.event(f"Coherent step {i + 1}/{len(steps)}: take down "
+                       f"{', '.join(p.name for p in gone) or 'nothing'} together; create one "
+                       "gang of " + ", ".join(f"{up[n]} {n}" for n in comps if up[n]))
+            for pod in sorted(gone, key=_take_down_order):
+                self._stop(pod, proxy, snapshot=False)
+            self._snapshot("take-down set terminating")
+            for n in comps:
+                for _ in range(up[n]):
+                    self._create(n, made[n])
+                    made[n] += 1
+            for _ in range(sum(up.values())):
+                first = self._wait_any()
+                if first.role is Role.FRONTEND:
+                    self._service(proxy)
+                self._snapshot(f"{first.name} available")
+
     def _create(self, component: str, index: int) -> None:
         """A new pod of the candidate: scheduled now, its process started ``pod_startup`` seconds
         later (image pull and model load; the mocker itself is ready in about a second)."""
@@ -381,7 +486,9 @@ class InPlaceRehearsal:
         self.event(f"create pod {name}" + (f" (starts in {startup:g} s)" if startup else ""))
 
     def _launch_due(self) -> None:
-        for c in [c for c in self.creating if c.due <= self.now()]:
+        roles = self.dgds["candidate"].components
+        for c in sorted([c for c in self.creating if c.due <= self.now()],
+                        key=lambda c: (c.due, _launch_rank(roles[c.component].role))):
             self.creating.remove(c)
             role = self.dgds["candidate"].components[c.component].role
             if role is Role.FRONTEND:
@@ -427,7 +534,7 @@ class InPlaceRehearsal:
         self.event(f"start worker {label} (Dynamo namespace {self.ns[config]})")
         return pod
 
-    def _stop(self, pod: Pod, proxy: Proxy) -> None:
+    def _stop(self, pod: Pod, proxy: Proxy, *, snapshot: bool = True) -> None:
         pod.stopped = self.now()
         if pod.role is Role.FRONTEND:
             # The Service stops sending to it before it gets SIGTERM (what a preStop delay gives
@@ -437,7 +544,8 @@ class InPlaceRehearsal:
             self._service(proxy)
             time.sleep(FRONTEND_DEREGISTRATION_SECONDS)
         self.event(f"stop {pod.proc.name} (SIGTERM)")
-        self._snapshot(f"{pod.proc.name} terminating")
+        if snapshot:
+            self._snapshot(f"{pod.proc.name} terminating")
         t = threading.Thread(target=self.rt.stop, args=(pod.proc,),
                              kwargs={"grace": self.opts.stop_grace}, daemon=True)
         t.start()
@@ -547,6 +655,44 @@ class InPlaceRehearsal:
         end = self.now() + seconds
         while self.now() < end:
             time.sleep(min(0.2, end - self.now()))
+
+
+def strategy_line(roll: Roll) -> str:
+    """The strategy played, where it came from and what it does, for the progress output."""
+    s = roll.strategy
+    source = f", {roll.strategy_source}" if roll.strategy_source else ""
+    return f"{s.name}{source} ({roll.run_by.label}): {s.text}"
+
+
+def coherent_steps(old: Mapping[str, int],
+                   new: Mapping[str, int]) -> list[tuple[dict[str, int], dict[str, int]]]:
+    """Grove Coherent's steps for the rolled components: (pods taken down, pods created) per
+    component and step. One minimal viable unit — minAvailable (1) pod of every component — per
+    step; pods that cannot fill another whole unit join the last step (GREP-393: "Residual
+    standalone-PCLQ pods that cannot fill a complete MVU are absorbed into the last MPG")."""
+    if not old:
+        return []
+    count = max(1, min(min(old[n], new[n]) for n in old))
+    steps = []
+    for i in range(count):
+        last = i == count - 1
+        down = {n: old[n] - i if last else min(1, old[n] - i) for n in old}
+        up = {n: new[n] - i if last else min(1, new[n] - i) for n in old}
+        steps.append(({n: max(0, v) for n, v in down.items()},
+                      {n: max(0, v) for n, v in up.items()}))
+    return steps
+
+
+def _launch_rank(role: Role) -> int:
+    """Pods due at the same instant start prefill first (a gang's pods start together; which
+    registers first is not fixed on a cluster)."""
+    return {Role.PREFILL: 0, Role.FRONTEND: 2}.get(role, 1)
+
+
+def _take_down_order(pod: Pod) -> int:
+    """A take-down set's SIGTERMs: decode (and aggregated) workers first, then prefill, then
+    frontends — the order that never leaves a listed decode worker without its prefill."""
+    return {Role.PREFILL: 1, Role.FRONTEND: 2}.get(pod.role, 0)
 
 
 def _worker_id(proc: Proc, timeout: float = 10.0) -> str:

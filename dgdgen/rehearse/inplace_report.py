@@ -28,7 +28,7 @@ from dgdgen.picture import (
     value_axis,
 )
 from dgdgen.planpicture import generation_names
-from dgdgen.rehearse.inplace import InPlaceOutcome
+from dgdgen.rehearse.inplace import InPlaceOutcome, Snapshot
 from dgdgen.rehearse.load import Record
 from dgdgen.rehearse.report import WIDTH, split_text
 
@@ -84,6 +84,114 @@ def segments(out: InPlaceOutcome, *, settle: float = 0.5) -> list[Segment]:
     return rows
 
 
+# How long after the rehearsal's own record of a pod change a failed request still counts as the
+# window's: the frontend sees a worker go when its deregistration arrives (milliseconds here), and
+# a request it routed before finishes failing after that.
+GAP_LAG = 0.25
+
+NO_COMPLETE = "no complete generation"
+INCOMPLETE_SERVING = "an incomplete generation receives traffic"
+
+
+@dataclass(frozen=True)
+class Gap:
+    """A stretch of a disaggregated roll in which no generation (worker namespace) has both an
+    available prefill and an available decode worker, or one with decode workers and no prefill
+    worker — which the frontend routes requests to, and which answers them 503 — is listed."""
+
+    start: float
+    end: float
+    kinds: tuple[str, ...]  # NO_COMPLETE and/or INCOMPLETE_SERVING
+    incomplete: tuple[str, ...]  # the generations with decode and no prefill workers
+    opened_by: str  # the pod change that opened it (a snapshot's event)
+    closed_by: str
+    failed: int  # requests that failed from its start to GAP_LAG seconds after its end
+
+    @property
+    def seconds(self) -> float:
+        return self.end - self.start
+
+
+def generations(snap_workers: dict[str, dict[str, int]], namespaces: dict[str, str],
+                roles: dict[str, Role]) -> dict[str, tuple[int, int]]:
+    """(available prefill, available decode) workers per generation — per worker namespace: in
+    one shared namespace old and new are one pool."""
+    out: dict[str, tuple[int, int]] = {}
+    for cfg, comps in snap_workers.items():
+        ns = namespaces.get(cfg, cfg)
+        pf, dec = out.get(ns, (0, 0))
+        for comp, n in comps.items():
+            if roles.get(comp) is Role.PREFILL:
+                pf += n
+            elif roles.get(comp) is Role.DECODE:
+                dec += n
+        out[ns] = (pf, dec)
+    return out
+
+
+def gaps(snapshots: list[Snapshot], namespaces: dict[str, str], roles: dict[str, Role],
+         failures: list[float], duration: float) -> list[Gap]:
+    """Every window of a disaggregated roll in which no generation is complete or an incomplete
+    one is listed with decode workers, from the rehearsal's snapshots (one after every pod
+    change); ``failures``: the start times of the failed requests. Pure: tests feed it recorded
+    snapshots. Empty for a graph without both prefill and decode workers."""
+    kinds_of_roles = set(roles.values())
+    if not (Role.PREFILL in kinds_of_roles and Role.DECODE in kinds_of_roles):
+        return []
+    by_ns = {ns: cfg for cfg, ns in namespaces.items()}
+    states: list[tuple[float, tuple[str, ...], tuple[str, ...], str]] = []
+    for snap in snapshots:
+        gens = generations(snap.workers, namespaces, roles)
+        kinds = []
+        if not any(pf and dec for pf, dec in gens.values()):
+            kinds.append(NO_COMPLETE)
+        half = tuple(sorted(by_ns.get(ns, ns) for ns, (pf, dec) in gens.items()
+                            if dec and not pf))
+        if half:
+            kinds.append(INCOMPLETE_SERVING)
+        states.append((snap.t, tuple(kinds), half, snap.event))
+    out: list[Gap] = []
+    i = 0
+    while i < len(states):
+        t, state_kinds, half, event = states[i]
+        if not state_kinds:
+            i += 1
+            continue
+        all_kinds, all_half = set(state_kinds), set(half)
+        j = i + 1
+        while j < len(states) and states[j][1]:
+            all_kinds |= set(states[j][1])
+            all_half |= set(states[j][2])
+            j += 1
+        end = states[j][0] if j < len(states) else duration
+        closed = states[j][3] if j < len(states) else "end of the run"
+        if end > t:
+            failed = sum(1 for f in failures if t <= f <= end + GAP_LAG)
+            out.append(Gap(t, end, tuple(k for k in (NO_COMPLETE, INCOMPLETE_SERVING)
+                                         if k in all_kinds),
+                           tuple(sorted(all_half)), event, closed, failed))
+        i = j
+    return out
+
+
+def gap_summary(out: InPlaceOutcome) -> dict[str, Any]:
+    """The windows of ``out`` for report.json."""
+    roles = out.roles or {n: c.role for n, c in out.prepared.stable.dgd.components.items()}
+    failures = [r.start for r in out.records if not r.outcome.ok]
+    found = gaps(out.snapshots, out.namespaces, roles, failures, out.duration)
+    disagg = {Role.PREFILL, Role.DECODE} <= set(roles.values())
+    return {
+        "disaggregated": disagg,
+        "lagSeconds": GAP_LAG,
+        "windows": [{"start": round(g.start, 3), "end": round(g.end, 3),
+                     "seconds": round(g.seconds, 3), "kinds": list(g.kinds),
+                     "incomplete": list(g.incomplete), "openedBy": g.opened_by,
+                     "closedBy": g.closed_by, "failed": g.failed} for g in found],
+        "totalSeconds": round(sum(g.seconds for g in found), 3),
+        "failed": sum(g.failed for g in found),
+    }
+
+
 def itl(rec: Record) -> float | None:
     """A stream's mean inter-token latency as its client saw it."""
     o = rec.outcome
@@ -132,6 +240,7 @@ def to_json(out: InPlaceOutcome) -> dict[str, Any]:
     return {
         "spec": str(out.options.spec),
         "strategy": "in-place (the operator's roll, ungated)",
+        "updateStrategy": _update_strategy(out),
         "result": out.result,
         "exitCode": out.exit_code,
         "workerNamespaces": out.options.worker_namespaces,
@@ -168,12 +277,24 @@ def to_json(out: InPlaceOutcome) -> dict[str, Any]:
                       "requests": s.requests, "candidateServed": s.candidate,
                       "observedCandidatePercent": None if s.observed is None
                       else round(s.observed, 1)} for s in segs],
+        "gaps": gap_summary(out),
         "events": [{"t": round(t, 2), "event": e} for t, e in out.events],
         "failures": [{"t": round(r.start, 2), "servedBy": served_config(out, r),
                       "stream": r.outcome.stream, "status": r.outcome.status,
                       "truncated": r.outcome.truncated, "error": r.outcome.error}
                      for r in recs if not r.outcome.ok][:50],
     }
+
+
+def _update_strategy(out: InPlaceOutcome) -> dict[str, Any] | None:
+    roll = out.roll
+    if roll is None:
+        return None
+    s = roll.strategy
+    return {"name": s.name, "source": roll.strategy_source or None,
+            "workersRunBy": roll.run_by.value, "pace": s.pace.value,
+            "prefillDecodeTogether": s.together, "rollsBeforePodsAreDeleted": s.automatic,
+            "text": s.text}
 
 
 def _round(v: float | None) -> float | None:
@@ -221,6 +342,13 @@ def to_markdown(out: InPlaceOutcome, data: dict[str, Any]) -> str:
         f"{_fmt(data['worstTtftP95Seconds'])} s, ITL {_fmt(data['worstItlP95Seconds'])} s.",
         "",
     ]
+    st = data.get("updateStrategy")
+    if st:
+        lines += [f"Update strategy: **{st['name']}**"
+                  + (f", {st['source']}" if st["source"] else "") + f": {st['text']}."
+                  + ("" if st["rollsBeforePodsAreDeleted"] else
+                     " No pod rolled: the old configuration kept serving."), ""]
+    lines += gap_lines(data["gaps"])
     if data["rejectedWorkers"]:
         lines += [(f"Ready by their own `/health` (a Kubernetes readiness probe passes) but not "
                    f"listed by the frontend's `/v1/models/{{model}}/ready`: "
@@ -261,8 +389,33 @@ def to_markdown(out: InPlaceOutcome, data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def gap_lines(g: dict[str, Any]) -> list[str]:
+    """report.md's lines on the disaggregated gap."""
+    if not g["disaggregated"]:
+        return []
+    if not g["windows"]:
+        return [("**No window without a complete generation**: at every pod change some "
+                "generation had both a prefill and a decode worker available, and no "
+                "generation with decode workers but no prefill worker was listed."), ""]
+    lines = [(f"**Windows without a complete generation, or with an incomplete one receiving "
+              f"traffic: {len(g['windows'])}, {g['totalSeconds']} s in all, {g['failed']} "
+              f"failed requests in them** (a request routed to a generation with decode "
+              f"workers and no prefill worker gets 503; failures counted from a window's start "
+              f"to {g['lagSeconds']} s after its end)."), "",
+             ("| from (s) | to (s) | seconds | what | incomplete generation | opened by | closed "
+             "by | failed |"), "| ---: | ---: | ---: | --- | --- | --- | --- | ---: |"]
+    for w in g["windows"]:
+        lines.append(f"| {w['start']} | {w['end']} | {w['seconds']} | {'; '.join(w['kinds'])} "
+                     f"| {', '.join(w['incomplete']) or '—'} | {w['openedBy']} | "
+                     f"{w['closedBy']} | {w['failed']} |")
+    return [*lines, ""]
+
+
 def _fmt(v: float | None) -> str:
     return "—" if v is None else f"{v:.3f}"
+
+
+GAP_FILL = "#f4b6b6"
 
 
 def to_svg(out: InPlaceOutcome, data: dict[str, Any]) -> str:
@@ -318,6 +471,10 @@ def to_svg(out: InPlaceOutcome, data: dict[str, Any]) -> str:
         ends[row] = mx + text_width(label, 9)
         sub(g, "text", label, x=f"{mx:.1f}", y=f"{y0 - 16 + 11 * row:.1f}", font_size=9,
             fill=MUTED, class_=f"mark-label {cls}")
+    for w in data["gaps"]["windows"]:
+        x0, x1 = x(w["start"]), x(w["end"])
+        sub(g, "rect", x=f"{x0:.1f}", y=y0, width=f"{max(2.0, x1 - x0):.1f}", height=h,
+            fill=GAP_FILL, class_="gap")
     expected = []
     for s in data["segments"]:
         expected += [(s["start"], s["expectedCandidatePercent"]),
@@ -365,6 +522,9 @@ def to_svg(out: InPlaceOutcome, data: dict[str, Any]) -> str:
               ({"stroke": INK, "stroke-width": "1.2"}, "observed: candidate share of requests"),
               ({"stroke": MUTED, "stroke-dasharray": "2 2"},
                "dotted: the spec's edit applied, the last old pod gone")]
+    if data["gaps"]["windows"]:
+        items.append(({"stroke": GAP_FILL, "stroke-width": "6"},
+                      "shaded: no complete generation, or an incomplete one receiving traffic"))
     y = legend_row(legend, items, left, y1 + 48, plot_right)
     height = int(y + 12)
     svg.set("height", str(height))
@@ -385,6 +545,18 @@ def write_report(out: InPlaceOutcome, dest: Path) -> dict[str, Any]:
 
 def summary_lines(data: dict[str, Any]) -> list[str]:
     out = ["  served: " + ", ".join(f"{k} {v}" for k, v in data["served"].items())]
+    st = data.get("updateStrategy")
+    if st:
+        out.append(f"  update strategy: {st['name']}"
+                   + ("" if st["rollsBeforePodsAreDeleted"] else ": no pod rolled"))
+    g = data["gaps"]
+    if g["disaggregated"]:
+        out.append(f"  no complete generation / incomplete one serving: {len(g['windows'])} "
+                   f"windows, {g['totalSeconds']} s, {g['failed']} failed requests in them")
+        for w in g["windows"]:
+            out.append(f"    {w['start']:>7.2f}–{w['end']:<7.2f} s ({w['seconds']} s, "
+                       f"{'; '.join(w['kinds'])}): {w['failed']} failed; opened by "
+                       f"{w['openedBy']}, closed by {w['closedBy']}")
     for s in data["segments"]:
         obs = s["observedCandidatePercent"]
         workers = split_text(s["workers"], unit="")

@@ -45,6 +45,8 @@ class SideBySideOptions:
     auto_min_requests: bool = False  # as run.Options: min_requests None and this, auto
     worker_namespaces: str = "hashed"
     pod_startup: float = 4.0
+    workers_run_by: str | None = None  # the in-place runs' (inplace.InPlaceOptions)
+    grove_strategy: str | None = None
     workdir: Path = Path("rehearsal-work")
     report: Path = Path("rehearsal")
     # the A/B experiment step's samples, for the gated runs (as run.Options)
@@ -164,6 +166,7 @@ def run(opts: SideBySideOptions, say: Callable[[str], None]) -> dict[str, Any]:
         ip = inplace.InPlaceRehearsal(inplace.InPlaceOptions(
             spec=opts.spec, rate=opts.rate, candidate_slowdown=slow,
             worker_namespaces=opts.worker_namespaces, pod_startup=opts.pod_startup,
+            workers_run_by=opts.workers_run_by, grove_strategy=opts.grove_strategy,
             workdir=opts.workdir / f"ip-{candidate[0]}"), say).run()
         rows.append(_inplace_row(ip, inplace_report.write_report(ip, opts.report / name), candidate)
                     | {"report": f"{name}/report.md"})

@@ -161,15 +161,36 @@ def test_leaderworkerset_rolls_one_group_at_a_time() -> None:
                          "1, maxSurge 0)")
 
 
-def test_deployment_backed_text_is_unchanged(tmp_path: Path) -> None:
+def test_deployment_backed_text_names_the_disaggregated_gap(tmp_path: Path) -> None:
     messages, strategy = _diff(tmp_path)
     assert strategy["name"] == "RollingUpdate" and strategy["source"] is None
     for m in messages:
-        assert m.endswith(
+        pace, gap = m.split(" — disaggregated: ", 1)
+        assert pace.endswith(
             "(pods replaced with maxSurge 25% / maxUnavailable 25%; prefill:decode ratios drift "
             "during the roll, Dynamo #10936; the DGD may say `successful` before the roll ends, "
             "#3567)"), m
-        assert "Grove" not in m
+        # when it happens, what it does, and that no Deployment setting avoids it
+        assert gap.startswith("prefill and decode are replaced independently, so whichever "
+                              "finishes first leaves the old generation with decode workers and "
+                              "no prefill worker"), gap
+        assert "can get 503" in gap
+        assert gap.endswith("no setting of Deployment-backed workers avoids it (each component's "
+                            "maxSurge / maxUnavailable paces that component alone); Grove-backed "
+                            "workers with the Coherent update strategy (Dynamo 1.6) replace "
+                            "prefill and decode together"), gap
+    # Grove's RollingRecreate: Coherent avoids it; Coherent itself has no such window
+    messages, _ = _diff(tmp_path, "--workers-run-by", "grove", "--grove-update-strategy",
+                        "RollingRecreate")
+    assert all(m.endswith("the Coherent update strategy avoids it (nvidia.com/grove-update-"
+                          "strategy: Coherent, Dynamo 1.6): prefill and decode replaced "
+                          "together") for m in messages), messages
+    messages, _ = _diff(tmp_path, "--workers-run-by", "grove")
+    assert all("disaggregated:" not in m for m in messages), messages
+    # before 1.6, nothing avoids it
+    messages, _ = _diff(tmp_path, "--workers-run-by", "grove", "--dynamo-version", "1.5")
+    assert all(m.endswith("the Grove Coherent update strategy, which replaces prefill and "
+                          "decode together, needs Dynamo 1.6") for m in messages), messages
     # A Grove annotation does not affect Deployment-backed DGDs.
     _, strategy = _diff(tmp_path, annotation="OnDelete")
     assert strategy["name"] == "RollingUpdate"

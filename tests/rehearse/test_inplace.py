@@ -236,3 +236,52 @@ def test_side_by_side_caps_the_slow_candidate_at_the_first_step(tmp_path: Path) 
         p = s["expectedCandidatePercent"] / 100
         tolerance = 100 * 3 * math.sqrt(p * (1 - p) / s["requests"]) + 5
         assert abs(s["observedCandidatePercent"] - 100 * p) <= tolerance, (s, tolerance)
+
+
+def test_coherent_never_leaves_the_old_generation_half_gone(tmp_path: Path) -> None:
+    # Grove Coherent (GREP-393), the 1.6 default for this disaggregated graph on Grove: one
+    # prefill and one decode old pod taken down together, their replacements created as one gang,
+    # the next step once the gang is available. Some generation is complete at every pod change
+    # and the old generation is never left with decode workers and no prefill worker: no window
+    # of the kind a Deployment-backed roll opens. What remains is the runtime's millisecond
+    # races, which no strategy removes: a new generation whose decode worker registers before its
+    # prefill worker (a window on the candidate's side, recorded), and a request routed to a
+    # namespace as its last workers get SIGTERM (docs/rehearse.md, "The disaggregated gap"):
+    # every failure must be one of those.
+    code, data, log = rehearse(tmp_path, "examples/vllm-disagg-block-size/rollout.yaml",
+                               "--in-place", "--workers-run-by", "grove", "--pod-startup", "1",
+                               "--rate", "20")
+    assert data, log
+    st = data["updateStrategy"]
+    assert (st["name"], st["pace"], st["prefillDecodeTogether"]) == (
+        "Grove Coherent", "coherent", True), st
+    assert st["source"].startswith("the default of Dynamo 1.6"), st
+    assert "update strategy: Grove Coherent" in log
+    events = [e["event"] for e in data["events"]]
+    steps = [e for e in events if e.startswith("Coherent step ")]
+    assert len(steps) == 2 and all("together" in e for e in steps), events
+    g = data["gaps"]
+    assert g["disaggregated"] is True
+    for w in g["windows"]:
+        assert w["kinds"] == ["an incomplete generation receives traffic"], w
+        assert w["incomplete"] == ["candidate"], w  # never the old generation half gone
+        assert w["seconds"] < 1.0, w
+    assert data["truncated"] == 0, data["failures"]
+    moments = [e["t"] for e in data["events"] if e["event"].startswith("stop stable-")
+               or (e["event"].startswith("candidate-") and " available" in e["event"])]
+    for f in data["failures"]:
+        assert f["status"] == 503 and any(abs(f["t"] - t) <= 0.5 for t in moments), (f, moments)
+    assert code == data["exitCode"] == (1 if data["failed"] else 0), log
+    assert data["served"].get("mixed", 0) == 0, data["served"]
+
+
+def test_on_delete_rolls_nothing(tmp_path: Path) -> None:
+    code, data, log = rehearse(tmp_path, "examples/vllm-disagg-block-size/rollout.yaml",
+                               "--in-place", "--workers-run-by", "grove",
+                               "--grove-update-strategy", "OnDelete", "--rate", "10")
+    assert data, log
+    assert data["result"].startswith("not rolled (OnDelete"), data["result"]
+    assert data["served"].get("candidate", 0) == 0 and data["served"].get("stable", 0) > 0
+    assert not any(e["event"].startswith(("create pod", "stop ")) for e in data["events"])
+    assert data["gaps"]["windows"] == []
+    assert code == data["exitCode"] == (1 if data["failed"] else 0), log
