@@ -75,6 +75,10 @@ So 1.6 defaults disaggregated graphs to Coherent here, and every earlier release
 accepts only RollingRecreate and OnDelete: ``consts.go`` "Supported values match Grove exactly:
 RollingRecreate and OnDelete") to RollingRecreate. ``--grove-update-strategy RollingRecreate``
 says what an operator that no longer defaults to Coherent does.
+
+Why one module: the consequence texts are read off the strategy model — which backing, release
+and update strategy put which generations side by side, and at what pace — so the model and the
+words every consumer prints stay one table that cannot drift apart.
 """
 
 from __future__ import annotations

@@ -55,6 +55,11 @@ What is played (Dynamo's operator guide, "Rolling Updates"; ``dynamo/common/util
   knows which configuration served every request.
 
 What was observed is read and reported by :mod:`dgdgen.rehearse.inplace_report`.
+
+Why one module: :class:`InPlaceRehearsal` is one loop that creates, waits for and stops pods
+in the order the strategy gives, while the load runs and the frontends are watched; its steps
+share the running processes and the snapshot list. What it observed is read elsewhere
+(:mod:`dgdgen.rehearse.inplace_report`).
 """
 
 from __future__ import annotations
