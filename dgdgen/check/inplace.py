@@ -440,6 +440,19 @@ HASHED_KV = (
     "transfers stay within a generation, but the new KV configuration takes a growing share of "
     "real traffic with no gate, no pause and no rollback but another roll")
 
+# A KV edit that leaves the head's own prefill and decode workers disagreeing (DGD108): the
+# operator's worker hash covers every worker component, so an edit of the prefill workers alone
+# re-rolls the decode workers too, into the same new namespace — new prefill hands over only to
+# new decode, which cannot read it (vLLM's NIXL handshake refuses the peer; SGLang's decode
+# refuses the page size or dtype). Measured shape: a transfer the pair cannot do fails from the
+# first request (DGD108's rationale).
+HASHED_KV_SPLIT = (
+    "the operator's worker hash covers every worker component, so the workers this edit leaves "
+    "alone are rolled too, into the same new namespace: there the new prefill workers hand KV "
+    "blocks only to the new decode workers, which disagree with them ({what}: prefill {prefill}, "
+    "decode {decode}; DGD108) and cannot read them — every request the new generation takes "
+    "fails, a growing share of real traffic as the roll goes on, with no gate to stop it")
+
 SHARED_KV = (
     "old decode workers take KV blocks from new prefill workers (and the reverse) while both "
     "run: the transfer fails or reads a mismatched layout")
@@ -542,15 +555,19 @@ MODEL_REMOVED = (
 
 
 def consequence(category: Category, release: str, namespaces: Namespaces, *,
-                rename: bool = False, replaced: frozenset[str] = BOTH) -> str | None:
+                rename: bool = False, replaced: frozenset[str] = BOTH,
+                split: tuple[str, str, str] | None = None) -> str | None:
     """What applying a change of ``category`` in place does, in one sentence. ``replaced``:
-    whose image a runtime change replaces (:data:`FRONTEND`, :data:`WORKERS`)."""
+    whose image a runtime change replaces (:data:`FRONTEND`, :data:`WORKERS`); ``split``: what
+    the head's own prefill and decode workers disagree on (what, prefill's, decode's value)."""
     if rename:
         return RENAME
     hashed = namespaces is Namespaces.HASHED
     if category is Category.MDC:
         return HASHED_MDC if hashed else SHARED_MDC.get(release)
     if category is Category.KV:
+        if hashed and split is not None:
+            return HASHED_KV_SPLIT.format(what=split[0], prefill=split[1], decode=split[2])
         return HASHED_KV if hashed else SHARED_KV
     if category is Category.RUNTIME:
         if WORKERS not in replaced:
@@ -562,10 +579,11 @@ def consequence(category: Category, release: str, namespaces: Namespaces, *,
 
 
 def roll_consequence(category: Category, roll: Roll, *, rename: bool = False,
-                     replaced: frozenset[str] = BOTH) -> str:
+                     replaced: frozenset[str] = BOTH,
+                     split: tuple[str, str, str] | None = None) -> str:
     """The consequence of one change on one DGD's roll, with why and how fast, for a message."""
     effect = consequence(category, roll.target.release, roll.namespaces, rename=rename,
-                         replaced=replaced) or ""
+                         replaced=replaced, split=split) or ""
     if category is Category.RUNTIME and WORKERS not in replaced:
         return effect  # no worker rolls: neither the workers' namespaces nor their pace apply
     if not roll.strategy.automatic:

@@ -259,3 +259,40 @@ def test_the_image_bump_text_names_only_what_is_replaced(
     assert found and all(says in m and never not in m for m in found), found
     if worker == "1.6.0":  # no worker rolls: no worker pace, no prefill:decode caveat
         assert not any("maxSurge" in m or "prefill:decode" in m for m in found), found
+
+
+def test_a_prefill_only_kv_edit_fails_the_new_generation_in_hashed_namespaces(
+        tmp_path: Path) -> None:
+    """Issue 32: `--kv-cache-dtype fp8` on the prefill workers alone. The operator's worker hash
+    covers every worker component, so the decode workers are rolled too, into the same new
+    namespace, where they cannot read the new prefill workers' blocks: DGD202 says the new
+    generation fails (not that transfers "stay within a generation"), and DGD108 names the
+    disagreement. One shared namespace keeps its own text."""
+    from dgdgen.check.inplace import HASHED_KV_SPLIT
+
+    case = REPO / "tests" / "check" / "corpus" / "vllm-kv-cache-dtype-auto-disagg"
+    old = (case / "new.yaml").read_text()  # both roles at `--kv-cache-dtype auto`
+    prefill = old.index("VllmPrefillWorker:")
+    new = old[:prefill] + old[prefill:].replace("- --kv-cache-dtype\n            - auto",
+                                                "- --kv-cache-dtype\n            - fp8", 1)
+    assert new != old and new.count("fp8") == 1
+    (tmp_path / "old.yaml").write_text(old)
+    (tmp_path / "new.yaml").write_text(new)
+    r = run("diff", str(tmp_path / "old.yaml"), str(tmp_path / "new.yaml"), "--format", "json")
+    assert r.returncode == 1, r.stderr
+    findings = json.loads(r.stdout)["findings"]
+    dgd202 = [f["message"] for f in findings if f["code"] == "DGD202"]
+    split = HASHED_KV_SPLIT.format(what="KV cache dtype", prefill="fp8", decode="auto")
+    assert dgd202 and all(split in m for m in dgd202), dgd202
+    assert all(HASHED_KV not in m for m in dgd202)
+    assert any(f["code"] == "DGD108" for f in findings)
+    r = run("diff", str(tmp_path / "old.yaml"), str(tmp_path / "new.yaml"), "--format", "json",
+            "--workers-run-by", "unmanaged")
+    shared = [f["message"] for f in json.loads(r.stdout)["findings"] if f["code"] == "DGD202"]
+    assert shared and all(SHARED_KV in m for m in shared), shared
+    # an edit of both roles keeps them agreeing: the hashed text without the split
+    both = new.replace("- --kv-cache-dtype\n            - auto", "- --kv-cache-dtype\n            - fp8")
+    (tmp_path / "new.yaml").write_text(both)
+    r = run("diff", str(tmp_path / "old.yaml"), str(tmp_path / "new.yaml"), "--format", "json")
+    msgs = [f["message"] for f in json.loads(r.stdout)["findings"] if f["code"] == "DGD202"]
+    assert msgs and all(HASHED_KV in m for m in msgs), msgs

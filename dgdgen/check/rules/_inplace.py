@@ -12,6 +12,7 @@ from dgdgen.check.context import Context, DgdPair
 from dgdgen.check.findings import Finding
 from dgdgen.check.flags import Category
 from dgdgen.check.inplace import BOTH, MODEL_REMOVED, RENAME_FIELDS, roll_consequence
+from dgdgen.check.pd import mismatches
 from dgdgen.check.rules import RuleMeta
 
 REMEDIATION = (
@@ -30,6 +31,9 @@ def in_place(ctx: Context, rule: RuleMeta, category: Category) -> Iterator[Findi
                    if pair.verdict.renamed_from else "")
         roll = ctx.roll(pair)
         replaced = runtime_replaced(pair.verdict.changes, pair.head)
+        # a KV edit after which the head's own prefill and decode disagree (DGD108)
+        m = next(mismatches(pair.head), None) if category is Category.KV else None
+        split = (m.key.what, m.prefill_value, m.decode_value) if m is not None else None
         for change in pair.verdict.changes:
             if change.category is not category or change.assumed:
                 continue  # assumed changes are DGD205's
@@ -39,7 +43,7 @@ def in_place(ctx: Context, rule: RuleMeta, category: Category) -> Iterator[Findi
                 rename = category is Category.MDC and (
                     change.field in RENAME_FIELDS or _served_name_changes(pair, change))
                 effect = roll_consequence(category, roll, rename=rename,
-                                          replaced=replaced or BOTH)
+                                          replaced=replaced or BOTH, split=split)
             line, col = ctx.location_of_change(pair, change)
             yield rule.finding(
                 file=pair.head.file, line=line, column=col,

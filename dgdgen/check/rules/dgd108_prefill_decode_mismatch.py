@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 
 from dgdgen.check.context import Context
-from dgdgen.check.facts import ComponentFacts, Setting
 from dgdgen.check.findings import Finding, Severity
-from dgdgen.check.flags import PD_MUST_AGREE, PdKey
+from dgdgen.check.pd import mismatches
 from dgdgen.check.rules import RuleMeta
-from dgdgen.dgd import Role
 
 RULE = RuleMeta(
     code="DGD108",
@@ -47,53 +44,22 @@ RULE = RuleMeta(
 )
 
 
-def _value(comp: ComponentFacts, key: PdKey) -> tuple[str | None, Setting | None]:
-    for k in key.keys:
-        s = comp.setting(k)
-        if s is None:
-            continue
-        if key.json_field is None:
-            return s.value, s
-        try:
-            data = json.loads(s.value)
-        except ValueError:
-            return None, s  # not JSON: cannot be compared
-        field = data.get(key.json_field) if isinstance(data, dict) else None
-        return (str(field) if field is not None else None), s
-    return key.default, None
-
-
 def check(ctx: Context) -> Iterator[Finding]:
     for pair in ctx.dgds:
         h = pair.head
-        if not h.disaggregated:
-            continue
-        prefill = [c for c in h.workers() if c.role is Role.PREFILL]
-        decode = [c for c in h.workers() if c.role is Role.DECODE]
-        for p in prefill:
-            for d in decode:
-                if p.backend is not d.backend:
-                    continue
-                for key in PD_MUST_AGREE:
-                    if p.backend not in key.backends:
-                        continue
-                    pv, ps = _value(p, key)
-                    dv, ds = _value(d, key)
-                    if pv is None or dv is None or pv == dv \
-                            or pv in key.engine_picks or dv in key.engine_picks \
-                            or pv in key.prefill_accepts_any:
-                        continue
-                    at = ds or ps
-                    assert at is not None  # two defaults are equal
-                    comp = d if ds is not None else p
-                    loc = h.dgd.location(at.path)
-                    shown = "/".join(key.keys)
-                    yield RULE.finding(
-                        file=h.file, line=loc.line, column=loc.column,
-                        message=f"{key.what} ({shown}) differs between prefill {p.name!r} "
-                                f"({pv}{'' if ps else ', the default'}) and decode "
-                                f"{d.name!r} ({dv}{'' if ds else ', the default'}): the "
-                                "decode worker cannot read what the prefill worker hands over",
-                        object=h.object, component=comp.name,
-                        key=f"{p.name}:{d.name}:{key.keys[0]}",
-                    )
+        for m in mismatches(h):
+            at = m.decode_setting or m.prefill_setting
+            assert at is not None  # two defaults are equal
+            comp = m.decode if m.decode_setting is not None else m.prefill
+            loc = h.dgd.location(at.path)
+            shown = "/".join(m.key.keys)
+            yield RULE.finding(
+                file=h.file, line=loc.line, column=loc.column,
+                message=f"{m.key.what} ({shown}) differs between prefill {m.prefill.name!r} "
+                        f"({m.prefill_value}{'' if m.prefill_setting else ', the default'}) and "
+                        f"decode {m.decode.name!r} ({m.decode_value}"
+                        f"{'' if m.decode_setting else ', the default'}): the decode worker "
+                        "cannot read what the prefill worker hands over",
+                object=h.object, component=comp.name,
+                key=f"{m.prefill.name}:{m.decode.name}:{m.key.keys[0]}",
+            )

@@ -24,7 +24,11 @@ RULE = RuleMeta(
         "GREP-393: cross-version P/D traffic should be assumed unsafe). With the operator's "
         "hash-suffixed worker namespaces new prefill only finds new decode, so transfers stay "
         "within a generation, but the new KV configuration then takes a growing share of real "
-        "traffic ungated, with prefill:decode ratios drifting (Dynamo PR #10936)."
+        "traffic ungated, with prefill:decode ratios drifting (Dynamo PR #10936). The worker "
+        "hash covers every worker component: an edit of the prefill workers alone rolls the "
+        "decode workers too, into the same new namespace, so when the edit leaves prefill and "
+        "decode disagreeing (DGD108) every transfer of the new generation fails, and its share "
+        "of real traffic grows as the roll goes on."
     ),
     remediation=REMEDIATION,
     needs_base=True,
