@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
+from dgdgen.check.cmdline import Setting
 from dgdgen.check.context import Context
-from dgdgen.check.facts import ComponentFacts, Setting
+from dgdgen.check.facts import ComponentFacts
 from dgdgen.check.findings import Finding, Severity
 from dgdgen.check.flags import PD_MUST_AGREE, PdKey
 from dgdgen.check.rules import RuleMeta
