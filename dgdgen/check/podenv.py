@@ -133,11 +133,15 @@ def component_env(pod: ComponentPod, objects: Objects,
                   unresolved: list[Unresolved]) -> dict[str, Setting]:
     """The main container's effective environment, name → setting (a later source wins)."""
     env: dict[str, Setting] = {}
-    env.update(_env_list(pod.dgd_env, "dgd-env", objects, unresolved))
-    env.update(_env_list(pod.service_env, "env", objects, unresolved))
+    if pod.dgd_env:
+        env.update(_env_list(pod.dgd_env, "dgd-env", objects, unresolved))
+    if pod.service_env:
+        env.update(_env_list(pod.service_env, "env", objects, unresolved))
     # envFrom first: an explicit `env` entry wins over it, as in the kubelet.
-    env.update(_env_from(pod.env_from, objects, unresolved))
-    env.update(_env_list(pod.env, "env", objects, unresolved))
+    if pod.env_from:
+        env.update(_env_from(pod.env_from, objects, unresolved))
+    if pod.env:
+        env.update(_env_list(pod.env, "env", objects, unresolved))
     return env
 
 
