@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from dgdgen.dgdpod import ComponentPod, EnvVar, component_pod, env_list
 from dgdgen.errors import InputError, Location
 from dgdgen.yamlio import Document, FieldPath
 
@@ -120,6 +121,11 @@ class Dgd:
     # built without checking again every env entry and volume (each state of a render copies
     # the DGDs, and the checks cost as much as the rest of its work).
     checked: bool = False
+    # The typed pod views :meth:`pod` built, with the :class:`Component` each was built for (a
+    # view is built again once :meth:`refresh` made a new one), and the DGD-wide environment.
+    _pods: dict[str, tuple[Component, ComponentPod]] = field(
+        default_factory=dict, repr=False, compare=False)
+    _env: tuple[EnvVar, ...] | None = field(default=None, repr=False, compare=False)
 
     # ----------------------------------------------------------------- identity
 
@@ -161,6 +167,28 @@ class Dgd:
 
     def frontends(self) -> Iterator[Component]:
         return (c for c in self.components.values() if c.role is Role.FRONTEND)
+
+    # ----------------------------------------------------------------- typed reads
+
+    def pod(self, name: str) -> ComponentPod:
+        """What the main container of component ``name`` takes from its pod, parsed from the
+        document on first use (:mod:`dgdgen.dgdpod`): the checker's view, never edited."""
+        comp = self.components[name]
+        cached = self._pods.get(name)
+        if cached is not None and cached[0] is comp:
+            return cached[1]
+        if self._env is None:
+            key = "envs" if self.version == "v1alpha1" else "env"
+            self._env = env_list(self.doc.get("spec", {}).get(key), ("spec", key))
+        node = self.component_doc(name)
+        main: Any = None
+        if comp.container_path is not None:  # the main container's path, below the component's
+            main = node
+            for part in comp.container_path[len(comp.path):]:
+                main = main[part]
+        view = component_pod(self.version, node, main, comp.container_path, comp.path, self._env)
+        self._pods[name] = (comp, view)
+        return view
 
     # ----------------------------------------------------------------- raw access
 
@@ -264,6 +292,8 @@ class Dgd:
         """Recompute the component view after :attr:`doc` was edited."""
         self.components = _components(self.doc, self.version, self.source,
                                       checked=self.checked)
+        self._pods = {}
+        self._env = None
 
 
 def _copied(value: Any) -> Any:
@@ -398,7 +428,7 @@ def _env_shape(t: _Shape, node: dict[str, Any], key: str, path: FieldPath) -> No
 
 def _pod_shape(t: _Shape, pod: dict[str, Any], ppath: FieldPath, main: dict[str, Any],
                mpath: FieldPath) -> None:
-    """The pod and main-container fields the checker's facts read (:mod:`dgdgen.check.facts`):
+    """The pod and main-container fields the checker reads (:class:`dgdgen.dgdpod.ComponentPod`):
     a wrong shape there is an error at its line, as everywhere past :func:`parse`."""
     if t.checked:
         return

@@ -386,10 +386,10 @@ def test_analysis_provider_that_is_not_a_mapping(work: Path) -> None:
 def test_engine_args_file_in_a_configmap_with_a_bomb(work: Path) -> None:
     """The engine-args YAML embedded in a ConfigMap goes through the same loader: a bomb, a
     recursive alias or a bad tag there is ignored (the file is unresolved), never a crash."""
-    from dgdgen.check import facts
+    from dgdgen.check import trtllm
 
     for text in (alias_bomb(levels=12), "a: &x [*x]\n", "a: !custom 1\n", "[" * 50_000):
-        data = facts.engine_file_data(text, "engine.yaml")
+        data = trtllm.engine_file_data(text, "engine.yaml")
         assert data is None
 
 

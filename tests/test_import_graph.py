@@ -147,3 +147,39 @@ def test_a_cycle_is_found_and_named(tmp_path: Path) -> None:
         "  (one of the cycles among 2 modules: pkg.sub.low, pkg.top)")
     (pkg / "sub" / "low.py").write_text("import os\n")
     assert cycles(import_graph(pkg)) == []
+
+
+# Issue 35: a module past this many lines is split along its responsibilities, or says why it is
+# one piece in a paragraph of its docstring that starts with "Why one module:".
+LONG_MODULE_LINES = 600
+
+
+def long_modules_without_reason(root: Path) -> list[str]:
+    out = []
+    for path in sorted(root.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        lines = text.count("\n")
+        if lines <= LONG_MODULE_LINES:
+            continue
+        doc = ast.get_docstring(ast.parse(text, filename=str(path))) or ""
+        if not any(p.startswith("Why one module:") for p in doc.split("\n\n")):
+            out.append(f"{path.relative_to(root.parent)}: {lines} lines")
+    return out
+
+
+def test_long_modules_say_why_they_are_one() -> None:
+    missing = long_modules_without_reason(PACKAGE)
+    if missing:
+        pytest.fail(f"modules past {LONG_MODULE_LINES} lines with no 'Why one module:' paragraph "
+                    "in their docstring (split them, or say why they are one):\n  "
+                    + "\n  ".join(missing), pytrace=False)
+
+
+def test_a_long_module_without_a_reason_is_named(tmp_path: Path) -> None:
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    body = "x = 1\n" * LONG_MODULE_LINES
+    (pkg / "short.py").write_text('"""Short."""\n' + "x = 1\n" * 10)
+    (pkg / "long.py").write_text('"""Long.\n\nIt grew."""\n' + body)
+    (pkg / "said.py").write_text('"""Long.\n\nWhy one module: one table."""\n' + body)
+    assert long_modules_without_reason(pkg) == [f"pkg/long.py: {LONG_MODULE_LINES + 3} lines"]

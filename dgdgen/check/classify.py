@@ -30,7 +30,8 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from dgdgen.check.facts import ComponentFacts, DgdFacts, Setting, dgd_facts, env_flag
+from dgdgen.check.cmdline import Setting, env_flag
+from dgdgen.check.facts import ComponentFacts, DgdFacts, dgd_facts
 from dgdgen.check.flags import (
     PARSER_DEFAULTS,
     TRTLLM_CLI_ENGINE_KEYS,

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol, TypeVar
 
 from dgdgen.check.classify import Change, Verdict, classify, pair_dgds
-from dgdgen.check.facts import DgdFacts, Objects, configmaps_of, dgd_facts, line_of, secrets_of
+from dgdgen.check.facts import DgdFacts, dgd_facts, line_of
 from dgdgen.check.inplace import (
     DEFAULT_RUN_BY,
     GroveStrategy,
@@ -20,6 +20,7 @@ from dgdgen.check.inplace import (
     roll_of,
 )
 from dgdgen.check.modelconfig import ModelConfig
+from dgdgen.check.podenv import Objects, configmaps_of, secrets_of
 from dgdgen.check.siblings import SiblingObject
 from dgdgen.dgd import ANN_GROVE_STRATEGY, Dgd, Role, is_dgd, parse
 from dgdgen.errors import InputError

@@ -3,7 +3,7 @@ contract, per backend and per Dynamo release.
 
 This is data, kept next to its sources: every entry cites its upstream source (ai-dynamo/dynamo
 files, the 1.6.1 parsers, a runtime test) and the upstream PR that made it true. Keys are
-canonical flag names (see :func:`dgdgen.check.facts.canonical_flag`), ``--prefix-*`` wildcards,
+canonical flag names (see :func:`dgdgen.check.cmdline.canonical_flag`), ``--prefix-*`` wildcards,
 or ``engine:<dotted.path>`` for TRT-LLM engine arguments (the effective value after
 ``--extra-engine-args`` / ``--override-engine-args`` / ``--trtllm.<path>``).
 
@@ -124,7 +124,7 @@ _MODEL_CONFIG = "the model's config.json (its maximum context length)"
 _MODEL_DTYPE = "the model's config.json (its torch_dtype)"
 
 # The worker-side router flags (ai-dynamo 1.6.1 `add_worker_router_arguments`: RouterArgGroup +
-# KvRouterArgGroup; alias spellings are canonicalised by dgdgen.check.facts).
+# KvRouterArgGroup; alias spellings are canonicalised by dgdgen.check.cmdline).
 _ROUTER_KEYS: tuple[str, ...] = (
     "--router-*", "--router-mode", "--router-kv-events", "--active-decode-blocks-threshold",
     "--active-prefill-tokens-threshold", "--active-prefill-tokens-threshold-frac",

@@ -9,7 +9,8 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from dgdgen.check.facts import ComponentFacts, DgdFacts, Setting
+from dgdgen.check.cmdline import Setting
+from dgdgen.check.facts import ComponentFacts, DgdFacts
 from dgdgen.check.flags import PD_MUST_AGREE, PdKey
 from dgdgen.dgd import Role
 

@@ -4,7 +4,7 @@ either served version) into normalised component records, and the rule lists bui
 Each stage is one policy variable (``variables.<name>``), so no sub-expression is written twice
 in a way the API server would evaluate twice. Records are maps with the fields named below; a
 component's ``flags`` are strings ``--flag=value`` with the flag spelled canonically (aliases and
-``_`` → ``-`` as :func:`dgdgen.check.facts.canonical_flag`) and the value normalised (trimmed,
+``_`` → ``-`` as :func:`dgdgen.check.cmdline.canonical_flag`) and the value normalised (trimmed,
 JSON without blanks, booleans in lower case), environment ``DYN_*`` variables first and command
 line after, as the backends read them (ai-dynamo 1.6.1 ``add_argument``).
 """
@@ -103,7 +103,7 @@ def commands(prev: str) -> str:
 
 
 def scripts(prev: str) -> str:
-    """Stage 2: a ``sh -c SCRIPT`` command line gives its SCRIPT (facts.py ``_tokens``)."""
+    """Stage 2: a ``sh -c SCRIPT`` command line gives its SCRIPT (cmdline.py ``command_tokens``)."""
     cflags = "c.argv.filter(a, a.startsWith(\"-\") && !a.startsWith(\"--\") && a.contains(\"c\"))"
     shell = f"size(c.argv) > 1 && c.argv[0] in {lit(list(shells()))}"
     script = (f"{shell} && size({cflags}) > 0 && c.argv.indexOf({cflags}[0]) + 1 < size(c.argv)"
@@ -169,7 +169,7 @@ def raw_flags(prev: str) -> str:
     """Stage 5: every flag as a pair [name as written, value]: ``--flag=value``,
     ``--flag value``, ``--flag v1 v2`` (a multi-valued flag: the words up to the next flag,
     joined by one space, of its last occurrence), a bare boolean flag (``true``), and DYN_*
-    environment variables (first: the command line wins; facts.py ``env_flag``: the backend's
+    environment variables (first: the command line wins; cmdline.py ``env_flag``: the backend's
     own prefixes stripped, another backend's variables ignored, variables named unlike their
     flag mapped to it)."""
     t = "c.tokens"
@@ -242,7 +242,7 @@ def normalised(prev: str, aliases_var: str) -> str:
     """Stage 7: values as the checker compares them (classify.py ``_norm``): JSON without
     blanks, booleans in lower case, decimal numbers by value; flag names canonical (the
     aliases every process accepts and the backend's own, as
-    :func:`dgdgen.check.facts.canonical_flag`). Each entry keeps its source (env / cli)."""
+    :func:`dgdgen.check.cmdline.canonical_flag`). Each entry keeps its source (env / cli)."""
     neg = "x[0].startsWith(\"--no-\") && !x[0].startsWith(\"--no-trtllm\")"
     v = "x[1]"
     value = (f"{v}.startsWith(\"{{\") || {v}.startsWith(\"[\") ? "

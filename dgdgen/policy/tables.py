@@ -4,7 +4,7 @@ checksum (DGD201) or the KV-transfer contract of a disaggregated graph (DGD202),
 backends.
 
 One source of truth: everything here is read from :mod:`dgdgen.check.flags` (the tables and
-their ``applies`` predicate) and :mod:`dgdgen.check.facts` (aliases, shells) at generation time,
+their ``applies`` predicate) and :mod:`dgdgen.check.cmdline` (aliases, shells) at generation time,
 never copied, so a table change reaches the policy with the next ``dgdgen policy`` run.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from dgdgen.check import facts as check_facts
+from dgdgen.check import cmdline
 from dgdgen.check import flags as check_flags
 from dgdgen.check.classify import SERVED_NAME_DEFAULT_CITE
 from dgdgen.check.flags import Category, Input
@@ -67,23 +67,23 @@ def release(value: str | None) -> str:
 
 def env_prefixes() -> dict[str, list[str]]:
     """Backend → the prefixes of its own ``DYN_<BACKEND>_*`` variables, in the order
-    :func:`dgdgen.check.facts.env_flag` tries them (SGLang: ``SGLANG_``, ``SGL_``)."""
-    return {BACKEND_NAMES[b]: list(p) for b, p in sorted(check_facts._BACKEND_ENV_PREFIX.items())}
+    :func:`dgdgen.check.cmdline.env_flag` tries them (SGLang: ``SGLANG_``, ``SGL_``)."""
+    return {BACKEND_NAMES[b]: list(p) for b, p in sorted(cmdline._BACKEND_ENV_PREFIX.items())}
 
 
 def env_flags() -> dict[str, str]:
-    """Variables whose name is not ``DYN_`` + the flag (facts ``_ENV_FLAGS``)."""
-    return dict(sorted(check_facts._ENV_FLAGS.items()))
+    """Variables whose name is not ``DYN_`` + the flag (cmdline ``_ENV_FLAGS``)."""
+    return dict(sorted(cmdline._ENV_FLAGS.items()))
 
 
 def aliases() -> dict[str, dict[str, str]]:
-    """Backend → spelling → canonical flag, exactly as :func:`dgdgen.check.facts.canonical_flag`
+    """Backend → spelling → canonical flag, exactly as :func:`dgdgen.check.cmdline.canonical_flag`
     maps a ``--``-dashed spelling: the aliases every process accepts, then the backend's own."""
     out: dict[str, dict[str, str]] = {}
-    common = check_facts._COMMON_ALIASES
+    common = cmdline._COMMON_ALIASES
     for backend, name in BACKEND_NAMES.items():
-        own = check_facts._ALIASES.get(backend, {})
-        mapping = {k: check_facts.canonical_flag(k, backend) for k in sorted({*common, *own})}
+        own = cmdline._ALIASES.get(backend, {})
+        mapping = {k: cmdline.canonical_flag(k, backend) for k in sorted({*common, *own})}
         mapping = {k: v for k, v in mapping.items() if k != v}
         if mapping:
             out[name] = mapping
@@ -91,12 +91,12 @@ def aliases() -> dict[str, dict[str, str]]:
 
 
 def multi_valued() -> dict[str, list[str]]:
-    """Backend → the spellings (after ``_`` → ``-``) of its multi-valued flags (facts ``_MULTI``:
+    """Backend → the spellings (after ``_`` → ``-``) of its multi-valued flags (cmdline ``_MULTI``:
     the words after them up to the next flag are their values, joined by one space)."""
     al = aliases()
     out: dict[str, list[str]] = {}
     for backend, name in BACKEND_NAMES.items():
-        flags = check_facts._MULTI.get(backend, frozenset())
+        flags = cmdline._MULTI.get(backend, frozenset())
         spellings = set(flags) | {k for k, v in al.get(name, {}).items() if v in flags}
         if spellings:
             out[name] = sorted(spellings)
@@ -104,9 +104,9 @@ def multi_valued() -> dict[str, list[str]]:
 
 
 def split_names() -> list[str]:
-    """Backends whose ``--served-model-name`` splits into the served name and aliases (facts
-    ``_SPLIT_NAMES``); the aliases are the table key :data:`dgdgen.check.flags.ALIASES_KEY`."""
-    return sorted(BACKEND_NAMES[b] for b in check_facts._SPLIT_NAMES)
+    """Backends whose ``--served-model-name`` splits into the served name and aliases (cmdline
+    ``SPLIT_NAMES``); the aliases are the table key :data:`dgdgen.check.flags.ALIASES_KEY`."""
+    return sorted(BACKEND_NAMES[b] for b in cmdline.SPLIT_NAMES)
 
 
 ALIASES_KEY = check_flags.ALIASES_KEY
@@ -115,7 +115,7 @@ SERVED_NAME = "--served-model-name"
 
 def shells() -> tuple[str, ...]:
     """Shell program names the checker reads ``-c`` scripts of, with their usual paths."""
-    names = sorted(check_facts.SHELLS)
+    names = sorted(cmdline.SHELLS)
     return tuple(f"{d}{n}" for d in ("", "/bin/", "/usr/bin/", "/usr/local/bin/") for n in names)
 
 

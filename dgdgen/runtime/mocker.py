@@ -22,7 +22,7 @@ from pathlib import Path
 from dgdgen.check.facts import ComponentFacts
 from dgdgen.dgd import Backend
 
-# canonical rendered flag (per backend, as dgdgen.check.facts spells it) → mocker flag
+# canonical rendered flag (per backend, as dgdgen.check.cmdline spells it) → mocker flag
 _CARRIED: dict[Backend, dict[str, str]] = {
     Backend.VLLM: {
         "--block-size": "--block-size",
@@ -53,7 +53,7 @@ _CARRIED: dict[Backend, dict[str, str]] = {
         "--endpoint": "--endpoint",
     },
     # TRT-LLM: the engine's effective arguments (CLI, then the --extra-engine-args YAML, then
-    # overrides; dgdgen.check.facts) are carried instead of the CLI flags, see _TRTLLM_ENGINE.
+    # overrides; dgdgen.check.trtllm) are carried instead of the CLI flags, see _TRTLLM_ENGINE.
     Backend.TRTLLM: {
         "--router-mode": "--router-mode",
         # A worker that names its endpoint registers in that namespace (no worker-hash suffix;

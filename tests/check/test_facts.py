@@ -5,14 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from dgdgen.check.facts import (
-    configmaps_of,
-    dgd_facts,
-    env_flag,
-    join_continuations,
-    line_of,
-    split_shell,
-)
+from dgdgen.check.cmdline import env_flag, join_continuations, split_shell
+from dgdgen.check.facts import dgd_facts, line_of
+from dgdgen.check.podenv import configmaps_of
 from dgdgen.dgd import Backend, Role, read_dgds
 from dgdgen.yamlio import load_documents_fast
 
@@ -301,7 +296,7 @@ def test_the_whitespace_test_of_a_word_is_that_of_the_pattern() -> None:
     character, alone and inside a word."""
     import re
 
-    from dgdgen.check.facts import _has_space
+    from dgdgen.check.cmdline import _has_space
 
     for i in range(0x110000):
         c = chr(i)

@@ -294,7 +294,7 @@ def _with_worker_args(doc: dict[str, Any], service: str, extra: list[str]) -> di
 
 @pytest.mark.parametrize("release", ["1.5", "1.6"])
 def test_env_variables_named_unlike_their_flags_and_backend_prefixes(release: str) -> None:
-    """facts.py ``env_flag``: DYN_ROUTER_USE_KV_EVENTS is --router-kv-events (a router_config
+    """cmdline.py ``env_flag``: DYN_ROUTER_USE_KV_EVENTS is --router-kv-events (a router_config
     input with a worker --router-mode), an SGLang worker reads DYN_SGL_* and DYN_SGLANG_*, and
     a vLLM worker ignores them. The policy decides each variant as the checker does."""
     old, _ = _pair("vllm-worker-kv-events-alias-with-mode-1.6")  # prefill has --router-mode kv

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from dgdgen.check.cmdline import Setting
 from dgdgen.check.context import Context
-from dgdgen.check.facts import Setting, line_of
+from dgdgen.check.facts import line_of
 from dgdgen.check.findings import Finding
 from dgdgen.check.flags import FLAG_LIFECYCLE, FlagStatus
 from dgdgen.check.rules import RuleMeta

@@ -56,8 +56,8 @@ def check(ctx: Context) -> Iterator[Finding]:
             reason = _reason(dict(comp.annotations), dict(h.annotations), comp.multinode)
             if reason is None:
                 continue
-            node = h.dgd.component_doc(comp.name)
-            path = comp.path + (("replicas",) if "replicas" in node else ())
+            written = h.dgd.pod(comp.name).replicas_written
+            path = comp.path + (("replicas",) if written else ())
             loc = h.dgd.location(path)
             yield RULE.finding(
                 file=h.file, line=loc.line, column=loc.column,
