@@ -11,6 +11,10 @@ A DGD comes in two shapes (the upstream CRD, schemas/crds/dynamo):
 
 :class:`Dgd` wraps the plain document (never copied into a narrower model, so fields dgdgen does
 not model survive every edit) and gives a uniform :class:`Component` view and edit helpers.
+
+Why one module: both shapes are read by one shape checker into one component view, and the
+raw accessors the generator edits through must agree with that reading path for path; the typed
+pod view the checker reads lives apart (:mod:`dgdgen.dgdpod`).
 """
 
 from __future__ import annotations
