@@ -256,7 +256,7 @@ def gate_checks(prepared: Prepared) -> list[Check]:
     its bound are the steps where it is measured)."""
     from dgdgen.analysis import custom
     from dgdgen.analysis.paired import sign_test_samples
-    from dgdgen.analysis.quality_job import load_prompt_set
+    from dgdgen.analysis.quality_job import load_calibration_set, load_prompt_set
 
     if not analysis_on(prepared):
         return []
@@ -268,7 +268,11 @@ def gate_checks(prepared: Prepared) -> list[Check]:
         q = a.quality
         _, prompts = load_prompt_set(prepared.loaded)
         needed = sign_test_samples(q.max_loss_share, q.effect)
-        judge = f", {2 * len(prompts)} judge calls (both orders)" if q.judge is not None else ""
+        judge = (f", up to {2 * len(prompts)} judge calls (both orders)" if q.judge is not None
+                 else "")
+        calibration = load_calibration_set(prepared.loaded)
+        if calibration is not None:
+            judge += f" after {2 * len(calibration[1])} calibration calls"
         out.append(Check(
             "quality", "quality", f"{needed} pairs", steps,
             f"quality gate (step {', '.join(map(str, steps))}): {len(prompts)} prompts of "

@@ -209,9 +209,10 @@ def check_gates(loaded: LoadedSpec) -> None:
                 location=loaded.location(field), field=field,
             )
     if analysis.quality is not None:
-        from dgdgen.analysis.quality_job import load_prompt_set
+        from dgdgen.analysis.quality_job import load_calibration_set, load_prompt_set
 
         load_prompt_set(loaded)  # the prompt file is checked at validate time, at its line
+        load_calibration_set(loaded)  # and the judge's calibration set
 
 
 def check_experiment(loaded: LoadedSpec, i: int) -> None:

@@ -13,11 +13,16 @@ to cancel position bias. Its verdict for the pair is the candidate's mean prefer
 orders (1 win, 0.5 tie, 0 loss each). A judge request that fails, or an answer that is not
 exactly one of ``A``, ``B`` or ``TIE``, is an *error*: the pair is dropped and counted, never a
 win for either side.
+
+:class:`Judge` is that endpoint with its budget: every request it sends is counted against
+``max_calls`` (the spec's ``judge.maxCalls``), calibration included, and a pair is asked only
+while two calls are left, so a run never exceeds the budget it reports.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import urllib.error
 import urllib.request
 from collections.abc import Mapping, Sequence
@@ -71,17 +76,42 @@ def ask(
         raise RequestFailed(f"not a chat completion: {str(data)[:200]}") from None
 
 
+_SYSTEM_HEAD = "You compare two answers to the same prompt.\nRubric:\n"
+_SYSTEM_TAIL = "\nReply with exactly one word: A, B or TIE."
+_USER = re.compile(r"\APrompt:\n(.*?)\n\n\[Answer A\]\n(.*)\n\n\[Answer B\]\n(.*)\Z", re.DOTALL)
+
+
 def judge_messages(rubric: str, prompt: str, first: str, second: str) -> list[dict[str, str]]:
     """The judge's request: the rubric, the prompt, the two answers, one-word verdict."""
     return [
-        {"role": "system", "content": (
-            "You compare two answers to the same prompt.\nRubric:\n" + rubric
-            + "\nReply with exactly one word: A, B or TIE."
-        )},
+        {"role": "system", "content": _SYSTEM_HEAD + rubric + _SYSTEM_TAIL},
         {"role": "user", "content": (
             f"Prompt:\n{prompt}\n\n[Answer A]\n{first}\n\n[Answer B]\n{second}"
         )},
     ]
+
+
+@dataclass(frozen=True)
+class JudgeRequest:
+    """What :func:`judge_messages` put in a request, read back (by the stand-in judge)."""
+
+    rubric: str
+    prompt: str
+    first: str
+    second: str
+
+
+def read_judge_messages(messages: Any) -> JudgeRequest | None:
+    """The inverse of :func:`judge_messages`; None for anything it did not write."""
+    if not isinstance(messages, list) or len(messages) != 2 or not all(
+            isinstance(m, dict) and isinstance(m.get("content"), str) for m in messages):
+        return None
+    system, user = messages[0]["content"], messages[1]["content"]
+    m = _USER.match(user)
+    if not (system.startswith(_SYSTEM_HEAD) and system.endswith(_SYSTEM_TAIL)) or m is None:
+        return None
+    rubric = system[len(_SYSTEM_HEAD):len(system) - len(_SYSTEM_TAIL)]
+    return JudgeRequest(rubric, m.group(1), m.group(2), m.group(3))
 
 
 def parse_verdict(text: str) -> str | None:
@@ -93,6 +123,13 @@ def parse_verdict(text: str) -> str | None:
 class JudgeResult:
     preference: float | None  # candidate's mean preference in [0, 1]; None = judge error
     error: str | None = None
+    orders: tuple[float, ...] = ()  # the candidate's points, stable first then candidate first
+    calls: int = 0  # requests sent (one when the first one fails)
+
+    @property
+    def consistent(self) -> bool:
+        """Both orders gave the candidate the same points (no position effect, no error)."""
+        return len(self.orders) == 2 and self.orders[0] == self.orders[1]
 
 
 def judge_preference(
@@ -100,22 +137,54 @@ def judge_preference(
     seed: int, api_key: str | None = None, timeout: float = 60.0,
 ) -> JudgeResult:
     """Ask both orders; any failure or unparseable verdict makes the pair an error."""
-    points = []
+    points: list[float] = []
     for first, second, cand_is in ((stable, candidate, "B"), (candidate, stable, "A")):
         body = {
             "model": model, "messages": judge_messages(rubric, prompt, first, second),
             "temperature": TEMPERATURE, "seed": seed, "max_tokens": 4, "stream": False,
         }
+        calls = len(points) + 1
         try:
             data = _post(url, body, api_key, timeout)
             text = data["choices"][0]["message"]["content"]
         except (RequestFailed, KeyError, IndexError, TypeError) as e:
-            return JudgeResult(None, f"judge request failed: {e}")
+            return JudgeResult(None, f"judge request failed: {e}", calls=calls)
         verdict = parse_verdict(text if isinstance(text, str) else "")
         if verdict is None:
-            return JudgeResult(None, f"unparseable judge verdict {str(text)[:40]!r}")
+            return JudgeResult(None, f"unparseable judge verdict {str(text)[:40]!r}",
+                               calls=calls)
         points.append(0.5 if verdict == "TIE" else (1.0 if verdict == cand_is else 0.0))
-    return JudgeResult(sum(points) / len(points))
+    return JudgeResult(sum(points) / len(points), orders=tuple(points), calls=len(points))
+
+
+@dataclass
+class Judge:
+    """The judge endpoint of one run and the requests sent to it against ``max_calls``."""
+
+    url: str
+    model: str
+    rubric: str
+    seed: int
+    api_key: str | None = None
+    timeout: float = 60.0
+    max_calls: int | None = None  # None: no budget
+    calls: int = 0
+
+    def can_ask(self) -> bool:
+        """Whether the budget still covers a whole pair (both orders)."""
+        return self.max_calls is None or self.max_calls - self.calls >= 2
+
+    def prefer(self, prompt: str, stable: str, candidate: str) -> JudgeResult:
+        """:func:`judge_preference`, counted; call only while :meth:`can_ask`."""
+        r = judge_preference(self.url, self.model, self.rubric, prompt, stable, candidate,
+                             seed=self.seed, api_key=self.api_key, timeout=self.timeout)
+        self.calls += r.calls
+        return r
+
+    def budget(self) -> str:
+        """``"12 judge calls of 40"`` (or ``"12 judge calls, no budget"``)."""
+        of = f" of {self.max_calls}" if self.max_calls is not None else ", no budget"
+        return f"{self.calls} judge calls{of}"
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,9 @@
 """The quality gate as an Argo Rollouts metric of the ``job`` provider, and its prompt set.
 
 The Job runs ``python -m dgdgen.analysis.quality_gate`` (dgdgen/analysis/quality_gate.py) against
-the stable and the candidate frontend Services; the prompt set (and the judge's rubric) come from
-a ConfigMap mounted read-only, the judge's API key from a Secret by ``secretKeyRef``.
+the stable and the candidate frontend Services; the prompt set (and the judge's rubric and
+calibration set) come from a ConfigMap mounted read-only, the judge's API key from a Secret by
+``secretKeyRef``.
 
 Argo Rollouts' job provider knows two outcomes: the Job succeeded (measurement Successful) or
 failed (Failed) (argo-rollouts metricproviders/job/job.go). The gate's exit 3, Inconclusive, is a
@@ -20,13 +21,16 @@ from dgdgen.analysis.probe import RESTRICTED_CONTAINER, RESTRICTED_POD
 from dgdgen.errors import InputError
 
 if TYPE_CHECKING:
+    from dgdgen.analysis.calibration import LabelledPair
     from dgdgen.analysis.scorers import Prompt
     from dgdgen.load import LoadedSpec
 
 MOUNT = "/etc/dgdgen/quality"
 PROMPTS_KEY = "prompts.jsonl"
 RUBRIC_KEY = "rubric.txt"
+CALIBRATION_KEY = "calibration.jsonl"
 FIELD = ("spec", "analysis", "quality", "prompts")
+CALIBRATION_FIELD = ("spec", "analysis", "quality", "judge", "calibration", "pairs")
 # One python process sending two requests per prompt (and two judge calls per pair).
 RESOURCES = {"requests": {"cpu": "100m", "memory": "128Mi"},
              "limits": {"cpu": "1", "memory": "512Mi"}}
@@ -38,19 +42,49 @@ def config_map_name(rollout: str) -> str:
 
 def prompt_path(loaded: LoadedSpec) -> Path:
     """The prompt set's file: relative to the spec file, inside its repository."""
+    return _repo_path(loaded, loaded.spec.spec.analysis.quality.prompts, FIELD, "the prompt set")
+
+
+def _repo_path(loaded: LoadedSpec, rel: str, field: tuple[str, ...], what: str) -> Path:
     from dgdgen import load
 
-    rel = loaded.spec.spec.analysis.quality.prompts
     folder = os.path.dirname(os.path.abspath(loaded.path))
     path = os.path.realpath(os.path.join(folder, rel))
     root = load._confinement_root(folder)
     if not load._allow_outside and os.path.commonpath([root, path]) != root:
         raise InputError(
-            f"the prompt set {rel!r} is outside the repository {root}",
-            location=loaded.location(FIELD), field=FIELD,
+            f"{what} {rel!r} is outside the repository {root}",
+            location=loaded.location(field), field=field,
             hint="keep it in the repository (or pass --allow-outside-paths)",
         )
     return Path(path)
+
+
+def calibration_path(loaded: LoadedSpec) -> Path | None:
+    """The judge's calibration set's file (None without one), placed like the prompt set."""
+    q = loaded.spec.spec.analysis.quality
+    if q is None or q.judge is None or q.judge.calibration is None:
+        return None
+    return _repo_path(loaded, q.judge.calibration.pairs, CALIBRATION_FIELD,
+                      "the calibration set")
+
+
+def load_calibration_set(loaded: LoadedSpec) -> tuple[str, list[LabelledPair]] | None:
+    """The calibration set's text and labelled pairs (None without one); an
+    :class:`InputError` at the spec field when it cannot be read, at its line when a line is
+    bad."""
+    from dgdgen.analysis.calibration import load_pairs
+
+    path = calibration_path(loaded)
+    if path is None:
+        return None
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"cannot read the calibration set: {e}",
+                         location=loaded.location(CALIBRATION_FIELD),
+                         field=CALIBRATION_FIELD) from None
+    return text, load_pairs(path, text)
 
 
 def load_prompt_set(loaded: LoadedSpec) -> tuple[str, list[Prompt]]:
@@ -80,6 +114,9 @@ def config_map_data(loaded: LoadedSpec) -> dict[str, str]:
     q = loaded.spec.spec.analysis.quality
     if q.judge is not None:
         data[RUBRIC_KEY] = q.judge.rubric
+    calibration = load_calibration_set(loaded)
+    if calibration is not None:
+        data[CALIBRATION_KEY] = calibration[0]
     return data
 
 
@@ -102,7 +139,12 @@ def command(q: Any) -> list[str]:
         cmd += ["--pattern", q.pattern]
     if q.judge is not None:
         cmd += ["--judge-url", q.judge.url, "--judge-model", q.judge.model,
-                "--rubric-file", f"{MOUNT}/{RUBRIC_KEY}"]
+                "--rubric-file", f"{MOUNT}/{RUBRIC_KEY}", "--min-pairs", str(q.judge.min_pairs)]
+        if q.judge.max_calls is not None:
+            cmd += ["--max-calls", str(q.judge.max_calls)]
+        if q.judge.calibration is not None:
+            cmd += ["--calibration", f"{MOUNT}/{CALIBRATION_KEY}",
+                    "--min-agreement", repr(q.judge.calibration.min_agreement)]
     return cmd
 
 
@@ -152,10 +194,11 @@ PHASES = {0: "Successful", 1: "Failed", 3: "Inconclusive", 2: "Error"}
 
 def run_local(
     prepared: Any, arg_map: dict[str, str], *, stable_url: str | None = None,
-    candidate_url: str | None = None,
+    candidate_url: str | None = None, judge_url: str | None = None,
 ) -> tuple[str, str]:
     """Run the rendered quality gate's command here (``dgdgen analyze``, the rehearsal): the
-    same module and arguments as the Job, the prompt set and rubric read from the repository."""
+    same module and arguments as the Job, the prompt set, rubric and calibration set read from
+    the repository (``judge_url`` in place of the spec's judge)."""
     import contextlib
     import io
     import tempfile
@@ -170,14 +213,20 @@ def run_local(
     if candidate_url:
         urls["candidate-url"] = candidate_url
     load_prompt_set(loaded)
+    load_calibration_set(loaded)
     with tempfile.TemporaryDirectory(prefix="dgdgen-quality-") as tmp:
         local = {f"{MOUNT}/{PROMPTS_KEY}": str(prompt_path(loaded))}
         if q.judge is not None:
             rubric = Path(tmp) / RUBRIC_KEY
             rubric.write_text(q.judge.rubric, encoding="utf-8")
             local[f"{MOUNT}/{RUBRIC_KEY}"] = str(rubric)
-        argv = []
+        calibration = calibration_path(loaded)
+        if calibration is not None:
+            local[f"{MOUNT}/{CALIBRATION_KEY}"] = str(calibration)
+        argv: list[str] = []
         for a in command(q)[3:]:
+            if judge_url and argv[-1:] == ["--judge-url"]:
+                a = judge_url
             a = local.get(a, a)
             for k in ("stable-url", "candidate-url"):
                 a = a.replace("{{args." + k + "}}", urls[k])

@@ -14,6 +14,11 @@ significance α = 0.05 and power 0.8 (docs/analysis.md has a worked example):
   SLO, the worst acceptable baseline) to p0 + δ (``maxErrorRateIncrease``):
   ``n = (z_{1-α}·√(2·p̄(1-p̄)) + z_{1-β}·√(p0(1-p0) + p1(1-p1)))² / δ²``.
 
+And the Wilson score interval of a proportion (the judge's agreement with its calibration set,
+the candidate's loss share under the judge): unlike the normal ("Wald") interval it stays inside
+[0, 1] and keeps its coverage near 0 and 1 and for the small counts a calibration set has
+(Newcombe 1998, method 3).
+
 Pure functions, no I/O.
 """
 
@@ -62,3 +67,21 @@ def bake_seconds(samples: int, request_rate: float, share: float) -> int:
     if share <= 0 or request_rate <= 0:
         raise ValueError("need a positive request rate and share")
     return math.ceil(round(samples / (request_rate * share), 9))
+
+
+def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """The two-sided Wilson score interval of ``successes`` out of ``n`` (no continuity
+    correction); ``(0, 1)`` when ``n`` is 0: nothing is known."""
+    if n < 0 or not 0 <= successes <= n or not 0 < confidence < 1:
+        raise ValueError("need 0 <= successes <= n and 0 < confidence < 1")
+    if n == 0:
+        return 0.0, 1.0
+    z = _Z.inv_cdf(1 - (1 - confidence) / 2)
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z / denom * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    # the exact ends (0 successes: lower 0; all: upper 1) without rounding drift
+    lo = 0.0 if successes == 0 else max(0.0, centre - half)
+    hi = 1.0 if successes == n else min(1.0, centre + half)
+    return lo, hi

@@ -1,4 +1,5 @@
-"""dgdgen analyze SPEC --step N: run one step's gate against a live Prometheus."""
+"""dgdgen analyze SPEC --step N: run one step's gate against a live Prometheus (or, with
+--calibrate, only the quality judge's calibration)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from dgdgen.analysis.calibration import Calibration
     from dgdgen.analysis.gates import StepGate
     from dgdgen.gitops.target import Target
     from dgdgen.prepared import Prepared
@@ -35,8 +37,14 @@ tree at PATH, as one commit (Successful → passed, Failed or Error → failed, 
 inconclusive), exactly as `dgdgen gate` would; `dgdgen promote` then refuses to leave a step
 whose gate failed. The exit code is the verdict's either way.
 
+With --calibrate (no --step), run only the quality judge's calibration
+(spec.analysis.quality.judge.calibration) against the judge the spec names or --judge-url: print
+its agreement with the labelled pairs, its interval, precision and recall for "candidate worse",
+position consistency and the judge calls; exit 0 when the judge would gate, 1 when not.
+
 examples:
   dgdgen analyze rollout.yaml --step 1 --prometheus http://localhost:9090
+  dgdgen analyze rollout.yaml --calibrate --judge-url http://localhost:8791
   dgdgen analyze rollout.yaml --step 1 --prometheus http://localhost:9090 --record deploy/qwen
   dgdgen analyze rollout.yaml --step 2 --prometheus http://prom:9090 --time 2026-08-20T12:00:00Z
   dgdgen analyze examples/vllm-disagg-image-bump/rollout.yaml --step 1 --print-run
@@ -49,7 +57,16 @@ EXIT_INCONCLUSIVE = 3
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("spec", metavar="SPEC", help="rollout spec file")
-    p.add_argument("--step", type=int, required=True, metavar="N", help="plan step (1..n)")
+    p.add_argument("--step", type=int, metavar="N", help="plan step (1..n); required but "
+                   "with --calibrate")
+    p.add_argument(
+        "--calibrate", action="store_true",
+        help="run only the quality judge's calibration; exit 0 when it would gate, 1 when not",
+    )
+    p.add_argument(
+        "--judge-url", metavar="URL",
+        help="quality gate: the judge's base URL (default: spec.analysis.quality.judge.url)",
+    )
     p.add_argument(
         "--prometheus", metavar="URL",
         help="Prometheus base URL (default: spec.analysis.prometheus)",
@@ -119,6 +136,13 @@ def run(args: argparse.Namespace) -> int:
     from dgdgen.pipeline import prepare
     from dgdgen.render.analysis import analysis_run, analysis_runs
 
+    if args.calibrate:
+        if args.step is not None or args.print_run or args.record:
+            raise InputError("--calibrate runs the judge's calibration alone: no --step, "
+                             "--print-run or --record")
+        return _calibrate(args)
+    if args.step is None:
+        raise InputError("--step N is required (or --calibrate)")
     prepared = prepare(args.spec)
     plan = prepared.plan
     if not 1 <= args.step < len(plan.steps):
@@ -167,7 +191,8 @@ def run(args: argparse.Namespace) -> int:
             from dgdgen.analysis.quality_job import run_local
 
             phase, detail = run_local(prepared, sg.arg_map, stable_url=args.stable_url,
-                                      candidate_url=args.candidate_url)
+                                      candidate_url=args.candidate_url,
+                                      judge_url=args.judge_url)
             rows.append({"metric": name, "value": None, "phase": phase, "detail": detail})
             continue
         assert url is not None
@@ -201,6 +226,61 @@ def run(args: argparse.Namespace) -> int:
     if verdict == expr.SUCCESSFUL:
         return 0
     return EXIT_INCONCLUSIVE if verdict == expr.INCONCLUSIVE else EXIT_FAILED
+
+
+def _calibrate(args: argparse.Namespace) -> int:
+    """The judge's calibration alone: 0 when the judge would gate, 1 when not."""
+    import json
+    import os
+
+    from dgdgen.analysis.calibration import calibrate
+    from dgdgen.analysis.quality import Judge
+    from dgdgen.analysis.quality_job import load_calibration_set
+    from dgdgen.errors import InputError
+    from dgdgen.pipeline import prepare
+
+    loaded = prepare(args.spec).loaded
+    q = loaded.spec.spec.analysis.quality
+    labelled = load_calibration_set(loaded)
+    if q is None or q.judge is None or q.judge.calibration is None or labelled is None:
+        field = ("spec", "analysis", "quality", "judge", "calibration")
+        raise InputError("--calibrate: the spec has no judge calibration set",
+                         location=loaded.location(("spec", "analysis")), field=field)
+    judge = Judge(args.judge_url or q.judge.url, q.judge.model, q.judge.rubric, q.seed,
+                  api_key=os.environ.get("DGDGEN_JUDGE_API_KEY"), timeout=q.timeout_seconds,
+                  max_calls=q.judge.max_calls)
+    cal = calibrate(judge, labelled[1], q.judge.calibration.min_agreement)
+    if args.format == "json":
+        out = {"judge": judge.url, "calibration": q.judge.calibration.pairs, **cal.as_dict(),
+               "maxCalls": judge.max_calls}
+        sys.stdout.write(json.dumps(out, indent=2) + "\n")
+    else:
+        sys.stdout.write(_calibration_table(judge.url, q.judge.calibration.pairs, cal,
+                                            judge.max_calls))
+    return 0 if cal.passed else EXIT_FAILED
+
+
+def _calibration_table(url: str, pairs: str, cal: Calibration, max_calls: int | None) -> str:
+    def share(x: float | None, k: int, n: int) -> str:
+        return ("n/a" if x is None else f"{x:.2f}") + f" ({k} of {n})"
+
+    lo, hi = cal.interval
+    rows = [
+        ("agreement", share(cal.agreement, cal.agreed, cal.asked)),
+        ("interval", f"[{lo:.2f}, {hi:.2f}] (95% Wilson)"),
+        ("minAgreement", f"{cal.min_agreement:g} (lower bound must reach it)"),
+        ("precision (candidate worse)", share(cal.precision, cal.caught, cal.called_worse)),
+        ("recall (candidate worse)", share(cal.recall, cal.caught, cal.labelled_worse)),
+        ("position consistency", share(cal.consistency, cal.consistent, cal.asked)),
+        ("errors", str(cal.errors)),
+        ("judge calls", f"{cal.calls}" + (f" of maxCalls {max_calls}" if max_calls is not None
+                                          else ", no budget")),
+    ]
+    width = max(len(k) for k, _ in rows)
+    lines = [f"judge {url}: calibration {pairs}, {cal.pairs} labelled pairs", ""]
+    lines += [f"{k.ljust(width)}  {v}" for k, v in rows]
+    lines += ["", ("would gate: " if cal.passed else "would not gate: ") + cal.reason()]
+    return "\n".join(lines) + "\n"
 
 
 def _cluster(prepared: Prepared, args: argparse.Namespace) -> str | None:

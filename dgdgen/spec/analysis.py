@@ -82,6 +82,30 @@ class SecretKeyRef(SpecModel):
         return v
 
 
+class JudgeCalibration(SpecModel):
+    """Labelled pairs the judge must agree with before it may gate (docs/analysis.md, "The
+    judge's calibration"): asked in both orders before the gate's pairs; below `minAgreement`
+    the gate is Inconclusive, never a pass."""
+
+    pairs: str = Field(
+        description="JSONL calibration set, relative to the spec file, inside the repository: one "
+        "object a line, `prompt`, `stable` and `candidate` (the two answers) and `label` "
+        "(`stable`, `candidate` or `tie`: the better answer). Rendered into the prompt ConfigMap."
+    )
+    min_agreement: float = Field(
+        0.8, gt=0, le=1, description="The lower bound of the 95 % Wilson interval of the judge's "
+        "agreement with the labels must reach this (the point estimate is not enough: a small "
+        "set agrees by luck)."
+    )
+
+    @field_validator("pairs")
+    @classmethod
+    def _pairs(cls, v: str) -> str:
+        if not v.endswith(".jsonl") or v.startswith("/"):
+            raise ValueError(f"expected a relative path to a .jsonl file, got {v!r}")
+        return v
+
+
 class QualityJudge(SpecModel):
     """LLM-as-judge: an OpenAI-compatible endpoint asked, in both orders, which answer is better
     under the rubric (docs/analysis.md). A judge failure counts as an error, never as a win."""
@@ -93,6 +117,18 @@ class QualityJudge(SpecModel):
     api_key: SecretKeyRef | None = Field(
         None, description="The judge's API key, only by reference to a Secret (passed to the "
         "Job as DGDGEN_JUDGE_API_KEY through `secretKeyRef`)."
+    )
+    calibration: JudgeCalibration | None = Field(
+        None, description="Labelled pairs the judge is checked against before it may gate."
+    )
+    min_pairs: int = Field(
+        10, ge=1, description="Scored pairs before the judge's decision may stop early (once "
+        "the loss share's interval lies on one side of `maxLossShare`)."
+    )
+    max_calls: int | None = Field(
+        None, ge=2, description="Judge requests a run may send, calibration included (two per "
+        "pair); spent before a decision, the gate is Inconclusive. Default: no limit (two per "
+        "labelled pair and per prompt at most)."
     )
 
     @field_validator("url")
