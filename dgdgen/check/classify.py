@@ -495,8 +495,15 @@ def _component_changes(b: ComponentFacts, h: ComponentFacts, release: str, disag
 
 
 def _either(b: ComponentFacts, h: ComponentFacts) -> frozenset[str]:
-    """Flags set (to anything but false) on the base or the head side of a component."""
-    return frozenset(k for c in (b, h) for k, s in c.flags.items() if s.value != "false")
+    """Flags set (to anything but false) on the base or the head side of a component, each as
+    ``flag`` and as ``flag=value`` (for flags.Input.requires)."""
+    out = set()
+    for c in (b, h):
+        for k, s in c.flags.items():
+            if s.value != "false":
+                out.add(k)
+                out.add(f"{k}={_norm(s.value)}")
+    return frozenset(out)
 
 
 def _image_path(c: ComponentFacts) -> FieldPath:
@@ -518,7 +525,16 @@ def _classified(component: str, key: str, bs: Setting | None, hs: Setting | None
     label = key.removeprefix("engine:")
     what = f"{label} {_describe(old)} → {_describe(new)}"
     entries: tuple[Input, ...] = inputs_for(key, backend, release, disagg) if worker else ()
+    unmet = [e for e in entries if e.requires is not None and e.requires not in present]
     entries = tuple(e for e in entries if e.requires is None or e.requires in present)
+    valued = next((e for e in unmet if "=" in (e.requires or "")), None)
+    if not entries and valued is not None and valued.requires is not None:
+        # A flag that reaches the card only with one value of another (the KV router flags
+        # with a worker --router-mode kv, flags.KV_ROUTER_MODE).
+        needed = valued.requires.replace("=", " ", 1)
+        return [Change(component, Category.SAFE, key, old, new,
+                       f"{what} (a card input only with a worker {needed}, set on neither side)",
+                       s.path, s.offset, side, valued.cite)]
     if not entries:
         return [Change(component, Category.SAFE, key, old, new, f"{what} (not a card or KV input)",
                        s.path, s.offset, side)]

@@ -1,8 +1,9 @@
 """Rule documentation, generated from the rule metadata and the rule's case file
-(``policies/cases/<CODE>.yaml``): the examples in the docs are the tested cases.
+(``policies/cases/<CODE>.yaml``): the examples in the docs are the tested cases; and the card
+table of docs/checker.md, generated from :mod:`dgdgen.check.cardtable`.
 
-``python -m dgdgen.check.docs --write docs/rules`` regenerates the committed pages; a test fails
-when they are stale (STYLE.md principle 9).
+``python -m dgdgen.check.docs --write docs/rules --checker-doc docs/checker.md`` regenerates the
+committed pages and the table; a test fails when they are stale (STYLE.md principle 9).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import os
 import sys
 from dataclasses import dataclass
 
+from dgdgen.check.cardtable import with_table
 from dgdgen.check.rules import RuleMeta
 from dgdgen.check.rules.registry import RULES
 from dgdgen.errors import InputError
@@ -181,14 +183,29 @@ def pages() -> dict[str, str]:
     return out
 
 
+def checker_doc(text: str) -> str:
+    """docs/checker.md with its card table generated from :mod:`dgdgen.check.cardtable`."""
+    return with_table(text)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="generate the rule docs")
-    parser.add_argument("--write", metavar="DIR", required=True)
+    parser = argparse.ArgumentParser(description="generate the rule docs and the card table")
+    parser.add_argument("--write", metavar="DIR", help="write the rule pages into DIR")
+    parser.add_argument("--checker-doc", metavar="FILE",
+                        help="regenerate the card table in FILE (docs/checker.md)")
     args = parser.parse_args(argv)
-    os.makedirs(args.write, exist_ok=True)
-    for name, text in pages().items():
-        with open(os.path.join(args.write, name), "w", encoding="utf-8") as fh:
-            fh.write(text)
+    if args.write is None and args.checker_doc is None:
+        parser.error("give --write DIR and/or --checker-doc FILE")
+    if args.write is not None:
+        os.makedirs(args.write, exist_ok=True)
+        for name, text in pages().items():
+            with open(os.path.join(args.write, name), "w", encoding="utf-8") as fh:
+                fh.write(text)
+    if args.checker_doc is not None:
+        with open(args.checker_doc, encoding="utf-8") as fh:
+            text = fh.read()
+        with open(args.checker_doc, "w", encoding="utf-8") as fh:
+            fh.write(checker_doc(text))
     return 0
 
 

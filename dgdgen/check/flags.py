@@ -67,7 +67,8 @@ class Input:
     since: str | None = None  # first release it applies to (None: every release covered)
     until: str | None = None  # first release it no longer applies to
     # Counts only when this flag is set (base or head) on the worker, e.g. the worker router
-    # flags reach the card only with a worker-side --router-mode.
+    # flags reach the card only with a worker-side --router-mode; `flag=value` when only that
+    # value counts (the KV router flags: --router-mode=kv).
     requires: str | None = None
     # Where the engine takes the value from when the flag is unset, when that is the model's own
     # files (config.json): a change between unset and a value may or may not change the input,
@@ -131,6 +132,23 @@ _ROUTER_KEYS: tuple[str, ...] = (
     "--load-aware", "--use-remote-indexer", "--enable-session-prefix-index",
     "--shared-cache-multiplier", "--shared-cache-type",
 )
+# 1.6: what a worker's --router-mode puts on its card. ai-dynamo 1.6.1
+# dynamo/common/configuration/groups/router_args.py `build_router_config` registers
+# `RouterConfig(mode, kv_router_config, **router_kwargs())`: `router_kwargs()` (`_ROUTER_FIELDS`)
+# carries these five fields in every mode...
+ROUTER_CONFIG_KEYS: tuple[str, ...] = (
+    "--router-session-affinity-ttl-secs", "--router-session-affinity-mode",
+    "--active-decode-blocks-threshold", "--active-prefill-tokens-threshold",
+    "--active-prefill-tokens-threshold-frac",
+)
+# ... and `kv_router_config` is built from the KV router flags (kv_router_args.py
+# `kv_router_kwargs()`, `_KV_ROUTER_FIELDS`, after the `--load-aware` preset, the conditional
+# disaggregation config and the `--router-policy-config` YAML are applied) only when the mode is
+# `kv`: "Only KV routing consults KvRouterConfig; passing it for other modes would imply tuning
+# that is never read." Every other worker router flag is one of these.
+KV_ROUTER_MODE = "--router-mode=kv"
+_ROUTER_CITE_16 = ("ai-dynamo 1.6.1 dynamo/common/configuration/groups/router_args.py "
+                   "build_router_config; tests/check/test_runtime_truth.py")
 
 MDC_INPUTS: tuple[Input, ...] = (
     Input(("--served-model-name",), Category.MDC, "display_name", ALL, _CARD),
@@ -178,9 +196,22 @@ MDC_INPUTS: tuple[Input, ...] = (
     # worker_type / needs and the worker router config entered the checksum by July 2026
     # (ai-dynamo/dynamo@2a6da14c8 lib/llm/src/model_card.rs history).
     Input(("--disaggregation-mode", "--is-prefill-worker"), Category.MDC, "worker_type / needs",
-          ALL, _CARD, since="1.4"),
+          ALL, _CARD, since="1.4", until="1.6"),
+    # 1.6: unset, every backend registers an aggregated worker, as with `agg` (ai-dynamo 1.6.1
+    # dynamo/vllm/backend_args.py `_resolve_disaggregation_mode`, dynamo/trtllm/backend_args.py
+    # default "agg", dynamo/sglang/args.py `_set_serving_strategy`: SGLang's "null").
+    Input(("--disaggregation-mode", "--is-prefill-worker"), Category.MDC, "worker_type / needs",
+          ALL, "ai-dynamo 1.6.1 dynamo/{vllm,sglang,trtllm} register_model(worker_type, needs)",
+          since="1.6", defaults=(("--disaggregation-mode", "agg"),)),
     Input(("--route-to-encoder",), Category.MDC, "needs", VLLM, _CARD, since="1.4"),
     Input(("--encode-endpoint",), Category.MDC, "needs", TRTLLM, _CARD, since="1.4"),
+    # SGLang: a worker fed by a dedicated encode worker registers needs [[Encode]] when
+    # aggregated (`pd`) (ai-dynamo 1.6.1 dynamo/sglang/args.py
+    # `_normalize_multimodal_disaggregation_args` → multimodal_worker,
+    # dynamo/sglang/init_multimodal.py `init_multimodal_worker`).
+    Input(("--dedicated-mm-encoder",), Category.MDC, "needs (an encode peer)", SGLANG,
+          "ai-dynamo 1.6.1 dynamo/sglang/init_multimodal.py init_multimodal_worker",
+          since="1.6"),
     Input(_ROUTER_KEYS, Category.MDC, "router_config", ALL, _CARD, since="1.4", until="1.6"),
     # 1.6: the card carries router_config only when the worker sets --router-mode
     # (dynamo/common/configuration/groups/router_args.py build_router_config: "None means no
@@ -188,9 +219,11 @@ MDC_INPUTS: tuple[Input, ...] = (
     # --router-mode kv (tests/check/test_runtime_truth.py).
     Input(("--router-mode",), Category.MDC, "router_config", ALL,
           "ai-dynamo 1.6.1 router_args.py; tests/check/test_runtime_truth.py", since="1.6"),
-    Input(_ROUTER_KEYS, Category.MDC, "router_config (with a worker --router-mode)", ALL,
-          "ai-dynamo 1.6.1 router_args.py build_router_config", since="1.6",
-          requires="--router-mode"),
+    # Before the wildcard below: the first entry a key matches is the one that counts.
+    Input(ROUTER_CONFIG_KEYS, Category.MDC, "router_config (with a worker --router-mode)", ALL,
+          _ROUTER_CITE_16, since="1.6", requires="--router-mode"),
+    Input(_ROUTER_KEYS, Category.MDC, "router_config.kv_router_config (with a worker "
+          "--router-mode kv)", ALL, _ROUTER_CITE_16, since="1.6", requires=KV_ROUTER_MODE),
 )
 
 # --------------------------------------------------------------------------- KV transfer

@@ -372,7 +372,11 @@ def key_list(key: Key, changed_var: str) -> str:
         mine = f"p.every.filter(x, x.startsWith({lit(name)}))"
         backends += (f" && !(size({mine}) == 1 && "
                      f"{mine}[0] == {lit(name)} + {_normalised_literal(key.default)})")
-    if key.requires is not None:
+    if key.requires is not None and "=" in key.requires:
+        # classify.py ``_either``: the flag is set to this value on the old or the new side
+        flag, value = key.requires.split("=", 1)
+        backends += f" && ({lit(flag + '=')} + {_normalised_literal(value)}) in p.every"
+    elif key.requires is not None:
         # classify.py ``_either``: the flag is set (not to false) on the old or the new side
         req = key.requires + "="
         backends += (f" && p.every.exists(x, x.startsWith({lit(req)}) && "

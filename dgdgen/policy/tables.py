@@ -44,8 +44,9 @@ class Key:
     what: str  # what it feeds, from the table
     backends: tuple[str, ...]  # policy backend names it applies to
     matches: tuple[Match, ...]
-    # counts only when this flag is set (not to false) on either side (Input.requires: the
-    # worker router flags of 1.6 reach the card only with a worker --router-mode)
+    # counts only when this flag is set (not to false) on either side, or, as `flag=value`,
+    # set to that value (Input.requires: the worker router flags of 1.6 reach the card only
+    # with a worker --router-mode, the KV router flags only with --router-mode kv)
     requires: str | None = None
     # counts only when set on both sides (Input.derived_from: between unset and a value the
     # checker assumes a change, DGD205, which the policy does not deny: it cannot read the

@@ -81,7 +81,8 @@ _TRTLLM_VIA_ENGINE = {
 }
 # The worker-side router flags: the mocker registers them with the same parser as the backends
 # (ai-dynamo 1.6.1 `add_worker_router_arguments`, dynamo/mocker/args.py), and they reach the
-# card's router_config only with a worker --router-mode. Boolean ones take --flag / --no-flag.
+# card's router_config only with a worker --router-mode (the KV router flags only with
+# --router-mode kv; dgdgen.check.cardtable). Boolean ones take --flag / --no-flag.
 _ROUTER_BOOL = frozenset({
     "--load-aware", "--router-kv-events", "--router-replica-sync",
     "--router-track-active-blocks", "--router-track-output-blocks", "--router-assume-kv-reuse",

@@ -8,6 +8,7 @@ trained here on a fixed text is enough (docs/rehearse.md).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 
 DEFAULT_CHAT_TEMPLATE = (
@@ -21,9 +22,12 @@ _CORPUS = (
 
 
 def make_model_dir(
-    dest: Path, *, chat_template: str = DEFAULT_CHAT_TEMPLATE, context_length: int = 8192
+    dest: Path, *, chat_template: str = DEFAULT_CHAT_TEMPLATE, context_length: int = 8192,
+    extra_files: Mapping[str, str] | None = None,
 ) -> Path:
-    """Write config.json, tokenizer.json, tokenizer_config.json and generation_config.json."""
+    """Write config.json, tokenizer.json, tokenizer_config.json and generation_config.json, and
+    ``extra_files`` (name → text) beside them: the sibling files a model snapshot may carry
+    (e.g. preprocessor_config.json), which the card lists as its `extra_files`."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
     dest.mkdir(parents=True, exist_ok=True)
@@ -66,4 +70,6 @@ def make_model_dir(
         ("generation_config.json", {"bos_token_id": 1, "eos_token_id": 2}),
     ):
         (dest / name).write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    for name, text in (extra_files or {}).items():
+        (dest / name).write_text(text)
     return dest

@@ -77,6 +77,13 @@ DIRS = {
     "template": {"chat_template": "{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}"
                                   "{% endfor %}<assistant>"},
     "config": {"context_length": 4096},
+    # Another revision of the same model whose snapshot carries one more sibling file: the card
+    # hashes every non-weight sibling as `extra_files` (ai-dynamo/dynamo 01159fcc8
+    # lib/llm/src/local_model.rs harvest_extra_files, lib/llm/src/model_card.rs mdcsum()).
+    "extra": {"extra_files": {"preprocessor_config.json": '{"image_size": 224}\n'}},
+    # The files of "a" at another path: what the probes above change is the files' contents,
+    # not where the worker reads them (the card hashes checksums, not paths).
+    "copy": {},
 }
 
 PROBES: tuple[Probe, ...] = (
@@ -93,6 +100,19 @@ PROBES: tuple[Probe, ...] = (
     Probe("data-parallel-size", (), ("--data-parallel-size", "2")),
     Probe("prefix-caching", ("--enable-prefix-caching",), ("--no-enable-prefix-caching",)),
     Probe("router-mode-round-robin", (), ("--router-mode", "round-robin")),
+    # 1.6.1 build_router_config: the busy thresholds and session affinity ride in the card's
+    # RouterConfig whatever the mode; the KV router flags only with --router-mode kv.
+    Probe("router-threshold-with-round-robin", ("--router-mode", "round-robin"),
+          ("--router-mode", "round-robin", "--active-decode-blocks-threshold", "0.95")),
+    Probe("router-affinity-with-round-robin", ("--router-mode", "round-robin"),
+          ("--router-mode", "round-robin", "--router-session-affinity-ttl-secs", "60")),
+    Probe("router-kv-flag-with-round-robin", ("--router-mode", "round-robin"),
+          ("--router-mode", "round-robin", "--router-temperature", "0.5")),
+    Probe("router-kv-flag-with-kv", ("--router-mode", "kv"),
+          ("--router-mode", "kv", "--router-temperature", "0.5")),
+    # The revision is not a mocker flag: its candidate reads a model directory with one more
+    # sibling file, as a new revision's snapshot would (the card's extra_files).
+    Probe("revision-extra-file", (), ("--revision", "v2"), head_dir="extra"),
     Probe("router-flag-without-mode", (), ("--router-temperature", "0.5")),
     Probe("kv-events-alias-without-mode", (), ("--no-kv-events",)),
     Probe("kv-events-alias-with-mode", ("--router-mode", "kv"),
@@ -120,6 +140,11 @@ PINNED = Probe("endpoint-pinned",
                 "--block-size", "16"),
                ("--endpoint", "dyn://inference-hashed-endpoint-pinned.backend.generate",
                 "--block-size", "32"))
+
+# The control for the probes that give the candidate another local directory (chat-template,
+# model-dir, revision-extra-file): the same files at another path, the DGD unchanged. Played in
+# the shared namespace only.
+COPY = Probe("model-dir-copy", (), (), head_dir="copy")
 
 # The operator's worker hash suffixes of the old and the new generation.
 OLD_SUFFIX, NEW_SUFFIX = "aaaa1111", "bbbb2222"
@@ -194,7 +219,7 @@ def run_probes(workdir: str) -> dict[str, dict[str, Any]]:
     with LocalDynamo(work / "dynamo") as dyn:
         fe = dyn.frontend()
         dyn.wait_frontend_up(fe)
-        for p in PROBES:
+        for p in (*PROBES, COPY):
             out[p.name] = play(dyn, fe, p, dirs, hashed=False)
         dyn.stop(fe)
         out["_prefix"] = prefix_split(dyn, dirs["a"])
@@ -510,3 +535,17 @@ def test_a_new_served_name_leaves_the_old_name_without_workers(
     messages = [f["message"] for f in dgdgen_diff(tmp_path, probe)["findings"]
                 if f["code"] == "DGD201"]
     assert messages and all(RENAME in m for m in messages), messages
+
+
+def test_another_model_directory_is_another_card_whatever_its_files(
+        truth: dict[str, dict[str, Any]], tmp_path: Path) -> None:
+    """The mocker registers its local model directory as the card's source_path, so a candidate
+    reading the very same files from another path is rejected too: the probes that change the
+    directory (chat-template, model-dir, revision-extra-file) show that a new directory is a new
+    card, not which of its files the card hashes (that is read in the source; docs/checker.md,
+    "The card table"). The DGD is unchanged, and the checker rightly says nothing."""
+    seen = truth[COPY.name]
+    assert seen["verdict"] == "rejected" and seen["rejected_logged"], seen
+    assert seen["candidate"] == 0 and seen["ok"] == REQUESTS, seen
+    assert seen["incumbent_args"] != seen["candidate_args"], seen
+    assert dgdgen_diff(tmp_path, COPY)["findings"] == []
