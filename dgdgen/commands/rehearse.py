@@ -45,6 +45,12 @@ down by --candidate-slowdown (default 4 here) — and writes side-by-side.md/jso
 candidate served before anything could stop it, worst p95 TTFT/ITL, failures, time to rollback.
 It exits 0 once all four ran (what they found is in the report), 3 if one could not run.
 
+Where a gate reads the answers (the quality gate), every worker is dgdgen's answering engine
+instead of a mocker: it answers each prompt deterministically from the prompt (the prompt set's
+reference, simple arithmetic, else a fixed sentence), so the gate sees real, different answers
+through the real frontend. It tests the gate, not a model; every report says so.
+--candidate-quality F makes the candidate answer a fraction F of the prompts wrongly.
+
 An A/B experiment step (gate: experiment) is decided by `dgdgen experiment --record` on the
 samples of --experiment-samples FILE; the rehearsal cannot measure a metric only users give, so
 without the file the step ends with no decision: neither promoted nor rolled back (exit 3).
@@ -58,6 +64,7 @@ an experiment step had no decision (no samples, or fewer than planned).
 examples:
   dgdgen rehearse examples/vllm-disagg-block-size/rollout.yaml --min-requests 40
   dgdgen rehearse examples/vllm-disagg-block-size/rollout.yaml --candidate-slowdown 4
+  dgdgen rehearse examples/trtllm-disagg-v1beta1/rollout.yaml --candidate-quality 0.3
   dgdgen rehearse examples/vllm-agg-auto/rollout.yaml            # in place (auto → in-place)
   dgdgen rehearse examples/vllm-disagg-block-size/rollout.yaml --in-place --candidate-slowdown 4
   dgdgen rehearse examples/vllm-disagg-image-bump/rollout.yaml --side-by-side --min-requests 30
@@ -71,6 +78,16 @@ def _positive(value: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a number, got {value!r}") from None
     if not f > 0:
         raise argparse.ArgumentTypeError(f"must be greater than 0, got {value!r}")
+    return f
+
+
+def _fraction(value: str) -> float:
+    try:
+        f = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {value!r}") from None
+    if not 0 <= f <= 1:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {value!r}")
     return f
 
 
@@ -98,6 +115,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="make the candidate X times slower (the mocker's speedup ratio 1/X), "
                    "to rehearse a regression the gates must catch (default 1; with "
                    "--side-by-side, the slowed runs' factor, default 4)")
+    p.add_argument("--candidate-quality", type=_fraction, default=0.0, metavar="F",
+                   help="a spec with a quality gate: make the candidate answer the fraction F "
+                   "(0..1, default 0) of prompts wrongly (a wrong value, a truncated answer or "
+                   "broken tool-call JSON), the stable none, to rehearse a quality regression "
+                   "the gate must catch. Where a gate reads answers the workers are dgdgen's "
+                   "answering engine, which answers each prompt deterministically from the "
+                   "prompt: it tests the gate, not a model")
     p.add_argument("--experiment-samples", metavar="FILE",
                    help="the A/B experiment step's samples, as `dgdgen experiment --samples` "
                    "reads them: the step is decided from them; without, it ends with no "
@@ -162,6 +186,7 @@ def run(args: argparse.Namespace) -> int:
     prepared = prepare(args.spec)  # bad input: exit 2 before anything starts
     in_place = args.in_place or prepared.mode == "in-place"
     samples = _experiment_samples(prepared, args.experiment_samples)
+    _check_candidate_quality(prepared, args.candidate_quality, in_place or args.side_by_side)
     if in_place or args.side_by_side:
         from dgdgen.rehearse.inplace import InPlaceOptions, edited_dgd, roll_for
 
@@ -209,6 +234,7 @@ def run(args: argparse.Namespace) -> int:
         spec=Path(args.spec), time_scale=args.time_scale, rate=args.rate,
         min_requests=min_requests, auto_min_requests=auto_min,
         candidate_slowdown=args.candidate_slowdown or 1.0,
+        candidate_quality=args.candidate_quality,
         traffic_path=args.traffic_path, workdir=workdir, experiment_samples=samples,
     )
     try:
@@ -224,10 +250,27 @@ def run(args: argparse.Namespace) -> int:
     print(f"rehearsal {data['result']}: {data['requests']} requests, {data['failed']} failed, "
           f"{data['truncated']} truncated, {data['wallSeconds']} s")
     print(f"  wall time: {wall_text(data['wallSecondsBy'])}")
+    print(f"  {data['workers']}")
     for line in summary_lines(data):
         print(line)
     print(f"report: {Path(args.report) / 'report.md'}")
     return int(outcome.exit_code)
+
+
+def _check_candidate_quality(prepared: Prepared, fraction: float, in_place: bool) -> None:
+    """--candidate-quality needs a gate that reads answers (the quality gate) in the gated
+    rehearsal: elsewhere the workers are mockers and a wrong answer would go unread."""
+    from dgdgen.errors import InputError
+    from dgdgen.rehearse.run import answer_set
+
+    if fraction == 0:
+        return
+    if in_place:
+        raise InputError("--candidate-quality: the in-place and side-by-side rehearsals run no "
+                         "quality gate; rehearse the gated rollout")
+    if answer_set(prepared) is None:
+        raise InputError("--candidate-quality: no step of the rollout has a quality gate "
+                         "(spec.analysis.quality), so nothing would read the answers")
 
 
 def _experiment_samples(prepared: Prepared, path: str | None) -> Path | None:

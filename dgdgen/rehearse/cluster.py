@@ -7,7 +7,8 @@ operator would, with processes instead of pods.
 * Objects that left the tree are pruned after the last wave (``PruneLast=true``).
 * A DGD component becomes ``replicas`` processes: a ``dynamo.frontend`` (exact Dynamo namespace
   ``{k8s-namespace}-{dgd-name}``, as the operator derives it) or a ``dynamo.mocker`` per worker
-  replica (engine flags carried by :mod:`dgdgen.runtime.mocker`). A component whose arguments
+  replica (engine flags carried by :mod:`dgdgen.runtime.mocker`); with ``answering``, dgdgen's
+  answering engine (:mod:`dgdgen.runtime.answerer`) on the same flags instead. A component whose arguments
   change is replaced surge-first: new processes ready, then the old ones stop.
 * A frontend runs with the request-migration limit its component sets (``--migration-limit``
   or ``DYN_MIGRATION_LIMIT``; :mod:`dgdgen.migration`), as the pod would.
@@ -97,6 +98,7 @@ class LocalCluster:
         stop_grace: float = 60.0,
         event: Event | None = None,
         before_stop: Callable[[Proc], None] | None = None,
+        answering: bool = False,
     ) -> None:
         self.rt = rt
         self.model_dir = model_dir
@@ -107,6 +109,9 @@ class LocalCluster:
         self.stop_grace = stop_grace
         self.event = event or (lambda text: None)
         self.before_stop = before_stop or (lambda proc: None)
+        # workers run dgdgen's answering engine instead of the mocker (its flags and more:
+        # dgdgen.runtime.answerer), where a gate reads the answers
+        self.answering = answering
         self.objects: dict[Key, dict[str, Any]] = {}
         self.dgds: dict[str, DgdRun] = {}
 
@@ -258,6 +263,8 @@ class LocalCluster:
             label = f"{run.name}-{comp.name.lower()}-{idx}"
             if comp.role is Role.FRONTEND:
                 p = self.rt.frontend(run.namespace, args=comp.args, name=label)
+            elif self.answering:
+                p = self.rt.answerer(run.namespace, comp.args, name=label)
             else:
                 p = self.rt.mocker(run.namespace, comp.args, name=label)
             p.labels = dict(comp.labels)

@@ -25,7 +25,7 @@ from dgdgen.picture import (
     time_axis,
     value_axis,
 )
-from dgdgen.rehearse.run import NO_DECISION, Outcome
+from dgdgen.rehearse.run import ANSWERING_ENGINE, NO_DECISION, Outcome, engine_note
 
 if TYPE_CHECKING:
     from dgdgen.prepared import Prepared
@@ -138,6 +138,9 @@ def to_json(out: Outcome, rows: list[StateRow]) -> dict[str, Any]:
         "timeScale": out.options.time_scale,
         "requestRate": out.options.rate,
         "candidateSlowdown": out.options.candidate_slowdown,
+        "candidateQuality": out.options.candidate_quality,
+        # what answered: the answering engine's answers test the gate, not a model
+        "workers": engine_note(out.answering, out.options.candidate_quality),
         "scaled": [{"field": c.field, "original": c.original, "rehearsed": c.rehearsed}
                    for c in out.scaled.changes],
         "wallSeconds": round(out.duration, 1),
@@ -251,12 +254,21 @@ def to_markdown(out: Outcome, rows: list[StateRow], data: dict[str, Any]) -> str
         f"Wall time: {wall_text(data['wallSecondsBy'])}.",
         "",
         f"Real Dynamo {__import__('dgdgen.runtime', fromlist=['x']).DYNAMO_VERSION} frontends and "
-        "mocker workers (one process per rendered replica), a real HAProxy ("
+        + ("workers of dgdgen's answering engine" if out.answering else "mocker workers")
+        + " (one process per rendered replica), a real HAProxy ("
         + ("standing in for the Gateway with the HTTPRoute's weights" if out.stand_in
            else "the rendered `haproxy.cfg`, addresses mapped to loopback")
         + f"; weights moved by {'reload' if out.options.traffic_path == 'reload' else 'runtime API'}"
         "), a real Prometheus scraping what the rendered PodMonitors select, and the GitOps "
         "commands on a scratch Git repository. No Kubernetes, no operator, no GPUs.",
+        "",
+        (f"**Answers: {ANSWERING_ENGINE}**, not a model's: each worker answers every prompt "
+         "deterministically from the prompt (the prompt set's reference, simple arithmetic, "
+         "else a fixed sentence); the candidate answers "
+         f"{out.options.candidate_quality:.0%} of the prompts wrongly (wrong value, truncated, "
+         "broken tool-call JSON), the stable none (`--candidate-quality`)."
+         if out.answering else
+         "Answers: the mocker's (empty text); no gate here reads them."),
         "",
         f"Clock scaled by {out.options.time_scale:g}; load {out.options.rate:g} requests/s"
         + (f"; candidate slowed down {out.options.candidate_slowdown:g}×"

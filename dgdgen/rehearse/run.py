@@ -48,6 +48,14 @@ DEFAULT_RATE = 40.0
 # the split settles after the move, Prometheus sees a request one scrape late, and the load's
 # arrivals are random (a 30 s bake expected to bring 30 counted 27 in one run).
 AUTO_MARGIN = 0.6
+# Where a gate reads the answers (the quality gate), the workers are dgdgen's answering engine
+# (dgdgen.runtime.answerer) instead of the mocker, whose answers are empty through the 1.6.1
+# frontend (a quality gate behind it can only tie). Elsewhere the mocker stays: it simulates an
+# engine's timing (prefill by prompt length, decode batching, KV cache), which the latency
+# gates measure; the answering engine waits a fixed time per token. Every report names it.
+ANSWERING_ENGINE = "dgdgen's answering engine (tests the gate, not a model)"
+# The seed of the hash that picks the prompts a degraded candidate answers wrongly.
+ANSWER_SEED = 0
 
 
 def key_name(obj: Mapping[str, Any]) -> str:
@@ -65,6 +73,8 @@ class Options:
     # (auto_min_requests); min_requests, when given, wins
     auto_min_requests: bool = False
     candidate_slowdown: float = 1.0
+    # the share of prompts the candidate's answering engine answers wrongly (--candidate-quality)
+    candidate_quality: float = 0.0
     traffic_path: str = "reload"  # reload | runtime-api
     workdir: Path | None = None
     settle: float = 2.0  # seconds after a weight move before the split is counted
@@ -120,6 +130,8 @@ class Outcome:
     # ``gamma``: the requests of callers outside the mesh, through the parent Service's selector
     out_of_mesh: list[Record] = field(default_factory=list)
     parent_service: str | None = None
+    # the workers answered with dgdgen's answering engine (a quality gate reads the answers)
+    answering: bool = False
 
 
 # The share of the load that callers outside a GAMMA mesh send on top of the route's, through
@@ -252,6 +264,27 @@ def auto_min_requests(scaled: Prepared, opts: Options) -> int | None:
     return best
 
 
+def answer_set(prepared: Prepared) -> Path | None:
+    """The quality gate's prompt set when a step's gate reads the answers, else None: then the
+    workers are the answering engine, its table the prompt set's references."""
+    from dgdgen.analysis import gates
+    from dgdgen.analysis.quality_job import prompt_path
+
+    for step in prepared.plan.steps:
+        sg = gates.step_gate(prepared, step) if step.gate else None
+        if sg is not None and "quality" in sg.metrics:
+            return prompt_path(prepared.loaded)
+    return None
+
+
+def engine_note(answering: bool, candidate_quality: float) -> str:
+    """What answered the requests, for every report."""
+    if not answering:
+        return "workers: dynamo.mocker (simulated timing, empty answers)"
+    return (f"workers: {ANSWERING_ENGINE}; the candidate answers "
+            f"{candidate_quality:.0%} of the prompts wrongly, the stable none")
+
+
 def parent_service(prepared: Prepared) -> str | None:
     """The GAMMA parent Service that callers outside the mesh call, or None."""
     traffic = prepared.loaded.spec.spec.traffic
@@ -340,15 +373,22 @@ class Rehearsal:
         self.prepared = prepared
         candidate_rev = self.plan.candidate_revision
         slow = opts.candidate_slowdown
+        answers = answer_set(prepared)
 
         def extra(revision: str) -> dict[str, str]:
+            out = {}
             if revision == candidate_rev and slow != 1.0:
                 ratio = f"{1.0 / slow:g}"
-                return {"--speedup-ratio": ratio, "--decode-speedup-ratio": ratio}
-            return {}
+                out = {"--speedup-ratio": ratio, "--decode-speedup-ratio": ratio}
+            if answers is not None:
+                wrong = opts.candidate_quality if revision == candidate_rev else 0.0
+                out.update({"--answers": str(answers), "--wrong-fraction": f"{wrong:g}",
+                            "--seed": str(ANSWER_SEED)})
+            return out
 
         self.say(f"rehearsal of {opts.spec} in {workdir} (time scale {opts.time_scale:g}, "
                  f"{opts.rate:g} requests/s)")
+        self.say(engine_note(answers is not None, opts.candidate_quality))
         for line in [*sample_warnings(prepared, scaled_prepared, opts),
                      *experiment_warnings(scaled_prepared, opts)]:
             self.say(line)
@@ -365,6 +405,7 @@ class Rehearsal:
                                    revisions={prepared.base_name: self.plan.stable_revision,
                                               prepared.candidate_name: candidate_rev},
                                    extra_args=extra, stop_grace=opts.stop_grace,
+                                   answering=answers is not None,
                                    event=self.event, before_stop=self._count_served)
             self.cluster, self.proxy, self.prom = cluster, proxy, prom
             sampler = _Sampler(rt, lambda: [p.pid for p in (proxy.popen, prom.popen)
@@ -449,7 +490,7 @@ class Rehearsal:
             workdir=workdir, options=opts, reloads=proxy.reloads, prepared=prepared,
             phases={k: round(v, 1) for k, v in self.phases.items()},
             frontends=sorted(self.served.values()), out_of_mesh=beside,
-            parent_service=self.parent,
+            parent_service=self.parent, answering=answers is not None,
         )
 
     def _count_served(self, proc: Proc) -> None:

@@ -212,6 +212,27 @@ class LocalDynamo:
         name: str | None = None,
     ) -> Proc:
         """``python -m dynamo.mocker ARGS`` registered in Dynamo namespace ``namespace``."""
+        return self._worker("dynamo.mocker", namespace, args, env=env,
+                            name=name or f"mocker-{namespace}")
+
+    def answerer(
+        self,
+        namespace: str,
+        args: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        name: str | None = None,
+    ) -> Proc:
+        """``python -m dgdgen.runtime.answerer ARGS`` (the mocker's flags, plus ``--answers``,
+        ``--wrong-fraction``, ``--seed``) registered in Dynamo namespace ``namespace``: a worker
+        that answers each prompt deterministically (:mod:`dgdgen.runtime.answerer`)."""
+        return self._worker("dgdgen.runtime.answerer", namespace, args, env=env,
+                            name=name or f"answerer-{namespace}")
+
+    def _worker(
+        self, module: str, namespace: str, args: Sequence[str], *,
+        env: Mapping[str, str] | None, name: str,
+    ) -> Proc:
         system_port = free_port()
         full_env = self.base_env()
         full_env.update(env or {})
@@ -220,8 +241,8 @@ class LocalDynamo:
             DYN_SYSTEM_PORT=str(system_port),
             DYN_SYSTEM_USE_ENDPOINT_HEALTH_STATUS='["generate"]',
         )
-        argv = [self.python, "-m", "dynamo.mocker", *args]
-        proc = self._spawn(name or f"mocker-{namespace}", "worker", namespace, argv, full_env)
+        argv = [self.python, "-m", module, *args]
+        proc = self._spawn(name, "worker", namespace, argv, full_env)
         proc.system_port = system_port
         return proc
 
