@@ -1,6 +1,11 @@
 """The rehearsal's report: JSON (everything observed), Markdown (the tables a reviewer reads) and
 an SVG chart (planned vs observed traffic share, TTFT p95 and ITL p95 per generation, gate
-verdicts, replicas), drawn with the standard library's ElementTree."""
+verdicts, replicas), drawn with the standard library's ElementTree.
+
+Why one module: the three renderings are read off the same observations (the state rows, the
+per-generation series, their p95s) and must agree figure for figure; the drawing primitives
+they share with the plan picture live in :mod:`dgdgen.picture`.
+"""
 
 from __future__ import annotations
 
