@@ -284,13 +284,13 @@ def _where(exc: BaseException) -> str:
 
 
 def _set_limits(size: str | None, parser: argparse.ArgumentParser) -> None:
-    from dgdgen import yamlio
+    from dgdgen import yamllimits
 
     if size is None:
-        yamlio.set_limits(yamlio.Limits())
+        yamllimits.set_limits(yamllimits.Limits())
         return
     try:
-        limit = yamlio.parse_size(size)
+        limit = yamllimits.parse_size(size)
     except ValueError as exc:
         parser.error(f"--max-input-size: {exc}")
-    yamlio.set_limits(dataclasses.replace(yamlio.get_limits(), max_bytes=limit))
+    yamllimits.set_limits(dataclasses.replace(yamllimits.get_limits(), max_bytes=limit))

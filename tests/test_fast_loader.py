@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dgdgen import yamlio
+from dgdgen import yaml11, yamldoc, yamlio
 from dgdgen.errors import InputError, Location
 
 REPO = Path(__file__).resolve().parents[1]
@@ -34,7 +34,7 @@ def test_same_values_as_safe_loader_twice_over() -> None:
     text = _stream()
     expected = yaml.load(text, Loader=yaml.SafeLoader)
     for _ in range(2):  # the second pass is served from the memo
-        assert yaml.load(text, Loader=yamlio._fast_loader()) == expected
+        assert yaml.load(text, Loader=yaml11._fast_loader()) == expected
         (doc,) = yamlio.load_documents_fast(text, "t.yaml")
         assert {k: v for k, v in doc.data.items() if not k.startswith("l")} == {
             k: (v.isoformat() if hasattr(v, "isoformat") else v)
@@ -43,7 +43,7 @@ def test_same_values_as_safe_loader_twice_over() -> None:
         assert {k: type(v) for k, v in doc.data.items() if not k.startswith("l")} == {
             k: str if hasattr(v, "isoformat") else type(v)
             for k, v in expected.items() if not k.startswith("l")}
-    got = yaml.load(text, Loader=yamlio._fast_loader())
+    got = yaml.load(text, Loader=yaml11._fast_loader())
     assert got["p0"] is True and got["q0"] == "yes" and got["d0"] == "yes"
     assert got["p11"] == 31 and got["q11"] == "0x1f"
 
@@ -53,7 +53,7 @@ def test_repository_yaml_reads_as_with_safe_loader() -> None:
     assert len(files) > 100
     for f in files:
         text = f.read_text()
-        assert list(yaml.load_all(text, Loader=yamlio._fast_loader())) == list(
+        assert list(yaml.load_all(text, Loader=yaml11._fast_loader())) == list(
             yaml.load_all(text, Loader=yaml.CSafeLoader)), f
 
 
@@ -61,7 +61,7 @@ def _built(text: str) -> list[yamlio.Document]:
     """The documents as the builder that reads every case reads them (positions in a dict):
     what the packed reading must equal."""
     with pytest.MonkeyPatch.context() as m:
-        m.setattr(yamlio, "_packed11", lambda text: None)
+        m.setattr(yaml11, "_packed11", lambda text: None)
         return yamlio.load_documents_fast(text, "t.yaml")
 
 
@@ -105,7 +105,7 @@ def test_packed_positions_are_the_built_ones() -> None:
         assert [(_typed(d.data), d.index, d.start_line) for d in docs] == [
             (_typed(d.data), d.index, d.start_line) for d in built], text
         for doc, expected in zip(docs, built):
-            packed = isinstance(doc.positions, yamlio.PackedPositions)
+            packed = isinstance(doc.positions, yamldoc.PackedPositions)
             assert packed == (text not in BUILT and isinstance(doc.data, (dict, list))), text
             assert dict(doc.positions) == expected.positions
             assert list(doc.positions) == list(expected.positions)
@@ -128,7 +128,7 @@ def test_a_merge_key_keeps_the_built_positions() -> None:
     text = "base: &b {x: 1, y: 2}\nuse:\n  <<: *b\n  z: 3\n"
     (doc,) = yamlio.load_documents_fast(text, "t.yaml")
     assert doc.data["use"] == {"x": 1, "y": 2, "z": 3}
-    assert not isinstance(doc.positions, yamlio.PackedPositions)
+    assert not isinstance(doc.positions, yamldoc.PackedPositions)
     assert doc.positions == _built(text)[0].positions
 
 

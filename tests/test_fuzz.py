@@ -25,7 +25,7 @@ from hostile_support import EXAMPLE, cli, snapshot
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
-from dgdgen import yamlio
+from dgdgen import yamldoc, yamlio
 from dgdgen.errors import InputError
 
 SCALE = float(os.environ.get("DGDGEN_FUZZ_SCALE", "1"))
@@ -121,7 +121,7 @@ def data_mutation(draw: st.DrawFn, text: str) -> str:
     """A value somewhere in the document replaced by a random plain value (or removed)."""
     (doc,) = yamlio.load_documents(text, "base.yaml")
     data = doc.data
-    paths = [p for p, _ in yamlio.iter_paths(data) if p]
+    paths = [p for p, _ in yamldoc.iter_paths(data) if p]
     path = draw(st.sampled_from(paths))
     parent: Any = data
     for part in path[:-1]:
@@ -377,7 +377,7 @@ def pod_field_mutation(draw: st.DrawFn) -> tuple[str, str]:
     cm = copy.deepcopy(_CONFIGMAP)
     base = yamlio.dump_all([dgd, cm])
     doc = draw(st.sampled_from([dgd, cm]))
-    paths = [p for p, _ in yamlio.iter_paths(doc)
+    paths = [p for p, _ in yamldoc.iter_paths(doc)
              if p and any(part in _POD_FIELDS for part in p if isinstance(part, str))]
     path = draw(st.sampled_from(paths))
     parent: Any = doc

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from hostile_support import EXAMPLE, cli
 
-from dgdgen import yamlio
+from dgdgen import yamldoc, yamlio, yamllimits
 from dgdgen.errors import InputError
 
 ROLLOUT = (EXAMPLE / "rollout.yaml").read_text()
@@ -158,30 +158,30 @@ def test_size_cap_and_the_flag_that_raises_it(work: Path) -> None:
     assert "--max-input-size" in r.err
     assert cli("validate", str(path), "--max-input-size", "1M").code == 0
     # the next run starts from the default again (the flag does not leak between runs)
-    assert yamlio.get_limits().max_bytes == 1024 * 1024
+    assert yamllimits.get_limits().max_bytes == 1024 * 1024
     assert cli("validate", str(path)).code == 0
-    assert yamlio.get_limits() == yamlio.Limits()
+    assert yamllimits.get_limits() == yamllimits.Limits()
     r = cli("validate", str(path), "--max-input-size", "lots")
     assert r.code == 2 and "--max-input-size: not a size" in r.err
 
 
 def test_parse_size() -> None:
-    assert yamlio.parse_size("8M") == 8 * 1024 * 1024
-    assert yamlio.parse_size("512k") == 512 * 1024
-    assert yamlio.parse_size("2GiB") == 2 * 1024**3
-    assert yamlio.parse_size("1000") == 1000
+    assert yamllimits.parse_size("8M") == 8 * 1024 * 1024
+    assert yamllimits.parse_size("512k") == 512 * 1024
+    assert yamllimits.parse_size("2GiB") == 2 * 1024**3
+    assert yamllimits.parse_size("1000") == 1000
     with pytest.raises(ValueError, match="not a size"):
-        yamlio.parse_size("-1")
+        yamllimits.parse_size("-1")
 
 
 def test_size_cap_applies_to_text_from_git_too() -> None:
-    limits = yamlio.get_limits()
+    limits = yamllimits.get_limits()
     try:
-        yamlio.set_limits(yamlio.Limits(max_bytes=100))
+        yamllimits.set_limits(yamllimits.Limits(max_bytes=100))
         with pytest.raises(InputError, match="over the limit of 100 bytes"):
             yamlio.load_documents_fast("a: " + "b" * 200, "blob.yaml")
     finally:
-        yamlio.set_limits(limits)
+        yamllimits.set_limits(limits)
 
 
 # --------------------------------------------------------------------------- types and tags
@@ -271,8 +271,8 @@ def test_the_event_pass_is_still_skipped_where_it_cannot_find_anything() -> None
     for text in ("# NVIDIA CORPORATION & AFFILIATES\nspec:\n  successCondition: "
                  "len(result) > 0 && !isNaN(result[0])\n",
                  "cmd: a &&! b\nx: &y 1\n"):
-        assert yamlio.check_limits(text, "t.yaml", always=False) is False
-    assert yamlio.check_limits("k: &a !!str x\n", "t.yaml", always=False) is True
+        assert yamllimits.check_limits(text, "t.yaml", always=False) is False
+    assert yamllimits.check_limits("k: &a !!str x\n", "t.yaml", always=False) is True
 
 
 @pytest.mark.parametrize("text", ["true: 1\nx:\n  false: 2\n", "8000: a\n1.5: b\n~: c\n",
@@ -282,7 +282,7 @@ def test_every_key_has_its_position_under_the_key_it_is_read_as(text: str) -> No
     # kept under that same text, or a finding about it falls back to the document's first line
     for loader in (yamlio.load_documents, yamlio.load_documents_fast):
         (doc,) = loader(text, "t.yaml")
-        paths = [p for p, _ in yamlio.iter_paths(doc.data) if p]
+        paths = [p for p, _ in yamldoc.iter_paths(doc.data) if p]
         assert paths and all(p in doc.positions for p in paths), (loader, doc.data, doc.positions)
         assert set(doc.positions) == set(paths)
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from dgdgen import yamlio
+from dgdgen import yaml12, yamlio, yamlruamel
 from dgdgen.errors import InputError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -21,11 +21,11 @@ def _ruamel(text: str) -> list[yamlio.Document]:
 
     docs = []
     try:
-        for i, raw in enumerate(yamlio._ruamel_loader().load_all(text)):
+        for i, raw in enumerate(yamlruamel._ruamel_loader().load_all(text)):
             if raw is None:
                 continue
             positions: dict[Any, tuple[int, int]] = {}
-            data = yamlio._plain(raw, (), positions)
+            data = yamlruamel._plain(raw, (), positions)
             lc = getattr(raw, "lc", None)
             start = lc.line + 1 if lc is not None and getattr(lc, "line", None) is not None else 1
             docs.append(yamlio.Document(data, "f.yaml", i, positions, start))
@@ -61,7 +61,7 @@ def test_libyaml_reads_repository_yaml_exactly_as_ruamel() -> None:
     for f in files:
         text = f.read_text(encoding="utf-8")
         try:
-            fast = yamlio._load_yaml12_fast(text, "f.yaml")
+            fast = yaml12._load_yaml12_fast(text, "f.yaml")
         except InputError:  # not YAML (a Helm template): ruamel.yaml refuses it too
             assert _ruamel(text) == [], f
             continue
@@ -103,13 +103,13 @@ def test_scalars_read_differently_elsewhere_are_ruamels(scalar: str) -> None:
     "a: 1\n...\nb: 2\n",  # a document after `...` without `---`
 ])
 def test_streams_it_gives_up_on(text: str) -> None:
-    assert yamlio._load_yaml12_fast(text, "f.yaml") is None
+    assert yaml12._load_yaml12_fast(text, "f.yaml") is None
 
 
 def test_a_stream_it_gives_up_on_is_checked_to_its_end_first() -> None:
     """An alias leaves the stream to ruamel.yaml, but a syntax error after it is libyaml's."""
     with pytest.raises(InputError) as err:
-        yamlio._load_yaml12_fast("a: &x 1\nb: *x\n---\nc: [1, 2\n", "f.yaml")
+        yaml12._load_yaml12_fast("a: &x 1\nb: *x\n---\nc: [1, 2\n", "f.yaml")
     assert err.value.location is not None and err.value.location.line == 5, err.value
 
 
@@ -125,13 +125,13 @@ def test_streams_libyaml_refuses_are_refused(text: str) -> None:
     """What libyaml refuses and YAML 1.2 does not allow is refused there, with libyaml's
     position, never read again by ruamel.yaml (20 s per MB of malformed text)."""
     with pytest.raises(InputError) as err:
-        yamlio._load_yaml12_fast(text, "f.yaml")
+        yaml12._load_yaml12_fast(text, "f.yaml")
     assert err.value.location is not None and err.value.location.line is not None
 
 
 def test_directive_1_2_alone_is_read_by_libyaml() -> None:
     text = "%YAML 1.2\n---\na: [1, x]\n"
-    fast = yamlio._load_yaml12_fast(text, "f.yaml")
+    fast = yaml12._load_yaml12_fast(text, "f.yaml")
     assert fast is not None
     _same(fast, _ruamel(text))
 
@@ -153,7 +153,7 @@ def test_directive_1_2_alone_is_read_by_libyaml() -> None:
     "a: &x 1\nb: '*'\n",
 ])
 def test_streams_it_reads(text: str) -> None:
-    fast = yamlio._load_yaml12_fast(text, "f.yaml")
+    fast = yaml12._load_yaml12_fast(text, "f.yaml")
     assert fast is not None
     _same(fast, _ruamel(text))
 

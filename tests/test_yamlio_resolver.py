@@ -1,4 +1,4 @@
-"""The YAML 1.2 plain-scalar resolver kept in dgdgen.yamlio (so that reading a spec does not
+"""The YAML 1.2 plain-scalar resolver kept in dgdgen.yaml12 (so that reading a spec does not
 import ruamel.yaml) against the one of the installed ruamel.yaml: the same table, and the same
 tag for every scalar tried."""
 
@@ -12,7 +12,7 @@ import pytest
 from ruamel.yaml.nodes import ScalarNode
 from ruamel.yaml.resolver import VersionedResolver, implicit_resolvers
 
-from dgdgen import yamlio
+from dgdgen import yaml12
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -21,7 +21,7 @@ def test_the_table_is_ruamels_yaml_1_2_table() -> None:
     theirs = [(tag, rx.pattern, rx.flags, tuple(first))
               for versions, tag, rx, first in implicit_resolvers if (1, 2) in versions]
     ours = [(tag, re.compile(pattern, flags).pattern, re.compile(pattern, flags).flags, first)
-            for tag, pattern, flags, first in yamlio._RESOLVERS12]
+            for tag, pattern, flags, first in yaml12._RESOLVERS12]
     assert ours == theirs
 
 
@@ -52,7 +52,7 @@ def test_every_scalar_gets_ruamels_tag() -> None:
     resolver = VersionedResolver()
     scalars = _scalars()
     assert len(scalars) > 20000
-    differ = [(v, yamlio._resolve12(v), str(resolver.resolve(ScalarNode, v, (True, False))))
+    differ = [(v, yaml12._resolve12(v), str(resolver.resolve(ScalarNode, v, (True, False))))
               for v in sorted(scalars)]
     differ = [d for d in differ if d[1] != d[2]]
     assert not differ, differ[:20]
@@ -63,4 +63,4 @@ def test_every_scalar_gets_ruamels_tag() -> None:
     ("frontend", (True, "frontend")), ("0o17", (False, None)), ("1e3", (False, None)),
 ])
 def test_plain_scalars_read_as_ruamel_reads_them(value: str, expected: tuple) -> None:
-    assert yamlio._plain12(value) == expected
+    assert yaml12._plain12(value) == expected

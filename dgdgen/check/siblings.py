@@ -108,7 +108,7 @@ def head_namespace(text: str) -> str | None:
     import yaml
     from yaml import events
 
-    from dgdgen.yamlio import _fast_loader
+    from dgdgen.yaml11 import _fast_loader
 
     loader = _fast_loader()(text)
     get = loader.get_event
@@ -186,7 +186,7 @@ def _stamp() -> dict[str, Any]:
     import yaml
 
     from dgdgen import __version__
-    from dgdgen.yamlio import get_limits
+    from dgdgen.yamllimits import get_limits
 
     lim = get_limits()
     return {"format": CACHE_FORMAT, "dgdgen": __version__, "pyyaml": yaml.__version__,
