@@ -551,8 +551,10 @@ def summary_lines(data: dict[str, Any]) -> list[str]:
                    + ("" if st["rollsBeforePodsAreDeleted"] else ": no pod rolled"))
     g = data["gaps"]
     if g["disaggregated"]:
-        out.append(f"  no complete generation / incomplete one serving: {len(g['windows'])} "
-                   f"windows, {g['totalSeconds']} s, {g['failed']} failed requests in them")
+        n, failed = len(g["windows"]), g["failed"]
+        out.append(f"  no complete generation / incomplete one serving: {n} "
+                   f"window{'' if n == 1 else 's'}, {g['totalSeconds']} s, {failed} failed "
+                   f"request{'' if failed == 1 else 's'} in {'it' if n == 1 else 'them'}")
         for w in g["windows"]:
             out.append(f"    {w['start']:>7.2f}–{w['end']:<7.2f} s ({w['seconds']} s, "
                        f"{'; '.join(w['kinds'])}): {w['failed']} failed; opened by "

@@ -265,7 +265,7 @@ def test_the_report_states_each_window_and_draws_it() -> None:
     legend = [t.text or "" for t in svg.iter(f"{ns}text") if t.get("class") == "legend-label"]
     assert any(t.startswith("shaded: no complete generation") for t in legend)
     lines = summary_lines(data)
-    assert any("1 windows, 0.08 s, 1 failed requests in them" in ln for ln in lines)
+    assert any("1 window, 0.08 s, 1 failed request in it" in ln for ln in lines)
     # none: the report says so
     data = to_json(_outcome(COHERENT_ROLL, []))
     assert data["gaps"]["windows"] == []

@@ -185,11 +185,20 @@ def test_summary_lines_read_as_text_not_python_dicts() -> None:
         "failed": 0, "truncated": 0, "gate": "slo", "verdict": "Successful"}], "failures": []})
     assert lines == [("  step-01   planned bs16 75 % / bs32 25 %, observed bs16 74.12 % / "
                       "bs32 25.88 % (±0.88) requests 40 failed 0 truncated 0 gate slo: Successful")]
-    lines = inplace_report.summary_lines({"served": {"stable": 30, "candidate": 10}, "segments": [{
-        "start": 0.0, "end": 12.5, "workers": {"stable": 2, "candidate": 1},
-        "expectedCandidatePercent": 33.3, "observedCandidatePercent": 25.0, "requests": 40}]})
+    lines = inplace_report.summary_lines({
+        "served": {"stable": 30, "candidate": 10},
+        "gaps": {"disaggregated": True, "totalSeconds": 0.41, "failed": 1, "windows": [{
+            "start": 3.2, "end": 3.61, "seconds": 0.41, "kinds": ["no complete generation"],
+            "failed": 1, "openedBy": "stop stable-prefill-0",
+            "closedBy": "candidate-decode-0 available"}]},
+        "segments": [{
+            "start": 0.0, "end": 12.5, "workers": {"stable": 2, "candidate": 1},
+            "expectedCandidatePercent": 33.3, "observedCandidatePercent": 25.0,
+            "requests": 40}]})
     assert not any("{" in line or "'" in line for line in lines), lines
-    assert "workers stable 2 / candidate 1, candidate 33.3 % of workers" in lines[1]
+    assert "1 window, 0.41 s, 1 failed request in it" in lines[1], lines
+    assert "opened by stop stable-prefill-0, closed by candidate-decode-0 available" in lines[2]
+    assert "workers stable 2 / candidate 1, candidate 33.3 % of workers" in lines[3]
 
 
 def _warnings(tmp: Path, example: str, rate: float, scale: float,
