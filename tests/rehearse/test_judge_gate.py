@@ -20,6 +20,7 @@ Rehearsed through the first gated step and the promotion at `--time-scale 0.02 -
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -113,6 +114,12 @@ def test_stand_in_judge_gates_the_rehearsal(tmp_path: Path, quality: float,
         # the calibration's pairs, then two calls for each of the 20
         assert q["judgeCalls"] == 2 * (len(_calibration()) + len(table)), q
         assert data["states"][-1]["state"].startswith("rollback"), data["states"][-1]
+        # the judge failed it, not latency: every other measurement of the gate passed
+        report_md = (tmp_path / "report" / "report.md").read_text()
+        not_passed = [line.split()[0] for line in report_md.splitlines()
+                      if re.match(r"^[a-z][a-z0-9-]+ +(\[\S*\]|-) +(Failed|Inconclusive) ",
+                                  line)]
+        assert not_passed == ["quality"], report_md
     else:
         assert code == 0 and data["result"] == "completed", log
         assert [s["verdict"] for s in gated] == ["Successful"], gated
