@@ -49,7 +49,11 @@ Where a gate reads the answers (the quality gate), every worker is dgdgen's answ
 instead of a mocker: it answers each prompt deterministically from the prompt (the prompt set's
 reference, simple arithmetic, else a fixed sentence), so the gate sees real, different answers
 through the real frontend. It tests the gate, not a model; every report says so.
---candidate-quality F makes the candidate answer a fraction F of the prompts wrongly.
+--candidate-quality F makes the candidate answer a fraction F of the prompts wrongly. A gate
+scored by a judge (scorer: judge) is judged by dgdgen's stand-in judge, started inside the
+rehearsal's network namespace in place of the spec's judge URL: it decides by the prompt set's
+references (the answer that contains it wins), so it too tests the gate, not a model;
+--judge-accuracy P makes it right on a share P of its calls only, to play a worse judge.
 
 An A/B experiment step (gate: experiment) is decided by `dgdgen experiment --record` on the
 samples of --experiment-samples FILE; the rehearsal cannot measure a metric only users give, so
@@ -122,6 +126,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "the gate must catch. Where a gate reads answers the workers are dgdgen's "
                    "answering engine, which answers each prompt deterministically from the "
                    "prompt: it tests the gate, not a model")
+    p.add_argument("--judge-accuracy", type=_fraction, default=1.0, metavar="P",
+                   help="a spec whose quality gate is scored by a judge: the stand-in judge the "
+                   "rehearsal runs in its place answers the share P (0..1, default 1) of its "
+                   "calls right and the rest wrongly, to play a worse judge (with a calibration "
+                   "set, one near 0.5 leaves the gate Inconclusive)")
     p.add_argument("--experiment-samples", metavar="FILE",
                    help="the A/B experiment step's samples, as `dgdgen experiment --samples` "
                    "reads them: the step is decided from them; without, it ends with no "
@@ -187,6 +196,7 @@ def run(args: argparse.Namespace) -> int:
     in_place = args.in_place or prepared.mode == "in-place"
     samples = _experiment_samples(prepared, args.experiment_samples)
     _check_candidate_quality(prepared, args.candidate_quality, in_place or args.side_by_side)
+    _check_judge_accuracy(prepared, args.judge_accuracy, in_place or args.side_by_side)
     if in_place or args.side_by_side:
         from dgdgen.rehearse.inplace import InPlaceOptions, edited_dgd, roll_for
 
@@ -234,7 +244,7 @@ def run(args: argparse.Namespace) -> int:
         spec=Path(args.spec), time_scale=args.time_scale, rate=args.rate,
         min_requests=min_requests, auto_min_requests=auto_min,
         candidate_slowdown=args.candidate_slowdown or 1.0,
-        candidate_quality=args.candidate_quality,
+        candidate_quality=args.candidate_quality, judge_accuracy=args.judge_accuracy,
         traffic_path=args.traffic_path, workdir=workdir, experiment_samples=samples,
     )
     try:
@@ -251,6 +261,8 @@ def run(args: argparse.Namespace) -> int:
           f"{data['truncated']} truncated, {data['wallSeconds']} s")
     print(f"  wall time: {wall_text(data['wallSecondsBy'])}")
     print(f"  {data['workers']}")
+    if data["judge"] is not None:
+        print(f"  {data['judge']}")
     for line in summary_lines(data):
         print(line)
     print(f"report: {Path(args.report) / 'report.md'}")
@@ -271,6 +283,22 @@ def _check_candidate_quality(prepared: Prepared, fraction: float, in_place: bool
     if answer_set(prepared) is None:
         raise InputError("--candidate-quality: no step of the rollout has a quality gate "
                          "(spec.analysis.quality), so nothing would read the answers")
+
+
+def _check_judge_accuracy(prepared: Prepared, accuracy: float, in_place: bool) -> None:
+    """--judge-accuracy plays the stand-in judge of a quality gate scored by a judge in the
+    gated rehearsal (the side-by-side one judges with an accurate stand-in)."""
+    from dgdgen.errors import InputError
+    from dgdgen.rehearse.run import judge_scored
+
+    if accuracy == 1:
+        return
+    if in_place:
+        raise InputError("--judge-accuracy: the in-place and side-by-side rehearsals judge with "
+                         "an accurate stand-in (or none); rehearse the gated rollout")
+    if not judge_scored(prepared):
+        raise InputError("--judge-accuracy: no quality gate of the rehearsed rollout is scored "
+                         "by a judge (spec.analysis.quality.scorer: judge)")
 
 
 def _experiment_samples(prepared: Prepared, path: str | None) -> Path | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,7 +31,14 @@ from dgdgen.picture import (
     time_axis,
     value_axis,
 )
-from dgdgen.rehearse.run import ANSWERING_ENGINE, NO_DECISION, Outcome, engine_note
+from dgdgen.rehearse.run import (
+    ANSWERING_ENGINE,
+    NO_DECISION,
+    STAND_IN_JUDGE,
+    Outcome,
+    engine_note,
+    judge_note,
+)
 
 if TYPE_CHECKING:
     from dgdgen.prepared import Prepared
@@ -63,6 +71,39 @@ class StateRow:
     gate_plan: tuple[str, ...]
     replicas: dict[str, dict[str, int]]
     seconds: float
+    quality: dict[str, Any] | None = None  # quality_figures of the state's gate
+
+
+# The figures of the quality gate's one-line report (dgdgen.analysis.quality_gate), as `dgdgen
+# analyze` prints it in its table's `quality` row.
+_QUALITY_ROW = re.compile(r"^quality +\S+ +(?P<phase>\S+) +(?P<detail>.*)$",
+                          re.MULTILINE)
+_COUNTS = re.compile(r"(?P<wins>\d+) wins, (?P<losses>\d+) losses, (?P<ties>\d+) ties")
+_INTERVAL = re.compile(r"interval \[(?P<lo>[\d.]+), (?P<hi>[\d.]+)\] at (?P<conf>[\d.]+)%")
+_CALLS = re.compile(r"(?P<calls>\d+) judge calls")
+_SIGN_P = re.compile(r"sign test p=(?P<p>[\d.e+-]+)")
+
+
+def quality_figures(analyze_output: str) -> dict[str, Any] | None:
+    """The quality measurement of a gate's `dgdgen analyze` output: its verdict and one-line
+    report, the scored pairs (wins, losses, ties), the sign test's p, the judge's loss-share
+    interval and judge calls (each None where the gate did not report it); None without one."""
+    row = _QUALITY_ROW.search(analyze_output)
+    if row is None:
+        return None
+    detail = row["detail"]
+    counts, interval = _COUNTS.search(detail), _INTERVAL.search(detail)
+    calls, sign = _CALLS.search(detail), _SIGN_P.search(detail)
+    figures = {k: int(v) for k, v in counts.groupdict().items()} if counts else {}
+    return {
+        "verdict": row["phase"], "detail": detail,
+        "pairs": sum(figures.values()) if counts else None,
+        "wins": figures.get("wins"), "losses": figures.get("losses"), "ties": figures.get("ties"),
+        "signTestP": float(sign["p"]) if sign else None,
+        "lossShareInterval": [float(interval["lo"]), float(interval["hi"])] if interval else None,
+        "intervalConfidence": round(float(interval["conf"]) / 100, 6) if interval else None,
+        "judgeCalls": int(calls["calls"]) if calls else None,
+    }
 
 
 def state_rows(out: Outcome) -> list[StateRow]:
@@ -86,7 +127,7 @@ def state_rows(out: Outcome) -> list[StateRow]:
             truncated=sum(1 for r in recs if r.outcome.truncated),
             split_error=err if counted else float("nan"), ttft_p95=ttft, verdict=s.verdict,
             gate=s.gate, gate_plan=s.gate_plan, replicas=s.replicas_observed,
-            seconds=s.ended - s.started,
+            seconds=s.ended - s.started, quality=quality_figures(s.analyze_output),
         ))
     return rows
 
@@ -146,6 +187,9 @@ def to_json(out: Outcome, rows: list[StateRow]) -> dict[str, Any]:
         "candidateQuality": out.options.candidate_quality,
         # what answered: the answering engine's answers test the gate, not a model
         "workers": engine_note(out.answering, out.options.candidate_quality),
+        # who judged them, where a judge scores the quality gate
+        "judge": judge_note(out.judge_accuracy),
+        "judgeAccuracy": out.judge_accuracy,
         "scaled": [{"field": c.field, "original": c.original, "rehearsed": c.rehearsed}
                    for c in out.scaled.changes],
         "wallSeconds": round(out.duration, 1),
@@ -169,7 +213,7 @@ def to_json(out: Outcome, rows: list[StateRow]) -> dict[str, Any]:
             "ttftP95Seconds": {g: (None if v is None else round(v, 4))
                                for g, v in r.ttft_p95.items()},
             "gate": r.gate, "gatePlan": list(r.gate_plan), "verdict": r.verdict,
-            "replicas": r.replicas,
+            "replicas": r.replicas, "quality": r.quality,
             "seconds": round(r.seconds, 1),
         } for r in rows],
         "events": [{"t": round(t, 2), "event": e} for t, e in out.events],
@@ -275,6 +319,12 @@ def to_markdown(out: Outcome, rows: list[StateRow], data: dict[str, Any]) -> str
          if out.answering else
          "Answers: the mocker's (empty text); no gate here reads them."),
         "",
+        *([f"**Judge: {STAND_IN_JUDGE}**, started inside the rehearsal's network namespace in "
+           "place of the spec's judge URL: of two answers the one that contains the prompt's "
+           "reference wins, both or neither is a tie"
+           + ("." if out.judge_accuracy == 1 else
+              f"; right on {out.judge_accuracy:.0%} of its calls only (`--judge-accuracy`)."),
+           ""] if out.judge_accuracy is not None else []),
         f"Clock scaled by {out.options.time_scale:g}; load {out.options.rate:g} requests/s"
         + (f"; candidate slowed down {out.options.candidate_slowdown:g}×"
            if out.options.candidate_slowdown != 1 else "") + ".",

@@ -56,6 +56,12 @@ AUTO_MARGIN = 0.6
 ANSWERING_ENGINE = "dgdgen's answering engine (tests the gate, not a model)"
 # The seed of the hash that picks the prompts a degraded candidate answers wrongly.
 ANSWER_SEED = 0
+# A quality gate scored by a judge is gated by dgdgen's stand-in judge (dgdgen.rehearse.judge),
+# started inside the rehearsal's network namespace: the spec's judge is an in-cluster or
+# external URL the namespace cannot reach, and a model there would answer unknown verdicts.
+# Every report names it.
+STAND_IN_JUDGE = ("dgdgen's stand-in judge, decides by the prompt set's references — tests the "
+                  "gate, not a model")
 
 
 def key_name(obj: Mapping[str, Any]) -> str:
@@ -75,6 +81,8 @@ class Options:
     candidate_slowdown: float = 1.0
     # the share of prompts the candidate's answering engine answers wrongly (--candidate-quality)
     candidate_quality: float = 0.0
+    # the share of requests the stand-in judge answers right (--judge-accuracy)
+    judge_accuracy: float = 1.0
     traffic_path: str = "reload"  # reload | runtime-api
     workdir: Path | None = None
     settle: float = 2.0  # seconds after a weight move before the split is counted
@@ -132,6 +140,8 @@ class Outcome:
     parent_service: str | None = None
     # the workers answered with dgdgen's answering engine (a quality gate reads the answers)
     answering: bool = False
+    # the stand-in judge's accuracy, None when no gate is scored by a judge
+    judge_accuracy: float | None = None
 
 
 # The share of the load that callers outside a GAMMA mesh send on top of the route's, through
@@ -277,6 +287,20 @@ def answer_set(prepared: Prepared) -> Path | None:
     return None
 
 
+def judge_scored(prepared: Prepared) -> bool:
+    """Whether a step's quality gate is scored by a judge (``scorer: judge``)."""
+    q = prepared.loaded.spec.spec.analysis.quality
+    return answer_set(prepared) is not None and q is not None and q.scorer == "judge"
+
+
+def judge_note(accuracy: float | None) -> str | None:
+    """Who judged the answers, for every report; None without a judge."""
+    if accuracy is None:
+        return None
+    return (f"judge: {STAND_IN_JUDGE}" + ("" if accuracy == 1 else
+            f"; playing a worse judge, right on {accuracy:.0%} of its calls (--judge-accuracy)"))
+
+
 def engine_note(answering: bool, candidate_quality: float) -> str:
     """What answered the requests, for every report."""
     if not answering:
@@ -321,6 +345,7 @@ class Rehearsal:
         self.phases = dict.fromkeys(PHASES, 0.0)
         self.t0 = time.monotonic()
         self.served: dict[tuple[str, int], tuple[str, str, int]] = {}
+        self.judge_url: str | None = None  # the stand-in judge, where a judge scores the answers
 
     def event(self, text: str) -> None:
         self.events.append((time.monotonic() - self.t0, text))
@@ -374,6 +399,7 @@ class Rehearsal:
         candidate_rev = self.plan.candidate_revision
         slow = opts.candidate_slowdown
         answers = answer_set(prepared)
+        judge_accuracy = opts.judge_accuracy if judge_scored(prepared) else None
 
         def extra(revision: str) -> dict[str, str]:
             out = {}
@@ -389,6 +415,8 @@ class Rehearsal:
         self.say(f"rehearsal of {opts.spec} in {workdir} (time scale {opts.time_scale:g}, "
                  f"{opts.rate:g} requests/s)")
         self.say(engine_note(answers is not None, opts.candidate_quality))
+        if judge_accuracy is not None:
+            self.say(judge_note(judge_accuracy) or "")
         for line in [*sample_warnings(prepared, scaled_prepared, opts),
                      *experiment_warnings(scaled_prepared, opts)]:
             self.say(line)
@@ -400,6 +428,8 @@ class Rehearsal:
         proxy = Proxy(workdir)
         prom = Prometheus(workdir, time_scale=opts.time_scale)
         with LocalDynamo(workdir / "dynamo") as rt:
+            if answers is not None and judge_accuracy is not None:
+                self.judge_url = self._start_judge(rt, answers, judge_accuracy)
             cluster = LocalCluster(rt, model_dir=model_dir,
                                    k8s_namespace=prepared.loaded.spec.metadata.namespace,
                                    revisions={prepared.base_name: self.plan.stable_revision,
@@ -491,7 +521,21 @@ class Rehearsal:
             phases={k: round(v, 1) for k, v in self.phases.items()},
             frontends=sorted(self.served.values()), out_of_mesh=beside,
             parent_service=self.parent, answering=answers is not None,
+            judge_accuracy=judge_accuracy,
         )
+
+    def _start_judge(self, rt: LocalDynamo, references: Path, accuracy: float) -> str:
+        """The stand-in judge, a process of the namespace like the others, deciding by the
+        prompt set's references (``accuracy`` below 1 plays a worse judge): the URL the gate's
+        judge URL is replaced with (:meth:`_quality_urls`)."""
+        proc = rt.server("stand-in-judge", "dgdgen.rehearse.judge", [
+            "--references", str(references), "--accuracy", f"{accuracy:g}",
+            "--seed", str(ANSWER_SEED)])
+        rt.wait_http(proc, "/v1/models")
+        url = f"http://127.0.0.1:{proc.port}"
+        self.event(f"stand-in judge on {url} (accuracy {accuracy:g})")
+        self.say(f"judge: the stand-in on {url} takes the place of the spec's judge URL")
+        return url
 
     def _count_served(self, proc: Proc) -> None:
         """A frontend's own count of the requests it served (``dynamo_frontend_requests_total``),
@@ -675,7 +719,8 @@ class Rehearsal:
     def _quality_urls(self, n: int) -> list[str]:
         """The quality gate's frontend URLs, each in-cluster Service mapped to the local frontend
         it selects (as the drain hook's URL): `analyze` then runs the rendered gate's command
-        against the real frontends of this step."""
+        against the real frontends of this step; the judge's URL (in-cluster or external) is the
+        stand-in judge's."""
         from dgdgen.analysis import gates
 
         sg = gates.step_gate(self.prepared, self.prepared.plan.state(n))
@@ -686,6 +731,8 @@ class Rehearsal:
             host = sg.arg_map[key].split("//", 1)[1].split("/", 1)[0]
             port = self._service_port(host.split(".")[0])
             out += [f"--{key}", f"http://127.0.0.1:{port or 9}"]
+        if self.judge_url is not None:
+            out += ["--judge-url", self.judge_url]
         return out
 
     # ------------------------------------------------------------------ traffic and metrics

@@ -71,6 +71,13 @@ def write_scaled_spec(
         shutil.copyfile((spec_path.parent / quality["prompts"]).resolve(),
                         dest_dir / "quality-prompts.jsonl")
         quality["prompts"] = "quality-prompts.jsonl"
+    judge = quality.get("judge") if isinstance(quality, dict) else None
+    calibration = judge.get("calibration") if isinstance(judge, dict) else None
+    if isinstance(calibration, dict) and isinstance(calibration.get("pairs"), str):
+        # the judge's calibration set, read like the prompt set
+        shutil.copyfile((spec_path.parent / calibration["pairs"]).resolve(),
+                        dest_dir / "judge-calibration.jsonl")
+        calibration["pairs"] = "judge-calibration.jsonl"
     if isinstance(analysis, dict) and analysis.get("enabled"):
         for key, default in (("window", "5m"), ("interval", "1m")):
             old = analysis.get(key, default)

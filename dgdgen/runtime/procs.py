@@ -82,7 +82,7 @@ class Proc:
     """One local process: a frontend (``port``) or a worker (``system_port``)."""
 
     name: str
-    kind: str  # "frontend" | "worker"
+    kind: str  # "frontend" | "worker" | "server" (another HTTP server of the rehearsal's)
     namespace: str | None
     popen: subprocess.Popen[bytes]
     log_path: Path
@@ -203,6 +203,16 @@ class LocalDynamo:
         proc.port = port
         return proc
 
+    def server(self, name: str, module: str, args: Sequence[str]) -> Proc:
+        """``python -m MODULE --port PORT ARGS``: another loopback HTTP server the rehearsal
+        runs beside Dynamo (the stand-in judge), on a free port, logged and stopped with the
+        others."""
+        port = free_port()
+        argv = [self.python, "-m", module, "--port", str(port), *args]
+        proc = self._spawn(name, "server", None, argv, self.base_env())
+        proc.port = port
+        return proc
+
     def mocker(
         self,
         namespace: str,
@@ -262,11 +272,16 @@ class LocalDynamo:
             time.sleep(0.1)
 
     def wait_frontend_up(self, proc: Proc, timeout: float = 30.0) -> None:
+        self.wait_http(proc, "/health", timeout)
+
+    def wait_http(self, proc: Proc, path: str, timeout: float = 30.0) -> None:
+        """Wait until ``proc`` answers GET ``path`` on its port with 200."""
+
         def up() -> bool | None:
-            status, _ = http_get(proc.port, "/health")
+            status, _ = http_get(proc.port, path)
             return True if status == 200 else None
 
-        self._wait(proc, "HTTP /health 200", timeout, up)
+        self._wait(proc, f"HTTP {path} 200", timeout, up)
 
     def wait_worker_ready(self, proc: Proc, timeout: float = 30.0) -> dict[str, Any]:
         def ready() -> dict[str, Any] | None:
