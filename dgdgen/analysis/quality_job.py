@@ -69,6 +69,19 @@ def calibration_path(loaded: LoadedSpec) -> Path | None:
                       "the calibration set")
 
 
+def _read_set(path: Path, what: str, loaded: LoadedSpec, field: tuple[str, ...]) -> str:
+    """A file the spec names, read as every input is (a regular file, UTF-8, within the size
+    limit: a FIFO or /dev/zero named by a pull request must not hang or fill the memory); an
+    :class:`InputError` at the spec field when it cannot be."""
+    from dgdgen.yamlio import read_text
+
+    try:
+        return read_text(str(path))
+    except InputError as e:
+        raise InputError(f"cannot read {what} {path}: {e.message}",
+                         location=loaded.location(field), field=field) from None
+
+
 def load_calibration_set(loaded: LoadedSpec) -> tuple[str, list[LabelledPair]] | None:
     """The calibration set's text and labelled pairs (None without one); an
     :class:`InputError` at the spec field when it cannot be read, at its line when a line is
@@ -78,12 +91,7 @@ def load_calibration_set(loaded: LoadedSpec) -> tuple[str, list[LabelledPair]] |
     path = calibration_path(loaded)
     if path is None:
         return None
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"cannot read the calibration set: {e}",
-                         location=loaded.location(CALIBRATION_FIELD),
-                         field=CALIBRATION_FIELD) from None
+    text = _read_set(path, "the calibration set", loaded, CALIBRATION_FIELD)
     return text, load_pairs(path, text)
 
 
@@ -93,11 +101,7 @@ def load_prompt_set(loaded: LoadedSpec) -> tuple[str, list[Prompt]]:
     from dgdgen.analysis.scorers import REFERENCE_SCORERS, load_prompts
 
     path = prompt_path(loaded)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"cannot read the prompt set: {e}", location=loaded.location(FIELD),
-                         field=FIELD) from None
+    text = _read_set(path, "the prompt set", loaded, FIELD)
     prompts = load_prompts(path, text)
     q = loaded.spec.spec.analysis.quality
     if q.scorer in REFERENCE_SCORERS and not any(p.reference is not None for p in prompts):

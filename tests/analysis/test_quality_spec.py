@@ -116,6 +116,20 @@ def test_missing_prompt_file_is_reported_at_the_spec_field(tmp_path: Path) -> No
     assert "spec.analysis.quality.prompts" in r.stderr and "cannot read" in r.stderr
 
 
+def test_a_prompt_set_that_is_not_a_regular_file_is_refused_not_read(tmp_path: Path) -> None:
+    """A FIFO named by a pull request would block `validate` forever, /dev/zero fill the memory:
+    the prompt set is read as every input is (regular files only, within the size limit)."""
+    import os
+
+    path = _spec(tmp_path)
+    (tmp_path / "prompts.jsonl").unlink()
+    os.mkfifo(tmp_path / "prompts.jsonl")
+    r = run_cli("validate", str(path))
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert f"rollout.yaml:{_line(path, 'prompts: prompts.jsonl')}" in r.stderr
+    assert "not a regular file" in r.stderr and "Traceback" not in r.stderr
+
+
 def test_prompt_file_outside_the_repository_is_refused(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     repo.mkdir()
