@@ -273,13 +273,20 @@ def _check_candidate_quality(prepared: Prepared, fraction: float, in_place: bool
     """--candidate-quality needs a gate that reads answers (the quality gate) in the gated
     rehearsal: elsewhere the workers are mockers and a wrong answer would go unread."""
     from dgdgen.errors import InputError
-    from dgdgen.rehearse.run import answer_set
+    from dgdgen.rehearse.run import LENGTH_SCORERS, answer_set
 
     if fraction == 0:
         return
     if in_place:
         raise InputError("--candidate-quality: the in-place and side-by-side rehearsals run no "
                          "quality gate; rehearse the gated rollout")
+    q = prepared.loaded.spec.spec.analysis.quality
+    if q is not None and q.scorer in LENGTH_SCORERS:
+        raise InputError(
+            f"--candidate-quality: the quality gate's scorer {q.scorer!r} reads only how long "
+            "each answer is and why it ended, which the mocker produces as an engine does; "
+            "wrong answers need a scorer that reads them (exact, prefix, contains, regex, json, "
+            "toolcall or judge)")
     if answer_set(prepared) is None:
         raise InputError("--candidate-quality: no step of the rollout has a quality gate "
                          "(spec.analysis.quality), so nothing would read the answers")

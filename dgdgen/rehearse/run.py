@@ -274,12 +274,21 @@ def auto_min_requests(scaled: Prepared, opts: Options) -> int | None:
     return best
 
 
+# Scorers that read only how long an answer is, or why it ended: the mocker produces those as an
+# engine does (up to max_tokens, cut short by the context length), while the answering engine's
+# short answers would tie every pair. A gate scored so keeps the mocker.
+LENGTH_SCORERS = frozenset({"length", "untruncated"})
+
+
 def answer_set(prepared: Prepared) -> Path | None:
-    """The quality gate's prompt set when a step's gate reads the answers, else None: then the
-    workers are the answering engine, its table the prompt set's references."""
+    """The quality gate's prompt set when a step's gate reads the answers' text, else None: then
+    the workers are the answering engine, its table the prompt set's references."""
     from dgdgen.analysis import gates
     from dgdgen.analysis.quality_job import prompt_path
 
+    q = prepared.loaded.spec.spec.analysis.quality
+    if q is None or q.scorer in LENGTH_SCORERS:
+        return None
     for step in prepared.plan.steps:
         sg = gates.step_gate(prepared, step) if step.gate else None
         if sg is not None and "quality" in sg.metrics:

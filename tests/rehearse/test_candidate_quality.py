@@ -96,6 +96,19 @@ def test_quality_gate_catches_a_degraded_candidate(tmp_path: Path, example: str,
     assert data["failed"] == 0 and data["truncated"] == 0, data["failures"]
 
 
+def _length_scored(tmp: Path) -> str:
+    """The trtllm example with its quality gate scored by length: no text is read."""
+    import shutil
+
+    d = tmp / "length"
+    shutil.copytree(REPO / "examples" / "trtllm-disagg-v1beta1", d)
+    (d / ".git").mkdir()
+    spec = d / "rollout.yaml"
+    spec.write_text(spec.read_text().replace("scorer: contains", "scorer: length"))
+    assert "scorer: length" in spec.read_text()
+    return str(spec)
+
+
 def test_candidate_quality_is_checked_before_anything_starts(tmp_path: Path) -> None:
     require_runtime()
     for args, says in (
@@ -103,6 +116,8 @@ def test_candidate_quality_is_checked_before_anything_starts(tmp_path: Path) -> 
          "between 0 and 1"),
         (["examples/vllm-disagg-block-size/rollout.yaml", "--candidate-quality", "0.3"],
          "no step of the rollout has a quality gate"),
+        ([_length_scored(tmp_path), "--candidate-quality", "0.3"],
+         "reads only how long each answer is"),
     ):
         r = subprocess.run([sys.executable, "-m", "dgdgen", "rehearse", *args, "--report",
                             str(tmp_path / "r")], cwd=REPO, capture_output=True, text=True,
