@@ -31,6 +31,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -42,6 +43,23 @@ from dgdgen.traffic.runtime import MasterCli
 GENERATION_HEADER = "X-Dgdgen-Generation"
 _SERVER = re.compile(r"^(\s*server\s+(\S+)\s+)(\S+?)(:\d+)?(\s.*)?$")
 _UNREACHABLE = "127.0.0.1:9"  # nothing listens: the server goes DOWN, as with no endpoints
+# HAProxy refuses a UNIX socket path longer than this ("socket path ... too long (max 97)",
+# HAProxy 2.6 on Debian 12: sun_path's 108 bytes less its own suffixes).
+SOCKET_PATH_MAX = 97
+
+
+def socket_dir(work: Path) -> Path:
+    """Where the admin and master sockets go: ``work/run``, or, when that path would be too long
+    for HAProxy (a deep --workdir; pytest's per-user temp folders), a private folder of its own
+    under the system's temp folder (under /tmp when that is deep too)."""
+    run = work / "run"
+    if len(str(run / "master.sock")) <= SOCKET_PATH_MAX:
+        run.mkdir(parents=True, exist_ok=True)
+        return run
+    base = tempfile.gettempdir()
+    if len(base) > SOCKET_PATH_MAX - 40:
+        base = "/tmp"
+    return Path(tempfile.mkdtemp(prefix="dgdgen-haproxy-", dir=base))
 
 
 def haproxy_binary() -> str | None:
@@ -86,7 +104,8 @@ def adapt_config(rendered: str, *, port: int, stats_port: int, peer_port: int, r
 class Proxy:
     def __init__(self, workdir: Path) -> None:
         self.dir = workdir / "haproxy"
-        (self.dir / "run").mkdir(parents=True, exist_ok=True)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.run_dir = socket_dir(self.dir)
         self.port = free_port()
         self.stats_port = free_port()
         self.peer_port = free_port()
@@ -99,11 +118,11 @@ class Proxy:
 
     @property
     def admin_socket(self) -> str:
-        return str(self.dir / "run" / "admin.sock")
+        return str(self.run_dir / "admin.sock")
 
     @property
     def master_socket(self) -> str:
-        return str(self.dir / "run" / "master.sock")
+        return str(self.run_dir / "master.sock")
 
     # ------------------------------------------------------------------ configs
 
@@ -117,7 +136,7 @@ class Proxy:
             return self._address(service, service_ports(service), spread)
 
         text = adapt_config(rendered, port=self.port, stats_port=self.stats_port,
-                            peer_port=self.peer_port, run_dir=self.dir / "run",
+                            peer_port=self.peer_port, run_dir=self.run_dir,
                             server_address=address)
         return text + self._services(spread)
 
@@ -172,7 +191,7 @@ class Proxy:
         lines = [
             "# Stand-in for the Gateway: the HTTPRoute's backends and weights (dgdgen rehearse).",
             "global",
-            f"    stats socket {self.dir}/run/admin.sock mode 600 level admin",
+            f"    stats socket {self.admin_socket} mode 600 level admin",
             "    maxconn 4096",
             "defaults",
             "    mode http",
@@ -214,9 +233,12 @@ class Proxy:
         tmp = self.dir / "haproxy.cfg.new"
         tmp.write_text(config)
         binary = haproxy_binary() or "haproxy"
-        check = subprocess.run([binary, "-c", "-q", "-f", str(tmp)], capture_output=True, text=True, check=False)
+        # not -q: with it HAProxy says nothing of why it refuses a config
+        check = subprocess.run([binary, "-c", "-f", str(tmp)], capture_output=True, text=True,
+                               check=False)
         if check.returncode != 0:
-            raise RuntimeError(f"haproxy -c refused the adapted config:\n{check.stderr[-2000:]}")
+            said = (check.stderr + check.stdout).strip()[-2000:]
+            raise RuntimeError(f"haproxy -c refused the adapted config {tmp}:\n{said}")
         os.replace(tmp, self.cfg)
         if self.popen is None:
             self._start(binary)
@@ -277,6 +299,8 @@ class Proxy:
                 self.popen.wait(10)
             except (ProcessLookupError, subprocess.TimeoutExpired):
                 os.killpg(self.popen.pid, signal.SIGKILL)
+        if self.run_dir.parent != self.dir:  # a private socket folder under the temp folder
+            shutil.rmtree(self.run_dir, ignore_errors=True)
 
 
 def route_backends(

@@ -3,8 +3,10 @@ translation, the HAProxy adaptation, and the doc's flag table."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -316,3 +318,32 @@ def test_a_disaggregated_namespace_is_routable_once_its_prefill_router_is_active
     log.write_text(line.format(ns="ns-a") + line.format(ns="ns-b"))
     assert prefill_routers_active(fe, prefill_namespaces(ready))
     assert prefill_routers_active(fe, [])  # an aggregated graph has no prefill router to wait for
+
+
+def test_a_deep_work_folder_gets_its_sockets_where_haproxy_takes_them(tmp_path: Path) -> None:
+    """HAProxy refuses a socket path past 97 bytes: a work folder that deep (a newcomer's pytest
+    temp folder held the no-loss rehearsal's) runs with its sockets in a private temp folder, the
+    real HAProxy starts and answers on its master socket, and the folder goes with the proxy."""
+    import shutil
+
+    from dgdgen.rehearse.proxy import SOCKET_PATH_MAX, haproxy_binary
+    from dgdgen.traffic.runtime import MasterCli
+
+    if haproxy_binary() is None:
+        pytest.skip("haproxy is not installed (apt-get install haproxy)")
+    deep = tmp_path / ("d" * 60) / "work"
+    assert len(str(deep / "haproxy" / "run" / "master.sock")) > SOCKET_PATH_MAX
+    proxy = Proxy(deep)
+    assert len(proxy.master_socket) <= SOCKET_PATH_MAX and len(proxy.admin_socket) <= SOCKET_PATH_MAX
+    try:
+        assert proxy.apply(proxy.stand_in([("bs16", 100, [21000])]))
+        deadline = time.monotonic() + 10
+        while not os.path.exists(proxy.master_socket) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert "worker" in MasterCli(proxy.master_socket).command("show proc")
+    finally:
+        proxy.stop()
+    assert not proxy.run_dir.exists()
+    shallow = Proxy(tmp_path / "w")
+    assert shallow.run_dir == tmp_path / "w" / "haproxy" / "run"  # short enough: where it was
+    shutil.rmtree(tmp_path / "w")
