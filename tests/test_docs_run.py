@@ -268,7 +268,11 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     bindir = _venv_bin()
     # no git identity anywhere: no ~/.gitconfig (nor XDG one), no system config, no EMAIL, and
     # git may not make one up from the user and host names (it would on a host with a domain)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") and k != "EMAIL"}
+    # ... and Python writes bytecode, as in a reader's own shell: a command that imported dgdgen
+    # from the checkout it runs in (not the installed one) would leave __pycache__ there, which
+    # "Start over" then finds (PYTHONDONTWRITEBYTECODE in the test's environment hid one)
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("GIT_") and k not in ("EMAIL", "PYTHONDONTWRITEBYTECODE")}
     env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), GIT_CONFIG_NOSYSTEM="1",
                GIT_CONFIG_COUNT="1", GIT_CONFIG_KEY_0="user.useConfigOnly",
                GIT_CONFIG_VALUE_0="true",

@@ -623,7 +623,10 @@ class Rehearsal:
         cmd = list((containers[0] if containers else {}).get("command") or [])
         if cmd[:3] != ["python3", "-m", "dgdgen.gitops.drain"]:
             raise RuntimeError(f"the rehearsal cannot run the hook Job {key_name(job)}: {cmd}")
-        argv = [sys.executable, *cmd[1:]]
+        # -P: the module comes from the dgdgen that runs the rehearsal, never from a `dgdgen/`
+        # folder in the current one (a checkout the rehearsal was started in, whose bytecode
+        # it would also leave behind)
+        argv = [sys.executable, "-P", *cmd[1:]]
         url = argv[argv.index("--url") + 1]
         host = url.split("//", 1)[1].split("/", 1)[0]
         port = self._service_port(host.split(".")[0])
