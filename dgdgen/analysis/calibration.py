@@ -33,12 +33,12 @@ No I/O but the judge's requests (the file is read by the caller or by :func:`loa
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from dgdgen.analysis.quality import Judge
+from dgdgen.analysis.scorers import jsonl_objects
 from dgdgen.analysis.stats import wilson_interval
 from dgdgen.errors import InputError, Location
 
@@ -58,20 +58,9 @@ class LabelledPair:
 
 def load_pairs(path: Path, text: str | None = None) -> list[LabelledPair]:
     """Parse a JSONL calibration set; one :class:`InputError` at the first bad line."""
-    body = path.read_text(encoding="utf-8") if text is None else text
     pairs: list[LabelledPair] = []
-    for n, raw in enumerate(body.splitlines(), start=1):
-        if not raw.strip():
-            continue
-        where = Location(str(path), n)
-        try:
-            obj = json.loads(raw)
-        except json.JSONDecodeError as e:
-            raise InputError(f"not JSON: {e.msg}",
-                             location=Location(str(path), n, e.colno)) from None
-        if not isinstance(obj, dict):
-            raise InputError("expected a JSON object with `prompt`, `stable`, `candidate` and "
-                             "`label`", location=where)
+    for n, where, obj in jsonl_objects(path, text,
+                                       "`prompt`, `stable`, `candidate` and `label`"):
         unknown = sorted(set(obj) - set(_KEYS))
         if unknown:
             raise InputError(f"unknown key {unknown[0]!r}; expected `prompt`, `stable`, "

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,10 +54,12 @@ class Answer:
     completion_tokens: int | None = None
 
 
-def load_prompts(path: Path, text: str | None = None) -> list[Prompt]:
-    """Parse a JSONL prompt set; one :class:`InputError` at the first bad line."""
+def jsonl_objects(path: Path, text: str | None, expected: str,
+                  ) -> Iterator[tuple[int, Location, dict[str, Any]]]:
+    """The objects of a JSON Lines file (the prompt set, the judge's calibration set), one a line,
+    blank lines skipped, with their line number and location; an :class:`InputError` at the
+    first line that is not JSON or not an object (``expected`` names its keys)."""
     body = path.read_text(encoding="utf-8") if text is None else text
-    prompts: list[Prompt] = []
     for n, raw in enumerate(body.splitlines(), start=1):
         if not raw.strip():
             continue
@@ -67,7 +69,14 @@ def load_prompts(path: Path, text: str | None = None) -> list[Prompt]:
         except json.JSONDecodeError as e:
             raise InputError(f"not JSON: {e.msg}", location=Location(str(path), n, e.colno)) from None
         if not isinstance(obj, dict):
-            raise InputError("expected a JSON object with `prompt`", location=where)
+            raise InputError(f"expected a JSON object with {expected}", location=where)
+        yield n, where, obj
+
+
+def load_prompts(path: Path, text: str | None = None) -> list[Prompt]:
+    """Parse a JSONL prompt set; one :class:`InputError` at the first bad line."""
+    prompts: list[Prompt] = []
+    for n, where, obj in jsonl_objects(path, text, "`prompt`"):
         unknown = sorted(set(obj) - {"prompt", "reference"})
         if unknown:
             raise InputError(f"unknown key {unknown[0]!r}; expected `prompt` and optional "
