@@ -505,13 +505,33 @@ TOGETHER_CAVEATS = "the DGD may say `successful` before the roll ends, Dynamo #3
 # standalone cliques concurrently, each one pod at a time (ai-dynamo/grove
 # docs/designs/update-strategy.md), and LeaderWorkerSets roll each set alone. Measured in the
 # in-place rehearsal (docs/rehearse.md, "The disaggregated gap").
+#
+# What the frontend does with a generation that has one role alone: it routes only to a worker
+# namespace whose workers' ``needs`` are met. Every 1.6.1 backend registers a decode worker
+# needing a prefill peer and a prefill worker needing a decode peer (ai-dynamo 1.6.1
+# dynamo/vllm/worker_factory.py ``needs_set = [WorkerType.Prefill]`` / ``prefill_needs_set =
+# [WorkerType.Decode]``; dynamo/sglang/init_llm.py ``init_decode`` / ``init_prefill``;
+# dynamo/trtllm/workers/llm_worker.py), and so does the mocker. Measured on the real 1.6.1
+# frontend with workers registering exactly so (tests/check/test_runtime_needs.py;
+# docs/rehearse.md, "Incomplete generations"): a namespace with decode workers alone, or prefill
+# workers alone, beside a complete one gets none of the requests and none fails; alone, the
+# model is not ready (``/v1/models/{model}/ready`` 503, "missing worker types") and every
+# request gets 503.
+NEEDS_ROUTING = (
+    "the frontend routes only to a generation whose prefill and decode workers are both ready "
+    "(each declares the other in its model card's `needs`, measured on the 1.6.1 runtime), so "
+    "that generation's workers serve nothing while the other carries the traffic")
+NO_COMPLETE = (
+    "if at that moment neither generation is complete (the old one left with decode workers "
+    "only, the new one with prefill workers only), the model is not ready and every request "
+    "gets 503")
 GAP_WHEN = (
-    "prefill and decode are replaced independently, so whichever finishes first leaves the old "
-    "generation with decode workers and no prefill worker (or a new generation is listed with its "
-    "decode workers before its prefill workers), and a request the frontend routes to that "
-    "incomplete generation can get 503, until the other component catches up — for as long as "
-    "the two components finish apart: 0.1–0.4 s in the rehearsal, where both start alike, as "
-    "long as the difference in their pods' start-up on a cluster")
+    "prefill and decode are replaced independently, so whichever finishes first leaves a "
+    "generation with one role alone (the old one with decode workers and no prefill worker, or "
+    f"a new one with decode workers before its prefill workers): {NEEDS_ROUTING}, at its own "
+    f"capacity; {NO_COMPLETE} — for as long as the two components finish apart: 0.1–0.4 s in "
+    "the rehearsal, where both start alike, as long as the difference in their pods' start-up "
+    "on a cluster")
 GAP_AVOID: dict[RunBy, str] = {
     RunBy.DEPLOYMENT: (
         "no setting of Deployment-backed workers avoids it (each component's maxSurge / "

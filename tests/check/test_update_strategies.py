@@ -172,9 +172,15 @@ def test_deployment_backed_text_names_the_disaggregated_gap(tmp_path: Path) -> N
             "#3567)"), m
         # when it happens, what it does, and that no Deployment setting avoids it
         assert gap.startswith("prefill and decode are replaced independently, so whichever "
-                              "finishes first leaves the old generation with decode workers and "
-                              "no prefill worker"), gap
-        assert "can get 503" in gap
+                              "finishes first leaves a generation with one role alone (the old "
+                              "one with decode workers and no prefill worker"), gap
+        # what the 1.6.1 frontend does with it, measured with workers registering as the
+        # backends do (tests/check/test_runtime_needs.py): no request to the incomplete
+        # generation; 503 only while no generation is complete
+        assert "routes only to a generation whose prefill and decode workers are both ready" \
+            in gap and "serve nothing" in gap
+        assert "neither generation is complete" in gap and "every request gets 503" in gap
+        assert "can get 503" not in gap
         assert gap.endswith("no setting of Deployment-backed workers avoids it (each component's "
                             "maxSurge / maxUnavailable paces that component alone); Grove-backed "
                             "workers with the Coherent update strategy (Dynamo 1.6) replace "
