@@ -24,6 +24,8 @@ from pydantic import (
     model_validator,
 )
 
+from dgdgen.check.releases import DEFAULT as DEFAULT_RELEASE
+from dgdgen.check.releases import RELEASES
 from dgdgen.spec.analysis import Analysis, CustomMetric
 from dgdgen.spec.base import (
     API_VERSION,
@@ -216,8 +218,10 @@ class DynamoTarget(SpecModel):
     the ModelDeploymentCard (the checker's tables, dgdgen.check.inplace)."""
 
     version: str = Field(
-        "1.6", description="Dynamo release (X.Y; X.Y.Z selects X.Y): 1.3, 1.4, 1.5 or 1.6 "
-        "(default, the newest known).")
+        DEFAULT_RELEASE, description="Dynamo release (X.Y; X.Y.Z selects X.Y): "
+        f"{', '.join(RELEASES[:-1])} or {RELEASES[-1]}. Default {DEFAULT_RELEASE}: the newest "
+        "release whose runtime dgdgen has run; 1.7's facts are from its source and release "
+        "notes (not run).")
     workers_run_by: Literal["deployment", "grove", "lws", "unmanaged"] = Field(
         "deployment", description="How the operator runs the DGD's worker pods: `deployment` "
         "(default: Kubernetes Deployments; the operator's managed rolling update puts each "
