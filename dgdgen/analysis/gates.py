@@ -329,6 +329,14 @@ class Timing:
     initial_delay: int  # seconds
     interval: int
     count: int
+    # Seconds the TTFT metrics wait on top of ``initial_delay``: the candidate's first step with
+    # traffic, whose KV cache starts empty (spec.analysis.warmUp).
+    warm_up: int = 0
+
+
+def warms_up(metric: str) -> bool:
+    """Whether a metric reads time to first token, which a cold KV cache raises."""
+    return metric.startswith("ttft")
 
 
 @dataclass(frozen=True)
@@ -422,6 +430,13 @@ def step_gate(prepared: Prepared, state: PlanStep) -> StepGate | None:
     window = max(base_window, 60 * math.ceil(bake / 60)) if bake else base_window
     interval = parse_duration(analysis.interval)
     initial_delay = window if traffic else 0
+    # The candidate's first step with traffic: a new generation's KV cache starts empty, and its
+    # TTFT is high until it warms (Dynamo's rolling-update task guide).
+    first = next((s for s in prepared.plan.steps if s.kind == "step" and s.candidate.weight > 0),
+                 None)
+    warm_up = (parse_duration(analysis.warm_up)
+               if first is not None and first.index == state.index
+               and any(warms_up(n) for n in metrics) else 0)
     if analysis.count:
         count = analysis.count
     elif state.pause_seconds and state.pause_seconds > initial_delay:
@@ -470,7 +485,7 @@ def step_gate(prepared: Prepared, state: PlanStep) -> StepGate | None:
     return StepGate(
         index=state.index, label=state.label, gate=state.gate, metrics=tuple(metrics),
         dropped=tuple(dropped), min_requests=min_requests, min_bake_seconds=bake,
-        window_seconds=window, timing=Timing(initial_delay, interval, count),
+        window_seconds=window, timing=Timing(initial_delay, interval, count, warm_up),
         args=tuple(args.items()),
     )
 
@@ -544,12 +559,19 @@ def argo_metric(
                     analysis.consecutive_error_limit})
         out["provider"] = quality_provider(analysis.quality, rollout)
         return out
-    if timing.initial_delay:
-        out["initialDelay"] = duration(timing.initial_delay)
+    delay, count = timing.initial_delay, timing.count
+    if timing.warm_up and warms_up(metric):
+        # later by the warm-up; when the count is derived from the step's pause, as many fewer
+        # measurements as the warm-up takes (at least one, and no fewer than failureLimit)
+        delay += timing.warm_up
+        if not analysis.count:
+            count = max(1, analysis.failure_limit, count - timing.warm_up // timing.interval)
+    if delay:
+        out["initialDelay"] = duration(delay)
     out["interval"] = duration(timing.interval)
-    out["count"] = timing.count
+    out["count"] = count
     out["failureLimit"] = analysis.failure_limit
-    out["inconclusiveLimit"] = inconclusive_limit(analysis, timing.count)
+    out["inconclusiveLimit"] = inconclusive_limit(analysis, count)
     out["consecutiveErrorLimit"] = analysis.consecutive_error_limit
     ok, bad = conditions(metric, analysis)
     out["successCondition"] = ok

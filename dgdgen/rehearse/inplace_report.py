@@ -246,6 +246,7 @@ def to_json(out: InPlaceOutcome) -> dict[str, Any]:
         "spec": str(out.options.spec),
         "strategy": "in-place (the operator's roll, ungated)",
         "updateStrategy": _update_strategy(out),
+        "dynamo": _release(out),
         "result": out.result,
         "exitCode": out.exit_code,
         "workerNamespaces": out.options.worker_namespaces,
@@ -302,6 +303,26 @@ def _update_strategy(out: InPlaceOutcome) -> dict[str, Any] | None:
             "text": s.text}
 
 
+# What a rehearsal on local processes cannot show of a new generation: its workers start with an
+# empty KV cache, so on a cluster its TTFT is high until prefixes are cached again (Dynamo's
+# rolling-update task guide); the mocker and the answering engine have no prefix cache to lose.
+COLD_CACHE = (
+    "new workers start with an empty KV cache: on a cluster their TTFT is high until prefixes "
+    "are cached again (Dynamo's rolling-update guide); the rehearsal's workers keep no prefix "
+    "cache, so its TTFT does not show it — a gated rollout's TTFT metrics wait "
+    "spec.analysis.warmUp at the candidate's first step")
+
+
+def _release(out: InPlaceOutcome) -> dict[str, Any]:
+    """The release whose roll is played and the runtime that plays it."""
+    from dgdgen.check.releases import DEFAULT, source_note
+    from dgdgen.runtime import DYNAMO_VERSION
+
+    release = out.roll.target.release if out.roll is not None else DEFAULT
+    return {"release": release, "runtime": DYNAMO_VERSION,
+            "note": source_note(release) or None, "coldCache": COLD_CACHE}
+
+
 def _round(v: float | None) -> float | None:
     return None if v is None else round(v, 4)
 
@@ -334,6 +355,11 @@ def to_markdown(out: InPlaceOutcome, data: dict[str, Any]) -> str:
            if out.options.candidate_slowdown != 1 else "")
         + f" A new worker pod's process starts {out.options.pod_startup:g} s after the pod is "
         "created (image pull and model load).",
+        "",
+        (f"The roll is Dynamo {data['dynamo']['release']}'s"
+         + (f" ({data['dynamo']['note']}), played by the {DYNAMO_VERSION} runtime"
+            if data["dynamo"]["note"] else "")
+         + f". Not shown: {COLD_CACHE}."),
         "",
         "| component | replicas | maxSurge | maxUnavailable | from |",
         "| --- | ---: | ---: | ---: | --- |",
