@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from dgdgen.traffic.preview import HAPROXY_BACKEND as PREVIEW_BACKEND
+from dgdgen.traffic.preview import of_state as preview_of_state
 from dgdgen.traffic.weights import Backend
 
 if TYPE_CHECKING:
@@ -160,6 +162,18 @@ def config_text(prepared: Prepared, state: PlanStep, backends: Sequence[Backend]
         fetch = f"req.hdr({sticky.header})" if sticky.header else f"req.cook({sticky.cookie})"
         sticky_ctx = {"fetch": fetch, "expire": seconds(sticky.expire)}
     split = ", ".join(f"{b.key} {b.weight}%" for b in backends if b.present)
+    preview_ctx = None
+    route = preview_of_state(prepared, state)
+    cand = next((s for s, b in zip(servers(prepared, backends), backends, strict=True)
+                 if b.role == "candidate" and s.enabled), None)
+    if route is not None and cand is not None:
+        preview_ctx = {
+            "what": route.describe(), "fetch": route.haproxy_fetch(), "value": route.value,
+            "backend": PREVIEW_BACKEND,
+            "server": Server(cand.name, cand.address, 1, True,
+                             f"candidate generation {cand.name}: every request with "
+                             f"{route.describe()}"),
+        }
     env = jinja2.Environment(
         undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False
     )
@@ -194,6 +208,7 @@ def config_text(prepared: Prepared, state: PlanStep, backends: Sequence[Backend]
             "error_limit": hp.health_check.error_limit,
         },
         servers=servers(prepared, backends),
+        preview=preview_ctx,
     )
 
 
