@@ -1,0 +1,214 @@
+"""Preview before weight (``spec.traffic.preview``), on one bundled example per provider: with
+``preview: {header: X-Dgd-Preview, value: "on"}`` and a first step ``{weight: 0, pause: 5m}``
+the spec renders, `verify` accepts the tree, step-01 routes a request with the header to the
+candidate alone while the public split is 100/0, and step-00 and rollback carry no preview.
+
+For HAProxy this is proven on a real HAProxy running the rendered config against two fake
+frontends (which name themselves in every response); for the HTTPRoute providers by the route's
+rule, validated against the vendored Gateway API CRD with its CEL rules (no Gateway runs here;
+the rehearsal's stand-in proves the routing: tests/rehearse/test_preview_rehearsal.py). Bad
+input exits 2 with the field's file:line."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from gen_support import REPO, copy_example_inputs, run_cli
+from haproxy_loopback import HAProxy, Loopback, fake_frontends, free_port, haproxy_binary, stream_once
+
+from dgdgen import crd
+
+PREVIEW = {"header": "X-Dgd-Preview", "value": "on"}
+EXAMPLE_OF = {
+    "gamma": "vllm-disagg-block-size",
+    "gateway-api": "vllm-disagg-image-bump",
+    "inference-pool": "trtllm-disagg-v1beta1",
+    "haproxy": "sglang-disagg-transfer-backend",
+}
+
+
+def preview_spec(tmp: Path, example: str, preview: dict[str, Any] | None = None,
+                 **traffic: Any) -> Path:
+    """A copy of ``example`` with the preview and a first step of weight 0 (a 5-minute
+    pause); ``traffic`` overrides keys of its spec.traffic."""
+    src = REPO / "examples" / example
+    tmp.mkdir(parents=True, exist_ok=True)
+    shutil.copy(src / "dgd.yaml", tmp / "dgd.yaml")
+    copy_example_inputs(src, tmp)
+    data = yaml.safe_load((src / "rollout.yaml").read_text())
+    data["spec"]["traffic"]["preview"] = dict(preview or PREVIEW)
+    data["spec"]["traffic"].update(traffic)
+    data["spec"]["steps"].insert(0, {"weight": 0, "pause": "5m"})
+    (tmp / "rollout.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    return tmp / "rollout.yaml"
+
+
+def _docs(folder: Path, kind: str) -> list[dict[str, Any]]:
+    out = []
+    for p in sorted(folder.glob("*.yaml")):
+        out += [d for d in yaml.safe_load_all(p.read_text()) if d and d.get("kind") == kind]
+    return out
+
+
+@pytest.mark.parametrize("provider", sorted(EXAMPLE_OF))
+def test_preview_renders_verifies_and_routes_the_header_to_the_candidate_alone(
+        provider: str, tmp_path: Path) -> None:
+    from dgdgen.pipeline import prepare
+
+    spec = preview_spec(tmp_path / "spec", EXAMPLE_OF[provider])
+    out = tmp_path / "out"
+    r = run_cli("render", str(spec), "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    r = run_cli("verify", str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    prepared = prepare(str(spec))
+    plan = prepared.plan
+    assert plan.steps[1].weights == (100, 0)
+    if provider == "haproxy":
+        texts = {s: _docs(out / s, "ConfigMap") for s in ("step-00", "step-01", "rollback")}
+        cfg = {s: next(d["data"]["haproxy.cfg"] for d in docs if "haproxy.cfg" in d["data"])
+               for s, docs in texts.items()}
+        assert "acl preview req.hdr(X-Dgd-Preview) -m str on" in cfg["step-01"]
+        assert "use_backend be_preview if preview" in cfg["step-01"]
+        assert "preview" not in cfg["step-00"] and cfg["rollback"] == cfg["step-00"]
+        return
+    routes = {s: _docs(out / s, "HTTPRoute") for s in ("step-00", "step-01", "rollback")}
+    (route,) = routes["step-01"]
+    assert crd.validate(route) == []
+    preview_rule, weighted = route["spec"]["rules"]
+    (match,) = preview_rule["matches"]
+    assert match["headers"] == [{"type": "Exact", "name": "X-Dgd-Preview", "value": "on"}]
+    (ref,) = preview_rule["backendRefs"]
+    cand = prepared.candidate_name
+    assert ref["name"] in (f"{cand}-fe", f"{cand}-pool") and ref["weight"] == 1
+    assert {r["name"]: r["weight"] for r in weighted["backendRefs"]} == {
+        ref["name"].replace(cand, prepared.base_name): 100, ref["name"]: 0}
+    assert "headers" not in str(weighted["matches"])
+    for label in ("step-00", "rollback"):
+        (r0,) = routes[label]
+        assert len(r0["spec"]["rules"]) == 1 and "headers" not in str(r0["spec"]["rules"])
+    # `on` is written quoted: a YAML 1.1 reader (sigs.k8s.io/yaml, PyYAML) keeps it a string
+    assert "value: 'on'" in next((out / "step-01").glob("httproute-*.yaml")).read_text()
+
+
+pytestmark_haproxy = pytest.mark.skipif(
+    haproxy_binary() is None,
+    reason="the haproxy binary is not installed (Debian package `haproxy`; CI installs it)",
+)
+REQUESTS = 30
+
+
+def _through_haproxy(tmp: Path, spec: Path, label: str,
+                     sends: list[dict[str, str]]) -> list[str | None]:
+    """The generation that answered each of ``sends`` (the request headers of one request),
+    in order, through a real HAProxy running state ``label``'s rendered config."""
+    from dgdgen.pipeline import prepare
+    from dgdgen.render import render_state
+    from dgdgen.traffic.weights import state_backends
+
+    prepared = prepare(str(spec))
+    state = prepared.plan.state(label if label == "rollback" else int(label[5:]))
+    (cm,) = [m for m in render_state(prepared, state) if m.kind == "ConfigMap"]
+    backends = state_backends(prepared, state)
+    ns = prepared.loaded.spec.metadata.namespace
+    with fake_frontends([b.key for b in backends]) as ports:
+        loop = Loopback(tmp=tmp, frontend_port=free_port(), stats_port=free_port(),
+                        peer_port=free_port(),
+                        servers={f"{b.service}.{ns}.svc.cluster.local:8000": ports[b.key]
+                                 for b in backends})
+        cfg = tmp / "haproxy.cfg"
+        cfg.write_text(loop.adapt(cm.obj["data"]["haproxy.cfg"]))
+        proxy = HAProxy(cfg, loop, tmp / "haproxy.log")
+        proxy.start()
+        try:
+            async def load() -> list[str | None]:
+                got = []
+                for headers in sends:
+                    st = await stream_once(loop.frontend_port, 2, 1, headers)
+                    assert st.ok, (st.status, st.error)
+                    got.append(st.backend)
+                return got
+
+            return asyncio.run(load())
+        finally:
+            proxy.stop()
+
+
+@pytestmark_haproxy
+def test_real_haproxy_sends_the_header_to_the_candidate_at_100_0(tmp_path: Path) -> None:
+    """step-01 (100/0): every request with the header on the candidate, none without it; a
+    sticky client (X-Session-Id, the example's stick table) keeps its generation once the
+    preview request is answered (the preview pins nobody). step-00 and rollback: the header
+    follows the weights, as every request does."""
+    from dgdgen.pipeline import prepare
+
+    spec = preview_spec(tmp_path / "spec", EXAMPLE_OF["haproxy"])
+    plan = prepare(str(spec)).plan
+    stable, cand = plan.stable_revision, plan.candidate_revision
+    on, other = {"X-Dgd-Preview": "on"}, {"X-Dgd-Preview": "off"}
+    sends = [on, {}, other] * REQUESTS
+    got = _through_haproxy(tmp_path / "s1", spec, "step-01", sends)
+    assert got[0::3] == [cand] * REQUESTS, got
+    assert got[1::3] + got[2::3] == [stable] * 2 * REQUESTS, got
+    sticky = {"X-Session-Id": "user-1"}
+    got = _through_haproxy(tmp_path / "s1b", spec, "step-01",
+                           [sticky, {**sticky, **on}, sticky, {**sticky, **on}, sticky])
+    assert got == [stable, cand, stable, cand, stable], got
+    # a later step: the header still reaches the candidate alone, the rest follows 95/5
+    got = _through_haproxy(tmp_path / "s2", spec, "step-02", [on] * REQUESTS)
+    assert got == [cand] * REQUESTS, got
+    for label in ("step-00", "rollback"):
+        got = _through_haproxy(tmp_path / label, spec, label, [on] * REQUESTS)
+        assert got == [stable] * REQUESTS, (label, got)
+
+
+@pytest.mark.parametrize(("example", "preview", "traffic", "field", "says"), [
+    ("vllm-disagg-image-bump", {"header": "X Preview"}, {}, "spec.traffic.preview",
+     "is not an HTTP field name (RFC 9110 token"),
+    ("vllm-disagg-image-bump", {"header": "Connection"}, {}, "spec.traffic.preview",
+     "cannot select a preview: a proxy removes or consumes it"),
+    ("vllm-disagg-image-bump", {"header": "Cookie"}, {}, "spec.traffic.preview",
+     "use `cookie: NAME`"),
+    ("vllm-disagg-image-bump", {"header": "X-A", "value": "a b"}, {}, "spec.traffic.preview",
+     "expected 1-256 letters, digits or ._~+/=:@-"),
+    ("vllm-disagg-image-bump", {"header": "X-A", "cookie": "c"}, {}, "spec.traffic.preview",
+     "give exactly one of `header` or `cookie`"),
+    ("vllm-disagg-image-bump", {"cookie": "preview"}, {}, "spec.traffic.preview.cookie",
+     "provider 'gateway-api' cannot match a cookie"),
+    ("vllm-disagg-block-size", {"header": "X-Dgd-Preview"},
+     {"provider": "none", "gamma": None}, "spec.traffic.preview",
+     "traffic provider 'none' renders no router that reads requests"),
+    ("sglang-disagg-v1beta1-partition", {"header": "X-Dgd-Preview"}, None,
+     "spec.traffic.preview", "in isolation 'partition' one frontend serves both revisions"),
+    ("sglang-disagg-transfer-backend", {"header": "x-session-id"}, {},
+     "spec.traffic.preview.header", "is also the sticky key"),
+])
+def test_bad_preview_exits_2_with_the_field(tmp_path: Path, example: str,
+                                            preview: dict[str, Any],
+                                            traffic: dict[str, Any] | None, field: str,
+                                            says: str) -> None:
+    src = REPO / "examples" / example
+    tmp = tmp_path / "spec"
+    tmp.mkdir()
+    shutil.copy(src / "dgd.yaml", tmp / "dgd.yaml")
+    copy_example_inputs(src, tmp)
+    data = yaml.safe_load((src / "rollout.yaml").read_text())
+    t = data["spec"].setdefault("traffic", {}) if traffic is None else data["spec"]["traffic"]
+    for k, v in (traffic or {}).items():
+        if v is None:
+            t.pop(k, None)
+        else:
+            t[k] = v
+    t["preview"] = preview
+    (tmp / "rollout.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    out = tmp_path / "out"
+    r = run_cli("render", str(tmp / "rollout.yaml"), "-o", str(out))
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert "Traceback" not in r.stderr and says in r.stderr, r.stderr
+    assert f"{tmp / 'rollout.yaml'}:" in r.stderr and field in r.stderr, r.stderr
+    assert not out.exists()
