@@ -233,3 +233,17 @@ def runtime_targets(prepared: Prepared, state: PlanStep) -> list[Any]:
         Target(s.name, s.weight, s.enabled)
         for s in servers(prepared, state_backends(prepared, state))
     ]
+
+
+def preview_targets(prepared: Prepared, state: PlanStep) -> list[Any]:
+    """The runtime-API target of the preview backend (``be_preview``) for ``state``: the
+    candidate's server there, in rotation exactly in the states that carry the preview; empty
+    without a preview. The runtime API cannot add or remove the ACL: a state without a preview
+    puts that server in maintenance, so a request with the header gets 503 until the state's
+    config is loaded — never the candidate being rolled back (docs/traffic.md)."""
+    from dgdgen.traffic.preview import carries, of
+    from dgdgen.traffic.runtime import Target
+
+    if of(prepared) is None:
+        return []
+    return [Target(prepared.plan.candidate_revision, 1, carries(state))]

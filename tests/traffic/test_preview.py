@@ -212,3 +212,50 @@ def test_bad_preview_exits_2_with_the_field(tmp_path: Path, example: str,
     assert "Traceback" not in r.stderr and says in r.stderr, r.stderr
     assert f"{tmp / 'rollout.yaml'}:" in r.stderr and field in r.stderr, r.stderr
     assert not out.exists()
+
+
+@pytestmark_haproxy
+def test_the_rehearsal_gateway_stand_in_follows_the_route_preview_rule(tmp_path: Path) -> None:
+    """`dgdgen rehearse` plays a Gateway with an HAProxy built from the route: its preview rule
+    (read by route_preview, the weighted rule by route_backends) reaches the candidate alone
+    while the weighted rule gives it 0, and the header's other values follow the weights."""
+    from dgdgen.pipeline import prepare
+    from dgdgen.rehearse.proxy import Proxy, route_backends, route_preview
+    from dgdgen.render import render_state
+
+    spec = preview_spec(tmp_path / "spec", EXAMPLE_OF["gateway-api"])
+    prepared = prepare(str(spec))
+    stable, cand = prepared.plan.stable_revision, prepared.plan.candidate_revision
+    objects = {(m.kind, m.name): m.obj for m in render_state(prepared, prepared.plan.steps[1])}
+    with fake_frontends([stable, cand]) as ports:
+        by_service = {f"{prepared.base_name}-fe": stable, f"{prepared.candidate_name}-fe": cand}
+
+        def of_service(name: str) -> list[Any]:
+            return [type("P", (), {"port": ports[by_service[name]]})()]
+
+        main = route_backends(objects, of_service, lambda labels: [])
+        rule = route_preview(objects, of_service, lambda labels: [])
+        assert main is not None and rule is not None
+        assert [(n, w) for n, w, _ in main] == [(f"{prepared.base_name}-fe", 100),
+                                                (f"{prepared.candidate_name}-fe", 0)]
+        header, value, backends = rule
+        assert (header, value) == ("X-Dgd-Preview", "on")
+        proxy = Proxy(tmp_path / "work")
+        try:
+            proxy.apply(proxy.stand_in(
+                [(by_service[n], w, [p.port for p in procs]) for n, w, procs in main],
+                preview=(header, value, [(by_service[n], [p.port for p in procs])
+                                         for n, _, procs in backends])))
+
+            async def load() -> list[str | None]:
+                got = []
+                for headers in [{"X-Dgd-Preview": "on"}, {"X-Dgd-Preview": "no"}, {}] * 10:
+                    st = await stream_once(proxy.port, 2, 1, headers)
+                    assert st.ok, (st.status, st.error)
+                    got.append(st.backend)
+                return got
+
+            got = asyncio.run(load())
+        finally:
+            proxy.stop()
+    assert got[0::3] == [cand] * 10 and got[1::3] + got[2::3] == [stable] * 20, got
