@@ -231,17 +231,17 @@ def preview_split(out: Outcome) -> dict[str, Any] | None:
         return None
     cand = out.prepared.plan.candidate_revision
     settle = out.options.settle
+
+    def share(recs: list[Any], lo: float, hi: float) -> tuple[int, float | None]:
+        served = [r for r in recs if lo <= r.start < hi and r.outcome.served_by]
+        on = sum(1 for r in served if r.outcome.served_by == cand)
+        return len(served), (round(100.0 * on / len(served), 2) if served else None)
+
     states = []
     for s in out.states:
         lo, hi = s.traffic_moved + settle, s.ended
-
-        def share(recs: list[Any]) -> tuple[int, float | None]:
-            served = [r for r in recs if lo <= r.start < hi and r.outcome.served_by]
-            on = sum(1 for r in served if r.outcome.served_by == cand)
-            return len(served), (round(100.0 * on / len(served), 2) if served else None)
-
-        n, on = share(out.previewed)
-        m, others = share(out.records)
+        n, on = share(out.previewed, lo, hi)
+        m, others = share(out.records, lo, hi)
         in_state = [r for r in out.previewed if lo <= r.start < hi]
         states.append({"state": s.label, "candidateWeight": s.planned.get(cand, 0),
                        "previewRequests": n, "previewOnCandidate": on,
@@ -263,11 +263,11 @@ def _preview_lines(data: dict[str, Any]) -> list[str]:
     def pct(v: float | None) -> str:
         return "—" if v is None else f"{v:g} %"
 
-    lines = [f"Preview: {p['requests']} requests sent with the {p['carries']} ({p['failed']} "
-             "failed), on top of the route's load; the share each state's candidate "
-             f"({p['candidate']}) served, after the state's traffic settled:", "",
-             "| state | candidate weight | with the preview: requests, on the candidate | "
-             "without: requests, on the candidate |", "| --- | ---: | --- | --- |"]
+    lines = [(f"Preview: {p['requests']} requests sent with the {p['carries']} "
+              f"({p['failed']} failed), on top of the route's load; the share each state's "
+              f"candidate ({p['candidate']}) served, after the state's traffic settled:"), "",
+             ("| state | candidate weight | with the preview: requests, on the candidate | "
+              "without: requests, on the candidate |"), "| --- | ---: | --- | --- |"]
     lines += [f"| {s['state']} | {s['candidateWeight']} % | {s['previewRequests']}, "
               f"{pct(s['previewOnCandidate'])} | {s['otherRequests']}, "
               f"{pct(s['othersOnCandidate'])} |" for s in p["states"]]
@@ -710,8 +710,8 @@ def summary_lines(data: dict[str, Any]) -> list[str]:
                    f"(±{'—' if err is None else err}) requests {s['requests']} failed {s['failed']}"
                    f" truncated {s['truncated']}"
                    + (f" gate {s['gate']}: {s['verdict']}" if s["verdict"] else ""))
-    p = data.get("preview")
-    for s in (p or {}).get("states", []):
+    p = data.get("preview") or {}
+    for s in p.get("states", []):
         out.append(f"  {s['state']:<9} preview ({p['carries']}): {s['previewRequests']} "
                    f"requests, {s['previewOnCandidate']} % on the candidate; without: "
                    f"{s['othersOnCandidate']} %")

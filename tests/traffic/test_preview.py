@@ -19,7 +19,14 @@ from typing import Any
 import pytest
 import yaml
 from gen_support import REPO, copy_example_inputs, run_cli
-from haproxy_loopback import HAProxy, Loopback, fake_frontends, free_port, haproxy_binary, stream_once
+from haproxy_loopback import (
+    HAProxy,
+    Loopback,
+    fake_frontends,
+    free_port,
+    haproxy_binary,
+    stream_once,
+)
 
 from dgdgen import crd
 
