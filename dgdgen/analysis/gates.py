@@ -447,11 +447,14 @@ def step_gate(prepared: Prepared, state: PlanStep) -> StepGate | None:
         args["window"] = duration(window)
         args["min-requests"] = str(min_requests)
     args.update(threshold_args(analysis, metrics))
+    entry = preview_entry(prepared)
     if "probe" in metrics:
         ns = prepared.loaded.spec.metadata.namespace
         svc = candidate_service(prepared, state.candidate.revision)
         domain = prepared.loaded.spec.spec.cluster_domain
         args["candidate-url"] = f"http://{svc}.{ns}.svc.{domain}:8000"
+        if entry is not None:
+            args["candidate-url"] = entry
     if "quality" in metrics:
         ns = prepared.loaded.spec.metadata.namespace
         domain = prepared.loaded.spec.spec.cluster_domain
@@ -467,12 +470,35 @@ def step_gate(prepared: Prepared, state: PlanStep) -> StepGate | None:
             )
         for b in state_backends(prepared, state):
             args[f"{b.role}-url"] = f"http://{b.service}.{ns}.svc.{domain}:8000"
+        if entry is not None:
+            args["candidate-url"] = entry
     return StepGate(
         index=state.index, label=state.label, gate=state.gate, metrics=tuple(metrics),
         dropped=tuple(dropped), min_requests=min_requests, min_bake_seconds=bake,
         window_seconds=window, timing=Timing(initial_delay, interval, count),
         args=tuple(args.items()),
     )
+
+
+def preview_entry(prepared: Prepared) -> str | None:
+    """The public entry point the probe and the quality gate reach the candidate through, with
+    the preview's header (``spec.traffic.preview``), or None: then they call the candidate's
+    own Service, as without a preview. Every gated step carries the preview: a gate runs at a
+    forward step, where the candidate runs (dgdgen.traffic.preview.carries)."""
+    from dgdgen.traffic import preview
+
+    return preview.entry_url(prepared) if preview.of(prepared) is not None else None
+
+
+def preview_headers(prepared: Prepared) -> dict[str, str] | None:
+    """What the probe and the quality gate send to be routed to the candidate: the preview's
+    header (or cookie) where they call the public entry point, else None."""
+    from dgdgen.traffic import preview
+
+    route = preview.of(prepared)
+    if route is None or preview.entry_url(prepared) is None:
+        return None
+    return route.request_headers()
 
 
 def threshold_args(analysis: Any, metrics: tuple[str, ...] | list[str]) -> dict[str, str]:
@@ -525,6 +551,7 @@ def inconclusive_limit(analysis: Any, count: int) -> int:
 def argo_metric(
     analysis: Any, metric: str, timing: Timing, *, probe_url: str = "{{args.candidate-url}}",
     rollout: str = "", cluster_label: str | None = None,
+    headers: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """One metric of an AnalysisTemplate or AnalysisRun; with ``cluster_label`` (the rollout
     fans out to several clusters) its query reads one cluster's series: ``{{args.cluster}}``."""
@@ -535,14 +562,14 @@ def argo_metric(
 
         out.update({"count": 1, "failureLimit": 0, "consecutiveErrorLimit":
                     analysis.consecutive_error_limit})
-        out["provider"] = job_provider(analysis.probe, probe_url)
+        out["provider"] = job_provider(analysis.probe, probe_url, headers)
         return out
     if metric == "quality":
         from dgdgen.analysis.quality_job import job_provider as quality_provider
 
         out.update({"count": 1, "failureLimit": 0, "consecutiveErrorLimit":
                     analysis.consecutive_error_limit})
-        out["provider"] = quality_provider(analysis.quality, rollout)
+        out["provider"] = quality_provider(analysis.quality, rollout, headers)
         return out
     if timing.initial_delay:
         out["initialDelay"] = duration(timing.initial_delay)

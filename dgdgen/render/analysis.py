@@ -175,7 +175,8 @@ def analysis_template(prepared: Prepared, gate: str) -> dict[str, Any]:
             "args": args,
             "metrics": [gates.argo_metric(analysis, n, timing,
                                           rollout=prepared.loaded.spec.metadata.name,
-                                          cluster_label=cluster_label)
+                                          cluster_label=cluster_label,
+                                          headers=gates.preview_headers(prepared))
                         for n in metrics],
         },
     }
@@ -214,7 +215,8 @@ def _run(prepared: Prepared, state: PlanStep, *, hook: bool, standalone: bool,
         "spec": {
             "args": [{"name": k, "value": v} for k, v in args],
             "metrics": [gates.argo_metric(analysis, n, sg.timing, rollout=rollout,
-                                          cluster_label=cluster_label)
+                                          cluster_label=cluster_label,
+                                          headers=gates.preview_headers(prepared))
                         for n in sg.metrics],
         },
     }

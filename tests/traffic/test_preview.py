@@ -266,3 +266,134 @@ def test_the_rehearsal_gateway_stand_in_follows_the_route_preview_rule(tmp_path:
         finally:
             proxy.stop()
     assert got[0::3] == [cand] * 10 and got[1::3] + got[2::3] == [stable] * 20, got
+
+
+@pytestmark_haproxy
+def test_the_probe_reaches_the_candidate_through_the_proxy_with_the_header(
+        tmp_path: Path) -> None:
+    """The blue/green example over HAProxy with a preview: its probe gate (at the 0 % step)
+    calls the proxy's Service with the header. Run as rendered against a real HAProxy with
+    step-01's config, it reaches the candidate, which answers right, while the stable answers
+    wrong: it passes. Without the header (the control) the same probe reaches the stable and
+    fails — so the probe tests the candidate only because the preview routes it there."""
+    import os
+    import subprocess
+    import sys
+
+    from http_support import Handler, serving
+
+    from dgdgen.pipeline import prepare
+    from dgdgen.render import render_state
+    from dgdgen.traffic.weights import state_backends
+
+    src = REPO / "examples" / "vllm-agg-blue-green"
+    tmp = tmp_path / "spec"
+    tmp.mkdir()
+    shutil.copy(src / "dgd.yaml", tmp / "dgd.yaml")
+    data = yaml.safe_load((src / "rollout.yaml").read_text())
+    data["spec"]["traffic"] = {"provider": "haproxy", "preview": dict(PREVIEW), "haproxy": {
+        "healthCheck": {"path": "/v1/models/Qwen%2FQwen3-1.7B/ready"}}}
+    (tmp / "rollout.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    prepared = prepare(str(tmp / "rollout.yaml"))
+    state = prepared.plan.steps[1]
+    assert state.weights == (100, 0) and state.gate == "smoke"
+    objs = render_state(prepared, state)
+    (cm,) = [m for m in objs if m.kind == "ConfigMap"]
+    (run,) = [m.obj for m in objs if m.kind == "AnalysisRun"]
+    args = {a["name"]: a["value"] for a in run["spec"]["args"]}
+    assert args["candidate-url"] == "http://qwen-agg-haproxy.inference.svc.cluster.local:8000"
+    (metric,) = run["spec"]["metrics"]
+    (container,) = metric["provider"]["job"]["spec"]["template"]["spec"]["containers"]
+    env = {e["name"]: e["value"] for e in container["env"]}
+    assert env["PROBE_URL"] == "{{args.candidate-url}}"
+    assert env["PROBE_HEADERS"] == '{"X-Dgd-Preview": "on"}'
+    probe = prepared.loaded.spec.spec.analysis.probe
+    right = {p.prompt: p.expected for p in probe.prompts}
+    seen: dict[str, list[str | None]] = {"stable": [], "candidate": []}
+
+    def model(who: str) -> type[Handler]:
+        class Model(Handler):
+            def do_GET(self) -> None:  # noqa: N802 - the health check
+                self.reply_json({"ready": True})
+
+            def do_POST(self) -> None:  # noqa: N802
+                body = self.read_json()
+                seen[who].append(self.headers.get("X-Dgd-Preview"))
+                reply = right[body["messages"][-1]["content"]] if who == "candidate" else "no"
+                self.reply_json({"choices": [{"message": {"content": reply}}]})
+        return Model
+
+    ns = prepared.loaded.spec.metadata.namespace
+    backends = {b.role: b for b in state_backends(prepared, state)}
+    with serving(model("stable")) as stable_url, serving(model("candidate")) as cand_url:
+        loop = Loopback(tmp=tmp_path / "proxy", frontend_port=free_port(),
+                        stats_port=free_port(), peer_port=free_port(), servers={
+                            f"{backends[r].service}.{ns}.svc.cluster.local:8000":
+                            int(u.rsplit(":", 1)[1])
+                            for r, u in (("stable", stable_url), ("candidate", cand_url))})
+        cfg = tmp_path / "proxy" / "haproxy.cfg"
+        cfg.parent.mkdir(parents=True, exist_ok=True)
+        cfg.write_text(loop.adapt(cm.obj["data"]["haproxy.cfg"]))
+        proxy = HAProxy(cfg, loop, tmp_path / "proxy" / "haproxy.log")
+        proxy.start()
+        try:
+            def probe_run(extra: dict[str, str]) -> int:
+                e = {**os.environ, **env, "PROBE_URL": f"http://127.0.0.1:{loop.frontend_port}",
+                     **extra}
+                return subprocess.run([sys.executable, "-c", container["command"][2]], env=e,
+                                      capture_output=True, text=True, timeout=60).returncode
+
+            assert probe_run({}) == 0
+            assert seen == {"stable": [], "candidate": ["on"] * len(right)}, seen
+            assert probe_run({"PROBE_HEADERS": "{}"}) == 1  # the control: the stable answers
+            assert len(seen["stable"]) == len(right), seen
+        finally:
+            proxy.stop()
+
+
+def test_the_quality_gate_sends_the_header_to_the_entry_point(tmp_path: Path) -> None:
+    """The InferencePool example's quality gate with `preview.url` (the Gateway's address): the
+    rendered Job calls that URL for the candidate with the header, the stable at its own
+    Service; the gate's own module, run as rendered, sends the header to the candidate only."""
+    import contextlib
+    import io
+
+    from http_support import Handler, serving
+
+    from dgdgen.analysis import quality_gate
+    from dgdgen.pipeline import prepare
+    from dgdgen.render import render_state
+
+    spec = preview_spec(tmp_path / "spec", EXAMPLE_OF["inference-pool"],
+                        preview={**PREVIEW, "url": "http://gateway.example.com"})
+    prepared = prepare(str(spec))
+    state = next(s for s in prepared.plan.steps if s.gate)
+    (run,) = [m.obj for m in render_state(prepared, state) if m.kind == "AnalysisRun"]
+    args = {a["name"]: a["value"] for a in run["spec"]["args"]}
+    assert args["candidate-url"] == "http://gateway.example.com"
+    assert args["stable-url"].startswith(f"http://{prepared.base_name}-fe.")
+    (metric,) = [m for m in run["spec"]["metrics"] if m["name"] == "quality"]
+    (container,) = metric["provider"]["job"]["spec"]["template"]["spec"]["containers"]
+    cmd = container["command"]
+    assert cmd[cmd.index("--candidate-header") + 1] == "X-Dgd-Preview: on"
+    seen: dict[str, list[str | None]] = {"stable": [], "candidate": []}
+
+    def model(who: str) -> type[Handler]:
+        class Model(Handler):
+            def do_POST(self) -> None:  # noqa: N802
+                self.read_json()
+                seen[who].append(self.headers.get("X-Dgd-Preview"))
+                self.reply_json({"choices": [{"message": {"content": "Paris"},
+                                              "finish_reason": "stop"}],
+                                 "usage": {"completion_tokens": 1}})
+        return Model
+
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text('{"prompt": "capital of France?", "reference": "Paris"}\n' * 3)
+    with serving(model("stable")) as s_url, serving(model("candidate")) as c_url:
+        argv = [{"{{args.stable-url}}": s_url, "{{args.candidate-url}}": c_url}.get(a, a)
+                for a in cmd[3:]]
+        argv[argv.index("--prompts") + 1] = str(prompts)
+        with contextlib.redirect_stdout(io.StringIO()):
+            quality_gate.main(argv)
+    assert seen == {"stable": [None] * 3, "candidate": ["on"] * 3}, seen
