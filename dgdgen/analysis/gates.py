@@ -224,6 +224,9 @@ def check_experiment(loaded: LoadedSpec, i: int) -> None:
         raise InputError("gate 'experiment' needs spec.analysis.experiment",
                          location=loaded.location(field), field=field)
     w = body.steps[i].weight
+    if body.analysis.experiment.cohorts == "preview":
+        _check_preview_cohorts(loaded, i)
+        return
     if not 0 < w < 100:
         f = ("spec", "steps", i, "weight")
         raise InputError(f"an experiment holds both generations at a split; weight {w} gives "
@@ -235,6 +238,34 @@ def check_experiment(loaded: LoadedSpec, i: int) -> None:
             "requests land on both generations and the samples are not independent",
             location=loaded.location(("spec", "traffic")), field=sf,
             hint="sticky: {cookie: SESSION} or {header: X-User-Id}")
+
+
+def _check_preview_cohorts(loaded: LoadedSpec, i: int) -> None:
+    """Cohorts by the preview's value: the candidate's users are exactly those who carry it.
+    That needs the preview, a step that gives the candidate no public share (a weight would put
+    users without the value on it too), and the share of units expected to carry the value
+    (it sizes the sample, as the weight does otherwise). Each user keeps their cohort by
+    construction: no stick table is needed, and an HTTPRoute provider can run the experiment
+    per user (docs/analysis.md, "A/B experiments")."""
+    body = loaded.spec.spec
+    cf = ("spec", "analysis", "experiment", "cohorts")
+    if body.traffic.preview is None:
+        raise InputError("experiment cohorts `preview` need spec.traffic.preview (the header or "
+                         "cookie value that puts a user in the candidate's cohort)",
+                         location=loaded.location(cf), field=cf,
+                         hint="traffic: {preview: {header: X-Dgd-Cohort, value: b}}")
+    w = body.steps[i].weight
+    if w != 0:
+        f = ("spec", "steps", i, "weight")
+        raise InputError(f"with cohorts by the preview's value the candidate's users are those "
+                         f"who carry it; weight {w} would add others at random: give the "
+                         "experiment step weight 0", location=loaded.location(f), field=f)
+    if body.analysis.experiment.cohort_share is None:
+        sf = ("spec", "analysis", "experiment")
+        raise InputError("experiment cohorts `preview` need cohortShare: the share of users "
+                         "expected to carry the value, which sizes the sample",
+                         location=loaded.location(sf), field=sf + ("cohortShare",),
+                         hint="cohortShare: 0.1")
 
 
 def cluster_label(prepared: Prepared) -> str | None:
@@ -283,7 +314,11 @@ def check_clusters(prepared: Prepared) -> None:
             )
 
 
-def experiment_share(state: PlanStep) -> float:
+def experiment_share(state: PlanStep, experiment: Any = None) -> float:
+    """The share of units in the candidate's cohort: the step's weight, or with cohorts by the
+    preview's value the share expected to carry it (``experiment.cohortShare``)."""
+    if experiment is not None and experiment.cohorts == "preview":
+        return float(experiment.cohort_share)
     return state.candidate.weight / 100
 
 

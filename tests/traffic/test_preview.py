@@ -397,3 +397,68 @@ def test_the_quality_gate_sends_the_header_to_the_entry_point(tmp_path: Path) ->
         with contextlib.redirect_stdout(io.StringIO()):
             quality_gate.main(argv)
     assert seen == {"stable": [None] * 3, "candidate": ["on"] * 3}, seen
+
+
+def _cohort_spec(tmp: Path, example: str, *, weight: int = 0,
+                 experiment: dict[str, Any] | None = None,
+                 preview: dict[str, Any] | None = None) -> Path:
+    src = REPO / "examples" / example
+    tmp.mkdir(parents=True, exist_ok=True)
+    shutil.copy(src / "dgd.yaml", tmp / "dgd.yaml")
+    data = yaml.safe_load((src / "rollout.yaml").read_text())
+    data["spec"]["steps"] = [{"weight": weight, "gate": "experiment"}, {"weight": 100}]
+    data["spec"]["analysis"]["experiment"] = experiment or {
+        "metric": "user rating 1-5", "minimumDetectableEffect": 0.1, "cohorts": "preview",
+        "cohortShare": 0.2}
+    if preview is not None:
+        data["spec"]["traffic"]["preview"] = preview
+    (tmp / "rollout.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    return tmp / "rollout.yaml"
+
+
+@pytest.mark.parametrize("example", ["vllm-disagg-image-bump", "sglang-disagg-transfer-backend"])
+def test_an_experiment_assigns_its_cohorts_by_the_preview_value(tmp_path: Path,
+                                                                example: str) -> None:
+    """Cohorts by header: the experiment step has no public share, the users who send the
+    value form the candidate's cohort (sticky by construction, also over an HTTPRoute and over
+    HAProxy without a stick table's help), and the sample is sized by cohortShare (80/20:
+    328 stable and 82 candidate units at mde 0.1, docs/analysis.md); the decision is as with
+    weights."""
+    from dgdgen.pipeline import prepare
+    from dgdgen.planreport import experiment_plan
+
+    spec = _cohort_spec(tmp_path / "spec", example,
+                        preview={"header": "X-Dgd-Cohort", "value": "b"})
+    prepared = prepare(str(spec))
+    (e,) = experiment_plan(prepared)
+    assert (e["candidateWeight"], e["stableSamples"], e["candidateSamples"]) == (0, 328, 82)
+    assert e["sticky"].startswith("cohorts by the preview: users who send header "
+                                  "X-Dgd-Cohort: b see the candidate (expected 20% of them)")
+    r = run_cli("plan", str(spec))
+    assert r.returncode == 0, r.stderr
+    assert "both generations held at 100/0 (the public split; the candidate's cohort is the " \
+        "preview's) until 328 stable and 82 candidate samples" in r.stdout, r.stdout
+    samples = tmp_path / "samples.jsonl"
+    plan = prepared.plan
+    samples.write_text("".join(
+        f'{{"generation": "{plan.stable_revision}", "value": {1 + i % 3}}}\n' for i in range(328))
+        + "".join(f'{{"generation": "{plan.candidate_revision}", "value": {3 + i % 3}}}\n'
+                  for i in range(82)))
+    r = run_cli("experiment", str(spec), "--samples", str(samples))
+    assert r.returncode == 0 and "candidate-better" in r.stdout, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize(("weight", "experiment", "preview", "field", "says"), [
+    (0, None, None, "spec.analysis.experiment.cohorts", "need spec.traffic.preview"),
+    (20, None, {"header": "X-Dgd-Cohort"}, "spec.steps[0].weight",
+     "weight 20 would add others at random"),
+    (0, {"metric": "m", "minimumDetectableEffect": 0.1, "cohorts": "preview"},
+     {"header": "X-Dgd-Cohort"}, "spec.analysis.experiment", "need cohortShare"),
+])
+def test_bad_preview_cohorts_exit_2(tmp_path: Path, weight: int, experiment: Any,
+                                    preview: Any, field: str, says: str) -> None:
+    spec = _cohort_spec(tmp_path / "spec", "vllm-disagg-image-bump", weight=weight,
+                        experiment=experiment, preview=preview)
+    r = run_cli("validate", str(spec))
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert says in r.stderr and field in r.stderr and f"{spec}:" in r.stderr, r.stderr
