@@ -411,10 +411,11 @@ def _preview_notes(loaded: LoadedSpec, plan: planmod.Plan) -> tuple[str, ...]:
     if p is None:
         return ()
     value = p.value if p.value is not None else plan.candidate_revision
-    what = f"cookie {p.cookie}={value}" if p.cookie is not None else f"header {p.header}: {value}"
-    out = [f"preview: from step 1 until cleanup a request with {what} reaches the candidate "
-           f"{plan.candidate_revision} alone, whatever the weights; the baseline, rollback and "
-           "cleanup states carry no preview route"]
+    what = (f"cookie {p.cookie}={value}" if p.cookie is not None
+            else f"header {p.header}: {value}")
+    out = [(f"preview: from step 1 until cleanup a request with {what} reaches the candidate "
+            f"{plan.candidate_revision} alone, whatever the weights; the baseline, rollback and "
+            "cleanup states carry no preview route")]
     if traffic.provider.value == "gamma" and traffic.gamma is not None:
         out.append(f"preview: a route feature, for callers inside the mesh only; callers outside "
                    f"it follow Service {traffic.gamma.service}'s selector, which reads no header "

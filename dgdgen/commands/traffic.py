@@ -109,6 +109,7 @@ def run(args: argparse.Namespace) -> int:
     from dgdgen.traffic import haproxy as hp
     from dgdgen.traffic import settings
     from dgdgen.traffic.preview import HAPROXY_BACKEND as PREVIEW_BACKEND
+    from dgdgen.traffic.preview import of_state as preview_of_state
     from dgdgen.traffic.runtime import RuntimeApi, commands
     from dgdgen.traffic.weights import state_backends
 
@@ -120,8 +121,10 @@ def run(args: argparse.Namespace) -> int:
         for state in prepared.plan.all_states():
             backends = state_backends(prepared, state)
             hw = hp.haproxy_weights([b.weight for b in backends])
+            route = preview_of_state(prepared, state)
             rows.append({
                 "state": state.label,
+                "preview": route.describe() if route is not None else None,
                 "backends": [
                     {"generation": b.key, "role": b.role, "service": b.service,
                      "weight": b.weight, "present": b.present,
@@ -146,6 +149,8 @@ def run(args: argparse.Namespace) -> int:
                 if not b["serving"]:
                     text += " no workers"  # haproxy: `disabled`, not even sticky clients
                 parts.append(text)
+            if row["preview"]:  # spec.traffic.preview: the header's own way to the candidate
+                parts.append(f"+ {row['preview']} → {prepared.plan.candidate_revision}")
             sys.stdout.write(f"  {row['state']:<{width}} " + "  ".join(parts) + "\n")
         return 0
     _require_haproxy(prepared)

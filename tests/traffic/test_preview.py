@@ -313,10 +313,10 @@ def test_the_probe_reaches_the_candidate_through_the_proxy_with_the_header(
 
     def model(who: str) -> type[Handler]:
         class Model(Handler):
-            def do_GET(self) -> None:  # noqa: N802 - the health check
+            def do_GET(self) -> None:  # the health check
                 self.reply_json({"ready": True})
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 body = self.read_json()
                 seen[who].append(self.headers.get("X-Dgd-Preview"))
                 reply = right[body["messages"][-1]["content"]] if who == "candidate" else "no"
@@ -341,7 +341,8 @@ def test_the_probe_reaches_the_candidate_through_the_proxy_with_the_header(
                 e = {**os.environ, **env, "PROBE_URL": f"http://127.0.0.1:{loop.frontend_port}",
                      **extra}
                 return subprocess.run([sys.executable, "-c", container["command"][2]], env=e,
-                                      capture_output=True, text=True, timeout=60).returncode
+                                      capture_output=True, text=True, timeout=60,
+                                      check=False).returncode
 
             assert probe_run({}) == 0
             assert seen == {"stable": [], "candidate": ["on"] * len(right)}, seen
@@ -380,7 +381,7 @@ def test_the_quality_gate_sends_the_header_to_the_entry_point(tmp_path: Path) ->
 
     def model(who: str) -> type[Handler]:
         class Model(Handler):
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 self.read_json()
                 seen[who].append(self.headers.get("X-Dgd-Preview"))
                 self.reply_json({"choices": [{"message": {"content": "Paris"},
@@ -462,3 +463,52 @@ def test_bad_preview_cohorts_exit_2(tmp_path: Path, weight: int, experiment: Any
     r = run_cli("validate", str(spec))
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
     assert says in r.stderr and field in r.stderr and f"{spec}:" in r.stderr, r.stderr
+
+
+@pytestmark_haproxy
+def test_the_runtime_api_takes_the_preview_out_with_a_fast_rollback(tmp_path: Path) -> None:
+    """`dgdgen traffic set-weights --step rollback` on a proxy running step-01: the runtime API
+    cannot remove the ACL, so it puts the preview's server in maintenance — a request with the
+    header gets 503 until the rollback's config is loaded, never the candidate being rolled
+    back; `--step 2` brings it back."""
+    from dgdgen.pipeline import prepare
+    from dgdgen.render import render_state
+    from dgdgen.traffic.weights import state_backends
+
+    spec = preview_spec(tmp_path / "spec", EXAMPLE_OF["haproxy"])
+    prepared = prepare(str(spec))
+    state = prepared.plan.steps[1]
+    (cm,) = [m for m in render_state(prepared, state) if m.kind == "ConfigMap"]
+    backends = state_backends(prepared, state)
+    ns = prepared.loaded.spec.metadata.namespace
+    cand = prepared.plan.candidate_revision
+    with fake_frontends([b.key for b in backends]) as ports:
+        loop = Loopback(tmp=tmp_path / "p", frontend_port=free_port(), stats_port=free_port(),
+                        peer_port=free_port(),
+                        servers={f"{b.service}.{ns}.svc.cluster.local:8000": ports[b.key]
+                                 for b in backends})
+        cfg = tmp_path / "p" / "haproxy.cfg"
+        cfg.write_text(loop.adapt(cm.obj["data"]["haproxy.cfg"]))
+        proxy = HAProxy(cfg, loop, tmp_path / "p" / "haproxy.log")
+        proxy.start()
+        try:
+            async def send(n: int) -> list[tuple[int, str | None]]:
+                out = []
+                for _ in range(n):
+                    st = await stream_once(loop.frontend_port, 2, 1, {"X-Dgd-Preview": "on"})
+                    out.append((st.status, st.backend))
+                return out
+
+            assert asyncio.run(send(4)) == [(200, cand)] * 4
+            r = run_cli("traffic", "set-weights", str(spec), "--step", "rollback", "--socket",
+                        loop.admin_socket)
+            assert r.returncode == 0, r.stderr
+            assert "set server be_preview/" + cand + " state maint" in r.stdout, r.stdout
+            got = asyncio.run(send(4))
+            assert all(status == 503 for status, _ in got), got
+            r = run_cli("traffic", "set-weights", str(spec), "--step", "2", "--socket",
+                        loop.admin_socket)
+            assert r.returncode == 0 and f"set server be_preview/{cand} state ready" in r.stdout
+            assert asyncio.run(send(4)) == [(200, cand)] * 4
+        finally:
+            proxy.stop()

@@ -36,8 +36,8 @@ RULE = InvariantMeta(
         "with the candidate's backend alone, in the shift wave, after the candidate's workers "
         "are ready."
     ),
-    finding_of="issue 44 (preview before weight): the route a preview adds must never outlive "
-               "the candidate or reach the stable",
+    finding_of="preview before weight (spec.traffic.preview): the route a preview adds must "
+               "never outlive the candidate nor reach the stable",
 )
 
 # The states that carry no preview: the baseline, the way back and cleanup.
