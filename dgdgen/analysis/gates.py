@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from dgdgen.analysis import queries, stats
 from dgdgen.errors import InputError, did_you_mean
+from dgdgen.traffic import preview
 
 if TYPE_CHECKING:
     from dgdgen.load import LoadedSpec
@@ -225,7 +226,7 @@ def check_experiment(loaded: LoadedSpec, i: int) -> None:
                          location=loaded.location(field), field=field)
     w = body.steps[i].weight
     if body.analysis.experiment.cohorts == "preview":
-        _check_preview_cohorts(loaded, i)
+        preview.check_cohorts(loaded, i)
         return
     if not 0 < w < 100:
         f = ("spec", "steps", i, "weight")
@@ -238,34 +239,6 @@ def check_experiment(loaded: LoadedSpec, i: int) -> None:
             "requests land on both generations and the samples are not independent",
             location=loaded.location(("spec", "traffic")), field=sf,
             hint="sticky: {cookie: SESSION} or {header: X-User-Id}")
-
-
-def _check_preview_cohorts(loaded: LoadedSpec, i: int) -> None:
-    """Cohorts by the preview's value: the candidate's users are exactly those who carry it.
-    That needs the preview, a step that gives the candidate no public share (a weight would put
-    users without the value on it too), and the share of units expected to carry the value
-    (it sizes the sample, as the weight does otherwise). Each user keeps their cohort by
-    construction: no stick table is needed, and an HTTPRoute provider can run the experiment
-    per user (docs/analysis.md, "A/B experiments")."""
-    body = loaded.spec.spec
-    cf = ("spec", "analysis", "experiment", "cohorts")
-    if body.traffic.preview is None:
-        raise InputError("experiment cohorts `preview` need spec.traffic.preview (the header or "
-                         "cookie value that puts a user in the candidate's cohort)",
-                         location=loaded.location(cf), field=cf,
-                         hint="traffic: {preview: {header: X-Dgd-Cohort, value: b}}")
-    w = body.steps[i].weight
-    if w != 0:
-        f = ("spec", "steps", i, "weight")
-        raise InputError(f"with cohorts by the preview's value the candidate's users are those "
-                         f"who carry it; weight {w} would add others at random: give the "
-                         "experiment step weight 0", location=loaded.location(f), field=f)
-    if body.analysis.experiment.cohort_share is None:
-        sf = ("spec", "analysis", "experiment")
-        raise InputError("experiment cohorts `preview` need cohortShare: the share of users "
-                         "expected to carry the value, which sizes the sample",
-                         location=loaded.location(sf), field=sf + ("cohortShare",),
-                         hint="cohortShare: 0.1")
 
 
 def cluster_label(prepared: Prepared) -> str | None:
@@ -315,8 +288,7 @@ def check_clusters(prepared: Prepared) -> None:
 
 
 def experiment_share(state: PlanStep, experiment: Any = None) -> float:
-    """The share of units in the candidate's cohort: the step's weight, or with cohorts by the
-    preview's value the share expected to carry it (``experiment.cohortShare``)."""
+    """The candidate's share of the units: the step's weight, or ``experiment.cohortShare``."""
     if experiment is not None and experiment.cohorts == "preview":
         return float(experiment.cohort_share)
     return state.candidate.weight / 100
@@ -482,7 +454,7 @@ def step_gate(prepared: Prepared, state: PlanStep) -> StepGate | None:
         args["window"] = duration(window)
         args["min-requests"] = str(min_requests)
     args.update(threshold_args(analysis, metrics))
-    entry = preview_entry(prepared)
+    entry = preview.gate_entry(prepared)
     if "probe" in metrics:
         ns = prepared.loaded.spec.metadata.namespace
         svc = candidate_service(prepared, state.candidate.revision)
@@ -513,27 +485,6 @@ def step_gate(prepared: Prepared, state: PlanStep) -> StepGate | None:
         window_seconds=window, timing=Timing(initial_delay, interval, count),
         args=tuple(args.items()),
     )
-
-
-def preview_entry(prepared: Prepared) -> str | None:
-    """The public entry point the probe and the quality gate reach the candidate through, with
-    the preview's header (``spec.traffic.preview``), or None: then they call the candidate's
-    own Service, as without a preview. Every gated step carries the preview: a gate runs at a
-    forward step, where the candidate runs (dgdgen.traffic.preview.carries)."""
-    from dgdgen.traffic import preview
-
-    return preview.entry_url(prepared) if preview.of(prepared) is not None else None
-
-
-def preview_headers(prepared: Prepared) -> dict[str, str] | None:
-    """What the probe and the quality gate send to be routed to the candidate: the preview's
-    header (or cookie) where they call the public entry point, else None."""
-    from dgdgen.traffic import preview
-
-    route = preview.of(prepared)
-    if route is None or preview.entry_url(prepared) is None:
-        return None
-    return route.request_headers()
 
 
 def threshold_args(analysis: Any, metrics: tuple[str, ...] | list[str]) -> dict[str, str]:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from dgdgen.analysis.probe import RESTRICTED_CONTAINER, RESTRICTED_POD
 from dgdgen.errors import InputError
+from dgdgen.traffic import preview
 
 if TYPE_CHECKING:
     from dgdgen.analysis.calibration import LabelledPair
@@ -233,10 +234,8 @@ def run_local(
         calibration = calibration_path(loaded)
         if calibration is not None:
             local[f"{MOUNT}/{CALIBRATION_KEY}"] = str(calibration)
-        from dgdgen.analysis.gates import preview_headers
-
         argv: list[str] = []
-        for a in command(q, preview_headers(prepared))[3:]:
+        for a in command(q, preview.gate_headers(prepared))[3:]:
             if judge_url and argv[-1:] == ["--judge-url"]:
                 a = judge_url
             a = local.get(a, a)

@@ -764,7 +764,7 @@ class Rehearsal:
         for key in ("stable-url", "candidate-url"):
             host = sg.arg_map[key].split("//", 1)[1].split("/", 1)[0]
             port = self._service_port(host.split(".")[0])
-            if key == "candidate-url" and gates.preview_entry(self.prepared) is not None:
+            if key == "candidate-url" and preview.gate_entry(self.prepared) is not None:
                 # the public entry point, with the preview's header: the proxy here
                 port = self.proxy.port
             out += [f"--{key}", f"http://127.0.0.1:{port or 9}"]

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from dgdgen.errors import InputError
 
 if TYPE_CHECKING:
+    from dgdgen.load import LoadedSpec
     from dgdgen.plan import PlanStep
     from dgdgen.prepared import Prepared
 
@@ -142,3 +143,45 @@ def entry_url(prepared: Prepared) -> str | None:
         # the proxy's Service (dgdgen.render.traffic.haproxy_name)
         return f"http://{prepared.plan.rollout}-haproxy.{ns}.svc.{domain}:{s.port}"
     return None
+
+
+def gate_entry(prepared: Prepared) -> str | None:
+    """The URL the probe and the quality gate reach the candidate through: the public entry
+    point (:func:`entry_url`) with a preview, else None — they call the candidate's own Service
+    as without one. Every gated step carries the preview: a gate runs at a forward step, where
+    the candidate runs (:func:`carries`)."""
+    return entry_url(prepared) if of(prepared) is not None else None
+
+
+def gate_headers(prepared: Prepared) -> dict[str, str] | None:
+    """What the probe and the quality gate send to be routed to the candidate: the preview's
+    header (or cookie) where they call the public entry point, else None."""
+    route = of(prepared)
+    if route is None or entry_url(prepared) is None:
+        return None
+    return route.request_headers()
+
+
+def check_cohorts(loaded: LoadedSpec, i: int) -> None:
+    """Cohorts by the preview's value (docs/analysis.md, "A/B experiments"): the candidate's
+    users are exactly those who carry it, so the step gives it no public share, and the share
+    of units expected to carry it sizes the sample. No stick table is needed: the value keeps
+    each user in their cohort, over an HTTPRoute too."""
+    body = loaded.spec.spec
+    if body.traffic.preview is None:
+        f: tuple[str | int, ...] = ("spec", "analysis", "experiment", "cohorts")
+        raise InputError("experiment cohorts `preview` need spec.traffic.preview (the header or "
+                         "cookie value that puts a user in the candidate's cohort)",
+                         location=loaded.location(f), field=f,
+                         hint="traffic: {preview: {header: X-Dgd-Cohort, value: b}}")
+    w = body.steps[i].weight
+    if w != 0:
+        f = ("spec", "steps", i, "weight")
+        raise InputError(f"with cohorts by the preview's value the candidate's users are those "
+                         f"who carry it; weight {w} would add others at random: give the "
+                         "experiment step weight 0", location=loaded.location(f), field=f)
+    if body.analysis.experiment.cohort_share is None:
+        f = ("spec", "analysis", "experiment")
+        raise InputError("experiment cohorts `preview` need cohortShare: the share of users "
+                         "expected to carry the value, which sizes the sample",
+                         location=loaded.location(f), field=f, hint="cohortShare: 0.1")
