@@ -300,7 +300,7 @@ def test_malformed_yaml_is_libyamls_to_report(where: str, monkeypatch: pytest.Mo
     def no_ruamel(text: str, file: str) -> object:
         raise AssertionError("ruamel.yaml read a malformed stream")
 
-    monkeypatch.setattr(yamlruamel, "_ruamel_documents", no_ruamel)
+    monkeypatch.setattr(yamlruamel, "ruamel_documents", no_ruamel)
     body = "".join(f"k{i}:\n  - name: v{i}\n    value: '{i}'\n" for i in range(20_000))
     text = {"top": "a: [1\n" + body, "end": body + "z: [1\n",
             "after an alias": "a: &x 1\nb: *x\n" + body + "z: [1\n"}[where]
