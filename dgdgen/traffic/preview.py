@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING
 from dgdgen.errors import InputError
 
 if TYPE_CHECKING:
-    from dgdgen.load import LoadedSpec
     from dgdgen.plan import PlanStep
-    from dgdgen.prepared import Prepared
+    from dgdgen.plan.load import LoadedSpec
+    from dgdgen.plan.prepared import Prepared
 
 FIELD = ("spec", "traffic", "preview")
 HTTPROUTE_PROVIDERS = ("gateway-api", "gamma", "inference-pool")

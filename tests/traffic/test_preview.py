@@ -65,7 +65,7 @@ def _docs(folder: Path, kind: str) -> list[dict[str, Any]]:
 @pytest.mark.parametrize("provider", sorted(EXAMPLE_OF))
 def test_preview_renders_verifies_and_routes_the_header_to_the_candidate_alone(
         provider: str, tmp_path: Path) -> None:
-    from dgdgen.pipeline import prepare
+    from dgdgen.pipeline.prepare import prepare
 
     spec = preview_spec(tmp_path / "spec", EXAMPLE_OF[provider])
     out = tmp_path / "out"
@@ -114,7 +114,7 @@ def _through_haproxy(tmp: Path, spec: Path, label: str,
                      sends: list[dict[str, str]]) -> list[str | None]:
     """The generation that answered each of ``sends`` (the request headers of one request),
     in order, through a real HAProxy running state ``label``'s rendered config."""
-    from dgdgen.pipeline import prepare
+    from dgdgen.pipeline.prepare import prepare
     from dgdgen.render import render_state
     from dgdgen.traffic.weights import state_backends
 
@@ -152,7 +152,7 @@ def test_real_haproxy_sends_the_header_to_the_candidate_at_100_0(tmp_path: Path)
     sticky client (X-Session-Id, the example's stick table) keeps its generation once the
     preview request is answered (the preview pins nobody). step-00 and rollback: the header
     follows the weights, as every request does."""
-    from dgdgen.pipeline import prepare
+    from dgdgen.pipeline.prepare import prepare
 
     spec = preview_spec(tmp_path / "spec", EXAMPLE_OF["haproxy"])
     plan = prepare(str(spec)).plan
@@ -226,7 +226,7 @@ def test_the_rehearsal_gateway_stand_in_follows_the_route_preview_rule(tmp_path:
     """`dgdgen rehearse` plays a Gateway with an HAProxy built from the route: its preview rule
     (read by route_preview, the weighted rule by route_backends) reaches the candidate alone
     while the weighted rule gives it 0, and the header's other values follow the weights."""
-    from dgdgen.pipeline import prepare
+    from dgdgen.pipeline.prepare import prepare
     from dgdgen.rehearse.proxy import Proxy, route_backends, route_preview
     from dgdgen.render import render_state
 
@@ -282,7 +282,7 @@ def test_the_probe_reaches_the_candidate_through_the_proxy_with_the_header(
 
     from http_support import Handler, serving
 
-    from dgdgen.pipeline import prepare
+    from dgdgen.pipeline.prepare import prepare
     from dgdgen.render import render_state
     from dgdgen.traffic.weights import state_backends
 
@@ -362,7 +362,7 @@ def test_the_quality_gate_sends_the_header_to_the_entry_point(tmp_path: Path) ->
     from http_support import Handler, serving
 
     from dgdgen.analysis import quality_gate
-    from dgdgen.pipeline import prepare
+    from dgdgen.pipeline.prepare import prepare
     from dgdgen.render import render_state
 
     spec = preview_spec(tmp_path / "spec", EXAMPLE_OF["inference-pool"],
@@ -425,8 +425,8 @@ def test_an_experiment_assigns_its_cohorts_by_the_preview_value(tmp_path: Path,
     HAProxy without a stick table's help), and the sample is sized by cohortShare (80/20:
     328 stable and 82 candidate units at mde 0.1, docs/analysis.md); the decision is as with
     weights."""
-    from dgdgen.pipeline import prepare
-    from dgdgen.planreport import experiment_plan
+    from dgdgen.pipeline.prepare import prepare
+    from dgdgen.pipeline.report import experiment_plan
 
     spec = _cohort_spec(tmp_path / "spec", example,
                         preview={"header": "X-Dgd-Cohort", "value": "b"})
@@ -471,7 +471,7 @@ def test_the_runtime_api_takes_the_preview_out_with_a_fast_rollback(tmp_path: Pa
     cannot remove the ACL, so it puts the preview's server in maintenance — a request with the
     header gets 503 until the rollback's config is loaded, never the candidate being rolled
     back; `--step 2` brings it back."""
-    from dgdgen.pipeline import prepare
+    from dgdgen.pipeline.prepare import prepare
     from dgdgen.render import render_state
     from dgdgen.traffic.weights import state_backends
 
