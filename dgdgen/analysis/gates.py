@@ -29,12 +29,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from dgdgen.analysis import queries, stats
+from dgdgen.analysis.timing import Timing, delay_and_count, warm_up_seconds
 from dgdgen.errors import InputError, did_you_mean
+from dgdgen.traffic import preview
 
 if TYPE_CHECKING:
-    from dgdgen.load import LoadedSpec
     from dgdgen.plan import PlanStep
-    from dgdgen.prepared import Prepared
+    from dgdgen.plan.load import LoadedSpec
+    from dgdgen.plan.prepared import Prepared
 
 
 @dataclass(frozen=True)
@@ -224,6 +226,9 @@ def check_experiment(loaded: LoadedSpec, i: int) -> None:
         raise InputError("gate 'experiment' needs spec.analysis.experiment",
                          location=loaded.location(field), field=field)
     w = body.steps[i].weight
+    if body.analysis.experiment.cohorts == "preview":
+        preview.check_cohorts(loaded, i)
+        return
     if not 0 < w < 100:
         f = ("spec", "steps", i, "weight")
         raise InputError(f"an experiment holds both generations at a split; weight {w} gives "
@@ -283,7 +288,10 @@ def check_clusters(prepared: Prepared) -> None:
             )
 
 
-def experiment_share(state: PlanStep) -> float:
+def experiment_share(state: PlanStep, experiment: Any = None) -> float:
+    """The candidate's share of the units: the step's weight, or ``experiment.cohortShare``."""
+    if experiment is not None and experiment.cohorts == "preview":
+        return float(experiment.cohort_share)
     return state.candidate.weight / 100
 
 
@@ -325,21 +333,6 @@ def required_samples(analysis: Any, metric: str) -> int:
 
 
 @dataclass(frozen=True)
-class Timing:
-    initial_delay: int  # seconds
-    interval: int
-    count: int
-    # Seconds the TTFT metrics wait on top of ``initial_delay``: the candidate's first step with
-    # traffic, whose KV cache starts empty (spec.analysis.warmUp).
-    warm_up: int = 0
-
-
-def warms_up(metric: str) -> bool:
-    """Whether a metric reads time to first token, which a cold KV cache raises."""
-    return metric.startswith("ttft")
-
-
-@dataclass(frozen=True)
 class StepGate:
     """One gated step: what its AnalysisRun measures, with which args, and for how long."""
 
@@ -371,7 +364,7 @@ def number(x: float) -> str:
 
 
 def candidate_service(prepared: Prepared, revision: str) -> str:
-    from dgdgen.render.names import frontend_service
+    from dgdgen.model.names import frontend_service
 
     if prepared.mode in SHARED_FRONTEND_MODES:
         return frontend_service(prepared.stable.dgd.name)
@@ -430,13 +423,7 @@ def step_gate(prepared: Prepared, state: PlanStep) -> StepGate | None:
     window = max(base_window, 60 * math.ceil(bake / 60)) if bake else base_window
     interval = parse_duration(analysis.interval)
     initial_delay = window if traffic else 0
-    # The candidate's first step with traffic: a new generation's KV cache starts empty, and its
-    # TTFT is high until it warms (Dynamo's rolling-update task guide).
-    first = next((s for s in prepared.plan.steps if s.kind == "step" and s.candidate.weight > 0),
-                 None)
-    warm_up = (parse_duration(analysis.warm_up)
-               if first is not None and first.index == state.index
-               and any(warms_up(n) for n in metrics) else 0)
+    warm_up = warm_up_seconds(prepared, state, metrics, parse_duration(analysis.warm_up))
     if analysis.count:
         count = analysis.count
     elif state.pause_seconds and state.pause_seconds > initial_delay:
@@ -462,11 +449,14 @@ def step_gate(prepared: Prepared, state: PlanStep) -> StepGate | None:
         args["window"] = duration(window)
         args["min-requests"] = str(min_requests)
     args.update(threshold_args(analysis, metrics))
+    entry = preview.gate_entry(prepared)
     if "probe" in metrics:
         ns = prepared.loaded.spec.metadata.namespace
         svc = candidate_service(prepared, state.candidate.revision)
         domain = prepared.loaded.spec.spec.cluster_domain
         args["candidate-url"] = f"http://{svc}.{ns}.svc.{domain}:8000"
+        if entry is not None:
+            args["candidate-url"] = entry
     if "quality" in metrics:
         ns = prepared.loaded.spec.metadata.namespace
         domain = prepared.loaded.spec.spec.cluster_domain
@@ -482,6 +472,8 @@ def step_gate(prepared: Prepared, state: PlanStep) -> StepGate | None:
             )
         for b in state_backends(prepared, state):
             args[f"{b.role}-url"] = f"http://{b.service}.{ns}.svc.{domain}:8000"
+        if entry is not None:
+            args["candidate-url"] = entry
     return StepGate(
         index=state.index, label=state.label, gate=state.gate, metrics=tuple(metrics),
         dropped=tuple(dropped), min_requests=min_requests, min_bake_seconds=bake,
@@ -540,6 +532,7 @@ def inconclusive_limit(analysis: Any, count: int) -> int:
 def argo_metric(
     analysis: Any, metric: str, timing: Timing, *, probe_url: str = "{{args.candidate-url}}",
     rollout: str = "", cluster_label: str | None = None,
+    headers: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """One metric of an AnalysisTemplate or AnalysisRun; with ``cluster_label`` (the rollout
     fans out to several clusters) its query reads one cluster's series: ``{{args.cluster}}``."""
@@ -550,22 +543,16 @@ def argo_metric(
 
         out.update({"count": 1, "failureLimit": 0, "consecutiveErrorLimit":
                     analysis.consecutive_error_limit})
-        out["provider"] = job_provider(analysis.probe, probe_url)
+        out["provider"] = job_provider(analysis.probe, probe_url, headers)
         return out
     if metric == "quality":
         from dgdgen.analysis.quality_job import job_provider as quality_provider
 
         out.update({"count": 1, "failureLimit": 0, "consecutiveErrorLimit":
                     analysis.consecutive_error_limit})
-        out["provider"] = quality_provider(analysis.quality, rollout)
+        out["provider"] = quality_provider(analysis.quality, rollout, headers)
         return out
-    delay, count = timing.initial_delay, timing.count
-    if timing.warm_up and warms_up(metric):
-        # later by the warm-up; when the count is derived from the step's pause, as many fewer
-        # measurements as the warm-up takes (at least one, and no fewer than failureLimit)
-        delay += timing.warm_up
-        if not analysis.count:
-            count = max(1, analysis.failure_limit, count - timing.warm_up // timing.interval)
+    delay, count = delay_and_count(analysis, metric, timing)
     if delay:
         out["initialDelay"] = duration(delay)
     out["interval"] = duration(timing.interval)

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from dgdgen.check.releases import DEFAULT, NEWEST, RELEASES, normalize_release, release_key
-from dgdgen.dgd import Backend
+from dgdgen.model.dgd import Backend
 
 # The key under which dgdgen.check.facts keeps the extra served model names (card `aliases`).
 ALIASES_KEY = "--served-model-name:aliases"

@@ -71,7 +71,7 @@ class Release:
     # whether a frontend with no worker for its model passes it.
     health: str
     health_ready_without_workers: bool
-    # The per-model gate dgdgen's rendered frontends and HAProxy check (dgdgen.frontends).
+    # The per-model gate dgdgen's rendered frontends and HAProxy check (dgdgen.render.frontends).
     model_ready_path: str
     # What --migration-limit > 0 does.
     migration: str
@@ -89,7 +89,7 @@ _HEALTH_16 = (
 _MIGRATION_16 = (
     "the frontend re-sends a request whose worker disconnects, times out or cuts its stream to "
     "another worker (ai-dynamo 1.6.1 dynamo/frontend/frontend_args.py --migration-limit; "
-    "measured: one 503 per worker stopped under load without it, none with it, dgdgen.migration)")
+    "measured: one 503 per worker stopped under load without it, none with it, dgdgen.render.migration)")
 
 RELEASE_FACTS: dict[str, Release] = {
     "1.3": Release("1.3", "source", (), _HEALTH_16, True, _READY, _MIGRATION_16,

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dgdgen.dgd import Role
+from dgdgen.model.dgd import Role
 from dgdgen.picture import (
     FONT_FAMILY,
     GRID,
@@ -27,7 +27,7 @@ from dgdgen.picture import (
     time_axis,
     value_axis,
 )
-from dgdgen.planpicture import generation_names
+from dgdgen.pipeline.picture import generation_names
 from dgdgen.rehearse.inplace import InPlaceOutcome, Snapshot
 from dgdgen.rehearse.load import Record
 from dgdgen.rehearse.report import WIDTH, split_text
@@ -303,9 +303,7 @@ def _update_strategy(out: InPlaceOutcome) -> dict[str, Any] | None:
             "text": s.text}
 
 
-# What a rehearsal on local processes cannot show of a new generation: its workers start with an
-# empty KV cache, so on a cluster its TTFT is high until prefixes are cached again (Dynamo's
-# rolling-update task guide); the mocker and the answering engine have no prefix cache to lose.
+# What local processes cannot show: a new generation's cold KV cache (dgdgen.analysis.timing).
 COLD_CACHE = (
     "new workers start with an empty KV cache: on a cluster their TTFT is high until prefixes "
     "are cached again (Dynamo's rolling-update guide); the rehearsal's workers keep no prefix "

@@ -18,12 +18,14 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from dgdgen.analysis import gates, queries
-from dgdgen.generation import LABEL_GENERATION, LABEL_ROLLOUT
+from dgdgen.analysis.timing import Timing
+from dgdgen.model.generation import LABEL_GENERATION, LABEL_ROLLOUT
 from dgdgen.render.manifest import Manifest
+from dgdgen.traffic import preview
 
 if TYPE_CHECKING:
     from dgdgen.plan import PlanStep
-    from dgdgen.prepared import Prepared
+    from dgdgen.plan.prepared import Prepared
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "dgdgen"}
 LABEL_STEP = "dgdgen.dev/step"
@@ -135,7 +137,7 @@ def analysis_template(prepared: Prepared, gate: str) -> dict[str, Any]:
     analysis = _analysis(prepared)
     metrics = gates.gate_metrics(analysis, gate)
     base_window = parse_duration(analysis.window)
-    timing = gates.Timing(base_window, parse_duration(analysis.interval), analysis.count or 1)
+    timing = Timing(base_window, parse_duration(analysis.interval), analysis.count or 1)
     # Sized like the plan's runs of this gate: the window of the step with the smallest share
     # (the longest min-bake), so a run from this template can reach its minimum request count
     # at every step that uses it; a 5m window at 10 % of 25 req/s never sees 1,826 requests.
@@ -175,7 +177,8 @@ def analysis_template(prepared: Prepared, gate: str) -> dict[str, Any]:
             "args": args,
             "metrics": [gates.argo_metric(analysis, n, timing,
                                           rollout=prepared.loaded.spec.metadata.name,
-                                          cluster_label=cluster_label)
+                                          cluster_label=cluster_label,
+                                          headers=preview.gate_headers(prepared))
                         for n in metrics],
         },
     }
@@ -214,7 +217,8 @@ def _run(prepared: Prepared, state: PlanStep, *, hook: bool, standalone: bool,
         "spec": {
             "args": [{"name": k, "value": v} for k, v in args],
             "metrics": [gates.argo_metric(analysis, n, sg.timing, rollout=rollout,
-                                          cluster_label=cluster_label)
+                                          cluster_label=cluster_label,
+                                          headers=preview.gate_headers(prepared))
                         for n in sg.metrics],
         },
     }

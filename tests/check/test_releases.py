@@ -86,7 +86,7 @@ def test_release_facts_cover_every_release_and_say_what_is_from_source() -> None
     assert engine_pins("1.7") == "vLLM 0.33.0, SGLang 0.5.23, TRT-LLM 1.4.0rc2"
     assert "source, not run" in facts("1.7").health and "?instances=true" in facts("1.7").health
     # the per-model gate dgdgen renders on candidate frontends is each release's
-    from dgdgen import frontends
+    from dgdgen.render import frontends
 
     for r in RELEASES:
         assert facts(r).model_ready_path.format(model="m") == frontends.path("m")

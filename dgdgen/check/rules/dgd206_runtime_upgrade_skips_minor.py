@@ -9,7 +9,7 @@ from dgdgen.check.facts import ComponentFacts, DgdFacts
 from dgdgen.check.findings import Finding, Severity
 from dgdgen.check.releases import ImageRelease, image_release, skipped
 from dgdgen.check.rules import RuleMeta
-from dgdgen.dgd import Role
+from dgdgen.model.dgd import Role
 
 # The short consequence a headline carries, and the long text the report prints once per run
 # (Finding.explanation): the layers a reporter may show or hide.
