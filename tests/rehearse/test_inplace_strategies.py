@@ -258,6 +258,12 @@ def test_the_report_states_each_window_and_draws_it() -> None:
     assert data["updateStrategy"]["pace"] == "surge"
     md = to_markdown(out, data)
     assert "1 window" not in md and "Windows without a complete generation" in md
+    # whose roll, played by which runtime, and the cold KV cache it cannot show
+    assert data["dynamo"]["release"] == out.roll.target.release
+    assert data["dynamo"]["runtime"] == "1.6.1" and data["dynamo"]["note"] is None
+    assert "empty KV cache" in data["dynamo"]["coldCache"] and "Not shown:" in md
+    # an incomplete generation is sent no request: the report does not say it gets 503
+    assert "gets no request" in md and "an incomplete generation receives" not in md
     assert "| 14.9 | 14.98 | 0.08 |" in md and "Update strategy: **RollingUpdate**" in md
     svg = ET.fromstring(to_svg(out, data))
     ns = "{http://www.w3.org/2000/svg}"
