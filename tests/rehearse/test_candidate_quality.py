@@ -51,6 +51,13 @@ def _spec(example: str, dest: Path) -> Path:
         spec["spec"]["analysis"]["quality"] = {
             "prompts": "arithmetic.jsonl", "model": "Qwen/Qwen3-0.6B", "scorer": "exact",
             "effect": 0.4, "maxTokens": 16, "image": "ghcr.io/dgdgen/dgdgen-promote:0.1.0"}
+    # The latency comparisons against the stable are not what this test proves (test_scenarios.py
+    # rolls back a candidate slowed 4x): the candidate serves a tenth of 20 requests/s plus the
+    # gate's prompts, whose wrong answers are shorter or longer than the right ones, so its ITL p95
+    # rests on a small, differently shaped sample; on a machine busy with other tests it was seen
+    # at 1.27x and 1.53x the stable's. At 3x a real slowdown still fails the gate; a busy machine
+    # does not, and the verdict read below is the quality gate's.
+    spec["spec"]["analysis"]["maxRegression"] = 3
     (dest / "rollout.yaml").write_text(yamlio.dump(spec))
     return dest / "rollout.yaml"
 

@@ -75,6 +75,13 @@ def _spec(dest: Path) -> Path:
         "judge": {"url": JUDGE_URL, "model": "judge-model",
                   "rubric": "Prefer the answer with the right sum.", "minPairs": 10,
                   "calibration": {"pairs": "calibration.jsonl", "minAgreement": 0.7}}}
+    # The latency comparisons against the stable are not what this test proves (test_scenarios.py
+    # rolls back a candidate slowed 4x): the candidate serves a tenth of 20 requests/s plus the
+    # gate's prompts, whose wrong answers are shorter or longer than the right ones, so its ITL p95
+    # rests on a small, differently shaped sample; on a machine busy with other tests it was seen
+    # at 1.27x and 1.53x the stable's. At 3x a real slowdown still fails the gate; a busy machine
+    # does not, and the verdict read below is the quality gate's.
+    spec["spec"]["analysis"]["maxRegression"] = 3
     (dest / "rollout.yaml").write_text(yamlio.dump(spec))
     return dest / "rollout.yaml"
 
