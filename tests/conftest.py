@@ -90,12 +90,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     suite_support.write_groups(config, items)
 
 
-_priority = suite_support.Priority() if os.environ.get("PYTEST_XDIST_WORKER") else None
+_priority: list[suite_support.Priority] = []  # on a worker
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if hasattr(config, "workerinput"):
+        _priority.append(suite_support.Priority())
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    if _priority is not None:
-        _priority.before(item)
+    for priority in _priority:
+        priority.before(item)
 
 
 def _reason(report: pytest.TestReport | pytest.CollectReport) -> str:

@@ -92,27 +92,39 @@ def _group(item: pytest.Item) -> str | None:
     return str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
 
 
+def _minutes(item: pytest.Item) -> float:
+    mark = item.get_closest_marker("long")
+    return float(mark.kwargs.get("minutes", 3)) if mark is not None else 0.0
+
+
 def slow_first(items: list[pytest.Item]) -> list[pytest.Item]:
-    long_groups = {_group(i) for i in items if i.get_closest_marker("long") is not None} - {None}
+    """Chains of long tests (a group holding one) first, then other long tests, each the longest
+    first by their marks' ``minutes``; then the waiting proofs; then the rest."""
+    group_minutes: dict[str, float] = {}
+    for item in items:
+        group = _group(item)
+        if group is not None:
+            group_minutes[group] = max(group_minutes.get(group, 0.0), _minutes(item))
 
-    def rank(item: pytest.Item) -> int:
-        if _group(item) in long_groups:
-            return 0
+    def key(item: pytest.Item) -> tuple[int, float]:
+        group = _group(item)
+        if group is not None and group_minutes[group] > 0:
+            return 0, -group_minutes[group]
         if item.get_closest_marker("long") is not None:
-            return 1
-        if any(item.get_closest_marker(m) is not None for m in WAITING_MARKS):
-            return 2
-        return 3
+            return 1, -_minutes(item)
+        if waits(item):
+            return 2, 0.0
+        return 3, 0.0
 
-    return sorted(items, key=rank)  # stable: pytest's order within a rank
+    return sorted(items, key=key)  # stable: pytest's order within a rank
 
 
 COMPUTE_NICENESS = 5  # how much nicer the tests that only compute run than the waiting ones
 
 
 def waits(item: pytest.Item) -> bool:
-    """A proof that waits on real processes and clocks: marked long or as a waiting proof."""
-    return any(item.get_closest_marker(m) is not None for m in ("long", *WAITING_MARKS))
+    """A proof that waits on real processes and scaled clocks (its marks say so)."""
+    return any(item.get_closest_marker(m) is not None for m in WAITING_MARKS)
 
 
 class Priority:
@@ -120,17 +132,30 @@ class Priority:
     worker's own CPU priority, the tests that only compute a little below it (``nice``), so a
     proof that measures latency or waits out a scaled clock is not slowed by a neighbour's
     computation, and the computation takes the CPU the waits leave. Only root can give the higher
-    priority back: other users keep the lower one once a worker has taken it."""
+    priority back (CAP_SYS_NICE): for other users the workers keep their priority, since one that
+    took the lower priority could not return for the next waiting proof."""
 
     def __init__(self) -> None:
         self.base = os.getpriority(os.PRIO_PROCESS, 0)
+        self.enabled = _can_raise_priority(self.base)
 
     def before(self, item: pytest.Item) -> None:
-        want = self.base if waits(item) else self.base + COMPUTE_NICENESS
+        if self.enabled:
+            os.setpriority(os.PRIO_PROCESS, 0,
+                           self.base if waits(item) else self.base + COMPUTE_NICENESS)
+
+
+def _can_raise_priority(base: int) -> bool:
+    """Whether this process may go back to ``base`` after going below it (tried in a child)."""
+    pid = os.fork()
+    if pid == 0:
         try:
-            os.setpriority(os.PRIO_PROCESS, 0, want)
-        except PermissionError:
-            pass
+            os.setpriority(os.PRIO_PROCESS, 0, base + 1)
+            os.setpriority(os.PRIO_PROCESS, 0, base)
+        except OSError:
+            os._exit(1)
+        os._exit(0)
+    return os.waitpid(pid, 0)[1] == 0
 
 
 def check_duration(item: pytest.Item, report: pytest.TestReport) -> None:

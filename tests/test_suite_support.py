@@ -78,8 +78,9 @@ def _suite(tmp: Path) -> Path:
 def _run(tmp: Path, *args: str) -> tuple[dict[str, str], str]:
     """Outcome by test name (from JUnit XML), and the output."""
     xml = tmp / "out.xml"
-    env = {**os.environ, "DGDGEN_TEST_LIMIT_SECONDS": "1", "SETUPS": str(tmp / "setups")}
-    env.pop("DGDGEN_REQUIRE_COMPONENTS", None)
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("PYTEST_") and k != "DGDGEN_REQUIRE_COMPONENTS"}  # ours, if a worker
+    env.update(DGDGEN_TEST_LIMIT_SECONDS="1", SETUPS=str(tmp / "setups"))
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(tmp),
          "--junitxml", str(xml), *args], cwd=tmp, env=env, capture_output=True, text=True,

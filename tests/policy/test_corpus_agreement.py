@@ -2,7 +2,11 @@
 dgdgen.crd.cel) on every old → new pair of the checker's corpus, denies exactly where
 `dgdgen diff` reports DGD201 / DGD202 / DGD203 — except the known divergences listed here and in
 docs/policy.md, each of which must still diverge exactly as recorded (so a fix or a regression
-shows up as a failure, and the list stays true)."""
+shows up as a failure, and the list stays true).
+
+Long: the first test waits for the module's fixture, cel-python interpreting the policy on every
+case (about a minute of CPU; more beside other tests); marked `long` (tests/suite_support.py).
+"""
 
 from __future__ import annotations
 
@@ -21,6 +25,8 @@ from dgdgen.dgd import read_dgds
 from dgdgen.policy import Options, build
 from dgdgen.policy.evaluate import evaluate
 from dgdgen.yamlio import load_file
+
+pytestmark = pytest.mark.long(minutes=2)
 
 CORPUS = os.path.join(os.path.dirname(__file__), "..", "check", "corpus")
 CASES = sorted(d for d in os.listdir(CORPUS) if os.path.isdir(os.path.join(CORPUS, d))

@@ -10,6 +10,10 @@ The trtllm example carries its quality gate as bundled (`contains`, 40 prompts);
 example gets one here, on a copy: `exact` on 20 arithmetic prompts, `effect: 0.4` (8 scored
 pairs suffice). Each is rehearsed through its first gated step and the promotion (the later
 steps keep their weights, without bake or gate), at `--time-scale 0.02 --rate 20`.
+
+Long: each test rehearses a rollout (or its first gated step) on scaled clocks with real processes
+starting, baking and draining — 60–90 s each on two CPUs, more beside other tests — so the
+module is marked `long` (tests/suite_support.py).
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from dgdgen import yamlio
 from dgdgen.rehearse.run import ANSWER_SEED, ANSWERING_ENGINE
 from dgdgen.runtime.answerer import load_answers, reply
 
-pytestmark = [pytest.mark.slow, pytest.mark.rehearse]
+pytestmark = [pytest.mark.slow, pytest.mark.rehearse, pytest.mark.long(minutes=2)]
 
 FAST = ("--time-scale", "0.02", "--rate", "20", "--min-requests", "20")
 EXAMPLES = ("trtllm-disagg-v1beta1", "vllm-disagg-block-size")

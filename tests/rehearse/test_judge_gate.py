@@ -15,6 +15,10 @@ completes. `--judge-accuracy 0.5` plays a judge that is right on half of its cal
 calibration and the gate is Inconclusive (never passed) before any generation is asked.
 Rehearsed through the first gated step and the promotion at `--time-scale 0.02 --rate 20
 --min-requests 20`.
+
+Long: each test rehearses a rollout (or its first gated step) on scaled clocks with real processes
+starting, baking and draining — 60–80 s each on two CPUs, more beside other tests — so the
+module is marked `long` (tests/suite_support.py).
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from dgdgen import yamlio
 from dgdgen.rehearse.run import ANSWER_SEED, STAND_IN_JUDGE
 from dgdgen.runtime.answerer import load_answers, reply
 
-pytestmark = [pytest.mark.slow, pytest.mark.rehearse]
+pytestmark = [pytest.mark.slow, pytest.mark.rehearse, pytest.mark.long(minutes=2)]
 
 FAST = ("--time-scale", "0.02", "--rate", "20", "--min-requests", "20")
 EXAMPLE = "vllm-disagg-block-size"
