@@ -90,19 +90,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     suite_support.write_groups(config, items)
 
 
-_priority: list[suite_support.Priority] = []  # on a worker
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    if hasattr(config, "workerinput"):
-        _priority.append(suite_support.Priority())
-
-
-def pytest_runtest_setup(item: pytest.Item) -> None:
-    for priority in _priority:
-        priority.before(item)
-
-
 def _reason(report: pytest.TestReport | pytest.CollectReport) -> str:
     longrepr = report.longrepr
     return str(longrepr[-1]) if isinstance(longrepr, tuple) else str(longrepr)

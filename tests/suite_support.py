@@ -119,43 +119,9 @@ def slow_first(items: list[pytest.Item]) -> list[pytest.Item]:
     return sorted(items, key=key)  # stable: pytest's order within a rank
 
 
-COMPUTE_NICENESS = 5  # how much nicer the tests that only compute run than the waiting ones
-
-
 def waits(item: pytest.Item) -> bool:
     """A proof that waits on real processes and scaled clocks (its marks say so)."""
     return any(item.get_closest_marker(m) is not None for m in WAITING_MARKS)
-
-
-class Priority:
-    """On a worker: the waiting proofs (rehearsals, runtime probes, the docs run) run at the
-    worker's own CPU priority, the tests that only compute a little below it (``nice``), so a
-    proof that measures latency or waits out a scaled clock is not slowed by a neighbour's
-    computation, and the computation takes the CPU the waits leave. Only root can give the higher
-    priority back (CAP_SYS_NICE): for other users the workers keep their priority, since one that
-    took the lower priority could not return for the next waiting proof."""
-
-    def __init__(self) -> None:
-        self.base = os.getpriority(os.PRIO_PROCESS, 0)
-        self.enabled = _can_raise_priority(self.base)
-
-    def before(self, item: pytest.Item) -> None:
-        if self.enabled:
-            os.setpriority(os.PRIO_PROCESS, 0,
-                           self.base if waits(item) else self.base + COMPUTE_NICENESS)
-
-
-def _can_raise_priority(base: int) -> bool:
-    """Whether this process may go back to ``base`` after going below it (tried in a child)."""
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.setpriority(os.PRIO_PROCESS, 0, base + 1)
-            os.setpriority(os.PRIO_PROCESS, 0, base)
-        except OSError:
-            os._exit(1)
-        os._exit(0)
-    return os.waitpid(pid, 0)[1] == 0
 
 
 def check_duration(item: pytest.Item, report: pytest.TestReport) -> None:
