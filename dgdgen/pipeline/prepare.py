@@ -7,7 +7,6 @@ import dataclasses
 import warnings
 from typing import Any
 
-from dgdgen import frontends, grace, migration
 from dgdgen import plan as planmod
 from dgdgen.analysis.gates import check_clusters, check_gates
 from dgdgen.check.classify import recommend, runtime_replaced, verdict
@@ -16,13 +15,14 @@ from dgdgen.check.facts import dgd_facts
 from dgdgen.check.flags import NEWEST, normalize_release
 from dgdgen.check.inplace import BOTH, RunBy, Target, roll_consequence
 from dgdgen.crd import overlays
-from dgdgen.dgd import ANN_MAX_SURGE
 from dgdgen.errors import InputError, InputWarning, PlanError
-from dgdgen.generation import Generation, base_name, candidate_generation, stable_generation
-from dgdgen.load import LoadedSpec, load_spec
-from dgdgen.parallelism import needed
-from dgdgen.prepared import Prepared
-from dgdgen.render import names
+from dgdgen.model import names
+from dgdgen.model.dgd import ANN_MAX_SURGE
+from dgdgen.model.generation import Generation, base_name, candidate_generation, stable_generation
+from dgdgen.model.parallelism import needed
+from dgdgen.plan.load import LoadedSpec, load_spec
+from dgdgen.plan.prepared import Prepared
+from dgdgen.render import frontends, grace, migration
 from dgdgen.render.dgds import OVERLAY_PROPOSED
 from dgdgen.spec import Isolation, parse_duration
 
@@ -98,6 +98,7 @@ def prepare(path: str) -> Prepared:
     notes = reasons + _migration_notes(cand, mode) + _model_name_notes(stable, cand)
     notes += _grace_notes(loaded, stable, cand, plan) + _shrink_notes(stable, cand, plan)
     notes += _frontend_resource_notes(stable, cand, mode) + _roll_settings_notes(stable, mode)
+    notes += _preview_notes(loaded, plan)
     if notes:
         plan = _with_notes(plan, notes)
     base, cand_name = _names(loaded, stable, cand, mode)
@@ -155,7 +156,7 @@ def require_operator_capabilities(loaded: LoadedSpec, mode: str) -> None:
 
 def _warn_generated_revision(loaded: LoadedSpec, cand: Generation) -> None:
     """Without `candidate.revision` the candidate is named by a hash of its DGD
-    (:func:`dgdgen.generation.content_revision`): the same on every run, but any later edit of
+    (:func:`dgdgen.model.generation.content_revision`): the same on every run, but any later edit of
     the candidate or of the stable DGD gives another name, i.e. mid-rollout a new generation
     (a new DGD in separate-dgd) instead of the one being rolled out."""
     import warnings
@@ -257,7 +258,7 @@ def _grace_notes(loaded: LoadedSpec, stable: Generation, cand: Generation,
                  plan: planmod.Plan) -> tuple[str, ...]:
     """The stable's pods that stop while it still serves finish their requests on SIGTERM within
     their own termination grace period. dgdgen gives the candidate's frontends and workers one
-    that covers the request timeout (dgdgen.grace) but never edits the running stable (that would
+    that covers the request timeout (dgdgen.render.grace) but never edits the running stable (that would
     restart it, and the pods it replaced would still stop on their old period): a stable whose
     period is shorter is said here, with the value to set before the rollout."""
     steps, comps = grace.stable_stops_while_serving(
@@ -297,7 +298,7 @@ def _shrink_notes(stable: Generation, cand: Generation, plan: planmod.Plan) -> t
     """What protects each step that stops stable workers while the stable still serves. A worker
     stopping unregisters at once, but its frontend may have routed a request to it a moment
     before; that request gets HTTP 503 unless the frontend migrates it to another worker
-    (dgdgen.migration; measured in docs/rehearse.md). dgdgen gives the candidate's frontends a
+    (dgdgen.render.migration; measured in docs/rehearse.md). dgdgen gives the candidate's frontends a
     migration limit but never edits the running stable (that would restart it), so a stable
     frontend without one is said here. In place the frontend is shared and the in-place note
     says it already."""
@@ -398,6 +399,34 @@ def _roll_settings_notes(stable: Generation, mode: str) -> tuple[str, ...]:
         f"annotations on {', '.join(bare)} (the way back is a roll too); the operator's worker "
         "hash covers annotations, so a stable DGD without them rolls its workers once more when "
         "the next rollout starts from it: set them in spec.stable.dgd"),)
+
+
+def _preview_notes(loaded: LoadedSpec, plan: planmod.Plan) -> tuple[str, ...]:
+    """What a preview (spec.traffic.preview) does and does not reach: where it starts and ends,
+    the GAMMA callers outside the mesh it misses (a route feature: they follow the parent
+    Service's selector), and the gates that keep the candidate's own Service when the public
+    entry point is not known (docs/traffic.md, "Preview before weight")."""
+    traffic = loaded.spec.spec.traffic
+    p = traffic.preview
+    if p is None:
+        return ()
+    value = p.value if p.value is not None else plan.candidate_revision
+    what = (f"cookie {p.cookie}={value}" if p.cookie is not None
+            else f"header {p.header}: {value}")
+    out = [(f"preview: from step 1 until cleanup a request with {what} reaches the candidate "
+            f"{plan.candidate_revision} alone, whatever the weights; the baseline, rollback and "
+            "cleanup states carry no preview route")]
+    if traffic.provider.value == "gamma" and traffic.gamma is not None:
+        out.append(f"preview: a route feature, for callers inside the mesh only; callers outside "
+                   f"it follow Service {traffic.gamma.service}'s selector, which reads no header "
+                   "(the stable's frontend until the 100 % step)")
+    analysis = loaded.spec.spec.analysis
+    gated = analysis.enabled and (analysis.probe is not None or analysis.quality is not None)
+    if gated and p.url is None and traffic.provider.value != "haproxy":
+        out.append("preview: the probe and the quality gate call the candidate's own Service, "
+                   "not the public entry point: set spec.traffic.preview.url (the Gateway's "
+                   "address) to send them through it with the header")
+    return tuple(out)
 
 
 def _with_notes(plan: planmod.Plan, notes: tuple[str, ...]) -> planmod.Plan:
