@@ -12,7 +12,7 @@ database — so a suite that passed passes again on the same code, in CI and for
 How the suite spends its time (docs/performance.md, "The test suite"):
 
 * **In parallel by default.** A plain `pytest` runs on pytest-xdist workers (`WORKERS`, more than
-  this machine's two CPUs: many tests wait on scaled clocks and real processes rather than
+  two CPUs: many tests wait on scaled clocks and real processes rather than
   compute), `--dist loadgroup`, tests handed out one at a time in the order below. Naming single
   tests (`pytest tests/x.py::t`) runs them in this process, as do `-n 0` and `-p no:xdist`.
 * **Slow tests first.** The waiting proofs (the docs run, rehearsals, the runtime probes, tests
@@ -20,8 +20,8 @@ How the suite spends its time (docs/performance.md, "The test suite"):
 * **A module-scoped fixture is paid once.** The tests of a module that share a module- or
   class-scoped fixture (a runtime started once, a built wheel, the docs run's one scratch
   checkout) run on one worker, in their order (`xdist_group`).
-* **No test past 120 s** (set-up and call) unless marked `@pytest.mark.long` with a docstring
-  that says why it needs that long (tests/suite_support.py; tests/test_suite_support.py shows the
+* **No test past 120 s** (set-up and call, less the time it waited for a CPU others held) unless
+  marked `@pytest.mark.long` with a docstring that says why it needs that long (tests/suite_support.py; tests/test_suite_support.py shows the
   check failing).
 """
 
@@ -88,6 +88,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     suite_support.group_shared_fixtures(items)
     items[:] = suite_support.slow_first(items)
     suite_support.write_groups(config, items)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    suite_support.start_clock(item)
 
 
 def _reason(report: pytest.TestReport | pytest.CollectReport) -> str:

@@ -10,9 +10,9 @@
   one. ``GroupScheduling`` hands the groups out: pytest-xdist's own ``--dist loadgroup`` renames a
   grouped test's node id, which pytest 9.2 no longer lets it do, so the groups reach the
   controller in a file the workers write at collection (``write_groups``).
-* ``check_duration``: a test whose set-up and call take more than ``LIMIT_SECONDS`` fails unless
-  it is marked ``@pytest.mark.long`` — and a test marked so needs a docstring that says why it
-  needs that long (``check_long_marks``).
+* ``check_duration``: a test whose set-up and call take more than ``LIMIT_SECONDS`` (less the time
+  its process waited for a CPU others held) fails unless it is marked ``@pytest.mark.long`` — and
+  a test marked so needs a docstring that says why it needs that long (``check_long_marks``).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ LIMIT_ENV = "DGDGEN_TEST_LIMIT_SECONDS"  # a lower limit, for the test of the ch
 WAITING_MARKS = ("rehearse", "runtime", "slow")
 
 _setup_seconds = pytest.StashKey[float]()
+_wait_at_start = pytest.StashKey[float]()
 _problem = pytest.StashKey[str]()
 
 
@@ -124,8 +125,20 @@ def waits(item: pytest.Item) -> bool:
     return any(item.get_closest_marker(m) is not None for m in WAITING_MARKS)
 
 
+def _cpu_wait() -> float:
+    """Seconds this thread has spent runnable but waiting for a CPU another process held
+    (/proc/thread-self/schedstat; 0 where there is none)."""
+    try:
+        with open("/proc/thread-self/schedstat", encoding="ascii") as fh:
+            return int(fh.read().split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
 def check_duration(item: pytest.Item, report: pytest.TestReport) -> None:
-    """Called from pytest_runtest_makereport with each phase's report."""
+    """Called from pytest_runtest_makereport with each phase's report. The time counted is the
+    set-up's and the call's, less what the test process spent waiting for a CPU held by others
+    (a busy machine, the other workers): on an overloaded machine a quick test is not "long"."""
     if report.when == "setup":
         item.stash[_setup_seconds] = report.duration
         problem = item.stash.get(_problem, None)
@@ -136,13 +149,19 @@ def check_duration(item: pytest.Item, report: pytest.TestReport) -> None:
     if report.when != "call" or not report.passed:
         return
     took = item.stash.get(_setup_seconds, 0.0) + report.duration
+    waited = _cpu_wait() - item.stash.get(_wait_at_start, 0.0)
     limit = limit_seconds()
-    if took > limit and item.get_closest_marker("long") is None:
+    if took - waited > limit and item.get_closest_marker("long") is None:
         report.outcome = "failed"
         report.longrepr = (
-            f"took {took:.0f} s (set-up and call), past the suite's limit of {limit:.0f} s: make "
-            "it faster, or mark it @pytest.mark.long with a docstring that says why it needs "
-            "that long (tests/suite_support.py)")
+            f"took {took:.0f} s (set-up and call; {waited:.0f} s of it waiting for a CPU), past "
+            f"the suite's limit of {limit:.0f} s: make it faster, or mark it @pytest.mark.long "
+            "with a docstring that says why it needs that long (tests/suite_support.py)")
+
+
+def start_clock(item: pytest.Item) -> None:
+    """Called before the test's set-up."""
+    item.stash[_wait_at_start] = _cpu_wait()
 
 
 GROUPS_KEY = "dgdgen_groups"  # the workerinput entry naming the groups file
