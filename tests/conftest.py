@@ -12,17 +12,18 @@ database — so a suite that passed passes again on the same code, in CI and for
 How the suite spends its time (docs/performance.md, "The test suite"):
 
 * **In parallel by default.** A plain `pytest` runs on pytest-xdist workers (`WORKERS`, more than
-  two CPUs: many tests wait on scaled clocks and real processes rather than
-  compute), `--dist loadgroup`, tests handed out one at a time in the order below. Naming single
-  tests (`pytest tests/x.py::t`) runs them in this process, as do `-n 0` and `-p no:xdist`.
+  the two CPUs CI has: many tests wait on real processes and scaled clocks), tests handed out one
+  at a time in the order below, a module's tests that share a fixture together
+  (suite_support.GroupScheduling). Naming single tests (`pytest tests/x.py::t`) runs them in this
+  process, as do `-n 0` and `-p no:xdist`.
 * **Slow tests first.** The waiting proofs (the docs run, rehearsals, the runtime probes, tests
   marked `long`) start at once and overlap with the tests that compute, instead of forming a tail.
 * **A module-scoped fixture is paid once.** The tests of a module that share a module- or
   class-scoped fixture (a runtime started once, a built wheel, the docs run's one scratch
-  checkout) run on one worker, in their order (`xdist_group`).
+  checkout) run on one worker, in their order (an `xdist_group` mark).
 * **No test past 120 s** (set-up and call, less the time it waited for a CPU others held) unless
-  marked `@pytest.mark.long` with a docstring that says why it needs that long (tests/suite_support.py; tests/test_suite_support.py shows the
-  check failing).
+  marked `@pytest.mark.long` with a docstring that says why it needs that long
+  (tests/suite_support.py; tests/test_suite_support.py shows the check failing).
 """
 
 from __future__ import annotations
