@@ -336,6 +336,9 @@ def test_a_disaggregated_namespace_is_routable_once_its_prefill_router_is_active
 
 
 def _deep_work_folder(deep: str) -> tuple[bool, str, bool]:
+    import time
+
+    from dgdgen.errors import DgdgenError
     from dgdgen.rehearse.proxy import SOCKET_PATH_MAX
     from dgdgen.traffic.runtime import MasterCli
 
@@ -344,8 +347,18 @@ def _deep_work_folder(deep: str) -> tuple[bool, str, bool]:
              and len(proxy.admin_socket) <= SOCKET_PATH_MAX)
     try:
         assert proxy.apply(proxy.stand_in([("bs16", 100, [21000])]))
-        # apply returns once HAProxy listens and its master socket is there
-        procs = MasterCli(proxy.master_socket).command("show proc")
+        # apply returns once HAProxy listens and its master socket is there; the master may still
+        # refuse connections while it re-executes itself after forking its worker (what
+        # Proxy._reload retries for), so ask until it answers
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                procs = MasterCli(proxy.master_socket).command("show proc")
+                break
+            except DgdgenError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
     finally:
         proxy.stop()
     return short, procs, proxy.run_dir.exists()
