@@ -162,7 +162,8 @@ def test_failed_requests_are_listed_with_their_state() -> None:
     out = SimpleNamespace(options=SimpleNamespace(settle=2.0), states=states, records=[
         rec(0.5, 200), rec(5.0, 503, served=""), rec(11.5, 200, truncated=True),
         rec(15.0, 0, error="connection refused", served=""), rec(25.0, 502), rec(16.0, 200)],
-        out_of_mesh=[rec(14.0, 503, entry="out-of-mesh"), rec(14.5, 200, entry="out-of-mesh")])
+        out_of_mesh=[rec(14.0, 503, entry="out-of-mesh"), rec(14.5, 200, entry="out-of-mesh")],
+        previewed=[])
     listed = failures(out)  # type: ignore[arg-type]
     assert [(f["t"], f["state"], f["status"], f["truncated"]) for f in listed] == [
         (5.0, "step-00", 503, False), (11.5, "step-01 (traffic moving)", 200, True),
