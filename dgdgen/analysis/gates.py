@@ -32,9 +32,9 @@ from dgdgen.analysis import queries, stats
 from dgdgen.errors import InputError, did_you_mean
 
 if TYPE_CHECKING:
-    from dgdgen.load import LoadedSpec
     from dgdgen.plan import PlanStep
-    from dgdgen.prepared import Prepared
+    from dgdgen.plan.load import LoadedSpec
+    from dgdgen.plan.prepared import Prepared
 
 
 @dataclass(frozen=True)
@@ -363,7 +363,7 @@ def number(x: float) -> str:
 
 
 def candidate_service(prepared: Prepared, revision: str) -> str:
-    from dgdgen.render.names import frontend_service
+    from dgdgen.model.names import frontend_service
 
     if prepared.mode in SHARED_FRONTEND_MODES:
         return frontend_service(prepared.stable.dgd.name)

@@ -23,7 +23,7 @@ from dgdgen.errors import InputError
 if TYPE_CHECKING:
     from dgdgen.analysis.calibration import LabelledPair
     from dgdgen.analysis.scorers import Prompt
-    from dgdgen.load import LoadedSpec
+    from dgdgen.plan.load import LoadedSpec
 
 MOUNT = "/etc/dgdgen/quality"
 PROMPTS_KEY = "prompts.jsonl"
@@ -46,7 +46,7 @@ def prompt_path(loaded: LoadedSpec) -> Path:
 
 
 def _repo_path(loaded: LoadedSpec, rel: str, field: tuple[str, ...], what: str) -> Path:
-    from dgdgen import load
+    from dgdgen.plan import load
 
     folder = os.path.dirname(os.path.abspath(loaded.path))
     path = os.path.realpath(os.path.join(folder, rel))

@@ -31,8 +31,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from dgdgen.dgd import Dgd, Role, is_dgd, parse
 from dgdgen.errors import DgdgenError
+from dgdgen.model.dgd import Dgd, Role, is_dgd, parse
 
 OP_LABEL_DGD = "nvidia.com/dynamo-graph-deployment-name"
 OP_LABEL_COMPONENT_TYPE = "nvidia.com/dynamo-component-type"
@@ -182,7 +182,7 @@ class Graph:
 def _ready_probe(dgd: Dgd, name: str) -> bool:
     """Whether the component's readiness probe waits for workers (the model's ready path): the
     main container's probe, else the component's own (v1alpha1 components carry one, which the
-    operator uses instead of its ``/health`` default; dgdgen.frontends)."""
+    operator uses instead of its ``/health`` default; dgdgen.render.frontends)."""
     main = dgd.main_container(name) or {}
     probe = main.get("readinessProbe") if isinstance(main, dict) else None
     if probe is None:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from dgdgen.analysis.experiment import Decision
-    from dgdgen.load import LoadedSpec
+    from dgdgen.plan.load import LoadedSpec
 
 HELP = "decide an A/B experiment step (Mann-Whitney U) from its samples"
 DESCRIPTION = """\
@@ -108,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
     from dgdgen.analysis import experiment as ex
     from dgdgen.analysis.gates import EXPERIMENT, experiment_share
     from dgdgen.errors import InputError
-    from dgdgen.pipeline import prepare
+    from dgdgen.pipeline.prepare import prepare
 
     prepared = prepare(args.spec)
     loaded = prepared.loaded

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from dgdgen.prepared import Prepared
+    from dgdgen.plan.prepared import Prepared
 
 HELP = "rehearse a whole rollout against the real Dynamo frontend and mocker workers"
 DESCRIPTION = """\
@@ -179,7 +179,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from dgdgen import runtime
-    from dgdgen.pipeline import prepare
+    from dgdgen.pipeline.prepare import prepare
     from dgdgen.rehearse.prometheus import prometheus_binary
     from dgdgen.rehearse.proxy import haproxy_binary
 

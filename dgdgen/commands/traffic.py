@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from dgdgen.commands._common import state_selector
 
 if TYPE_CHECKING:
-    from dgdgen.prepared import Prepared
+    from dgdgen.plan.prepared import Prepared
 
 HELP = "show each step's traffic split; apply a step's weights to a running HAProxy"
 DESCRIPTION = """\
@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
     import json
 
     from dgdgen.errors import InputError
-    from dgdgen.pipeline import prepare
+    from dgdgen.pipeline.prepare import prepare
     from dgdgen.traffic import haproxy as hp
     from dgdgen.traffic import settings
     from dgdgen.traffic.runtime import RuntimeApi, commands

@@ -11,7 +11,7 @@ operator would, with processes instead of pods.
   answering engine (:mod:`dgdgen.runtime.answerer`) on the same flags instead. A component whose arguments
   change is replaced surge-first: new processes ready, then the old ones stop.
 * A frontend runs with the request-migration limit its component sets (``--migration-limit``
-  or ``DYN_MIGRATION_LIMIT``; :mod:`dgdgen.migration`), as the pod would.
+  or ``DYN_MIGRATION_LIMIT``; :mod:`dgdgen.render.migration`), as the pod would.
 * A Service is its selector; it reaches the frontend processes whose pod labels match.
 """
 
@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dgdgen import dgd as dgdmod
-from dgdgen import migration
 from dgdgen.check.facts import dgd_facts
-from dgdgen.dgd import Role
+from dgdgen.model import dgd as dgdmod
+from dgdgen.model.dgd import Role
+from dgdgen.render import migration
 from dgdgen.runtime.mocker import mocker_invocation
 from dgdgen.runtime.procs import LocalDynamo, Proc
 
@@ -207,7 +207,7 @@ class LocalCluster:
             })
             if cf.role is Role.FRONTEND:
                 # the frontend flags the rendered DGD sets that change what a client sees while
-                # workers stop: its request-migration limit (dgdgen.migration)
+                # workers stop: its request-migration limit (dgdgen.render.migration)
                 limit = migration.frontend_limits(dgd).get(cname, 0)
                 args: tuple[str, ...] = (migration.FLAG, str(limit)) if limit > 0 else ()
             else:

@@ -41,7 +41,7 @@ from dgdgen.rehearse.run import (
 )
 
 if TYPE_CHECKING:
-    from dgdgen.prepared import Prepared
+    from dgdgen.plan.prepared import Prepared
 
 # A gate's dot: passed, not passed (Failed or Inconclusive: the rollout does not go on), and no
 # decision (an A/B experiment step without samples: neither promoted nor rolled back).
@@ -423,7 +423,7 @@ def worker_counts(prepared: Prepared, replicas: dict[str, dict[str, int]]) -> di
 
 
 def chart_of(out: Outcome) -> Chart:
-    from dgdgen.planpicture import generation_names
+    from dgdgen.pipeline.picture import generation_names
 
     plan = out.prepared.plan
     states = [ChartState(

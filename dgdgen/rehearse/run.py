@@ -24,11 +24,11 @@ from typing import Any
 
 from dgdgen import yamlio
 from dgdgen.cluster.model import mounted_config_maps
-from dgdgen.generation import LABEL_ROLE
-from dgdgen.pipeline import prepare
+from dgdgen.model.generation import LABEL_ROLE
+from dgdgen.pipeline.prepare import prepare
+from dgdgen.pipeline.report import gate_summary
 from dgdgen.plan import PlanStep
-from dgdgen.planreport import gate_summary
-from dgdgen.prepared import Prepared
+from dgdgen.plan.prepared import Prepared
 from dgdgen.rehearse.cluster import LocalCluster, key_of
 from dgdgen.rehearse.load import Load, Record
 from dgdgen.rehearse.prometheus import Prometheus

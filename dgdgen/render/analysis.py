@@ -18,12 +18,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from dgdgen.analysis import gates, queries
-from dgdgen.generation import LABEL_GENERATION, LABEL_ROLLOUT
+from dgdgen.model.generation import LABEL_GENERATION, LABEL_ROLLOUT
 from dgdgen.render.manifest import Manifest
 
 if TYPE_CHECKING:
     from dgdgen.plan import PlanStep
-    from dgdgen.prepared import Prepared
+    from dgdgen.plan.prepared import Prepared
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "dgdgen"}
 LABEL_STEP = "dgdgen.dev/step"

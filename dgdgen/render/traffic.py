@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from dgdgen.errors import InputError, PlanError
-from dgdgen.generation import LABEL_GENERATION, LABEL_ROLE, LABEL_ROLLOUT
+from dgdgen.model.generation import LABEL_GENERATION, LABEL_ROLE, LABEL_ROLLOUT
 from dgdgen.render import epp as eppmod
 from dgdgen.render.manifest import Manifest
 from dgdgen.render.services import FRONTEND_PORT, MANAGED_BY, frontend_selector, service
@@ -29,7 +29,7 @@ from dgdgen.traffic.weights import Backend, routed, state_backends
 
 if TYPE_CHECKING:
     from dgdgen.plan import PlanStep
-    from dgdgen.prepared import Prepared
+    from dgdgen.plan.prepared import Prepared
 
 GATEWAY_API = "gateway.networking.k8s.io/v1"
 INFERENCE_API = "inference.networking.k8s.io/v1"

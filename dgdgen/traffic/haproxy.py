@@ -16,7 +16,7 @@ from dgdgen.traffic.weights import Backend
 
 if TYPE_CHECKING:
     from dgdgen.plan import PlanStep
-    from dgdgen.prepared import Prepared
+    from dgdgen.plan.prepared import Prepared
 
 # Config and runtime weights are 0..256 (docs/traffic.md; tests/traffic/test_haproxy_config.py).
 MAX_WEIGHT = 256

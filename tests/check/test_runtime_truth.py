@@ -187,7 +187,7 @@ def sides(p: Probe) -> tuple[str, str]:
 def mocker_args(text: str, model_dir: Path) -> tuple[tuple[str, ...], str]:
     """The mocker command line of the DGD's worker, through the one mapping."""
     from dgdgen.check.facts import dgd_facts
-    from dgdgen.dgd import parse
+    from dgdgen.model.dgd import parse
     from dgdgen.runtime.mocker import mocker_invocation
     from dgdgen.yamlio import load_documents_fast
 
@@ -337,7 +337,7 @@ def prefix_split(dyn: Any, model_dir: Path) -> dict[str, Any]:
     it whose workers have different checksums (block size 16 and 32): how the frontend splits
     the model's requests."""
     from dgdgen.check.facts import dgd_facts
-    from dgdgen.dgd import parse
+    from dgdgen.model.dgd import parse
     from dgdgen.runtime import client, metrics
     from dgdgen.runtime.mocker import mocker_invocation
     from dgdgen.yamlio import load_documents_fast

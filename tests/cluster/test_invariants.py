@@ -300,7 +300,7 @@ def test_finding_2_a_parallelism_change_without_its_gpus(tmp_path: Path) -> None
 
 
 def test_gpus_change_on_a_v1beta1_component(tmp_path: Path) -> None:
-    from dgdgen.dgd import parse
+    from dgdgen.model.dgd import parse
 
     example = REPO / "examples" / "trtllm-disagg-v1beta1"
     for name in ("dgd.yaml", "quality-prompts.jsonl"):

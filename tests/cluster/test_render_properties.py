@@ -84,8 +84,8 @@ def specs(draw: st.DrawFn) -> tuple[Path, dict[str, Any]]:
 def test_a_rendered_spec_breaks_no_invariant_or_is_refused(tmp_path_factory: Any,
                                                            drawn: tuple[Path, dict[str, Any]]
                                                            ) -> None:
-    from dgdgen.output import all_files
-    from dgdgen.pipeline import prepare
+    from dgdgen.pipeline.files import all_files
+    from dgdgen.pipeline.prepare import prepare
 
     example, doc = drawn
     tmp = tmp_path_factory.mktemp("spec")

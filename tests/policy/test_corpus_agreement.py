@@ -17,7 +17,7 @@ import pytest
 
 from dgdgen.check.classify import pair_dgds
 from dgdgen.cli import main
-from dgdgen.dgd import read_dgds
+from dgdgen.model.dgd import read_dgds
 from dgdgen.policy import Options, build
 from dgdgen.policy.evaluate import evaluate
 from dgdgen.yamlio import load_file

@@ -56,7 +56,7 @@ def test_auto_minimum_is_the_first_steps_in_every_example(tmp_path: Path) -> Non
     # `auto` on the whole rollout and on its first step alone give the same minimum sample, and
     # on the defaults no gate of the whole rollout is warned about
     from dgdgen.commands.rehearse import add_arguments
-    from dgdgen.pipeline import prepare
+    from dgdgen.pipeline.prepare import prepare
     from dgdgen.rehearse.run import Options, auto_min_requests, sample_warnings
     from dgdgen.rehearse.scale import write_scaled_spec
 

@@ -20,8 +20,9 @@ import pytest
 from example_support import upstream_text
 from rehearse_support import REPO, rehearse
 
-from dgdgen import migration, yamlio
-from dgdgen.dgd import parse
+from dgdgen import yamlio
+from dgdgen.render import migration
+from dgdgen.model.dgd import parse
 
 pytestmark = [pytest.mark.slow, pytest.mark.rehearse]
 

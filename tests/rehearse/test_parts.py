@@ -205,7 +205,7 @@ def test_summary_lines_read_as_text_not_python_dicts() -> None:
 
 def _warnings(tmp: Path, example: str, rate: float, scale: float,
               min_requests: int | None) -> list[str]:
-    from dgdgen.pipeline import prepare
+    from dgdgen.pipeline.prepare import prepare
     from dgdgen.rehearse.run import Options, sample_warnings
 
     spec = REPO / "examples" / example / "rollout.yaml"
@@ -279,7 +279,7 @@ def test_a_stopped_replica_behind_a_service_loses_no_request(tmp_path: Path) -> 
 
 def test_an_experiment_without_samples_is_named_before_the_run_as_documented(
         tmp_path: Path) -> None:
-    from dgdgen.pipeline import prepare
+    from dgdgen.pipeline.prepare import prepare
     from dgdgen.rehearse.run import Options, experiment_warnings
 
     spec = experiment_spec(tmp_path)

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from dgdgen.dgd import Dgd
+    from dgdgen.model.dgd import Dgd
     from dgdgen.plan import Plan
     from dgdgen.spec import RolloutBody
 
@@ -59,7 +59,7 @@ def required_seconds(body: RolloutBody) -> int:
 
 def serving_components(d: Dgd) -> list[str]:
     """Components whose pods hold requests: frontends and workers (not planner, epp …)."""
-    from dgdgen.dgd import Role
+    from dgdgen.model.dgd import Role
 
     return [n for n, c in d.components.items() if c.role is Role.FRONTEND or c.is_worker]
 

@@ -1,13 +1,13 @@
 """What a DGD component's main container takes from its pod, as one typed, immutable value.
 
-:class:`dgdgen.dgd.Dgd` keeps the plain document (the generator edits it in place); the checker
+:class:`dgdgen.model.dgd.Dgd` keeps the plain document (the generator edits it in place); the checker
 reads a component through :class:`ComponentPod` instead, parsed once from the document by
-:meth:`dgdgen.dgd.Dgd.pod`: the environment in the order the kubelet applies it (DGD-wide
+:meth:`dgdgen.model.dgd.Dgd.pod`: the environment in the order the kubelet applies it (DGD-wide
 ``spec.envs`` / ``spec.env``, v1alpha1 per-service ``envs``, the container's ``envFrom`` and
 ``env``), the volume mounts and the ConfigMap volumes they reach, and the component fields the
 checker reads beside them (annotations, labels, ``runtimeVersionOverride``, ``multinode``).
 
-The shapes were checked when the DGD was read (:func:`dgdgen.dgd.parse` raises
+The shapes were checked when the DGD was read (:func:`dgdgen.model.dgd.parse` raises
 :class:`~dgdgen.errors.InputError` at the field's line); an entry that is still not of its shape
 here (a DGD that dgdgen built or edited itself) is skipped, never a crash. Every entry keeps its
 field path, so a finding can point at its line.
@@ -81,7 +81,7 @@ class VolumeMount(NamedTuple):
 
 
 class ComponentPod(NamedTuple):
-    """What the checker reads of one component besides :class:`dgdgen.dgd.Component`."""
+    """What the checker reads of one component besides :class:`dgdgen.model.dgd.Component`."""
 
     dgd_env: tuple[EnvVar, ...]  # spec.envs (v1alpha1) / spec.env (v1beta1)
     service_env: tuple[EnvVar, ...]  # v1alpha1 per-service ``envs``

@@ -8,7 +8,6 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from dgdgen import dgd as dgdmod
 from dgdgen import yamlio
 from dgdgen.errors import (
     MAX_PER_FIELD,
@@ -20,6 +19,7 @@ from dgdgen.errors import (
     format_path,
     more_than_shown,
 )
+from dgdgen.model import dgd as dgdmod
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from dgdgen.dgd import Backend
+from dgdgen.model.dgd import Backend
 
 
 def _size(flags: Mapping[str, str], *names: str) -> int:

@@ -53,7 +53,7 @@ def parse_size(text: str) -> int:
     return int(m.group(1)) * {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}[m.group(2).lower()]
 
 
-def _size_error(size: int, file: str) -> InputError:
+def size_error(size: int, file: str) -> InputError:
     return InputError(
         f"input is {size} bytes, over the limit of {_limits.max_bytes} bytes for one YAML file",
         location=Location(file),
@@ -61,22 +61,22 @@ def _size_error(size: int, file: str) -> InputError:
     )
 
 
-_PLAIN_TAGS = {
+PLAIN_TAGS = {
     "tag:yaml.org,2002:" + t: t for t in ("str", "int", "float", "bool", "null", "timestamp")
 }
 _COLLECTION_TAGS = {"tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"}
 
 
-def _shown_tag(tag: str) -> str:
+def shown_tag(tag: str) -> str:
     return "!!" + tag[len("tag:yaml.org,2002:"):] if tag.startswith("tag:yaml.org,2002:") else tag
 
 
-def _at(mark: Any) -> tuple[int, int]:
+def mark_position(mark: Any) -> tuple[int, int]:
     """The 1-based (line, column) of a parser's mark (PyYAML and ruamel.yaml count from 0)."""
     return mark.line + 1, mark.column + 1
 
 
-def _too_deep(location: Location) -> InputError:
+def too_deep(location: Location) -> InputError:
     """The one refusal of nesting over the limit, whichever pass or parser meets it first."""
     return InputError(f"nested more than {_limits.max_depth} levels deep", location=location)
 
@@ -89,12 +89,12 @@ def _too_deep(location: Location) -> InputError:
 INT_MIN, INT_MAX = -(2**63), 2**63 - 1
 
 
-class _BadScalar(Exception):
+class BadScalar(Exception):
     """A scalar that is refused (its message), raised where it is read and turned into an error
     at its field by the walk that knows the field."""
 
 
-def _int_text_fits(text: str) -> bool:
+def int_text_fits(text: str) -> bool:
     """Whether an integer's text may hold a 64-bit value (binary needs 64 digits at most)."""
     digits = text.replace("_", "").lstrip("+-")
     if digits[:2] in ("0x", "0o", "0b", "0X", "0O", "0B"):
@@ -102,20 +102,20 @@ def _int_text_fits(text: str) -> bool:
     return len(digits.lstrip("0")) <= 64
 
 
-def _int_range_error(text: str) -> _BadScalar:
+def int_range_error(text: str) -> BadScalar:
     shown = text if len(text) <= 40 else f"an integer of {len(text):,} characters"
-    return _BadScalar(f"{shown} does not fit in a 64-bit integer (out of range: Kubernetes reads "
+    return BadScalar(f"{shown} does not fit in a 64-bit integer (out of range: Kubernetes reads "
                       f"integers from {INT_MIN} to {INT_MAX})")
 
 
-def _bounded(value: int, text: str | None = None) -> int:
+def bounded_int(value: int, text: str | None = None) -> int:
     """``value`` when it fits in 64 bits, else the refusal (``text``: as written)."""
     if INT_MIN <= value <= INT_MAX:
         return value
-    raise _int_range_error(text if text is not None else str(value))
+    raise int_range_error(text if text is not None else str(value))
 
 
-def _not_text(value: str) -> _BadScalar | None:
+def not_text(value: str) -> BadScalar | None:
     """The refusal of a string that is not Unicode text: a lone UTF-16 surrogate, which only an
     escape can write (``"\\ud800"``, half of a JSON-style pair), cannot be encoded in UTF-8 and
     Kubernetes' YAML reader refuses it."""
@@ -123,16 +123,16 @@ def _not_text(value: str) -> _BadScalar | None:
         return None
     for c in value:
         if 0xD800 <= ord(c) <= 0xDFFF:
-            return _BadScalar(_surrogate_message(f"\\u{ord(c):04x}"))
+            return BadScalar(surrogate_message(f"\\u{ord(c):04x}"))
     return None
 
 
-def _surrogate_message(escape: str) -> str:
+def surrogate_message(escape: str) -> str:
     return (f"{escape} is half of a UTF-16 surrogate pair, not a character: the string cannot be "
             "encoded in UTF-8 (write the character itself, or its \\U escape of 8 hex digits)")
 
 
-def _remember(cache: dict[Any, Any], key: Any, value: Any, text: str) -> None:
+def remember(cache: dict[Any, Any], key: Any, value: Any, text: str) -> None:
     """Keep a scalar's reading in a memo: only for short scalars (they repeat: keys, enums; long
     ones rarely), and the memo is emptied when full, so a long-lived process cannot grow it."""
     if len(text) <= 256:
@@ -159,8 +159,8 @@ def _starts_a_node(text: str, indicator: str) -> bool:
 
 # libyaml's C composer recurses on the C stack: about 20,000 nested levels crash the process
 # (measured: 20,000 compose, 50,000 segfault); it composes the key of an unsupported mapping key
-# (dgdgen.yamlruamel._collection_key_error). Below this bound the event pass can be left out:
-# the loaders build from events and check the depth as they go (dgdgen.yamlevents._Builder).
+# (dgdgen.yamlio.ruamel._collection_key_error). Below this bound the event pass can be left out:
+# the loaders build from events and check the depth as they go (dgdgen.yamlio.events.Builder).
 _C_SAFE_DEPTH = 2000
 _INDENT = re.compile(r"^[ \t]*", re.MULTILINE)
 _MARKERS = re.compile(r"^[ \t]*((?:[-?:][ \t]+)+)", re.MULTILINE)  # `- - ` / `? ` / `: ` runs
@@ -220,7 +220,7 @@ def check_limits(text: str, file: str, *, always: bool = True) -> bool:
     whether the event pass ran (with ``always=False`` it is skipped where it cannot find
     anything)."""
     if len(text) > _limits.max_bytes:
-        raise _size_error(len(text), file)
+        raise size_error(len(text), file)
     if not always and not _may_exceed(text):
         return False
     import yaml
@@ -231,7 +231,7 @@ def check_limits(text: str, file: str, *, always: bool = True) -> bool:
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
 
     def fail(message: str, mark: Any, hint: str | None = None) -> InputError:
-        return InputError(message, location=Location(file, *_at(mark)), hint=hint)
+        return InputError(message, location=Location(file, *mark_position(mark)), hint=hint)
 
     try:
         depth = aliases = added = 0
@@ -245,11 +245,11 @@ def check_limits(text: str, file: str, *, always: bool = True) -> bool:
                 sizes.clear()
             elif isinstance(e, ev.CollectionStartEvent):
                 if e.tag not in (None, "!") and e.tag not in _COLLECTION_TAGS:
-                    raise fail(f"unsupported YAML tag {_shown_tag(e.tag)}", e.start_mark,
+                    raise fail(f"unsupported YAML tag {shown_tag(e.tag)}", e.start_mark,
                                "only plain YAML mappings, lists and scalars are read")
                 depth += 1
                 if depth > lim.max_depth:
-                    raise _too_deep(Location(file, *_at(e.start_mark)))
+                    raise too_deep(Location(file, *mark_position(e.start_mark)))
                 stack.append([e.anchor, 1])
                 if e.anchor:
                     open_anchors.add(e.anchor)
@@ -263,15 +263,15 @@ def check_limits(text: str, file: str, *, always: bool = True) -> bool:
                     stack[-1][1] += size
             elif isinstance(e, ev.ScalarEvent):
                 if e.tag not in (None, "!"):
-                    kind = _PLAIN_TAGS.get(e.tag)
+                    kind = PLAIN_TAGS.get(e.tag)
                     if kind is None:
-                        raise fail(f"unsupported YAML tag {_shown_tag(e.tag)}", e.start_mark,
+                        raise fail(f"unsupported YAML tag {shown_tag(e.tag)}", e.start_mark,
                                    "only plain YAML mappings, lists and scalars are read")
                     got = resolver.resolve(yaml.ScalarNode, e.value, (True, False))
                     if kind != "str" and got != e.tag and not (
                         kind == "float" and got == "tag:yaml.org,2002:int"
                     ):
-                        raise fail(f"{e.value!r} is not a valid {_shown_tag(e.tag)}",
+                        raise fail(f"{e.value!r} is not a valid {shown_tag(e.tag)}",
                                    e.start_mark)
                 if e.anchor:
                     sizes[e.anchor] = 1
@@ -300,7 +300,7 @@ def check_limits(text: str, file: str, *, always: bool = True) -> bool:
         # bound: the same refusal
         mark = getattr(exc, "problem_mark", None)
         if "maximum nesting depth" in str(getattr(exc, "problem", "")) and mark is not None:
-            raise _too_deep(Location(file, *_at(mark))) from None
+            raise too_deep(Location(file, *mark_position(mark))) from None
         return True  # a syntax error: the loader itself reports it, with its position
     finally:
         loader.dispose()

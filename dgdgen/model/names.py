@@ -3,8 +3,8 @@ generated Dynamo namespace a prefix of another in the same Kubernetes namespace.
 
 from __future__ import annotations
 
-from dgdgen import dgd as dgdmod
 from dgdgen.errors import PlanError
+from dgdgen.model import dgd as dgdmod
 from dgdgen.spec import DNS1035_LABEL
 
 LABEL_MAX = 63

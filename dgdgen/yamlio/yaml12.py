@@ -1,9 +1,9 @@
 """YAML 1.2 streams read by libyaml, for :func:`dgdgen.yamlio.load_documents`: about 20 times
-faster than ruamel.yaml's pure-Python parser (dgdgen.yamlruamel), whose reading it must equal.
+faster than ruamel.yaml's pure-Python parser (dgdgen.yamlio.ruamel), whose reading it must equal.
 
 libyaml's events (the C parser, the same YAML syntax) are built into the plain data that
 ruamel.yaml's round-trip loader + ``_plain`` give, for the streams where that is certain;
-anything else raises :class:`_GiveUp` and ruamel.yaml reads the stream:
+anything else raises :class:`GiveUp` and ruamel.yaml reads the stream:
 
 * plain scalars are typed by ruamel.yaml's own YAML 1.2 resolver; accepted are strings,
   true/false, null and the spellings of numbers that read the same everywhere (decimal
@@ -23,19 +23,19 @@ import re
 from typing import Any
 
 from dgdgen.errors import InputError
-from dgdgen.yamldoc import Document
-from dgdgen.yamlerrors import _in_file, _syntax_error, _yaml_error
-from dgdgen.yamlevents import (
-    _DECIMAL,
-    _MAP_TAG,
-    _SEQ_TAG,
-    _STR_TAG,
-    _Builder,
-    _built_errors,
-    _GiveUp,
-    _NoPathResolvers,
+from dgdgen.yamlio.doc import Document
+from dgdgen.yamlio.errors import from_yaml_error, in_file, syntax_error
+from dgdgen.yamlio.events import (
+    DECIMAL,
+    MAP_TAG,
+    SEQ_TAG,
+    STR_TAG,
+    Builder,
+    GiveUp,
+    NoPathResolvers,
+    parser_errors,
 )
-from dgdgen.yamllimits import INT_MAX, INT_MIN, _int_range_error, _remember, _shown_tag
+from dgdgen.yamlio.limits import INT_MAX, INT_MIN, int_range_error, remember, shown_tag
 
 _PLAIN_TAG = "dgdgen:plain"
 _QUOTED_TAG = "dgdgen:quoted"  # quoted and block scalars without a tag: strings
@@ -57,13 +57,13 @@ def _yaml12_loader() -> Any:
     if base is None:  # no libyaml: ruamel.yaml reads everything
         return None
 
-    class Loader(_NoPathResolvers, base):  # type: ignore[misc, valid-type]
+    class Loader(NoPathResolvers, base):  # type: ignore[misc, valid-type]
         def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
             if kind is ScalarNode:
                 if implicit[0]:
                     return _PLAIN_TAG
                 return _QUOTED_TAG if implicit[1] else _ODD_TAG
-            return _MAP_TAG if kind is not yaml.SequenceNode else _SEQ_TAG
+            return MAP_TAG if kind is not yaml.SequenceNode else SEQ_TAG
 
     return Loader
 
@@ -78,19 +78,19 @@ def _plain12(value: str) -> tuple[bool, Any]:
         return found
     tag = _resolve12(value)
     result: tuple[bool, Any] = (False, None)
-    if tag == _STR_TAG:
+    if tag == STR_TAG:
         result = (True, value)
     elif tag == "tag:yaml.org,2002:bool":
         result = (True, value.lower() == "true")
     elif tag == "tag:yaml.org,2002:null":
         result = (True, None)
-    elif tag == "tag:yaml.org,2002:int" and _DECIMAL.fullmatch(value):
+    elif tag == "tag:yaml.org,2002:int" and DECIMAL.fullmatch(value):
         # at most 19 digits can fit (and int() reads at most 4,300)
         wide = len(value.lstrip("+-")) > 19 or not INT_MIN <= int(value) <= INT_MAX
         result = (True, _OUT_OF_RANGE if wide else int(value))
     elif tag == "tag:yaml.org,2002:float" and _SIMPLE_FLOAT.fullmatch(value):
         result = (True, float(value))
-    _remember(_PLAIN12, value, result, value)
+    remember(_PLAIN12, value, result, value)
     return result
 
 
@@ -145,7 +145,7 @@ def _resolve12(value: str) -> str:
     for tag, rx in _yaml12_resolvers().get(value[:1], ()):
         if rx.match(value):
             return tag
-    return _STR_TAG
+    return STR_TAG
 
 
 def _scalar12(tag: str, node: Any) -> Any:
@@ -156,14 +156,14 @@ def _scalar12(tag: str, node: Any) -> Any:
     if tag == _PLAIN_TAG:
         known, value = _PLAIN12.get(node.value) or _plain12(node.value)
         if value is _OUT_OF_RANGE:
-            raise _int_range_error(node.value)
+            raise int_range_error(node.value)
         if known:
             return value
-        raise _GiveUp(f"the scalar {node.value[:40]!r}, which YAML 1.1 reads otherwise",
+        raise GiveUp(f"the scalar {node.value[:40]!r}, which YAML 1.1 reads otherwise",
                       node.start_mark)
     if tag == _ODD_TAG:
-        raise _GiveUp("the non-specific tag !", node.start_mark)
-    raise _GiveUp(f"the tag {_shown_tag(tag)}", node.start_mark)
+        raise GiveUp("the non-specific tag !", node.start_mark)
+    raise GiveUp(f"the tag {shown_tag(tag)}", node.start_mark)
 
 
 def _key12(tag: str, node: Any) -> str:
@@ -173,7 +173,7 @@ def _key12(tag: str, node: Any) -> str:
         known, value = _PLAIN12.get(node.value) or _plain12(node.value)
         if known and type(value) is str:
             return value
-    raise _GiveUp("a mapping key that is not a string", node.start_mark)
+    raise GiveUp("a mapping key that is not a string", node.start_mark)
 
 
 # Characters YAML 1.1 (libyaml) and 1.2 (ruamel.yaml) read differently: NEL, LINE and PARAGRAPH
@@ -184,19 +184,19 @@ def _key12(tag: str, node: Any) -> str:
 _READ_OTHERWISE = re.compile("[\u0085\u2028\u2029\ufeff]")
 
 
-def _read12(text: str, file: str) -> list[Document]:
-    """:func:`dgdgen.yamlio.load_documents`' result read with libyaml; :class:`_GiveUp` where
+def read12(text: str, file: str) -> list[Document]:
+    """:func:`dgdgen.yamlio.load_documents`' result read with libyaml; :class:`GiveUp` where
     ruamel.yaml might read it otherwise, an :class:`InputError` for what both refuse (a syntax
     error, a duplicate key, a 64-bit overflow)."""
     odd = None if text.isascii() else _READ_OTHERWISE.search(
         text, 1 if text.startswith("\ufeff") else 0)
     if odd is not None:
-        why = _GiveUp(f"the character U+{ord(odd[0]):04X}")
+        why = GiveUp(f"the character U+{ord(odd[0]):04X}")
         why.where = _line_column(text, odd.start())
         raise why
     loader_cls = _yaml12_loader()
     if loader_cls is None:
-        raise _GiveUp("")  # no libyaml: ruamel.yaml reads everything
+        raise GiveUp("")  # no libyaml: ruamel.yaml reads everything
     if text.startswith("%") or "\n%" in text or "\r%" in text:
         _directives(text, file)  # a %YAML 1.1 or %TAG directive gives up
     import yaml
@@ -205,24 +205,24 @@ def _read12(text: str, file: str) -> list[Document]:
     try:
         loader = loader_cls(text)
         try:
-            built = _Builder(loader, _QUOTED_TAG, _key12, _scalar12, yaml11=False)
+            built = Builder(loader, _QUOTED_TAG, _key12, _scalar12, yaml11=False)
             for i, data, scalar, positions, line in built.documents():
                 if not scalar:
                     docs.append(Document(data, file, i, positions, line))
                 elif data is not None:
-                    raise _GiveUp("a document that is a single scalar")
+                    raise GiveUp("a document that is a single scalar")
         finally:
             loader.dispose()
     except yaml.YAMLError as exc:
-        if isinstance(exc, _built_errors()):
+        if isinstance(exc, parser_errors()):
             _syntax_check(text, file)  # a syntax error further on is the first to say
         raise _libyaml_refusal(exc, text, file) from None
-    except (InputError, _GiveUp) as exc:
+    except (InputError, GiveUp) as exc:
         # Built from the events as they come, but a syntax error further on is the first thing
         # to say (and ruamel.yaml would take 20 s per MB to say the same): a linear pass.
         _syntax_check(text, file)
         if isinstance(exc, InputError):  # raised by the builder, which knows no file
-            raise _in_file(exc, file) from None
+            raise in_file(exc, file) from None
         raise
     return docs
 
@@ -236,8 +236,8 @@ def _load_yaml12_fast(text: str, file: str) -> list[Document] | None:
     """:func:`dgdgen.yamlio.load_documents`' result read with libyaml, or None where it might
     differ."""
     try:
-        return _read12(text, file)
-    except _GiveUp:
+        return read12(text, file)
+    except GiveUp:
         return None
 
 
@@ -248,20 +248,20 @@ _STRICTER_IN_LIBYAML = ("did not find expected alphabetic or numeric character",
 
 
 def _libyaml_refusal(exc: Exception, text: str, file: str) -> Exception:
-    """A libyaml syntax error as the error of the file, or :class:`_GiveUp` where YAML 1.2 may
+    """A libyaml syntax error as the error of the file, or :class:`GiveUp` where YAML 1.2 may
     allow what libyaml refuses."""
     problem = str(getattr(exc, "problem", "") or "")
     if problem in _STRICTER_IN_LIBYAML:
-        return _GiveUp(f"YAML that libyaml refuses ({problem})",
+        return GiveUp(f"YAML that libyaml refuses ({problem})",
                        getattr(exc, "problem_mark", None))
-    return _yaml_error(exc, file, text)
+    return from_yaml_error(exc, file, text)
 
 
 def _syntax_check(text: str, file: str) -> None:
     """Raise libyaml's syntax error of ``text`` if it has one, unless YAML 1.2 may allow it."""
     import yaml
 
-    exc = _syntax_error(text, file)
+    exc = syntax_error(text, file)
     if exc is not None and isinstance(exc.__cause__, yaml.YAMLError):
         refusal = _libyaml_refusal(exc.__cause__, text, file)
         if isinstance(refusal, InputError):
@@ -280,7 +280,7 @@ def _directives(text: str, file: str) -> None:
         while loader.check_event():
             e = loader.get_event()
             if isinstance(e, ev.DocumentStartEvent) and (e.tags or e.version not in (None, (1, 2))):
-                raise _GiveUp("a %YAML 1.1 or %TAG directive", e.start_mark)
+                raise GiveUp("a %YAML 1.1 or %TAG directive", e.start_mark)
     except yaml.YAMLError as exc:
         raise _libyaml_refusal(exc, text, file) from None
     finally:

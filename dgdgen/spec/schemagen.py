@@ -1,5 +1,5 @@
 """Regenerate schemas/rollout-spec.schema.json from the pydantic model:
-``python -m dgdgen.schemagen`` (a test fails when the committed file is stale)."""
+``python -m dgdgen.spec.schemagen`` (a test fails when the committed file is stale)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ def generate() -> str:
 
 
 def main() -> int:
-    target = Path(__file__).resolve().parent.parent / "schemas" / "rollout-spec.schema.json"
+    # the checkout this module is in: dgdgen/spec/schemagen.py → the repository root
+    target = Path(__file__).resolve().parents[2] / "schemas" / "rollout-spec.schema.json"
     target.write_text(generate(), encoding="utf-8")
     sys.stdout.write(f"wrote {target}\n")
     return 0

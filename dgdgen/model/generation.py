@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dgdgen import dgd as dgdmod
 from dgdgen.errors import InputError, did_you_mean
+from dgdgen.model import dgd as dgdmod
 
 ANN_REVISION = "dgdgen.dev/revision"
 ANN_BASE_NAME = "dgdgen.dev/base-name"

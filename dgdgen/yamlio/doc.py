@@ -15,7 +15,7 @@ from typing import Any
 from dgdgen.errors import Location
 
 FieldPath = tuple[str | int, ...]
-_Positions = dict[FieldPath, tuple[int, int]]  # 1-based (line, column) of each field
+Positions = dict[FieldPath, tuple[int, int]]  # 1-based (line, column) of each field
 
 
 @dataclass
@@ -42,7 +42,7 @@ class Document:
 
 
 class PackedPositions(Mapping[FieldPath, tuple[int, int]]):
-    """The positions of a document's fields as :func:`~dgdgen.yaml11.load_documents_fast` keeps
+    """The positions of a document's fields as :func:`~dgdgen.yamlio.yaml11.load_documents_fast` keeps
     them: two 32-bit words per mapping key and sequence item (its 0-based line and column), in
     an array, in the order of the text, instead of a dict of field-path tuples to (line, column)
     tuples.

@@ -1,12 +1,12 @@
 """dgdgen's complete YAML 1.2 reader: ruamel.yaml's round-trip loader, which builds only plain
 YAML types (no arbitrary object construction: safe) and records positions, turned into plain
-Python data with the position of every field (:func:`_ruamel_documents`).
+Python data with the position of every field (:func:`ruamel_documents`).
 
 :func:`dgdgen.yamlio.load_documents` leaves it only the streams that libyaml cannot read the
-way ruamel.yaml does (dgdgen.yaml12), and at most
-:attr:`~dgdgen.yamllimits.Limits.max_ruamel_bytes` of them: its pure-Python parser costs up
-to 25 s and 600 MB per MB of text. :func:`_key` and :func:`_scalar`, the plain value of a
-constructed key or scalar within the bounds, serve the YAML 1.1 reader (dgdgen.yaml11) too.
+way ruamel.yaml does (dgdgen.yamlio.yaml12), and at most
+:attr:`~dgdgen.yamlio.limits.Limits.max_ruamel_bytes` of them: its pure-Python parser costs up
+to 25 s and 600 MB per MB of text. :func:`key_text` and :func:`plain_scalar`, the plain value of a
+constructed key or scalar within the bounds, serve the YAML 1.1 reader (dgdgen.yamlio.yaml11) too.
 """
 
 from __future__ import annotations
@@ -17,16 +17,16 @@ import warnings
 from typing import Any
 
 from dgdgen.errors import InputError, Location
-from dgdgen.yamldoc import Document, FieldPath, _Positions
-from dgdgen.yamlerrors import _in_file, _version_error, _yaml_error
-from dgdgen.yamllimits import (
-    _PLAIN_TAGS,
-    _at,
-    _BadScalar,
-    _bounded,
-    _int_range_error,
-    _int_text_fits,
-    _not_text,
+from dgdgen.yamlio.doc import Document, FieldPath, Positions
+from dgdgen.yamlio.errors import from_yaml_error, in_file, version_error
+from dgdgen.yamlio.limits import (
+    PLAIN_TAGS,
+    BadScalar,
+    bounded_int,
+    int_range_error,
+    int_text_fits,
+    mark_position,
+    not_text,
 )
 
 
@@ -40,7 +40,7 @@ def _ruamel_loader() -> Any:
 
 
 class _WideInt:
-    """An integer scalar whose text is too long to hold 64 bits, kept unread (:func:`_scalar`
+    """An integer scalar whose text is too long to hold 64 bits, kept unread (:func:`plain_scalar`
     refuses it at its field)."""
 
     __slots__ = ("text",)
@@ -57,7 +57,7 @@ def _bounded_constructor() -> Any:
 
     class Constructor(RoundTripConstructor):
         def construct_yaml_int(self, node: Any) -> Any:
-            if isinstance(node.value, str) and not _int_text_fits(node.value):
+            if isinstance(node.value, str) and not int_text_fits(node.value):
                 return _WideInt(node.value)
             return super().construct_yaml_int(node)
 
@@ -65,7 +65,7 @@ def _bounded_constructor() -> Any:
     return Constructor
 
 
-def _plain(node: Any, path: FieldPath, positions: _Positions) -> Any:
+def _plain(node: Any, path: FieldPath, positions: Positions) -> Any:
     """Convert ruamel round-trip containers/scalars to plain Python, recording positions."""
     from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
@@ -73,9 +73,9 @@ def _plain(node: Any, path: FieldPath, positions: _Positions) -> Any:
         out: dict[str, Any] = {}
         for key in node:
             try:
-                text = _key(key)
-            except _BadScalar as exc:
-                where: _Positions = {}
+                text = key_text(key)
+            except BadScalar as exc:
+                where: Positions = {}
                 _ruamel_position(where, path, node, "key", key)
                 raise InputError(str(exc), location=Location("", *where.get(path, (None, None))),
                                  field=path) from None
@@ -91,13 +91,13 @@ def _plain(node: Any, path: FieldPath, positions: _Positions) -> Any:
             items.append(_plain(item, child, positions))
         return items
     try:
-        return _scalar(node)
-    except _BadScalar as exc:
+        return plain_scalar(node)
+    except BadScalar as exc:
         raise InputError(str(exc), location=Location("", *positions.get(path, (None, None))),
                          field=path) from None
 
 
-def _ruamel_position(positions: _Positions, child: FieldPath, node: Any, kind: str,
+def _ruamel_position(positions: Positions, child: FieldPath, node: Any, kind: str,
                      key: Any) -> None:
     """Record where ruamel.yaml saw a mapping's ``key`` or a list's ``item`` (0-based), if it
     did."""
@@ -108,54 +108,54 @@ def _ruamel_position(positions: _Positions, child: FieldPath, node: Any, kind: s
     positions[child] = (line + 1, col + 1)
 
 
-def _key(key: Any) -> str:
+def key_text(key: Any) -> str:
     # Kubernetes keys are strings; a YAML key such as `8000:` or `true:` is read as its text.
     if isinstance(key, bool):
         return "true" if key else "false"
     if isinstance(key, _WideInt):
-        raise _int_range_error(key.text)
+        raise int_range_error(key.text)
     if isinstance(key, int):
-        _bounded(int(key))
+        bounded_int(int(key))
     if isinstance(key, str):
-        bad = _not_text(key)
+        bad = not_text(key)
         if bad is not None:
             raise bad
     return str(key)
 
 
-def _scalar(value: Any) -> Any:
+def plain_scalar(value: Any) -> Any:
     if value is None:
         return None
     if isinstance(value, bool):
         return bool(value)
     if isinstance(value, int):
-        return _bounded(int(value))
+        return bounded_int(int(value))
     if isinstance(value, float):
         return float(value)
     if isinstance(value, str):
-        bad = _not_text(value)
+        bad = not_text(value)
         if bad is not None:
             raise bad
         return str(value)
     if isinstance(value, _WideInt):
-        raise _int_range_error(value.text)
+        raise int_range_error(value.text)
     if isinstance(value, (_dt.datetime, _dt.date)):
         return value.isoformat()
     tag = getattr(getattr(value, "tag", None), "value", None)
-    if isinstance(tag, str) and tag in _PLAIN_TAGS:
+    if isinstance(tag, str) and tag in PLAIN_TAGS:
         # ruamel keeps an explicitly tagged scalar (`!!str 5`) as a TaggedScalar; the event pass
         # has already checked that its text fits the tag, so PyYAML's constructor builds it.
         import yaml
 
         text = str(value.value)
-        if _PLAIN_TAGS[tag] == "int" and not _int_text_fits(text):
-            raise _int_range_error(text)
+        if PLAIN_TAGS[tag] == "int" and not int_text_fits(text):
+            raise int_range_error(text)
         node = yaml.ScalarNode(tag, text)
-        return _scalar(yaml.SafeLoader("").construct_object(node))
+        return plain_scalar(yaml.SafeLoader("").construct_object(node))
     return value
 
 
-def _ruamel_documents(text: str, file: str) -> list[Document]:
+def ruamel_documents(text: str, file: str) -> list[Document]:
     from ruamel.yaml.error import YAMLError
 
     yaml = _ruamel_loader()
@@ -167,7 +167,7 @@ def _ruamel_documents(text: str, file: str) -> list[Document]:
             for i, raw in enumerate(yaml.load_all(text)):
                 if raw is None:
                     continue
-                positions: _Positions = {}
+                positions: Positions = {}
                 data = _plain(raw, (), positions)
                 start = 1
                 lc = getattr(raw, "lc", None)
@@ -175,17 +175,17 @@ def _ruamel_documents(text: str, file: str) -> list[Document]:
                     start = lc.line + 1
                 docs.append(Document(data, file, i, positions, start))
     except YAMLError as exc:
-        raise _yaml_error(exc, file, text) from None
+        raise from_yaml_error(exc, file, text) from None
     except InputError as exc:  # raised by _plain, which knows the line but not the file
-        raise _in_file(exc, file) from None
+        raise in_file(exc, file) from None
     except Exception as exc:  # ruamel raises a few non-YAMLError types for odd input
         if exc.__class__.__module__.startswith("ruamel"):
-            raise _yaml_error(exc, file, text) from None
+            raise from_yaml_error(exc, file, text) from None
         if isinstance(exc, TypeError) and "unhashable" in str(exc):
             raise _collection_key_error(text, file) from None
         if isinstance(exc, (AssertionError, ValueError)) and _raised_in_ruamel(exc):
             # `%YAML 1.0` fails an assertion, `"\U00110000"` a chr(): bad input all the same
-            raise _version_error(text, file) or InputError(
+            raise version_error(text, file) or InputError(
                 f"malformed YAML: {exc}", location=Location(file)) from None
         raise
     return docs
@@ -208,7 +208,7 @@ def _collection_key_error(text: str, file: str) -> InputError:
     try:
         todo = [n for n in yaml.compose_all(text, Loader=loader) if n is not None][::-1]
     except yaml.YAMLError as exc:
-        return _yaml_error(exc, file, text)
+        return from_yaml_error(exc, file, text)
     while todo:  # depth first, in the order of the text
         node = todo.pop()
         if isinstance(node, yaml.MappingNode):
@@ -220,7 +220,7 @@ def _collection_key_error(text: str, file: str) -> InputError:
                 if any(isinstance(n, yaml.CollectionNode) for n in inner):
                     return InputError(
                         "unsupported mapping key: a mapping or a list holding another one",
-                        location=Location(file, *_at(key.start_mark)),
+                        location=Location(file, *mark_position(key.start_mark)),
                         hint="Kubernetes keys are strings")
         elif isinstance(node, yaml.SequenceNode):
             children = node.value

@@ -1,6 +1,6 @@
 """A spec loaded and planned: the value the stages past planning share (render, traffic, analysis,
 GitOps, the plan report, the rehearsal). It lives below all of them and below the orchestrator
-that builds it (``dgdgen.pipeline.prepare``), so none of them imports the orchestrator."""
+that builds it (``dgdgen.pipeline.prepare.prepare``), so none of them imports the orchestrator."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 from dgdgen import plan as planmod
 from dgdgen.errors import InputError
-from dgdgen.generation import Generation
-from dgdgen.load import LoadedSpec
+from dgdgen.model.generation import Generation
+from dgdgen.plan.load import LoadedSpec
 
 
 @dataclass(frozen=True)

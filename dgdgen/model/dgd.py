@@ -14,7 +14,7 @@ not model survive every edit) and gives a uniform :class:`Component` view and ed
 
 Why one module: both shapes are read by one shape checker into one component view, and the
 raw accessors the generator edits through must agree with that reading path for path; the typed
-pod view the checker reads lives apart (:mod:`dgdgen.dgdpod`).
+pod view the checker reads lives apart (:mod:`dgdgen.model.dgdpod`).
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from dgdgen.dgdpod import ComponentPod, EnvVar, component_pod, env_list
 from dgdgen.errors import InputError, Location
+from dgdgen.model.dgdpod import ComponentPod, EnvVar, component_pod, env_list
 from dgdgen.yamlio import Document, FieldPath
 
 GROUP = "nvidia.com"
@@ -176,7 +176,7 @@ class Dgd:
 
     def pod(self, name: str) -> ComponentPod:
         """What the main container of component ``name`` takes from its pod, parsed from the
-        document on first use (:mod:`dgdgen.dgdpod`): the checker's view, never edited."""
+        document on first use (:mod:`dgdgen.model.dgdpod`): the checker's view, never edited."""
         comp = self.components[name]
         cached = self._pods.get(name)
         if cached is not None and cached[0] is comp:
@@ -432,7 +432,7 @@ def _env_shape(t: _Shape, node: dict[str, Any], key: str, path: FieldPath) -> No
 
 def _pod_shape(t: _Shape, pod: dict[str, Any], ppath: FieldPath, main: dict[str, Any],
                mpath: FieldPath) -> None:
-    """The pod and main-container fields the checker reads (:class:`dgdgen.dgdpod.ComponentPod`):
+    """The pod and main-container fields the checker reads (:class:`dgdgen.model.dgdpod.ComponentPod`):
     a wrong shape there is an error at its line, as everywhere past :func:`parse`."""
     if t.checked:
         return

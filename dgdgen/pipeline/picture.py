@@ -15,7 +15,7 @@ from dgdgen.picture import (
     text_width,
     wrap,
 )
-from dgdgen.planreport import (
+from dgdgen.pipeline.report import (
     analysis_on,
     duration_text,
     gate_checks,
@@ -28,7 +28,7 @@ from dgdgen.planreport import (
 )
 
 if TYPE_CHECKING:
-    from dgdgen.prepared import Prepared
+    from dgdgen.plan.prepared import Prepared
 
 SVG_NS = "http://www.w3.org/2000/svg"
 _BUDGET = "#d62728"

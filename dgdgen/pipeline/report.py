@@ -1,6 +1,6 @@
 """Plan reports in text: a table, JSON, and a Markdown summary with mermaid charts for pull
 requests, one function per format, chosen from :data:`FORMATS`; and the cells they share with the
-picture (:mod:`dgdgen.planpicture`) and with ``status`` / ``explain``: replicas, durations, the
+picture (:mod:`dgdgen.pipeline.picture`) and with ``status`` / ``explain``: replicas, durations, the
 order of a transition's moves, what each step's gate checks."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from dgdgen.analysis.gates import StepGate
     from dgdgen.plan import GenerationState, Plan, PlanStep
-    from dgdgen.prepared import Prepared
+    from dgdgen.plan.prepared import Prepared
     from dgdgen.spec import CustomMetric
 
 ROLE_ABBR = {"frontend": "fe", "aggregated": "agg", "prefill": "pre", "decode": "dec", "other": "oth"}

@@ -6,27 +6,27 @@ that contract:
 
 * :func:`load_documents` reads rollout specs and the DGDs the generator reads: as ruamel.yaml's
   round-trip loader (YAML 1.2, plain YAML types only: safe) reads them, but through libyaml
-  (PyYAML's C parser) wherever the two certainly agree (dgdgen.yaml12), and through
-  ruamel.yaml itself only where they might not (dgdgen.yamlruamel).
-* :func:`load_documents_fast` (dgdgen.yaml11) builds the data from libyaml's events, with YAML
+  (PyYAML's C parser) wherever the two certainly agree (dgdgen.yamlio.yaml12), and through
+  ruamel.yaml itself only where they might not (dgdgen.yamlio.ruamel).
+* :func:`load_documents_fast` (dgdgen.yamlio.yaml11) builds the data from libyaml's events, with YAML
   1.1 scalars as PyYAML's SafeLoader reads them; it exists for the checker, which must read
   thousands of files at close to the C parser's speed.
 
-Both loaders sit behind the same limits (dgdgen.yamllimits, set once by the CLI): only regular
+Both loaders sit behind the same limits (dgdgen.yamlio.limits, set once by the CLI): only regular
 files are read, and only up to a size cap; before either parser builds anything, one linear pass
 over the parser's events refuses nesting deeper than a bound, more aliases than a bound, aliases
 whose expansion would add more than a bound of nodes (alias bombs), recursive aliases, and tags
 other than the plain YAML types (``!!binary``, ``!!python/...``, custom ``!tags``). So every load
 takes time and memory linear in the file's size, whoever wrote the file (docs/robustness.md).
-A parser's refusal reads the same whichever parser met it (dgdgen.yamlerrors).
+A parser's refusal reads the same whichever parser met it (dgdgen.yamlio.errors).
 
 Dumping always goes through ruamel.yaml with a fixed configuration: top-level keys in the
 Kubernetes order (apiVersion, kind, metadata, spec, ...), other keys in insertion order, no
 aliases, a fixed line width, multi-line strings as literal blocks.
 
-The rest of dgdgen imports from here; :class:`Document`, ``FieldPath`` (dgdgen.yamldoc) and
-:func:`load_documents_fast` (dgdgen.yaml11), which most stages name, are re-exported
-(``__all__``). The limits are configured and read through dgdgen.yamllimits.
+The rest of dgdgen imports from here; :class:`Document`, ``FieldPath`` (dgdgen.yamlio.doc) and
+:func:`load_documents_fast` (dgdgen.yamlio.yaml11), which most stages name, are re-exported
+(``__all__``). The limits are configured and read through dgdgen.yamlio.limits.
 """
 
 from __future__ import annotations
@@ -41,13 +41,13 @@ import stat
 from collections.abc import Hashable, Iterator, Mapping, Sequence
 from typing import Any
 
-from dgdgen import yamlruamel
 from dgdgen.errors import InputError, Location
-from dgdgen.yaml11 import load_documents_fast
-from dgdgen.yaml12 import _read12
-from dgdgen.yamldoc import Document, FieldPath
-from dgdgen.yamlevents import _GiveUp
-from dgdgen.yamllimits import _size_error, check_limits, get_limits
+from dgdgen.yamlio import ruamel as yamlruamel
+from dgdgen.yamlio.doc import Document, FieldPath
+from dgdgen.yamlio.events import GiveUp
+from dgdgen.yamlio.limits import check_limits, get_limits, size_error
+from dgdgen.yamlio.yaml11 import load_documents_fast
+from dgdgen.yamlio.yaml12 import read12
 
 __all__ = [
     "TOP_LEVEL_ORDER",
@@ -70,20 +70,20 @@ def load_documents(text: str, file: str) -> list[Document]:
     """Parse every document of a YAML stream (safe: plain YAML types only), keeping positions.
 
     ruamel.yaml (YAML 1.2) decides what a stream means, but it reads only what libyaml cannot
-    read its way: libyaml (:func:`dgdgen.yaml12._read12`, about 20 times faster) reads the
+    read its way: libyaml (:func:`dgdgen.yamlio.yaml12.read12`, about 20 times faster) reads the
     stream, reports its syntax errors, and gives up, leaving the stream to ruamel.yaml,
     wherever the two could differ (an alias, a scalar such as ``0x1F`` that YAML 1.1 types
     otherwise, a ``%YAML 1.1`` directive...). ruamel.yaml's pure-Python parser costs up to 25 s
     and 600 MB per MB of text, so it reads at most
-    :attr:`~dgdgen.yamllimits.Limits.max_ruamel_bytes`: a larger stream that needs it is
+    :attr:`~dgdgen.yamlio.limits.Limits.max_ruamel_bytes`: a larger stream that needs it is
     refused, naming what needs it and where."""
     # The limits first: libyaml's composer must never see an alias bomb or a nesting deep enough
     # to crash it; the event pass runs where a cheap scan cannot rule those out.
     full = check_limits(text, file, always=False)
     with _collector_paused():
         try:
-            return _read12(text, file)
-        except _GiveUp as exc:
+            return read12(text, file)
+        except GiveUp as exc:
             why = exc
         cap = get_limits().max_ruamel_bytes
         if why.reason and len(text) > cap:
@@ -96,7 +96,7 @@ def load_documents(text: str, file: str) -> list[Document]:
         if not full:  # ruamel.yaml recurses: every limit is checked before it builds anything
             check_limits(text, file)
         # looked up on its module, where a test stands in for it (malformed text never reaches it)
-        return yamlruamel._ruamel_documents(text, file)
+        return yamlruamel.ruamel_documents(text, file)
 
 
 @contextlib.contextmanager
@@ -114,7 +114,7 @@ def _collector_paused() -> Iterator[None]:
 
 
 def read_text(path: str, *, display: str | None = None) -> str:
-    """Read a regular file as UTF-8, at most :attr:`~dgdgen.yamllimits.Limits.max_bytes`, with
+    """Read a regular file as UTF-8, at most :attr:`~dgdgen.yamlio.limits.Limits.max_bytes`, with
     one clear error when it is missing, a directory, a FIFO or device (never read: ``/dev/zero``
     would not end, a FIFO would block), too large, a symlink loop, unreadable or not UTF-8."""
     raw = read_bytes(path, display=display)
@@ -153,7 +153,7 @@ def read_bytes(path: str, *, display: str | None = None) -> bytes:
                              "are read", location=where)
         limit = get_limits().max_bytes
         if st.st_size > limit:
-            raise _size_error(st.st_size, shown)
+            raise size_error(st.st_size, shown)
         chunks = []
         total = 0
         while True:  # the file may grow while it is read: never read past the limit
@@ -163,7 +163,7 @@ def read_bytes(path: str, *, display: str | None = None) -> bytes:
             chunks.append(chunk)
             total += len(chunk)
             if total > limit:
-                raise _size_error(total, shown)
+                raise size_error(total, shown)
         raw = b"".join(chunks)
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror}", location=where) from None

@@ -1,8 +1,8 @@
 """The checker's bulk reader, :func:`load_documents_fast`: YAML 1.1 as PyYAML's SafeLoader
 resolves it, built from libyaml's events at close to the C parser's speed (a check reads
 thousands of files). Plain data (no anchor, alias, tag or merge key: most files) is read by
-:func:`_packed11`, which keeps the positions packed (:class:`~dgdgen.yamldoc.PackedPositions`);
-anything else by the builder both libyaml readers share (dgdgen.yamlevents).
+:func:`_packed11`, which keeps the positions packed (:class:`~dgdgen.yamlio.doc.PackedPositions`);
+anything else by the builder both libyaml readers share (dgdgen.yamlio.events).
 """
 
 from __future__ import annotations
@@ -15,26 +15,26 @@ from sys import intern as _intern
 from typing import Any
 
 from dgdgen.errors import InputError
-from dgdgen.yamldoc import Document, FieldPath, PackedPositions
-from dgdgen.yamlerrors import _in_file, _syntax_error, _yaml_error
-from dgdgen.yamlevents import (
-    _DECIMAL,
-    _MERGE_TAG,
-    _STR_TAG,
-    _Builder,
-    _built_errors,
-    _NoPathResolvers,
+from dgdgen.yamlio.doc import Document, FieldPath, PackedPositions
+from dgdgen.yamlio.errors import from_yaml_error, in_file, syntax_error
+from dgdgen.yamlio.events import (
+    DECIMAL,
+    MERGE_TAG,
+    STR_TAG,
+    Builder,
+    NoPathResolvers,
+    parser_errors,
 )
-from dgdgen.yamllimits import (
+from dgdgen.yamlio.limits import (
     INT_MAX,
     INT_MIN,
-    _int_range_error,
-    _int_text_fits,
-    _remember,
     check_limits,
     get_limits,
+    int_range_error,
+    int_text_fits,
+    remember,
 )
-from dgdgen.yamlruamel import _key, _scalar
+from dgdgen.yamlio.ruamel import key_text, plain_scalar
 
 
 def load_documents_fast(text: str, file: str) -> list[Document]:
@@ -61,12 +61,12 @@ def load_documents_fast(text: str, file: str) -> list[Document]:
             if not (scalar and data is None):
                 docs.append(Document(data, file, i, positions, line))
     except yaml.YAMLError as exc:
-        if not isinstance(exc, _built_errors()):  # the parser's own: a syntax error
-            raise _yaml_error(exc, file, text) from None
-        raise (_syntax_error(text, file) or _yaml_error(exc, file, text)) from None
+        if not isinstance(exc, parser_errors()):  # the parser's own: a syntax error
+            raise from_yaml_error(exc, file, text) from None
+        raise (syntax_error(text, file) or from_yaml_error(exc, file, text)) from None
     except InputError as exc:  # raised by the builder, which knows the line but not the file
         # built from the events as they come, but a syntax error further on is the first to say
-        raise (_syntax_error(text, file) or _in_file(exc, file)) from None
+        raise (syntax_error(text, file) or in_file(exc, file)) from None
     finally:
         if enabled:
             gc.enable()
@@ -95,27 +95,27 @@ def _fast_loader() -> Any:
     cache: dict[tuple[Any, Any], str] = {}
     resolve = base.resolve
 
-    class Loader(_NoPathResolvers, base):  # type: ignore[misc, valid-type]
+    class Loader(NoPathResolvers, base):  # type: ignore[misc, valid-type]
         def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
             if kind is ScalarNode and implicit[0] and not implicit[1]:
                 tag = plain.get(value)
                 if tag is None:
                     tag = resolve(self, kind, value, implicit)
-                    _remember(plain, value, tag, value)
+                    remember(plain, value, tag, value)
                 return tag
             # a quoted scalar, or a mapping or sequence (their tag depends on the kind only)
             key = (value, implicit) if kind is ScalarNode else (kind, implicit)
             tag = cache.get(key)
             if tag is None:
                 tag = resolve(self, kind, value, implicit)
-                _remember(cache, key, tag, value if kind is ScalarNode else "")
+                remember(cache, key, tag, value if kind is ScalarNode else "")
             return tag
 
     return Loader
 
 
-def _builder11(loader: Any) -> _Builder:
-    """The :class:`_Builder` for YAML 1.1 as PyYAML's SafeLoader reads it: a scalar that is not a
+def _builder11(loader: Any) -> Builder:
+    """The :class:`Builder` for YAML 1.1 as PyYAML's SafeLoader reads it: a scalar that is not a
     string is built by the loader's constructor (``!!str 5``, numbers, booleans, timestamps),
     aliases are expanded and ``<<`` merges."""
     import yaml
@@ -123,8 +123,8 @@ def _builder11(loader: Any) -> _Builder:
     constructors = type(loader).yaml_constructors
 
     def read(tag: str, e: Any) -> Any:
-        if tag == _INT_TAG and not _int_text_fits(e.value):
-            raise _int_range_error(e.value)  # before int() reads it
+        if tag == _INT_TAG and not int_text_fits(e.value):
+            raise int_range_error(e.value)  # before int() reads it
         # what construct_object does for a scalar, without keeping every node it built
         construct = constructors.get(tag) or constructors[None]
         return construct(loader, yaml.ScalarNode(tag, e.value, e.start_mark, e.end_mark,
@@ -136,19 +136,19 @@ def _builder11(loader: Any) -> _Builder:
             while todo:
                 n = todo.pop()
                 if isinstance(n, yaml.ScalarNode):
-                    if n.tag == _INT_TAG and not _int_text_fits(n.value):
-                        raise _int_range_error(n.value)
+                    if n.tag == _INT_TAG and not int_text_fits(n.value):
+                        raise int_range_error(n.value)
                 elif isinstance(n, yaml.SequenceNode):
                     todo.extend(n.value)
                 else:
                     todo.extend(x for pair in n.value for x in pair)
-            return _key(loader.construct_object(node, deep=True))
-        return _key(read(tag, node))
+            return key_text(loader.construct_object(node, deep=True))
+        return key_text(read(tag, node))
 
     def value_of(tag: str, e: Any) -> Any:
-        return _scalar(read(tag, e))
+        return plain_scalar(read(tag, e))
 
-    return _Builder(loader, _STR_TAG, key_of, value_of, yaml11=True)
+    return Builder(loader, STR_TAG, key_of, value_of, yaml11=True)
 
 
 _INT_TAG = "tag:yaml.org,2002:int"
@@ -157,12 +157,12 @@ _NULL_TAG = "tag:yaml.org,2002:null"
 
 
 class _Unusual(Exception):
-    """What the packed reading (:func:`_packed11`) leaves to :class:`_Builder`."""
+    """What the packed reading (:func:`_packed11`) leaves to :class:`Builder`."""
 
 
 # A plain scalar's reading depends on its text alone (SafeLoader has no path resolvers): the
 # value, or as a mapping key the key, of the plain scalars met before, one object each (keys,
-# enums, images repeat from file to file: held once), bounded as every memo (_remember).
+# enums, images repeat from file to file: held once), bounded as every memo (remember).
 _PLAIN11: dict[str, Any] = {}
 _KEYS11: dict[str, str] = {}
 
@@ -189,9 +189,9 @@ def _packed_setup() -> tuple[Any, ...]:
     def plain_value(e: Any) -> Any:
         text = e.value
         tag = resolve(kind, text, e.implicit)
-        if tag == _STR_TAG:
+        if tag == STR_TAG:
             value = text
-        elif tag == _INT_TAG and len(text) <= 20 and _DECIMAL.fullmatch(text) and (
+        elif tag == _INT_TAG and len(text) <= 20 and DECIMAL.fullmatch(text) and (
                 INT_MIN <= int(text) <= INT_MAX):
             value = int(text)  # as PyYAML's constructor reads a decimal integer
         elif tag == _BOOL_TAG:
@@ -200,28 +200,28 @@ def _packed_setup() -> tuple[Any, ...]:
             value = None
         else:  # the constructor (a float, a timestamp...); a refusal is the builder's to say
             value = value_of(tag, e)
-        _remember(_PLAIN11, text, value, text)
+        remember(_PLAIN11, text, value, text)
         return value
 
     def plain_key(e: Any) -> str:
         text = e.value
         tag = resolve(kind, text, e.implicit)
-        if tag == _STR_TAG:
+        if tag == STR_TAG:
             key = _intern(text)
-        elif tag == _MERGE_TAG:
+        elif tag == MERGE_TAG:
             raise _Unusual
         else:
             key = key_of(tag, e)  # `8000:`, `true:` are read as their text
-        _remember(_KEYS11, text, key, text)
+        remember(_KEYS11, text, key, text)
         return key
 
     return (parser_cls, ev.ScalarEvent, ev.MappingStartEvent, ev.MappingEndEvent,
             ev.SequenceStartEvent, ev.SequenceEndEvent, ev.DocumentStartEvent,
-            ev.StreamEndEvent, yaml.YAMLError, _built_errors(), plain_value, plain_key)
+            ev.StreamEndEvent, yaml.YAMLError, parser_errors(), plain_value, plain_key)
 
 
 def _packed11(text: str) -> list[_Read] | None:
-    """The documents of a stream as :meth:`_Builder.documents` (:func:`_builder11`) reads them,
+    """The documents of a stream as :meth:`Builder.documents` (:func:`_builder11`) reads them,
     with the positions packed (:class:`PackedPositions`); None where the stream has anything
     but plain data: an anchor, an alias, a tag, a merge key, a key that is not a scalar, a
     scalar the builder refuses, a duplicate key, nesting over the limit (the builder then reads

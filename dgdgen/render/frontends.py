@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 if TYPE_CHECKING:
-    from dgdgen.dgd import Dgd
+    from dgdgen.model.dgd import Dgd
 
 PORT = "http"  # the frontend container's port name the operator sets (its HTTP port, 8000)
 PERIOD = 5

@@ -13,7 +13,7 @@ from dgdgen.render.manifest import Manifest
 
 if TYPE_CHECKING:
     from dgdgen.plan import PlanStep
-    from dgdgen.prepared import Prepared
+    from dgdgen.plan.prepared import Prepared
 
 
 def deployed(manifests: list[Manifest]) -> list[Manifest]:

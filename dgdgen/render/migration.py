@@ -3,7 +3,7 @@ generation.
 
 A generation that still serves part of the traffic and loses workers (a step's shrink, a
 rollback step, the operator's roll) stops them with SIGTERM. A Dynamo 1.6.1 worker unregisters
-its endpoint at once and finishes what it holds (:mod:`dgdgen.grace`), but a frontend that routed
+its endpoint at once and finishes what it holds (:mod:`dgdgen.render.grace`), but a frontend that routed
 a request to it just before it saw the unregistration gets no answer from the worker and returns
 HTTP 503 "no backend worker available" — unless it may migrate the request to another worker.
 The frontend does so only with a migration limit above 0 (``--migration-limit`` /
@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from dgdgen.dgd import Dgd
+    from dgdgen.model.dgd import Dgd
 
 ENV = "DYN_MIGRATION_LIMIT"
 FLAG = "--migration-limit"

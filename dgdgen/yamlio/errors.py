@@ -10,11 +10,11 @@ import re
 from typing import Any
 
 from dgdgen.errors import InputError, Location
-from dgdgen.yamldoc import FieldPath
-from dgdgen.yamllimits import _at, _surrogate_message, _too_deep
+from dgdgen.yamlio.doc import FieldPath
+from dgdgen.yamlio.limits import mark_position, surrogate_message, too_deep
 
 
-def _yaml_error(exc: Exception, file: str, text: str | None = None) -> InputError:
+def from_yaml_error(exc: Exception, file: str, text: str | None = None) -> InputError:
     mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
     problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
     # libyaml says "found character that cannot start any token" without the character that the
@@ -30,19 +30,19 @@ def _yaml_error(exc: Exception, file: str, text: str | None = None) -> InputErro
     location = Location(file)
     position = getattr(exc, "position", None)  # a reader error: a character offset, no mark
     if mark is not None:
-        location = Location(file, *_at(mark))
+        location = Location(file, *mark_position(mark))
     elif isinstance(position, int) and text is not None:
         line = text.count("\n", 0, position) + 1
         column = position - (text.rfind("\n", 0, position) + 1) + 1
         location = Location(file, line, column)
     if "maximum nesting depth" in problem:  # libyaml's own bound (1,000), met before ours
-        return _too_deep(location)
+        return too_deep(location)
     if problem.startswith("found incompatible YAML document") and text is not None:
-        return _version_error(text, file) or InputError(message, location=location)
+        return version_error(text, file) or InputError(message, location=location)
     if problem == "found invalid Unicode character escape code" and text is not None:
         return _escape_error(text, file, location, index)
     if type(exc).__name__ == "DuplicateKeyError":
-        # ruamel's words for what the libyaml loaders say (dgdgen.yamlevents._Builder): one
+        # ruamel's words for what the libyaml loaders say (dgdgen.yamlio.events.Builder): one
         # message from both
         dup = re.match(r'found duplicate key "(.*)" with value', problem, re.DOTALL)
         if dup:
@@ -53,7 +53,7 @@ def _yaml_error(exc: Exception, file: str, text: str | None = None) -> InputErro
 _DIRECTIVE = re.compile(r"^%YAML[ \t]+([^ \t\r\n#]*)", re.MULTILINE)
 
 
-def _version_error(text: str, file: str) -> InputError | None:
+def version_error(text: str, file: str) -> InputError | None:
     """The refusal of a ``%YAML`` directive other than 1.1 and 1.2, at its line (libyaml says
     "incompatible YAML document"; ruamel.yaml failed an assertion)."""
     for m in _DIRECTIVE.finditer(text):
@@ -77,7 +77,7 @@ def _escape_error(text: str, file: str, location: Location, index: Any) -> Input
     if m:
         escape, code = m[0], int(m[0][2:], 16)  # noqa: FURB166 - \\u is no int() prefix
     if 0xD800 <= code <= 0xDFFF:
-        message = _surrogate_message(escape)
+        message = surrogate_message(escape)
     else:
         message = f"{escape} is not a Unicode character (the last one is U+10FFFF)"
     return InputError(message, location=location, field=_path_before_error(text))
@@ -127,7 +127,7 @@ def _path_before_error(text: str) -> FieldPath:
     return tuple(path)
 
 
-def _in_file(exc: InputError, file: str) -> InputError:
+def in_file(exc: InputError, file: str) -> InputError:
     """``exc`` (raised where the file is not known) located in ``file``."""
     if exc.location is not None and not exc.location.file:
         exc.location = Location(file, exc.location.line, exc.location.column)
@@ -136,7 +136,7 @@ def _in_file(exc: InputError, file: str) -> InputError:
     return exc
 
 
-def _syntax_error(text: str, file: str) -> InputError | None:
+def syntax_error(text: str, file: str) -> InputError | None:
     """libyaml's syntax error of ``text``, if it has one (events only: nothing is built); the
     parser's own exception is its ``__cause__``."""
     import yaml
@@ -146,7 +146,7 @@ def _syntax_error(text: str, file: str) -> InputError | None:
         while loader.check_event():
             loader.get_event()
     except yaml.YAMLError as exc:
-        error = _yaml_error(exc, file, text)
+        error = from_yaml_error(exc, file, text)
         error.__cause__ = exc
         return error
     finally:

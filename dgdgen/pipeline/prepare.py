@@ -7,7 +7,6 @@ import dataclasses
 import warnings
 from typing import Any
 
-from dgdgen import frontends, grace, migration
 from dgdgen import plan as planmod
 from dgdgen.analysis.gates import check_clusters, check_gates
 from dgdgen.check.classify import recommend, runtime_replaced, verdict
@@ -16,13 +15,14 @@ from dgdgen.check.facts import dgd_facts
 from dgdgen.check.flags import NEWEST, normalize_release
 from dgdgen.check.inplace import BOTH, RunBy, Target, roll_consequence
 from dgdgen.crd import overlays
-from dgdgen.dgd import ANN_MAX_SURGE
 from dgdgen.errors import InputError, InputWarning, PlanError
-from dgdgen.generation import Generation, base_name, candidate_generation, stable_generation
-from dgdgen.load import LoadedSpec, load_spec
-from dgdgen.parallelism import needed
-from dgdgen.prepared import Prepared
-from dgdgen.render import names
+from dgdgen.model import names
+from dgdgen.model.dgd import ANN_MAX_SURGE
+from dgdgen.model.generation import Generation, base_name, candidate_generation, stable_generation
+from dgdgen.model.parallelism import needed
+from dgdgen.plan.load import LoadedSpec, load_spec
+from dgdgen.plan.prepared import Prepared
+from dgdgen.render import frontends, grace, migration
 from dgdgen.render.dgds import OVERLAY_PROPOSED
 from dgdgen.spec import Isolation, parse_duration
 
@@ -155,7 +155,7 @@ def require_operator_capabilities(loaded: LoadedSpec, mode: str) -> None:
 
 def _warn_generated_revision(loaded: LoadedSpec, cand: Generation) -> None:
     """Without `candidate.revision` the candidate is named by a hash of its DGD
-    (:func:`dgdgen.generation.content_revision`): the same on every run, but any later edit of
+    (:func:`dgdgen.model.generation.content_revision`): the same on every run, but any later edit of
     the candidate or of the stable DGD gives another name, i.e. mid-rollout a new generation
     (a new DGD in separate-dgd) instead of the one being rolled out."""
     import warnings
@@ -257,7 +257,7 @@ def _grace_notes(loaded: LoadedSpec, stable: Generation, cand: Generation,
                  plan: planmod.Plan) -> tuple[str, ...]:
     """The stable's pods that stop while it still serves finish their requests on SIGTERM within
     their own termination grace period. dgdgen gives the candidate's frontends and workers one
-    that covers the request timeout (dgdgen.grace) but never edits the running stable (that would
+    that covers the request timeout (dgdgen.render.grace) but never edits the running stable (that would
     restart it, and the pods it replaced would still stop on their old period): a stable whose
     period is shorter is said here, with the value to set before the rollout."""
     steps, comps = grace.stable_stops_while_serving(
@@ -297,7 +297,7 @@ def _shrink_notes(stable: Generation, cand: Generation, plan: planmod.Plan) -> t
     """What protects each step that stops stable workers while the stable still serves. A worker
     stopping unregisters at once, but its frontend may have routed a request to it a moment
     before; that request gets HTTP 503 unless the frontend migrates it to another worker
-    (dgdgen.migration; measured in docs/rehearse.md). dgdgen gives the candidate's frontends a
+    (dgdgen.render.migration; measured in docs/rehearse.md). dgdgen gives the candidate's frontends a
     migration limit but never edits the running stable (that would restart it), so a stable
     frontend without one is said here. In place the frontend is shared and the in-place note
     says it already."""

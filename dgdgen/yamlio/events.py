@@ -1,7 +1,7 @@
-"""Plain data built from a libyaml parser's events (:class:`_Builder`), for both libyaml readers:
-dgdgen.yaml12 (YAML 1.2 as ruamel.yaml reads it, or give up) and dgdgen.yaml11 (YAML 1.1 as
+"""Plain data built from a libyaml parser's events (:class:`Builder`), for both libyaml readers:
+dgdgen.yamlio.yaml12 (YAML 1.2 as ruamel.yaml reads it, or give up) and dgdgen.yamlio.yaml11 (YAML 1.1 as
 PyYAML's SafeLoader reads it, for the checker), with what the two share: the tags they name,
-:class:`_GiveUp`, a loader without path resolvers and the errors a builder raises.
+:class:`GiveUp`, a loader without path resolvers and the errors a builder raises.
 """
 
 from __future__ import annotations
@@ -12,28 +12,28 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from dgdgen.errors import InputError, Location
-from dgdgen.yamldoc import FieldPath, _Positions
-from dgdgen.yamllimits import _at, _BadScalar, _too_deep, get_limits
+from dgdgen.yamlio.doc import FieldPath, Positions
+from dgdgen.yamlio.limits import BadScalar, get_limits, mark_position, too_deep
 
-_MAP_TAG = "tag:yaml.org,2002:map"
-_SEQ_TAG = "tag:yaml.org,2002:seq"
-_MERGE_TAG = "tag:yaml.org,2002:merge"
-_DECIMAL = re.compile(r"[-+]?(?:0|[1-9][0-9]*)")
-
-
-_STR_TAG = "tag:yaml.org,2002:str"
+MAP_TAG = "tag:yaml.org,2002:map"
+SEQ_TAG = "tag:yaml.org,2002:seq"
+MERGE_TAG = "tag:yaml.org,2002:merge"
+DECIMAL = re.compile(r"[-+]?(?:0|[1-9][0-9]*)")
 
 
-class _GiveUp(Exception):
+STR_TAG = "tag:yaml.org,2002:str"
+
+
+class GiveUp(Exception):
     """What libyaml cannot read the way ruamel.yaml does (``reason``), and where."""
 
     def __init__(self, reason: str, mark: Any = None) -> None:
         super().__init__(reason)
         self.reason = reason
-        self.where: tuple[int, int] | None = _at(mark) if mark is not None else None
+        self.where: tuple[int, int] | None = mark_position(mark) if mark is not None else None
 
 
-class _NoPathResolvers:
+class NoPathResolvers:
     """PyYAML pushes and pops its path resolvers at every node; dgdgen's loaders use none (a
     measurable share of a libyaml parse): mixed in before the loader class, these do nothing."""
 
@@ -45,7 +45,7 @@ class _NoPathResolvers:
 
 
 @functools.lru_cache(maxsize=1)
-def _built_errors() -> tuple[type[Exception], ...]:
+def parser_errors() -> tuple[type[Exception], ...]:
     """The errors the builders raise (an undefined alias, a scalar no constructor reads), as
     opposed to the parser's syntax errors."""
     from yaml.composer import ComposerError
@@ -54,7 +54,7 @@ def _built_errors() -> tuple[type[Exception], ...]:
     return ComposerError, ConstructorError
 
 
-class _Builder:
+class Builder:
     """Plain data built from a libyaml parser's events, for both libyaml loaders, without the
     node graph PyYAML's composer would build first (for a dense stream of small mappings, the
     graph takes twice the memory of the data: 740 MB for 8 MB of ``- {a: 1}``).
@@ -65,7 +65,7 @@ class _Builder:
     is its own text (most scalars: no call); any other is read by ``value_of``, or by ``key_of``
     as a mapping key (which must give a string). ``yaml11``: as PyYAML's SafeLoader, aliases are
     expanded (a copy of the anchored data, at the anchor's positions) and ``<<`` merges
-    mappings; else an alias or a re-used anchor gives up (:class:`_GiveUp`)."""
+    mappings; else an alias or a re-used anchor gives up (:class:`GiveUp`)."""
 
     __slots__ = ("anchors", "events", "get", "key_of", "logs", "max_depth", "resolve",
                  "scalar_kind", "text_tag", "value_of", "yaml11")
@@ -91,7 +91,7 @@ class _Builder:
                                       tuple[int, int]]] = {}
         self.logs: list[list[tuple[FieldPath, tuple[int, int]]]] = []  # of open anchored nodes
 
-    def documents(self) -> Iterator[tuple[int, Any, bool, _Positions, int]]:
+    def documents(self) -> Iterator[tuple[int, Any, bool, Positions, int]]:
         """(index, data, whether the root is a scalar, positions, first line) per document."""
         from yaml import events as ev
 
@@ -102,7 +102,7 @@ class _Builder:
             if type(e) is ev.DocumentStartEvent:
                 self.anchors.clear()
                 root = get()
-                positions: _Positions = {}
+                positions: Positions = {}
                 data = self.node(root, (), positions)[0]
                 scalar = type(root) is ev.ScalarEvent
                 yield index, data, scalar, positions, root.start_mark.line + 1
@@ -116,7 +116,7 @@ class _Builder:
             tag = self.resolve(self.scalar_kind, e.value, e.implicit)
         return str(tag)
 
-    def _scalar(self, e: Any, as_key: bool, path: FieldPath, positions: _Positions,
+    def plain_scalar(self, e: Any, as_key: bool, path: FieldPath, positions: Positions,
                 tag: str | None = None) -> Any:
         if tag is None:
             tag = self._tag(e)
@@ -125,29 +125,29 @@ class _Builder:
         if as_key:
             try:
                 return self.key_of(tag, e)
-            except _BadScalar as exc:
-                raise InputError(str(exc), location=Location("", *_at(e.start_mark)),
+            except BadScalar as exc:
+                raise InputError(str(exc), location=Location("", *mark_position(e.start_mark)),
                                  field=path) from None
         try:
             return self.value_of(tag, e)
-        except _BadScalar as exc:
-            where = positions.get(path) or _at(e.start_mark)
+        except BadScalar as exc:
+            where = positions.get(path) or mark_position(e.start_mark)
             raise InputError(str(exc), location=Location("", *where), field=path) from None
 
     def _anchored(self, e: Any) -> None:
         """Refuse a re-used anchor (as PyYAML's composer does; YAML 1.2 allows it)."""
         if e.anchor in self.anchors:
             if not self.yaml11:
-                raise _GiveUp("a re-used anchor", e.start_mark)
+                raise GiveUp("a re-used anchor", e.start_mark)
             from yaml.composer import ComposerError
 
             raise ComposerError(f"found duplicate anchor {e.anchor!r}; first occurrence", None,
                                 "second occurrence", e.start_mark)
 
-    def _alias(self, e: Any, as_key: bool, path: FieldPath, positions: _Positions
+    def _alias(self, e: Any, as_key: bool, path: FieldPath, positions: Positions
                ) -> tuple[Any, tuple[int, int]]:
         if not self.yaml11:
-            raise _GiveUp("an alias", e.start_mark)
+            raise GiveUp("an alias", e.start_mark)
         found = self.anchors.get(e.anchor)
         if found is None:
             from yaml.composer import ComposerError
@@ -155,10 +155,10 @@ class _Builder:
             raise ComposerError(None, None, f"found undefined alias {e.anchor!r}", e.start_mark)
         event_or_data, under, at = found
         if under is None:  # a scalar: read again, as a key or a value
-            return self._scalar(event_or_data, as_key, path, positions), at
+            return self.plain_scalar(event_or_data, as_key, path, positions), at
         if as_key:
             raise InputError("unsupported mapping key: an alias of a mapping or a list",
-                             location=Location("", *_at(e.start_mark)), field=path,
+                             location=Location("", *mark_position(e.start_mark)), field=path,
                              hint="Kubernetes keys are strings")
         for rel, pos in under:
             self._place(positions, path + rel, pos)
@@ -176,29 +176,29 @@ class _Builder:
                                     style=e.style)
         if t is ev.AliasEvent or e.anchor is not None and depth:
             raise InputError("unsupported mapping key: an anchor or alias inside a key",
-                             location=Location("", *_at(e.start_mark)),
+                             location=Location("", *mark_position(e.start_mark)),
                              hint="Kubernetes keys are strings")
         if depth >= self.max_depth:
-            raise _too_deep(Location("", *_at(e.start_mark)))
+            raise too_deep(Location("", *mark_position(e.start_mark)))
         value: list[Any] = []
         x = self.get()
         if t is ev.SequenceStartEvent:
             while type(x) is not ev.SequenceEndEvent:
                 value.append(self._compose(x, depth + 1))
                 x = self.get()
-            return yaml.SequenceNode(_SEQ_TAG, value, e.start_mark, None)
+            return yaml.SequenceNode(SEQ_TAG, value, e.start_mark, None)
         while type(x) is not ev.MappingEndEvent:
             value.append((self._compose(x, depth + 1), self._compose(self.get(), depth + 1)))
             x = self.get()
-        return yaml.MappingNode(_MAP_TAG, value, e.start_mark, None)
+        return yaml.MappingNode(MAP_TAG, value, e.start_mark, None)
 
-    def _place(self, positions: _Positions, path: FieldPath, at: tuple[int, int]) -> None:
+    def _place(self, positions: Positions, path: FieldPath, at: tuple[int, int]) -> None:
         """Record a position, also in the log of every anchored node being built."""
         positions[path] = at
         for log in self.logs:
             log.append((path, at))
 
-    def node(self, e: Any, path: FieldPath, positions: _Positions, as_key: bool = False
+    def node(self, e: Any, path: FieldPath, positions: Positions, as_key: bool = False
              ) -> tuple[Any, tuple[int, int]]:
         """The data of the node that begins with event ``e``, and the node's position."""
         scalar_event, alias_event, mapping_start, mapping_end, sequence_end = self.events
@@ -212,14 +212,14 @@ class _Builder:
         if t is scalar_event:
             if anchor is not None:
                 self.anchors[anchor] = (e, None, at)
-            return self._scalar(e, as_key, path, positions), at
+            return self.plain_scalar(e, as_key, path, positions), at
         if as_key:
             if not self.yaml11:
-                raise _GiveUp("a mapping key that is not a string", e.start_mark)
+                raise GiveUp("a mapping key that is not a string", e.start_mark)
             # PyYAML builds the key (`? [a, b]`), and it is read as its text, as a scalar key is
             return self.key_of(None, self._compose(e, len(path))), at
         if len(path) >= self.max_depth:
-            raise _too_deep(Location("", *at))
+            raise too_deep(Location("", *at))
         log: list[tuple[FieldPath, tuple[int, int]]] | None = None
         if anchor is not None and self.yaml11:
             log = []
@@ -241,7 +241,7 @@ class _Builder:
                     if k.anchor is not None:
                         self._anchored(k)
                         self.anchors[k.anchor] = (k, None, kat)
-                    if tag == _MERGE_TAG and self.yaml11:
+                    if tag == MERGE_TAG and self.yaml11:
                         merged = self.node(get(), path, positions)[0]
                         for m in merged if isinstance(merged, list) else [merged]:
                             if isinstance(m, dict):
@@ -250,7 +250,7 @@ class _Builder:
                         k = get()
                         continue
                     key = k.value if tag == text_tag else \
-                        self._scalar(k, True, path, positions, tag)
+                        self.plain_scalar(k, True, path, positions, tag)
                 else:
                     key, kat = self.node(k, path, positions, as_key=True)
                 if key in out:
@@ -266,7 +266,7 @@ class _Builder:
                     if tag is None or tag == "!":
                         tag = resolve(kind, v.value, v.implicit)
                     out[key] = v.value if tag == text_tag else \
-                        self._scalar(v, False, child, positions, tag)
+                        self.plain_scalar(v, False, child, positions, tag)
                 else:
                     out[key] = self.node(v, child, positions)[0]
                 k = get()
@@ -291,7 +291,7 @@ class _Builder:
                         if tag is None or tag == "!":
                             tag = resolve(kind, item.value, item.implicit)
                         value = item.value if tag == text_tag else \
-                            self._scalar(item, False, child, positions, tag)
+                            self.plain_scalar(item, False, child, positions, tag)
                     else:
                         value = self.node(item, child, positions)[0]
                 items.append(value)
