@@ -183,8 +183,7 @@ class LocalCluster:
                     self.before_stop(p)
                 del self.dgds[k[1]]
                 self.event(f"prune DGD {k[1]}: stop {len(list(_all(run)))} processes")
-                for p in _all(run):
-                    self.rt.stop(p)
+                self.rt.stop_many(_all(run))
         if gone:
             on_wave(max(waves, default=0) + 1, [])
 
@@ -244,15 +243,18 @@ class LocalCluster:
         for gone in [c for c in run.components if c not in wanted]:
             shrink.append((run.components[gone], 0, ()))
         self._wait_healthy(run, started)
+        stopping: list[Proc] = []
         for comp, keep, _ in shrink:
-            # stop the oldest processes first (they carry the old arguments when args changed)
+            # stop the oldest processes (they carry the old arguments when args changed)
             while len(comp.procs) > keep:
                 p = comp.procs.pop(0)
                 self.event(f"stop {p.name}")
                 self.before_stop(p)
-                self.rt.stop(p, grace=self.stop_grace)
+                stopping.append(p)
             if keep == 0 and comp.name not in wanted:
                 run.components.pop(comp.name, None)
+        # together, as the pods of a scale-down are terminated
+        self.rt.stop_many(stopping, grace=self.stop_grace)
         if shrink:
             self._wait_healthy(run, [])
 

@@ -70,6 +70,67 @@ def http_json(port: int, path: str) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
+def _ns_pid(host_pid: int) -> int | None:
+    """The innermost PID of a process given by its PID in /proc (``NSpid``, proc(5))."""
+    try:
+        with open(f"/proc/{host_pid}/status", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("NSpid:"):
+                    return int(line.split()[-1])
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def proc_pids(children: Iterable[int]) -> dict[int, int]:
+    """The number under /proc of each of this process's children, by the PID this process knows
+    it by: the same, unless this process is the first of a PID namespace of its own (a rehearsal,
+    :func:`dgdgen.runtime.netns.fork_first_process`) while /proc is the host's — then read off
+    its children's ``NSpid``."""
+    wanted = set(children)
+    try:
+        me = int(os.readlink("/proc/self"))
+    except (OSError, ValueError):
+        return {pid: pid for pid in wanted}
+    if me == os.getpid():
+        return {pid: pid for pid in wanted}
+    out: dict[int, int] = {}
+    try:
+        tasks = os.listdir(f"/proc/{me}/task")
+    except OSError:
+        return out
+    for task in tasks:
+        try:
+            with open(f"/proc/{me}/task/{task}/children", encoding="utf-8") as fh:
+                listed = fh.read().split()
+        except OSError:
+            continue
+        for host in listed:
+            ns = _ns_pid(int(host))
+            if ns in wanted:
+                out[ns] = int(host)
+    return out
+
+
+def memory_kb(children: Iterable[int]) -> tuple[int, int, int]:
+    """(RSS, PSS, processes counted) summed over this process's children given: RSS counts a
+    page shared by several of them (the Dynamo core library, the interpreter) once in each, PSS
+    splits it between them, so their PSS adds up to the memory they really take."""
+    rss = pss = n = 0
+    for host in proc_pids(children).values():
+        try:
+            with open(f"/proc/{host}/smaps_rollup", encoding="utf-8") as fh:
+                for line in fh:
+                    if line.startswith("Rss:"):
+                        rss += int(line.split()[1])
+                    elif line.startswith("Pss:"):
+                        pss += int(line.split()[1])
+        except (OSError, ValueError):
+            continue
+        n += 1
+    return rss, pss, n
+
+
 def log_tail(path: Path, lines: int = 10) -> str:
     try:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
@@ -330,9 +391,22 @@ class LocalDynamo:
             self.procs.remove(proc)
         return proc.popen.returncode
 
-    def stop_all(self) -> None:
-        for proc in reversed(list(self.procs)):
-            self.stop(proc, grace=5.0)
+    def stop_many(self, procs: Sequence[Proc], grace: float = 10.0) -> None:
+        """Stop processes together, as Kubernetes terminates the pods of a scale-down or of a
+        deleted object: SIGTERM to all at once, SIGKILL to those still running ``grace`` seconds
+        later (one after the other, their grace periods would add up)."""
+        for proc in procs:
+            if proc.alive():
+                try:
+                    os.killpg(proc.popen.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+        deadline = time.monotonic() + grace
+        for proc in procs:
+            self.stop(proc, grace=max(0.0, deadline - time.monotonic()))
+
+    def stop_all(self, grace: float = 5.0) -> None:
+        self.stop_many(list(self.procs), grace)
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
