@@ -288,6 +288,7 @@ class LocalCluster:
                     self._wait_workers(fe, run, workers, timeout)
         except RuntimeError as exc:
             raise ApplyError(f"DGD {run.name} did not become healthy: {exc}") from exc
+        self.event(f"DGD {run.name} healthy: {len(_all(run))} processes, every worker routed")
 
     def _wait_workers(self, fe: Proc, run: DgdRun, workers: int, timeout: float) -> None:
         from dgdgen.runtime.procs import (

@@ -463,6 +463,7 @@ class Rehearsal:
             sampler.start()
             try:
                 result = "completed"
+                prom.start()  # gets ready while the first state is committed and applied
                 self._commit("render", "--into", "deploy", "--commit")
                 obs = self._apply_state(self.plan.steps[0], states)
                 model = next(iter(cluster.dgds.values())).model
@@ -696,6 +697,7 @@ class Rehearsal:
         if not obs.traffic_moved:
             obs.traffic_moved = self.now()
         obs.replicas_observed = self.cluster.replicas()
+        self.event(f"{state.label}: applied")
         return obs
 
     def _bake_untimed(self, obs: StateObservation, seconds: float) -> None:
