@@ -371,8 +371,10 @@ class Rehearsal:
     # ------------------------------------------------------------------ main
 
     def run(self) -> Outcome:
-        # forked first, while this process has no other thread (dgdgen.runtime.forkserver)
-        with ForkServer(COMMAND_MODULES) as self.commands:
+        # forked first, while this process has no other thread (dgdgen.runtime.forkserver);
+        # reading the spec once builds the validators every command would build on first use
+        spec = str(self.opts.spec)
+        with ForkServer(COMMAND_MODULES, warm=lambda: prepare(spec)) as self.commands:
             return self._run()
 
     def _run(self) -> Outcome:

@@ -26,7 +26,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Self
@@ -79,9 +79,15 @@ def _run_child(req: dict[str, object], out_fd: int, err_fd: int) -> int:
     return code
 
 
-def _serve(sock: socket.socket, preload: Sequence[str]) -> None:
+def _serve(sock: socket.socket, preload: Sequence[str],
+           warm: Callable[[], object] | None) -> None:
     for name in preload:
         importlib.import_module(name)
+    if warm is not None:
+        try:
+            warm()
+        except Exception:  # noqa: BLE001, S110 - only a head start: each command does its own work
+            pass
     while True:
         try:
             msg, fds, _flags, _addr = socket.recv_fds(sock, _MAX, 2)
@@ -116,12 +122,18 @@ def _threads() -> int:
 class ForkServer:
     """A process that runs commands as fresh forks of itself (see the module's docstring).
 
+    ``preload`` names the modules it imports; ``warm``, run once after them, may build what the
+    commands would otherwise each build on first use from the shipped code and data (pydantic's
+    deferred validators, the CRD schemas): state that is the same in every run. Nothing a
+    command computes from its input is kept: each runs in a fork taken before it.
+
     Start it while the process is single-threaded; use it from one thread at a time (calls are
     serialised). A server that cannot start (threads already running) runs every command as
     ``python -m ...`` instead, which proves the same at the old cost.
     """
 
-    def __init__(self, preload: Sequence[str] = ()) -> None:
+    def __init__(self, preload: Sequence[str] = (),
+                 warm: Callable[[], object] | None = None) -> None:
         self._lock = threading.Lock()
         self.pid = 0
         self._sock: socket.socket | None = None
@@ -136,7 +148,7 @@ class ForkServer:
             try:
                 ours.close()
                 signal.signal(signal.SIGINT, signal.SIG_IGN)  # the rehearsal stops it
-                _serve(theirs, preload)
+                _serve(theirs, preload, warm)
             except BaseException:  # noqa: BLE001 - a server that cannot serve just ends
                 code = 70
             finally:
