@@ -28,7 +28,7 @@ from dgdgen.model import dgd as dgdmod
 from dgdgen.model.dgd import Role
 from dgdgen.render import migration
 from dgdgen.runtime.mocker import mocker_invocation
-from dgdgen.runtime.procs import LocalDynamo, Proc
+from dgdgen.runtime.procs import POLL, LocalDynamo, Proc
 
 WAVE = "argocd.argoproj.io/sync-wave"
 # The labels the Dynamo operator sets on every component pod (ai-dynamo/dynamo
@@ -312,7 +312,7 @@ class LocalCluster:
                     f"frontend of {run.name} lists {count_ready_workers(data or {})} of "
                     f"{workers} workers for {run.model!r} after {timeout:.0f} s"
                 )
-            time.sleep(0.1)
+            time.sleep(POLL)
 
 
 def _all(run: DgdRun) -> list[Proc]:

@@ -27,6 +27,9 @@ from types import TracebackType
 from typing import Any, Self
 
 _next_port = 20000
+# Seconds between two looks at a starting process (its health, the frontend's model list): each
+# look is one loopback HTTP request, and every state waits for a few of them in a row.
+POLL = 0.05
 
 
 def free_port() -> int:
@@ -150,6 +153,10 @@ class Proc:
     port: int = 0  # frontend HTTP port
     system_port: int = 0  # worker system (health, metrics) port
     labels: dict[str, str] = field(default_factory=dict)
+    # the namespaces whose prefill router this frontend activated, read off its log so far, and
+    # how far it was read (prefill_routers_active)
+    prefill_routers: set[str] = field(default_factory=set)
+    log_read: int = 0
 
     @property
     def metrics_port(self) -> int:
@@ -330,7 +337,7 @@ class LocalDynamo:
                 )
             if time.monotonic() > deadline:
                 raise StartFailed(f"{proc.name}: no {what} after {timeout:.0f} s:\n{proc.log_tail()}")
-            time.sleep(0.1)
+            time.sleep(POLL)
 
     def wait_frontend_up(self, proc: Proc, timeout: float = 30.0) -> None:
         self.wait_http(proc, "/health", timeout)
@@ -419,15 +426,24 @@ def prefill_routers_active(proc: Proc, namespaces: Iterable[str]) -> bool:
     few milliseconds before that, and a request it routes there in between fails with 503 "no
     backend worker available" (docs/rehearse.md, In place: the operator's roll)."""
     want = set(namespaces)
-    if not want:
+    if want <= proc.prefill_routers:
         return True
-    seen = set()
-    for line in _ANSI.sub("", proc.log_text()).splitlines():
+    # only what the log gained since the last look, up to its last whole line: a frontend under
+    # load logs every request, and the whole log grows to megabytes in a rehearsal
+    try:
+        with open(proc.log_path, "rb") as fh:
+            fh.seek(proc.log_read)
+            new = fh.read()
+    except OSError:
+        return False
+    whole = new[:new.rfind(b"\n") + 1]
+    proc.log_read += len(whole)
+    for line in _ANSI.sub("", whole.decode("utf-8", "replace")).splitlines():
         if "Prefill router target activated" in line:
             m = re.search(r"\bnamespace=(\S+)", line)
             if m:
-                seen.add(m[1])
-    return want <= seen
+                proc.prefill_routers.add(m[1])
+    return want <= proc.prefill_routers
 
 
 def prefill_namespaces(ready: Mapping[str, Any]) -> list[str]:
