@@ -139,6 +139,7 @@ def run_once(ex: str, args: argparse.Namespace) -> dict[str, Any]:
             failed=d["failed"], truncated=d["truncated"], split=max(errs, default=0.0),
             gates=", ".join(f"{s['state']} {s['verdict']}" for s in d["states"] if s["verdict"]),
             procs=d["processesPeak"], rss=d["rssPeakMB"], pss=d.get("pssPeakMB"),
+            commands_cpu=d.get("commandsCpuSeconds"),
         )
         return row
 
@@ -162,9 +163,11 @@ def print_row(row: dict[str, Any], label: str | None = None) -> None:
               f"{row['tree rss']:.0f} / {row['tree pss']:.0f} | {left} |", flush=True)
         return
     pss = f"{row['pss']:.0f}" if row.get("pss") is not None else "—"
+    commands = (f" (commands {row['commands_cpu']:.1f})" if row.get("commands_cpu") is not None
+                else "")
     print(f"| {name} | {row['provider']} | {row['result']} | {row['exit']} | "
           f"{row['command wall']:.1f} | {row['wall']:.1f} | {row['bake']:.1f} | "
-          f"**{row['overhead']:.1f}** ({_short(row['by'])}) | {row['cpu']:.0f} | "
+          f"**{row['overhead']:.1f}** ({_short(row['by'])}) | {row['cpu']:.0f}{commands} | "
           f"{row['requests']} | {row['failed']} | {row['truncated']} | {row['split']:.1f} | "
           f"{row['gates'] or '—'} | {row['procs']}: **{row['rss']:.0f}** / {pss} | "
           f"{row['tree procs']}: {row['tree rss']:.0f} / {row['tree pss']:.0f} | {left} |",
@@ -174,7 +177,7 @@ def print_row(row: dict[str, Any], label: str | None = None) -> None:
 def median_row(rows: list[dict[str, Any]]) -> dict[str, Any]:
     out = dict(rows[0])
     for key in ("command wall", "cpu", "tree rss", "tree pss", "wall", "bake", "overhead",
-                "rss", "requests", "split"):
+                "rss", "requests", "split", "commands_cpu"):
         values = [r[key] for r in rows if r.get(key) is not None]
         if values:
             out[key] = statistics.median(values)

@@ -201,6 +201,7 @@ def to_json(out: Outcome, rows: list[StateRow]) -> dict[str, Any]:
         "processesPeak": out.processes_peak,
         "rssPeakMB": round(out.rss_peak_mb, 1),
         "pssPeakMB": round(out.pss_peak_mb, 1),
+        "commandsCpuSeconds": round(out.commands_cpu, 1),
         "proxyReloads": out.reloads,
         "drains": [{"generation": g, "seconds": round(s, 2), "exitCode": n}
                    for g, s, n in out.drains],

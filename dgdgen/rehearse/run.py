@@ -125,6 +125,8 @@ class Outcome:
     prometheus: Prometheus
     rss_peak_mb: float
     pss_peak_mb: float
+    # CPU seconds of the GitOps commands, gates and drain hooks (each its own process)
+    commands_cpu: float
     processes_peak: int
     drains: list[tuple[str, float, int]]
     events: list[tuple[float, str]]
@@ -540,7 +542,7 @@ class Rehearsal:
             records=records, scaled=scaled, provider=provider.value,
             stand_in=provider is not TrafficProvider.HAPROXY, t0_wall=time.time() - self.now(),
             duration=self.now(), prometheus=prom, rss_peak_mb=sampler.rss_peak,
-            pss_peak_mb=sampler.pss_peak,
+            pss_peak_mb=sampler.pss_peak, commands_cpu=self.commands.cpu_seconds,
             processes_peak=sampler.procs_peak, drains=drains, events=self.events,
             workdir=workdir, options=opts, reloads=proxy.reloads, prepared=prepared,
             phases={k: round(v, 1) for k, v in self.phases.items()},

@@ -16,8 +16,10 @@ Standard library only at import time.
 
 from __future__ import annotations
 
+import gc
 import importlib
 import json
+import locale
 import os
 import runpy
 import signal
@@ -42,6 +44,13 @@ def _run_child(req: dict[str, object], out_fd: int, err_fd: int) -> int:
     os.dup2(err_fd, 2)
     for fd in (devnull, out_fd, err_fd):
         os.close(fd)
+    # the standard streams a fresh interpreter would open on those descriptors (the server's
+    # own may be anything: a test's capture, a closed terminal)
+    encoding = locale.getpreferredencoding(False)
+    sys.stdin = open(0, encoding=encoding, closefd=False)  # noqa: SIM115
+    sys.stdout = open(1, "w", encoding=encoding, closefd=False)  # noqa: SIM115
+    sys.stderr = open(2, "w", buffering=1, encoding=encoding,  # noqa: SIM115
+                      errors="backslashreplace", closefd=False)
     os.chdir(str(req["cwd"]))
     env = req["env"]
     assert isinstance(env, dict)
@@ -88,6 +97,12 @@ def _serve(sock: socket.socket, preload: Sequence[str],
             warm()
         except Exception:  # noqa: BLE001, S110 - only a head start: each command does its own work
             pass
+    # What is loaded now stays out of the cyclic collector's way: a command's collections would
+    # otherwise walk every inherited object and copy each page they touch (copy-on-write).
+    # The console script's threshold, as a fresh `dgdgen` runs with (dgdgen.cli.console).
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(100_000, *gc.get_threshold()[1:])
     while True:
         try:
             msg, fds, _flags, _addr = socket.recv_fds(sock, _MAX, 2)
@@ -106,9 +121,10 @@ def _serve(sock: socket.socket, preload: Sequence[str],
                 os._exit(code)
         for fd in fds:
             os.close(fd)
-        _, status = os.waitpid(pid, 0)
+        _, status, usage = os.wait4(pid, 0)
         code = os.waitstatus_to_exitcode(status)
-        sock.send(json.dumps({"code": 128 - code if code < 0 else code}).encode())
+        sock.send(json.dumps({"code": 128 - code if code < 0 else code,
+                              "cpu": usage.ru_utime + usage.ru_stime}).encode())
 
 
 def _threads() -> int:
@@ -136,6 +152,8 @@ class ForkServer:
                  warm: Callable[[], object] | None = None) -> None:
         self._lock = threading.Lock()
         self.pid = 0
+        # CPU time (user + system) of the commands run through the server so far
+        self.cpu_seconds = 0.0
         self._sock: socket.socket | None = None
         if _threads() > 1:
             return
@@ -177,7 +195,9 @@ class ForkServer:
             reply = self._sock.recv(_MAX)
             if not reply:
                 raise RuntimeError(f"the command server ended while running {module} {argv}")
-            code = int(json.loads(reply)["code"])
+            answer = json.loads(reply)
+            code = int(answer["code"])
+            self.cpu_seconds += float(answer["cpu"])
             out.seek(0)
             err.seek(0)
             stdout = out.read().decode("utf-8", "replace")
