@@ -8,8 +8,8 @@ take about 0.8 s of CPU, the command's own work 0.3 s (docs/rehearse.md, "Where 
 goes"). A fork server keeps that proof and drops the cost: one process, forked from the rehearsal
 before it starts any thread, imports what the commands need once; each command then runs in a
 fresh fork of it — its own process, with its own working folder, environment, output files and
-exit code, and nothing left over from the command before — through the same entry point as the
-``dgdgen`` console script (:func:`dgdgen.cli.main`) or the module's ``__main__``.
+exit code, and nothing left over from the command before — through the module's ``__main__``, as
+``python -m`` runs it (for dgdgen, the console script's entry point).
 
 Standard library only at import time.
 """
@@ -62,15 +62,11 @@ def _run_child(req: dict[str, object], out_fd: int, err_fd: int) -> int:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     code: int
     try:
-        if module == "dgdgen":
-            from dgdgen.cli import main
-
-            sys.argv = ["dgdgen", *argv]
-            code = main(argv)
-        else:
-            sys.argv = [module, *argv]
-            runpy.run_module(module, run_name="__main__", alter_sys=True)
-            code = 0
+        # as `python -m MODULE`: for dgdgen, its __main__ runs the console script's entry point,
+        # which ends the process with the command's exit code once its output is flushed
+        sys.argv = [module, *argv]
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
+        code = 0
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         if exc.code is not None and not isinstance(exc.code, int):
