@@ -133,7 +133,8 @@ def run(args: argparse.Namespace) -> int:
     stable, candidate = read_samples(args.samples, state.stable.revision,
                                      state.candidate.revision)
     d = ex.decide(stable, candidate, mde=cfg.minimum_detectable_effect,
-                  candidate_share=experiment_share(state), better=cfg.better, alpha=cfg.alpha,
+                  candidate_share=experiment_share(state, cfg), better=cfg.better,
+                  alpha=cfg.alpha,
                   power=cfg.power)
     result = result_of(loaded, d)
     if args.format == "json":

@@ -98,6 +98,7 @@ def prepare(path: str) -> Prepared:
     notes = reasons + _migration_notes(cand, mode) + _model_name_notes(stable, cand)
     notes += _grace_notes(loaded, stable, cand, plan) + _shrink_notes(stable, cand, plan)
     notes += _frontend_resource_notes(stable, cand, mode) + _roll_settings_notes(stable, mode)
+    notes += _preview_notes(loaded, plan)
     if notes:
         plan = _with_notes(plan, notes)
     base, cand_name = _names(loaded, stable, cand, mode)
@@ -398,6 +399,34 @@ def _roll_settings_notes(stable: Generation, mode: str) -> tuple[str, ...]:
         f"annotations on {', '.join(bare)} (the way back is a roll too); the operator's worker "
         "hash covers annotations, so a stable DGD without them rolls its workers once more when "
         "the next rollout starts from it: set them in spec.stable.dgd"),)
+
+
+def _preview_notes(loaded: LoadedSpec, plan: planmod.Plan) -> tuple[str, ...]:
+    """What a preview (spec.traffic.preview) does and does not reach: where it starts and ends,
+    the GAMMA callers outside the mesh it misses (a route feature: they follow the parent
+    Service's selector), and the gates that keep the candidate's own Service when the public
+    entry point is not known (docs/traffic.md, "Preview before weight")."""
+    traffic = loaded.spec.spec.traffic
+    p = traffic.preview
+    if p is None:
+        return ()
+    value = p.value if p.value is not None else plan.candidate_revision
+    what = (f"cookie {p.cookie}={value}" if p.cookie is not None
+            else f"header {p.header}: {value}")
+    out = [(f"preview: from step 1 until cleanup a request with {what} reaches the candidate "
+            f"{plan.candidate_revision} alone, whatever the weights; the baseline, rollback and "
+            "cleanup states carry no preview route")]
+    if traffic.provider.value == "gamma" and traffic.gamma is not None:
+        out.append(f"preview: a route feature, for callers inside the mesh only; callers outside "
+                   f"it follow Service {traffic.gamma.service}'s selector, which reads no header "
+                   "(the stable's frontend until the 100 % step)")
+    analysis = loaded.spec.spec.analysis
+    gated = analysis.enabled and (analysis.probe is not None or analysis.quality is not None)
+    if gated and p.url is None and traffic.provider.value != "haproxy":
+        out.append("preview: the probe and the quality gate call the candidate's own Service, "
+                   "not the public entry point: set spec.traffic.preview.url (the Gateway's "
+                   "address) to send them through it with the header")
+    return tuple(out)
 
 
 def _with_notes(plan: planmod.Plan, notes: tuple[str, ...]) -> planmod.Plan:

@@ -381,9 +381,18 @@ def experiment_plan(prepared: Prepared) -> list[dict[str, object]]:
         if st.kind != "step" or st.gate != EXPERIMENT:
             continue
         n_s, n_c = experiment_samples(a.experiment.minimum_detectable_effect,
-                                      experiment_share(st), alpha=a.experiment.alpha,
+                                      experiment_share(st, a.experiment),
+                                      alpha=a.experiment.alpha,
                                       power=a.experiment.power)
-        if traffic.sticky is not None:
+        if a.experiment.cohorts == "preview" and traffic.preview is not None:
+            p = traffic.preview
+            value = p.value if p.value is not None else prepared.plan.candidate_revision
+            carry = (f"cookie {p.cookie}={value}" if p.cookie is not None
+                     else f"header {p.header}: {value}")
+            sticky = (f"cohorts by the preview: users who send {carry} see the candidate "
+                      f"(expected {a.experiment.cohort_share:.0%} of them), the others the "
+                      "stable; each keeps their cohort")
+        elif traffic.sticky is not None:
             sticky = (f"sticky per user by {'cookie' if traffic.sticky.cookie else 'header'} "
                       f"{traffic.sticky.cookie or traffic.sticky.header}")
         elif traffic.provider.value == "haproxy":
@@ -392,6 +401,7 @@ def experiment_plan(prepared: Prepared) -> list[dict[str, object]]:
             sticky = ("not sticky: Gateway API v1 HTTPRoute has no session persistence, one user "
                       "can reach both generations; take one sample per request")
         out.append({"step": st.index, "candidateWeight": st.candidate.weight,
+                    "cohorts": a.experiment.cohorts,
                     "stableSamples": n_s, "candidateSamples": n_c, "sticky": sticky,
                     "metric": a.experiment.metric,
                     "minimumDetectableEffect": a.experiment.minimum_detectable_effect})
@@ -399,9 +409,12 @@ def experiment_plan(prepared: Prepared) -> list[dict[str, object]]:
 
 
 def _experiment_note(e: dict[str, object]) -> str:
+    held = (f"{100 - int(str(e['candidateWeight']))}/{e['candidateWeight']}"
+            + (" (the public split; the candidate's cohort is the preview's)"
+               if e.get("cohorts") == "preview" else ""))
     return (
         f"note: step {e['step']}: A/B experiment on {e['metric']}: both generations held at "
-        f"{100 - int(str(e['candidateWeight']))}/{e['candidateWeight']} until {e['stableSamples']} "
+        f"{held} until {e['stableSamples']} "
         f"stable and {e['candidateSamples']} candidate samples (win rate "
         f"{0.5 + float(str(e['minimumDetectableEffect'])):g} detectable); then `dgdgen "
         f"experiment` decides; {e['sticky']}")

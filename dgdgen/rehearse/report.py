@@ -221,7 +221,59 @@ def to_json(out: Outcome, rows: list[StateRow]) -> dict[str, Any]:
         "events": [{"t": round(t, 2), "event": e} for t, e in out.events],
         "failures": failures(out),
         "outOfMesh": out_of_mesh(out),
+        "preview": preview_split(out),
     }
+
+
+def preview_split(out: Outcome) -> dict[str, Any] | None:
+    """``spec.traffic.preview``: per state, the share of the requests sent with its value that
+    the candidate served, and the share of the others (the route's load) it served, each over
+    the requests that started after the state's traffic settled; None without a preview."""
+    if out.preview is None:
+        return None
+    cand = out.prepared.plan.candidate_revision
+    settle = out.options.settle
+
+    def share(recs: list[Any], lo: float, hi: float) -> tuple[int, float | None]:
+        served = [r for r in recs if lo <= r.start < hi and r.outcome.served_by]
+        on = sum(1 for r in served if r.outcome.served_by == cand)
+        return len(served), (round(100.0 * on / len(served), 2) if served else None)
+
+    states = []
+    for s in out.states:
+        lo, hi = s.traffic_moved + settle, s.ended
+        n, on = share(out.previewed, lo, hi)
+        m, others = share(out.records, lo, hi)
+        in_state = [r for r in out.previewed if lo <= r.start < hi]
+        states.append({"state": s.label, "candidateWeight": s.planned.get(cand, 0),
+                       "previewRequests": n, "previewOnCandidate": on,
+                       "previewFailed": sum(1 for r in in_state if not r.outcome.ok),
+                       "otherRequests": m, "othersOnCandidate": others})
+    recs = out.previewed
+    return {
+        "carries": out.preview, "candidate": cand, "requests": len(recs),
+        "failed": sum(1 for r in recs if not r.outcome.ok and not r.outcome.truncated),
+        "states": states,
+    }
+
+
+def _preview_lines(data: dict[str, Any]) -> list[str]:
+    p = data.get("preview")
+    if not p:
+        return []
+
+    def pct(v: float | None) -> str:
+        return "—" if v is None else f"{v:g} %"
+
+    lines = [(f"Preview: {p['requests']} requests sent with the {p['carries']} "
+              f"({p['failed']} failed), on top of the route's load; the share each state's "
+              f"candidate ({p['candidate']}) served, after the state's traffic settled:"), "",
+             ("| state | candidate weight | with the preview: requests, on the candidate | "
+              "without: requests, on the candidate |"), "| --- | ---: | --- | --- |"]
+    lines += [f"| {s['state']} | {s['candidateWeight']} % | {s['previewRequests']}, "
+              f"{pct(s['previewOnCandidate'])} | {s['otherRequests']}, "
+              f"{pct(s['othersOnCandidate'])} |" for s in p["states"]]
+    return [*lines, ""]
 
 
 def out_of_mesh(out: Outcome) -> dict[str, Any] | None:
@@ -249,6 +301,9 @@ def out_of_mesh(out: Outcome) -> dict[str, Any] | None:
     }
 
 
+# How a failed request's way in is shown beside its state (the route's own load: nothing).
+_ENTRY_NOTE = {"out-of-mesh": " (outside the mesh)", "preview": " (with the preview)"}
+
 # Failed or truncated requests listed in the report, at most (the counts are always complete).
 MAX_FAILURES_LISTED = 50
 
@@ -258,7 +313,7 @@ def failures(out: Outcome) -> list[dict[str, Any]]:
     the traffic of a state was moving or settling: then not in the state's row), what served
     it and what the client saw."""
     listed = []
-    for r in sorted([*out.records, *out.out_of_mesh], key=lambda r: r.start):
+    for r in sorted([*out.records, *out.out_of_mesh, *out.previewed], key=lambda r: r.start):
         if r.outcome.ok:
             continue
         state = next((s for s in out.states if s.started <= r.start < s.ended), None)
@@ -361,7 +416,7 @@ def to_markdown(out: Outcome, rows: list[StateRow], data: dict[str, Any]) -> str
                "connections over all of them): "
                + "; ".join(f"{f['generation']} {f['frontend']} {f['requests']}"
                            for f in data["frontends"]) + "."),
-              "", *_out_of_mesh_lines(data), "![chart](chart.svg)", ""]
+              "", *_out_of_mesh_lines(data), *_preview_lines(data), "![chart](chart.svg)", ""]
     if data["failures"]:
         lines += ["## Failed requests", "",
                   "| start (s) | state | served by | what the client saw |",
@@ -370,7 +425,7 @@ def to_markdown(out: Outcome, rows: list[StateRow], data: dict[str, Any]) -> str
             what = "truncated stream" if f["truncated"] else f"HTTP {f['status']}"
             if f["error"]:
                 what += f": {f['error']}"
-            state = f["state"] + (" (outside the mesh)" if f.get("entry") == "out-of-mesh" else "")
+            state = f["state"] + _ENTRY_NOTE.get(f.get("entry", ""), "")
             lines.append(f"| {f['t']} | {state} | {f['servedBy'] or '—'} | {what} |")
         lines.append("")
     gated = [s for s in out.states if s.analyze_output]
@@ -658,9 +713,14 @@ def summary_lines(data: dict[str, Any]) -> list[str]:
                    f"(±{'—' if err is None else err}) requests {s['requests']} failed {s['failed']}"
                    f" truncated {s['truncated']}"
                    + (f" gate {s['gate']}: {s['verdict']}" if s["verdict"] else ""))
+    p = data.get("preview") or {}
+    for s in p.get("states", []):
+        out.append(f"  {s['state']:<9} preview ({p['carries']}): {s['previewRequests']} "
+                   f"requests, {s['previewOnCandidate']} % on the candidate; without: "
+                   f"{s['othersOnCandidate']} %")
     for f in data.get("failures", [])[:10]:
         what = "truncated" if f["truncated"] else f"status {f['status']}"
-        where = f["state"] + (" (outside the mesh)" if f.get("entry") == "out-of-mesh" else "")
+        where = f["state"] + _ENTRY_NOTE.get(f.get("entry", ""), "")
         out.append(f"  failed at {f['t']} s in {where}: {what}"
                    + (f" ({f['error']})" if f["error"] else "")
                    + (f", served by {f['servedBy']}" if f["servedBy"] else ""))

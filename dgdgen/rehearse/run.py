@@ -32,12 +32,13 @@ from dgdgen.plan.prepared import Prepared
 from dgdgen.rehearse.cluster import LocalCluster, key_of
 from dgdgen.rehearse.load import Load, Record
 from dgdgen.rehearse.prometheus import Prometheus
-from dgdgen.rehearse.proxy import Proxy, route_backends
+from dgdgen.rehearse.proxy import Proxy, route_backends, route_preview
 from dgdgen.rehearse.scale import ScaledSpec, write_scaled_spec
 from dgdgen.runtime.forkserver import ForkServer
 from dgdgen.runtime.model import make_model_dir
 from dgdgen.runtime.procs import LocalDynamo, Proc, memory_kb
 from dgdgen.spec import TrafficProvider
+from dgdgen.traffic import preview
 
 VERDICTS = {0: "Successful", 1: "Failed", 3: "Inconclusive"}
 # An experiment step without a decision (no samples, or fewer than planned): the rollout stops
@@ -146,12 +147,19 @@ class Outcome:
     answering: bool = False
     # the stand-in judge's accuracy, None when no gate is scored by a judge
     judge_accuracy: float | None = None
+    # ``spec.traffic.preview``: the requests sent with its header or cookie value, and what
+    # they carried ("header X-Dgd-Preview: on")
+    previewed: list[Record] = field(default_factory=list)
+    preview: str | None = None
 
 
 # The share of the load that callers outside a GAMMA mesh send on top of the route's, through
 # the parent Service's selector (docs/rehearse.md): enough to see a state that leaves them on a
 # generation that cannot serve, small enough not to crowd the gates' samples.
 OUT_OF_MESH_SHARE = 0.25
+# The share of the load sent on top with the preview's header or cookie value (a spec with
+# spec.traffic.preview): at 20 requests/s and a 12 s bake, 60 previewed requests per state.
+PREVIEW_SHARE = 0.25
 
 # The phases of a rehearsal's wall time: the GitOps commands (separate dgdgen processes, each
 # paying Python's start-up), applying a state (starting frontends and mockers, waiting for them
@@ -448,6 +456,8 @@ class Rehearsal:
         states: list[StateObservation] = []
         load: Load | None = None
         outside: Load | None = None
+        previewing: Load | None = None
+        route = preview.of(prepared)
         self.parent = parent_service(prepared)
         proxy = Proxy(workdir)
         prom = Prometheus(workdir, time_scale=opts.time_scale)
@@ -481,6 +491,13 @@ class Rehearsal:
                     self.say(f"load: {opts.rate * OUT_OF_MESH_SHARE:g} requests/s more from "
                              f"callers outside the mesh, through Service {self.parent}'s "
                              "selector")
+                if route is not None:
+                    previewing = Load(proxy.port, model, rate=opts.rate * PREVIEW_SHARE,
+                                      t0=self.t0, concurrency=4, entry="preview",
+                                      headers=route.request_headers())
+                    previewing.start()
+                    self.say(f"load: {opts.rate * PREVIEW_SHARE:g} requests/s more with the "
+                             f"preview's {route.describe()}, through the proxy")
                 self._bake(obs, 0)
                 last = len(self.plan.steps) - 1
                 for n in range(1, last + 1):
@@ -509,11 +526,13 @@ class Rehearsal:
                     obs = self._apply_state(self.plan.cleanup, states)
                     self._bake(obs, max(3.0, 4 * opts.settle))
                 load.stop()
-                if outside is not None:
-                    outside.stop()
+                for extra_load in (outside, previewing):
+                    if extra_load is not None:
+                        extra_load.stop()
                 obs.ended = self.now()
                 self.say(f"load stopped: {len(load.records)} requests"
-                         + (f", {len(outside.records)} from outside the mesh" if outside else ""))
+                         + (f", {len(outside.records)} from outside the mesh" if outside else "")
+                         + (f", {len(previewing.records)} previewed" if previewing else ""))
                 for _, _, p in cluster.processes():
                     self._count_served(p)
             except BaseException:
@@ -524,15 +543,17 @@ class Rehearsal:
             finally:
                 if load is not None:
                     load.stop(timeout=5)
-                if outside is not None:
-                    outside.stop(timeout=5)
+                for extra_load in (outside, previewing):
+                    if extra_load is not None:
+                        extra_load.stop(timeout=5)
                 sampler.stopped.set()
                 sampler.join()
                 proxy.stop()
                 drains = list(self.drains)
         records = load.snapshot() if load else []
         beside = outside.snapshot() if outside else []
-        if result == "completed" and any(not r.outcome.ok for r in records + beside):
+        previewed = previewing.snapshot() if previewing else []
+        if result == "completed" and any(not r.outcome.ok for r in records + beside + previewed):
             # the rollout went through, but clients saw it: not a success
             result = "completed with client failures"
         # Prometheus stays up for the report's range queries; the caller stops it.
@@ -548,7 +569,8 @@ class Rehearsal:
             phases={k: round(v, 1) for k, v in self.phases.items()},
             frontends=sorted(self.served.values()), out_of_mesh=beside,
             parent_service=self.parent, answering=answers is not None,
-            judge_accuracy=judge_accuracy,
+            judge_accuracy=judge_accuracy, previewed=previewed,
+            preview=route.describe() if route is not None else None,
         )
 
     def _start_judge(self, rt: LocalDynamo, references: Path, accuracy: float) -> str:
@@ -765,6 +787,9 @@ class Rehearsal:
         for key in ("stable-url", "candidate-url"):
             host = sg.arg_map[key].split("//", 1)[1].split("/", 1)[0]
             port = self._service_port(host.split(".")[0])
+            if key == "candidate-url" and preview.gate_entry(self.prepared) is not None:
+                # the public entry point, with the preview's header: the proxy here
+                port = self.proxy.port
             out += [f"--{key}", f"http://127.0.0.1:{port or 9}"]
         if self.judge_url is not None:
             out += ["--judge-url", self.judge_url]
@@ -859,13 +884,17 @@ class Rehearsal:
         self.proxy.kind = "stand-in"
         named = [(self.cluster.generation_of(procs[0]) if procs else name, weight,
                   [p.port for p in procs]) for name, weight, procs in backends]
+        rule = route_preview(objects, self.cluster.service_frontends, self._matching)
+        previewed = None if rule is None else (rule[0], rule[1], [
+            (self.cluster.generation_of(procs[0]) if procs else name, [p.port for p in procs])
+            for name, _, procs in rule[2]])
         parent: list[tuple[str, list[int]]] | None = None
         if self.parent is not None:
             by_generation: dict[str, list[int]] = {}
             for proc in self.cluster.service_frontends(self.parent):
                 by_generation.setdefault(self.cluster.generation_of(proc), []).append(proc.port)
             parent = sorted(by_generation.items())
-        return self.proxy.apply(self.proxy.stand_in(named, parent))
+        return self.proxy.apply(self.proxy.stand_in(named, parent, previewed))
 
     def _switch_backends(self) -> list[tuple[str, int, list[Proc]]] | None:
         """Provider ``none``: clients call the switch Service; like kube-proxy, it spreads them

@@ -37,6 +37,7 @@ import functools
 import gc
 import io
 import os
+import re
 import stat
 from collections.abc import Hashable, Iterator, Mapping, Sequence
 from typing import Any
@@ -185,6 +186,13 @@ def _ordered(obj: Mapping[str, Any]) -> dict[str, Any]:
     return {**head, **tail}
 
 
+# The YAML 1.1 booleans and null (yaml.org/type/bool.html, yaml.org/type/null.html) that YAML
+# 1.2 reads as strings, so ruamel.yaml writes them unquoted: `value: on` is the string "on" in
+# 1.2 and `true` in 1.1.
+_YAML11_NOT_STR = re.compile(
+    r"^(?:y|Y|yes|Yes|YES|n|N|no|No|NO|on|On|ON|off|Off|OFF|~)$")
+
+
 @functools.lru_cache(maxsize=1)
 def _dumper() -> Any:
     # One configured instance per process: ruamel.yaml sets up a fresh serializer and emitter
@@ -205,6 +213,10 @@ def _dumper() -> Any:
     def _str(representer: Any, data: str) -> Any:
         if "\n" in data:
             return representer.represent_scalar("tag:yaml.org,2002:str", data, style="|")
+        if _YAML11_NOT_STR.match(data):
+            # a YAML 1.2 string that a YAML 1.1 reader (the Kubernetes tool chain's
+            # sigs.k8s.io/yaml, PyYAML) reads as a boolean or null: quoted, so it stays a string
+            return representer.represent_scalar("tag:yaml.org,2002:str", data, style="'")
         return representer.represent_str(data)
 
     _Representer.add_representer(str, _str)
