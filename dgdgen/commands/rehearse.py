@@ -232,7 +232,7 @@ def run(args: argparse.Namespace) -> int:
     from dgdgen.runtime.netns import enter_private_netns, fork_first_process
 
     for path in scratch.sweep():
-        sys.stderr.write(f"removed {path}, left by a rehearsal that was killed\n")
+        sys.stderr.write(f"removed {path}, left behind by an earlier rehearsal\n")
     # One private folder for every temporary file of the run, and a PID namespace for every
     # process: this process waits outside it and removes the folder whatever ends the run; a
     # SIGKILL of this process ends the namespace's first process and with it every other
