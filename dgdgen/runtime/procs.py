@@ -26,7 +26,12 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
-_next_port = 20000
+_PORTS = range(20000, 32000)
+# Where this process starts looking: spread by its PID, so two processes that share a loopback
+# (tests side by side outside a private network namespace) do not walk the same ports in the same
+# order and hand one port to both between one's probe and its use.
+_next_port = _PORTS.start + (os.getpid() * 7919) % len(_PORTS)
+_handed_out = 0
 # Seconds between two looks at a starting process (its health, the frontend's model list): each
 # look is one loopback HTTP request, and every state waits for a few of them in a row.
 POLL = 0.05
@@ -35,10 +40,11 @@ POLL = 0.05
 def free_port() -> int:
     """A free loopback port below 32768: Dynamo 1.6.1 reads ``DYN_SYSTEM_PORT`` as a signed 16-bit
     integer and refuses 53415 ("expected i16"), so ephemeral ports cannot be used for it."""
-    global _next_port
-    while _next_port < 32000:
+    global _next_port, _handed_out
+    while _handed_out < len(_PORTS):
         port = _next_port
-        _next_port += 1
+        _handed_out += 1
+        _next_port = port + 1 if port + 1 < _PORTS.stop else _PORTS.start
         with socket.socket() as s:
             try:
                 s.bind(("127.0.0.1", port))
