@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from dgdgen.runtime.procs import Proc, free_port, log_tail
+from dgdgen.runtime.scratch import note_outside
 from dgdgen.traffic.runtime import MasterCli
 
 GENERATION_HEADER = "X-Dgdgen-Generation"
@@ -51,15 +52,19 @@ SOCKET_PATH_MAX = 97
 def socket_dir(work: Path) -> Path:
     """Where the admin and master sockets go: ``work/run``, or, when that path would be too long
     for HAProxy (a deep --workdir; pytest's per-user temp folders), a private folder of its own
-    under the system's temp folder (under /tmp when that is deep too)."""
+    under the temp folder (the rehearsal's private one, :mod:`dgdgen.runtime.scratch`), or under
+    /tmp when that is deep too — then registered with the rehearsal's folder, which a sweep after
+    a SIGKILL removes with it."""
     run = work / "run"
     if len(str(run / "master.sock")) <= SOCKET_PATH_MAX:
         run.mkdir(parents=True, exist_ok=True)
         return run
     base = tempfile.gettempdir()
-    if len(base) > SOCKET_PATH_MAX - 40:
-        base = "/tmp"
-    return Path(tempfile.mkdtemp(prefix="dgdgen-haproxy-", dir=base))
+    if len(base) <= SOCKET_PATH_MAX - 40:
+        return Path(tempfile.mkdtemp(prefix="dgdgen-haproxy-", dir=base))
+    path = Path(tempfile.mkdtemp(prefix="dgdgen-haproxy-", dir="/tmp"))
+    note_outside(path)
+    return path
 
 
 def haproxy_binary() -> str | None:
@@ -318,6 +323,7 @@ class Proxy:
                 self.popen.wait(10)
             except (ProcessLookupError, subprocess.TimeoutExpired):
                 os.killpg(self.popen.pid, signal.SIGKILL)
+                self.popen.wait(5)
         if self.run_dir.parent != self.dir:  # a private socket folder under the temp folder
             shutil.rmtree(self.run_dir, ignore_errors=True)
 

@@ -200,6 +200,8 @@ def to_json(out: Outcome, rows: list[StateRow]) -> dict[str, Any]:
         "truncated": sum(1 for r in recs if r.outcome.truncated),
         "processesPeak": out.processes_peak,
         "rssPeakMB": round(out.rss_peak_mb, 1),
+        "pssPeakMB": round(out.pss_peak_mb, 1),
+        "commandsCpuSeconds": round(out.commands_cpu, 1),
         "proxyReloads": out.reloads,
         "drains": [{"generation": g, "seconds": round(s, 2), "exitCode": n}
                    for g, s, n in out.drains],
@@ -406,7 +408,8 @@ def to_markdown(out: Outcome, rows: list[StateRow], data: dict[str, Any]) -> str
               "the frontends' histograms in Prometheus over its own window and compares as its "
               "spec says, so the two can differ (few requests, a window reaching into the state "
               "before); the gate's own figures are under Gates."),
-              "", (f"Peak: {data['processesPeak']} processes, {data['rssPeakMB']} MB RSS; "
+              "", (f"Peak: {data['processesPeak']} processes, {data['rssPeakMB']} MB RSS "
+              f"({data['pssPeakMB']} MB PSS: pages they share counted once); "
               f"{data['proxyReloads']} proxy reloads."), "",
               ("Requests each frontend process served, by its own "
                "`dynamo_frontend_requests_total` (a Service with several replicas spreads its "

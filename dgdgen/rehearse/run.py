@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -34,8 +34,9 @@ from dgdgen.rehearse.load import Load, Record
 from dgdgen.rehearse.prometheus import Prometheus
 from dgdgen.rehearse.proxy import Proxy, route_backends, route_preview
 from dgdgen.rehearse.scale import ScaledSpec, write_scaled_spec
+from dgdgen.runtime.forkserver import ForkServer
 from dgdgen.runtime.model import make_model_dir
-from dgdgen.runtime.procs import LocalDynamo, Proc
+from dgdgen.runtime.procs import LocalDynamo, Proc, memory_kb
 from dgdgen.spec import TrafficProvider
 from dgdgen.traffic import preview
 
@@ -124,6 +125,9 @@ class Outcome:
     duration: float
     prometheus: Prometheus
     rss_peak_mb: float
+    pss_peak_mb: float
+    # CPU seconds of the GitOps commands, gates and drain hooks (each its own process)
+    commands_cpu: float
     processes_peak: int
     drains: list[tuple[str, float, int]]
     events: list[tuple[float, str]]
@@ -166,29 +170,23 @@ PHASES = ("GitOps commands", "apply (processes start, register, traffic moves)",
 
 
 class _Sampler(threading.Thread):
-    """Peak RSS and process count of the local processes, sampled every second."""
+    """Peak RSS, PSS and process count of the local processes, sampled every second."""
 
     def __init__(self, rt: LocalDynamo, extra: Callable[[], list[int]]) -> None:
         super().__init__(daemon=True)
         self.rt = rt
         self.extra = extra
         self.rss_peak = 0.0
+        self.pss_peak = 0.0
         self.procs_peak = 0
         self.stopped = threading.Event()
 
     def run(self) -> None:
         while not self.stopped.wait(1.0):
             pids = [p.popen.pid for p in list(self.rt.procs) if p.alive()] + self.extra()
-            rss = 0
-            for pid in pids:
-                try:
-                    with open(f"/proc/{pid}/status") as f:
-                        for line in f:
-                            if line.startswith("VmRSS:"):
-                                rss += int(line.split()[1])
-                except OSError:
-                    pass
+            rss, pss, _ = memory_kb(pids)
             self.rss_peak = max(self.rss_peak, rss / 1024)
+            self.pss_peak = max(self.pss_peak, pss / 1024)
             self.procs_peak = max(self.procs_peak, len(pids))
 
 
@@ -334,14 +332,24 @@ def parent_service(prepared: Prepared) -> str | None:
     return None
 
 
-def _dgdgen(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+# What the GitOps commands and the drain hook import, loaded once by the fork server that runs
+# them (dgdgen.runtime.forkserver): each then starts as a fork of it, not from a bare interpreter.
+COMMAND_MODULES = (
+    "dgdgen.cli", "dgdgen.pipeline.prepare", "dgdgen.commands._gitops", "dgdgen.commands.render",
+    "dgdgen.commands.promote", "dgdgen.commands.rollback", "dgdgen.commands.cleanup",
+    "dgdgen.commands.analyze", "dgdgen.commands.experiment", "dgdgen.commands.traffic",
+    "dgdgen.gitops.actions", "dgdgen.gitops.drain", "dgdgen.analysis.gates",
+    "dgdgen.analysis.prom", "dgdgen.analysis.custom", "dgdgen.render.analysis", "dgdgen.write",
+)
+
+
+def _git_env() -> dict[str, str]:
     env = dict(os.environ)
     env.setdefault("GIT_AUTHOR_NAME", "dgdgen rehearse")
     env.setdefault("GIT_AUTHOR_EMAIL", "rehearse@dgdgen.invalid")
     env.setdefault("GIT_COMMITTER_NAME", "dgdgen rehearse")
     env.setdefault("GIT_COMMITTER_EMAIL", "rehearse@dgdgen.invalid")
-    return subprocess.run([sys.executable, "-m", "dgdgen", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, check=False)
+    return env
 
 
 def _git(cwd: Path, *args: str) -> str:
@@ -373,6 +381,13 @@ class Rehearsal:
     # ------------------------------------------------------------------ main
 
     def run(self) -> Outcome:
+        # forked first, while this process has no other thread (dgdgen.runtime.forkserver);
+        # reading the spec once builds the validators every command would build on first use
+        spec = str(self.opts.spec)
+        with ForkServer(COMMAND_MODULES, warm=lambda: prepare(spec)) as self.commands:
+            return self._run()
+
+    def _run(self) -> Outcome:
         opts = self.opts
         prepared = prepare(str(opts.spec))
         spec = prepared.loaded.spec.spec
@@ -462,6 +477,7 @@ class Rehearsal:
             sampler.start()
             try:
                 result = "completed"
+                prom.start()  # gets ready while the first state is committed and applied
                 self._commit("render", "--into", "deploy", "--commit")
                 obs = self._apply_state(self.plan.steps[0], states)
                 model = next(iter(cluster.dgds.values())).model
@@ -531,6 +547,7 @@ class Rehearsal:
                     if extra_load is not None:
                         extra_load.stop(timeout=5)
                 sampler.stopped.set()
+                sampler.join()
                 proxy.stop()
                 drains = list(self.drains)
         records = load.snapshot() if load else []
@@ -546,6 +563,7 @@ class Rehearsal:
             records=records, scaled=scaled, provider=provider.value,
             stand_in=provider is not TrafficProvider.HAPROXY, t0_wall=time.time() - self.now(),
             duration=self.now(), prometheus=prom, rss_peak_mb=sampler.rss_peak,
+            pss_peak_mb=sampler.pss_peak, commands_cpu=self.commands.cpu_seconds,
             processes_peak=sampler.procs_peak, drains=drains, events=self.events,
             workdir=workdir, options=opts, reloads=proxy.reloads, prepared=prepared,
             phases={k: round(v, 1) for k, v in self.phases.items()},
@@ -581,6 +599,10 @@ class Rehearsal:
             return  # unreadable: the last reading stands
         self.served[(proc.name, proc.port)] = (self.cluster.generation_of(proc), proc.name, count)
 
+    def _dgdgen(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """``dgdgen ARGS`` in the scratch repository, as a process of its own."""
+        return self.commands.run("dgdgen", args, cwd=self.repo, env=_git_env())
+
     def _timed(self, phase: str, began: float) -> None:
         self.phases[phase] += time.monotonic() - began
 
@@ -615,7 +637,7 @@ class Rehearsal:
     # ------------------------------------------------------------------ steps
 
     def _commit_untimed(self, *args: str) -> str:
-        r = _dgdgen(self.repo, args[0], self.spec_rel, *args[1:])
+        r = self._dgdgen(args[0], self.spec_rel, *args[1:])
         if r.returncode != 0:
             raise RuntimeError(f"dgdgen {' '.join(args)} failed ({r.returncode}):\n"
                                f"{r.stderr.strip()}")
@@ -645,10 +667,10 @@ class Rehearsal:
         cmd = list((containers[0] if containers else {}).get("command") or [])
         if cmd[:3] != ["python3", "-m", "dgdgen.gitops.drain"]:
             raise RuntimeError(f"the rehearsal cannot run the hook Job {key_name(job)}: {cmd}")
-        # -P: the module comes from the dgdgen that runs the rehearsal, never from a `dgdgen/`
-        # folder in the current one (a checkout the rehearsal was started in, whose bytecode
-        # it would also leave behind)
-        argv = [sys.executable, "-P", *cmd[1:]]
+        # the module comes from the dgdgen that runs the rehearsal (the fork server's), never
+        # from a `dgdgen/` folder in the current one (a checkout the rehearsal was started in,
+        # whose bytecode it would also leave behind)
+        argv = list(cmd[3:])
         url = argv[argv.index("--url") + 1]
         host = url.split("//", 1)[1].split("/", 1)[0]
         port = self._service_port(host.split(".")[0])
@@ -661,7 +683,7 @@ class Rehearsal:
         t = time.monotonic()
         with self._api() as (api, credentials):
             argv += ["--api-server", api, "--credentials", credentials]
-            r = subprocess.run(argv, capture_output=True, text=True, check=False)
+            r = self.commands.run("dgdgen.gitops.drain", argv, cwd=self.repo)
         took = time.monotonic() - t
         last = (r.stdout.strip().splitlines() or [""])[-1]
         self.drains.append((gen, took, r.returncode))
@@ -701,6 +723,7 @@ class Rehearsal:
         if not obs.traffic_moved:
             obs.traffic_moved = self.now()
         obs.replicas_observed = self.cluster.replicas()
+        self.event(f"{state.label}: applied")
         return obs
 
     def _bake_untimed(self, obs: StateObservation, seconds: float) -> None:
@@ -716,7 +739,7 @@ class Rehearsal:
         if obs.gate == EXPERIMENT:
             return self._experiment(obs, n)
         self.say(f"[{obs.label}] gate {obs.gate}: dgdgen analyze --step {n} --record deploy")
-        r = _dgdgen(self.repo, "analyze", self.spec_rel, "--step", str(n), "--prometheus",
+        r = self._dgdgen("analyze", self.spec_rel, "--step", str(n), "--prometheus",
                     self.prom.url, "--record", "deploy", *self._quality_urls(n))
         obs.verdict = VERDICTS.get(r.returncode, f"error (exit {r.returncode})")
         obs.analyze_output = (r.stdout + r.stderr).strip()
@@ -738,7 +761,7 @@ class Rehearsal:
         else:
             self.say(f"[{obs.label}] gate {obs.gate}: dgdgen experiment --samples {samples} "
                      "--record deploy")
-            r = _dgdgen(self.repo, "experiment", self.spec_rel, "--samples", str(samples),
+            r = self._dgdgen("experiment", self.spec_rel, "--samples", str(samples),
                         "--record", "deploy")
             obs.verdict = {0: "Successful", 1: "Failed", 3: NO_DECISION}.get(
                 r.returncode, f"error (exit {r.returncode})")
@@ -825,6 +848,7 @@ class Rehearsal:
             server.shutdown()
             server.server_close()
             thread.join()
+            shutil.rmtree(creds, ignore_errors=True)
 
     def _service_port(self, service: str) -> int | None:
         """The loopback port a Service's in-cluster URL reaches: its one frontend's, or the port
@@ -890,7 +914,7 @@ class Rehearsal:
                     "cleanup": "cleanup"}.get(state.kind)
         if selector is None:
             return
-        r = _dgdgen(self.repo, "traffic", "set-weights", self.spec_rel, "--step", selector,
+        r = self._dgdgen("traffic", "set-weights", self.spec_rel, "--step", selector,
                     "--socket", self.proxy.admin_socket)
         self.event(f"traffic set-weights --step {selector}: exit {r.returncode}"
                    + (f" ({r.stderr.strip()})" if r.returncode else ""))

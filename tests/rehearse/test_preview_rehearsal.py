@@ -7,7 +7,11 @@ The rendered `haproxy.cfg` runs in a real HAProxy (its ACL and preview backend),
 real Dynamo 1.6.1 frontends and mocker workers. Kept at the smallest scale where the claim means
 something: a 6 s bake per state (5m × 0.02) at 20 + 5 requests/s, about 20 previewed requests
 and 80 others per state after the split settles; an exact 100 % / 0 % over 20 requests is no
-accident of round robin, which puts every other request on each side at 50/50."""
+accident of round robin, which puts every other request on each side at 50/50.
+
+Long: a whole rollout rehearsed with real processes starting, baking and draining, on two CPUs
+about a minute, more beside other tests (marked `long`, tests/suite_support.py).
+"""
 
 from __future__ import annotations
 
@@ -19,7 +23,7 @@ from rehearse_support import REPO, rehearse
 
 from dgdgen import yamlio
 
-pytestmark = [pytest.mark.slow, pytest.mark.rehearse]
+pytestmark = [pytest.mark.slow, pytest.mark.rehearse, pytest.mark.long(minutes=2)]
 
 
 def test_rehearsal_reports_the_header_split_per_step(tmp_path: Path) -> None:
