@@ -57,7 +57,16 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
     if opt.numprocesses is None:
         named = [a for a in config.args if not a.startswith("-")]
         # named tests: starting workers would cost more than they save
-        opt.numprocesses = 0 if named and all("::" in a for a in named) else WORKERS
+        if named and all("::" in a for a in named):
+            opt.numprocesses = 0
+        else:  # no more rehearsals at once than the machine's inotify budget holds
+            opt.numprocesses, limit = suite_support.workers_within_inotify(WORKERS)
+            if opt.numprocesses < WORKERS:
+                config.issue_config_time_warning(pytest.PytestConfigWarning(
+                    f"fs.inotify.max_user_instances is {limit}: {opt.numprocesses} workers, not "
+                    f"{WORKERS} (each Dynamo frontend holds 10; `sysctl -w "
+                    "fs.inotify.max_user_instances=1024` lifts it, docs/performance.md)"),
+                    stacklevel=2)
     if opt.numprocesses and opt.dist == "no":
         opt.dist = "load"  # a distribution; _Schedule's hook makes the scheduler
         config.pluginmanager.register(_Schedule(config), "dgdgen-schedule")

@@ -24,6 +24,8 @@ from typing import Any
 
 import pytest
 
+from dgdgen.runtime.procs import INOTIFY_LIMIT_FILE
+
 LIMIT_SECONDS = 120.0
 LIMIT_ENV = "DGDGEN_TEST_LIMIT_SECONDS"  # a lower limit, for the test of the check itself
 WAITING_MARKS = ("rehearse", "runtime", "slow")
@@ -31,6 +33,25 @@ WAITING_MARKS = ("rehearse", "runtime", "slow")
 _setup_seconds = pytest.StashKey[float]()
 _wait_at_start = pytest.StashKey[float]()
 _problem = pytest.StashKey[str]()
+
+
+# Each Dynamo 1.6.1 frontend holds 10 inotify instances (its file discovery backend's watches;
+# counted in /proc/*/fd during a rehearsal), and Linux caps a user's instances at
+# fs.inotify.max_user_instances (128 by default) machine-wide: past it the next frontend exits
+# with "Too many open files (os error 24)". A worker runs one test at a time, whose rehearsal
+# holds at most four frontends (two generations with two replicas each) and a Prometheus: 41.
+INOTIFY_PER_WORKER = 42
+
+
+def workers_within_inotify(wanted: int, limit_file: str = INOTIFY_LIMIT_FILE) -> tuple[int, int]:
+    """The workers the machine's inotify budget allows, at most ``wanted`` and at least one, and
+    the budget read (0 where it cannot be read: then ``wanted``)."""
+    try:
+        with open(limit_file, encoding="ascii") as fh:
+            limit = int(fh.read().strip())
+    except (OSError, ValueError):
+        return wanted, 0
+    return max(1, min(wanted, (limit - 8) // INOTIFY_PER_WORKER)), limit
 
 
 def limit_seconds() -> float:

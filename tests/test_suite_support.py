@@ -12,6 +12,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+import suite_support
 from gen_support import REPO
 
 CONFTEST = f"""
@@ -118,3 +119,17 @@ def test_named_tests_run_in_one_process_and_a_folder_on_workers(tmp_path: Path) 
     (tmp_path / "setups").unlink()
     _, out = _run(tmp_path, "-p", "no:xdist", "test_shared.py")
     assert (tmp_path / "setups").read_text() == "main\n", out
+
+
+@pytest.mark.parametrize(("limit", "wanted", "workers"), [
+    ("128\n", 4, 2),  # Linux's default: two rehearsals of four frontends each fit, three do not
+    ("1024\n", 4, 4),
+    ("20\n", 4, 1),  # never none
+    ("1024\n", 1, 1),  # never more than asked
+])
+def test_workers_fit_the_machines_inotify_budget(tmp_path: Path, limit: str, wanted: int,
+                                                  workers: int) -> None:
+    budget = tmp_path / "max_user_instances"
+    budget.write_text(limit)
+    assert suite_support.workers_within_inotify(wanted, str(budget)) == (workers, int(limit))
+    assert suite_support.workers_within_inotify(wanted, str(tmp_path / "absent")) == (wanted, 0)

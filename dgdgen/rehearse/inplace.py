@@ -605,8 +605,7 @@ class InPlaceRehearsal:
                        and p.stopped is None]
             for pod in pending:
                 if not pod.proc.alive():
-                    raise ApplyError(f"{pod.proc.name} exited with {pod.proc.popen.returncode}:"
-                                     f"\n{pod.proc.log_tail()}")
+                    raise ApplyError(pod.proc.exit_story())
                 if self._ready(pod):
                     if pod.role.is_worker:
                         if admit and not self._listed(pod):

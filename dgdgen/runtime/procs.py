@@ -180,18 +180,70 @@ class Proc:
     def log_tail(self, lines: int = 15) -> str:
         return log_tail(self.log_path, lines)
 
+    def exit_story(self, before: str = "") -> str:
+        """"<name> exited with <code>[ before <what>]" and, when its log says why in a way the
+        machine explains (:func:`limit_hint`), that first; then the log's tail."""
+        tail = self.log_tail()
+        where = f" before {before}" if before else ""
+        hint = limit_hint(tail)
+        return (f"{self.name} exited with {self.popen.returncode}{where}"
+                + (f" ({hint})" if hint else "") + f":\n{tail}")
+
+
+INOTIFY_LIMIT_FILE = "/proc/sys/fs/inotify/max_user_instances"
+
+
+def limit_hint(log: str) -> str:
+    """What a process's "Too many open files (os error 24)" means here. The open-file limit is
+    raised before any start (:func:`raise_open_file_limit`); what a Dynamo 1.6.1 frontend then runs
+    out of is inotify instances: it holds 10 (its file discovery backend's watches, counted in
+    /proc/*/fd), and Linux caps a user's at fs.inotify.max_user_instances machine-wide (128 by
+    default), so rehearsals side by side can exhaust them."""
+    if "Too many open files" not in log:
+        return ""
+    try:
+        with open(INOTIFY_LIMIT_FILE, encoding="ascii") as fh:
+            limit = fh.read().strip()
+    except OSError:
+        limit = "unknown"
+    return (f"out of inotify instances: each Dynamo frontend holds 10 and "
+            f"fs.inotify.max_user_instances is {limit} for all of this user's processes; "
+            "run fewer rehearsals at once, or `sysctl -w fs.inotify.max_user_instances=1024`")
+
 
 class StartFailed(RuntimeError):
     """A local process did not become ready; the message carries its log tail."""
 
 
+# A pod's open-file limit is high (containerd and CRI-O hand containers a 1048576 soft limit); a
+# login shell's is often 1024, which a Dynamo frontend beside its peers outgrows: it then exits
+# with "Too many open files (os error 24)" before /health answers. The processes a rehearsal
+# starts inherit the raised limit, as a pod's would have it.
+OPEN_FILES_WANTED = 65536
+
+
+def raise_open_file_limit(wanted: int = OPEN_FILES_WANTED) -> int:
+    """Raise this process's soft RLIMIT_NOFILE towards ``wanted`` (never past the hard limit,
+    never lowering it); returns the soft limit now in force (children inherit it)."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        soft = target
+    return soft
+
+
 class LocalDynamo:
     """Starts and stops local Dynamo processes sharing one discovery folder.
 
-    Use as a context manager: every process still running is stopped on exit.
+    Use as a context manager: every process still running is stopped on exit. The open-file
+    limit is raised first (:func:`raise_open_file_limit`), as a pod's is.
     """
 
     def __init__(self, workdir: Path, *, python: str | None = None) -> None:
+        raise_open_file_limit()
         self.workdir = workdir
         self.python = python or sys.executable
         self.procs: list[Proc] = []
@@ -337,10 +389,7 @@ class LocalDynamo:
             if result is not None:
                 return result
             if not proc.alive():
-                raise StartFailed(
-                    f"{proc.name} exited with {proc.popen.returncode} before {what}:\n"
-                    f"{proc.log_tail()}"
-                )
+                raise StartFailed(proc.exit_story(what))
             if time.monotonic() > deadline:
                 raise StartFailed(f"{proc.name}: no {what} after {timeout:.0f} s:\n{proc.log_tail()}")
             time.sleep(POLL)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -381,6 +382,51 @@ def test_a_deep_work_folder_gets_its_sockets_where_haproxy_takes_them(tmp_path: 
     assert short
     assert "worker" in procs, procs
     assert not left
-    shallow = Proxy(tmp_path / "w")
-    assert shallow.run_dir == tmp_path / "w" / "haproxy" / "run"  # short enough: where it was
-    shutil.rmtree(tmp_path / "w")
+    # a folder short enough keeps its sockets where they were (pytest's own temp folder can be
+    # too deep already under xdist, so the short one is made under the temp folder)
+    short_work = Path(tempfile.mkdtemp(prefix="w-", dir=tempfile.gettempdir()))
+    try:
+        assert len(str(short_work / "haproxy" / "run" / "master.sock")) <= SOCKET_PATH_MAX
+        shallow = Proxy(short_work)
+        assert shallow.run_dir == short_work / "haproxy" / "run"
+    finally:
+        shutil.rmtree(short_work)
+
+
+def test_processes_start_with_a_pods_open_file_limit(tmp_path: Path) -> None:
+    """A shell's soft open-file limit is often 1024; the processes a rehearsal starts get a pod's
+    (at most the hard limit), so a frontend beside its peers does not run out."""
+    import resource
+
+    from dgdgen.runtime.procs import OPEN_FILES_WANTED
+
+    script = (
+        "import resource, subprocess, sys\n"
+        "from pathlib import Path\n"
+        "from dgdgen.runtime.procs import LocalDynamo\n"
+        f"d = LocalDynamo(Path({str(tmp_path)!r}))\n"
+        "print(subprocess.run([sys.executable, '-c', 'import resource; "
+        "print(resource.getrlimit(resource.RLIMIT_NOFILE)[0])'], capture_output=True, "
+        "text=True, check=True).stdout.strip())\n")
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    low = 256 if hard == resource.RLIM_INFINITY else min(256, hard)
+
+    def lower() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (low, hard))
+
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         check=True, preexec_fn=lower, cwd=REPO).stdout.strip()
+    want = OPEN_FILES_WANTED if hard == resource.RLIM_INFINITY else min(OPEN_FILES_WANTED, hard)
+    assert int(out) == max(low, want)
+
+
+def test_a_frontend_out_of_inotify_instances_is_explained() -> None:
+    """The tail a Dynamo 1.6.1 frontend left when four rehearsals side by side used up the user's
+    inotify instances (CI, 2026-11-29): the error names the limit and how to lift it."""
+    from dgdgen.runtime.procs import limit_hint
+
+    tail = ('    await run_input(runtime, "http", engine, frontend_route_extensions)\n'
+            "Exception: Internal filesystem error: Too many open files (os error 24)\n")
+    hint = limit_hint(tail)
+    assert "fs.inotify.max_user_instances" in hint and "each Dynamo frontend holds 10" in hint
+    assert limit_hint("Exception: address already in use") == ""
