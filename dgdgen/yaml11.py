@@ -26,11 +26,14 @@ from dgdgen.yamlevents import (
     _NoPathResolvers,
 )
 from dgdgen.yamllimits import (
+    _PLAIN_TAGS,
     INT_MAX,
     INT_MIN,
+    UNREADABLE_SCALAR,
     _int_range_error,
     _int_text_fits,
     _remember,
+    _unreadable,
     check_limits,
     get_limits,
 )
@@ -127,8 +130,13 @@ def _builder11(loader: Any) -> _Builder:
             raise _int_range_error(e.value)  # before int() reads it
         # what construct_object does for a scalar, without keeping every node it built
         construct = constructors.get(tag) or constructors[None]
-        return construct(loader, yaml.ScalarNode(tag, e.value, e.start_mark, e.end_mark,
-                                                 style=e.style))
+        node = yaml.ScalarNode(tag, e.value, e.start_mark, e.end_mark, style=e.style)
+        if tag not in _PLAIN_TAGS:  # `=`, `!!merge` as a value...: PyYAML's own refusal
+            return construct(loader, node)
+        try:
+            return construct(loader, node)
+        except UNREADABLE_SCALAR as exc:  # `2024-13-45`, `0b_`: refused at the field
+            raise _unreadable(tag, e.value, exc, tagged=e.tag not in (None, "!")) from None
 
     def key_of(tag: str | None, node: Any) -> str:
         if tag is None:  # a collection (`? [a, b]`): PyYAML builds it
@@ -138,6 +146,11 @@ def _builder11(loader: Any) -> _Builder:
                 if isinstance(n, yaml.ScalarNode):
                     if n.tag == _INT_TAG and not _int_text_fits(n.value):
                         raise _int_range_error(n.value)
+                    if n.tag in _PLAIN_TAGS:  # refused as a key's scalar is (read)
+                        try:
+                            (constructors.get(n.tag) or constructors[None])(loader, n)
+                        except UNREADABLE_SCALAR as exc:
+                            raise _unreadable(n.tag, n.value, exc, tagged=False) from None
                 elif isinstance(n, yaml.SequenceNode):
                     todo.extend(n.value)
                 else:

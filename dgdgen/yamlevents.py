@@ -192,6 +192,44 @@ class _Builder:
             x = self.get()
         return yaml.MappingNode(_MAP_TAG, value, e.start_mark, None)
 
+    def _merge(self, out: dict[str, Any], merged_keys: set[str], path: FieldPath,
+               positions: _Positions) -> None:
+        """Read the value of a ``<<`` key (the next node) and merge it into ``out``, the mapping
+        at ``path``, as PyYAML's SafeLoader does: a mapping, or a list of them (the first to
+        name a key wins; anything else merges nothing), under the keys ``out`` has not set; the
+        keys taken are added to ``merged_keys`` (a key of the mapping's own met later replaces
+        its value) with the positions of their fields where the merged mappings have them."""
+        scratch: _Positions = {}
+        logs, self.logs = self.logs, []  # the merged nodes' positions are placed below
+        try:
+            merged = self.node(self.get(), path, scratch)[0]
+        finally:
+            self.logs = logs
+        n = len(path) + isinstance(merged, list)  # a list's item i is at path + (i,)
+        under: dict[FieldPath, list[tuple[FieldPath, tuple[int, int]]]] = {}
+        for p, at in scratch.items():
+            if len(p) > n:
+                under.setdefault(p[:n + 1], []).append((p, at))
+        sources = [(merged, path)] if not isinstance(merged, list) else \
+            [(m, path + (i,)) for i, m in enumerate(merged)]
+        for m, base in sources:
+            if not isinstance(m, dict):
+                continue
+            for mk, mv in m.items():
+                if mk not in out:
+                    out[mk] = mv
+                    merged_keys.add(mk)
+                    for p, at in under.get(base + (mk,), ()):
+                        self._place(positions, path + p[n:], at)
+
+    def _forget(self, positions: _Positions, field: FieldPath) -> None:
+        """Drop the positions recorded at and under ``field`` (a merged value replaced)."""
+        n = len(field)
+        for p in [p for p in positions if p[:n] == field]:
+            del positions[p]
+        for log in self.logs:
+            log[:] = [(p, at) for p, at in log if p[:n] != field]
+
     def _place(self, positions: _Positions, path: FieldPath, at: tuple[int, int]) -> None:
         """Record a position, also in the log of every anchored node being built."""
         positions[path] = at
@@ -217,7 +255,10 @@ class _Builder:
             if not self.yaml11:
                 raise _GiveUp("a mapping key that is not a string", e.start_mark)
             # PyYAML builds the key (`? [a, b]`), and it is read as its text, as a scalar key is
-            return self.key_of(None, self._compose(e, len(path))), at
+            try:
+                return self.key_of(None, self._compose(e, len(path))), at
+            except _BadScalar as exc:  # a scalar inside it refused (`? [2024-13-45]`)
+                raise InputError(str(exc), location=Location("", *at), field=path) from None
         if len(path) >= self.max_depth:
             raise _too_deep(Location("", *at))
         log: list[tuple[FieldPath, tuple[int, int]]] | None = None
@@ -230,6 +271,7 @@ class _Builder:
         # here, not by a call per node: a third of the time of a DGD's load.
         if t is mapping_start:
             out: dict[str, Any] = {}
+            merged_keys: set[str] = set()  # a key of the mapping's own overrides a merged one
             k = get()
             while type(k) is not mapping_end:
                 if type(k) is scalar_event:
@@ -242,11 +284,7 @@ class _Builder:
                         self._anchored(k)
                         self.anchors[k.anchor] = (k, None, kat)
                     if tag == _MERGE_TAG and self.yaml11:
-                        merged = self.node(get(), path, positions)[0]
-                        for m in merged if isinstance(merged, list) else [merged]:
-                            if isinstance(m, dict):
-                                for mk, mv in m.items():
-                                    out.setdefault(mk, mv)
+                        self._merge(out, merged_keys, path, positions)
                         k = get()
                         continue
                     key = k.value if tag == text_tag else \
@@ -254,7 +292,10 @@ class _Builder:
                 else:
                     key, kat = self.node(k, path, positions, as_key=True)
                 if key in out:
-                    raise InputError(f"duplicate key {key!r}", location=Location("", *kat))
+                    if key not in merged_keys:
+                        raise InputError(f"duplicate key {key!r}", location=Location("", *kat))
+                    merged_keys.discard(key)  # as PyYAML: the mapping's own key wins, in place
+                    self._forget(positions, path + (key,))
                 child = path + (key,)
                 if self.logs:
                     self._place(positions, child, kat)
