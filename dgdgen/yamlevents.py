@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Iterator
+from array import array
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from dgdgen.errors import InputError, Location
-from dgdgen.yamldoc import FieldPath, _Positions
+from dgdgen.yamldoc import FieldPath, PackedPositions, _Positions
 from dgdgen.yamllimits import _at, _BadScalar, _too_deep, get_limits
 
 _MAP_TAG = "tag:yaml.org,2002:map"
@@ -357,3 +358,142 @@ def _copied_data(value: Any) -> Any:
     if type(value) is list:
         return [_copied_data(v) for v in value]
     return value
+
+
+class _Unusual(Exception):
+    """What a packed reading (:func:`_packed_read`) leaves to :class:`_Builder`."""
+
+
+# (index, data, whether the root is a scalar, positions, first line) of a document
+_Read = tuple[int, Any, bool, Mapping[FieldPath, tuple[int, int]], int]
+
+
+@functools.lru_cache(maxsize=1)
+def _event_types() -> tuple[Any, ...]:
+    from yaml import events as ev
+
+    return (ev.ScalarEvent, ev.MappingStartEvent, ev.MappingEndEvent, ev.SequenceStartEvent,
+            ev.SequenceEndEvent, ev.DocumentStartEvent, ev.StreamEndEvent)
+
+
+def _packed_read(text: str, parser_cls: Any, values: dict[str, Any], keys: dict[str, str],
+                 plain_value: Callable[[Any], Any], plain_key: Callable[[Any], str]
+                 ) -> list[_Read]:
+    """The documents of a stream of plain data, built from the events of ``parser_cls`` (libyaml's
+    bare parser) with the positions packed (:class:`PackedPositions`), for both libyaml readers'
+    bulk reading (dgdgen.yaml11, dgdgen.yaml12). Raises :class:`_Unusual` where the stream
+    has anything but plain data: an anchor, an alias, a tag, a key that is not a scalar, a
+    duplicate key, nesting over the limit (the reader's builder then reads it again, and says
+    so in its words); a syntax error as it comes.
+
+    The builder records a position per field as a path tuple in a dict, and reads every scalar
+    by a call; here a plain scalar's value comes from ``values``, a memo of its text
+    (``plain_value`` reads one it has not seen, or raises), a plain key's from ``keys``
+    (``plain_key``), a quoted one is its text, and a position is two words."""
+    (scalar_event, mapping_start, mapping_end, sequence_start, sequence_end, document_start,
+     stream_end) = _event_types()
+    max_depth = get_limits().max_depth
+    parser = parser_cls(text)
+    get = parser.get_event
+    words = array("I")
+    push = words.append
+
+    # ``depth``: the length of the paths of the collection's fields; a collection nested deeper
+    # than the limit is the builder's to refuse. The two functions call each other through
+    # ``nested``, emptied at the end: a function that reached itself through its closure would
+    # be a reference cycle, keeping the parser and its buffers until the collector runs (it is
+    # paused while the checker reads).
+    nested: dict[type, Callable[[int], Any]] = {}
+
+    def mapping(depth: int) -> dict[str, Any]:
+        if depth > max_depth:
+            raise _Unusual
+        out: dict[str, Any] = {}
+        k = get()
+        while type(k) is not mapping_end:
+            if type(k) is not scalar_event or k.tag is not None or k.anchor is not None:
+                raise _Unusual
+            if k.implicit[0]:
+                try:
+                    key = keys[k.value]
+                except KeyError:
+                    key = plain_key(k)
+            else:
+                key = k.value
+            if key in out:
+                raise _Unusual
+            mark = k.start_mark
+            push(mark.line)
+            push(mark.column)
+            v = get()
+            t = type(v)
+            if t is scalar_event and v.tag is None and v.anchor is None:
+                if v.implicit[0]:
+                    try:
+                        out[key] = values[v.value]
+                    except KeyError:
+                        out[key] = plain_value(v)
+                else:
+                    out[key] = v.value
+            elif (t is mapping_start or t is sequence_start) and v.anchor is None and \
+                    v.tag is None:
+                out[key] = nested[t](depth + 1)
+            else:
+                raise _Unusual  # an alias, a tag, an anchor
+            k = get()
+        return out
+
+    def sequence(depth: int) -> list[Any]:
+        if depth > max_depth:
+            raise _Unusual
+        items: list[Any] = []
+        add = items.append
+        item = get()
+        t = type(item)
+        while t is not sequence_end:
+            mark = item.start_mark
+            push(mark.line)
+            push(mark.column)
+            if t is scalar_event and item.tag is None and item.anchor is None:
+                if item.implicit[0]:
+                    try:
+                        add(values[item.value])
+                    except KeyError:
+                        add(plain_value(item))
+                else:
+                    add(item.value)
+            elif (t is mapping_start or t is sequence_start) and item.anchor is None and \
+                    item.tag is None:
+                add(nested[t](depth + 1))
+            else:
+                raise _Unusual
+            item = get()
+            t = type(item)
+        return items
+
+    nested[mapping_start] = mapping
+    nested[sequence_start] = sequence
+    out: list[_Read] = []
+    try:
+        e = get()
+        while e is not None and type(e) is not stream_end:
+            if type(e) is document_start:
+                words = array("I")  # the closures above push to the document's own
+                push = words.append
+                root = get()
+                t = type(root)
+                line = root.start_mark.line + 1
+                if root.anchor is not None or root.tag is not None:
+                    raise _Unusual  # an alias too
+                if t is mapping_start or t is sequence_start:
+                    data = mapping(1) if t is mapping_start else sequence(1)
+                    out.append((len(out), data, False, PackedPositions(data, words), line))
+                else:
+                    value = plain_value(root) if root.implicit[0] else root.value
+                    out.append((len(out), value, True, {}, line))
+                get()  # DocumentEndEvent
+            e = get()
+    finally:
+        parser.dispose()
+        nested.clear()
+    return out
