@@ -12,8 +12,9 @@ process (the CLI's ``main``, as `dgdgen` runs it), in a folder of its own. The c
 * the exit code is one the command documents: 0, 1, 2, 3 (and 4, a held rollout, for promote
   and cleanup) — never 70 (an internal error);
 * no traceback and no "internal error" on stderr;
-* at most 10 s and 500 MB (the peak resident set of this process while the case runs, which
-  includes the interpreter and everything imported: about 150 MB);
+* at most 10 s of CPU (the case's own and its Git processes'; a case that hangs is stopped after
+  120 s) and 500 MB (the peak resident set of this process while the case runs, which includes
+  the interpreter and everything imported: about 100 MB);
 * `render -o` and `argo -o` write nothing on exit 2.
 
 A case that breaks it is printed, and with --save kept as a folder (`case.json`: the command
@@ -51,7 +52,10 @@ REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
 CORPUS = REPO / "tests" / "check" / "corpus"
 
-TIME_LIMIT = 10.0  # seconds per case
+TIME_LIMIT = 10.0  # seconds of CPU per case (this process and the processes it waits for)
+# a case that waits this long without using the CPU (a read that blocks) has hung: this
+# machine is shared, so wall time measures the neighbours as much as the case
+WALL_LIMIT = 120.0
 MEMORY_LIMIT_MB = 500.0  # peak resident set of the process while a case runs
 # what each command may exit with (its --help); every other command: 0, 1, 2
 EXIT_CODES: dict[str, frozenset[int]] = {
@@ -105,6 +109,7 @@ class Result:
     seconds: float
     peak_mb: float
     broken: list[str] = field(default_factory=list)
+    out: str = ""
 
 
 # --------------------------------------------------------------------------- mutations
@@ -144,8 +149,8 @@ def mutate_lines(rng: random.Random, text: str) -> str:
         elif op == "truncate":
             lines = lines[:i]
         else:
-            lines[i] = re.sub(r"^(\s*(?:- )?)[A-Za-z]+", lambda m: m.group(1) + "x" + value[:5],
-                              line)
+            lines[i] = re.sub(r"^(\s*(?:- )?)[A-Za-z]+",
+                              lambda m, k="x" + value[:5]: m.group(1) + k, line)
     return "\n".join(lines)
 
 
@@ -173,11 +178,14 @@ def _mutate_data(rng: random.Random, data: Any) -> Any:
             for part in path[:-1]:
                 parent = parent[part]
             op = rng.random()
-            if op < 0.2 and isinstance(parent, dict):
+            current = parent[path[-1]]
+            if op < 0.25 and isinstance(current, (bool, int, float, str)):
+                parent[path[-1]] = _tweaked(rng, current)  # a plausible value: past the shape
+            elif op < 0.4 and isinstance(parent, dict):
                 del parent[path[-1]]
-            elif op < 0.3 and isinstance(parent, dict):
+            elif op < 0.47 and isinstance(parent, dict):
                 parent[rng.choice(["x", "unknownField", "", "0"])] = rng.choice(VALUES)
-            elif op < 0.45:
+            elif op < 0.6:
                 other = rng.choice(paths)
                 value = data
                 for part in other:
@@ -188,6 +196,27 @@ def _mutate_data(rng: random.Random, data: Any) -> Any:
         except (KeyError, IndexError, TypeError, ValueError):
             continue
     return data
+
+
+# values a field of dgdgen's inputs takes (steps, gates, states, revisions, sizes, flags)
+PLAUSIBLE = ["step-00", "step-01", "step-03", "step-99", "baseline", "rollback", "rollback-01",
+             "cleanup", "passed", "failed", "inconclusive", "stable", "candidate", "v060",
+             "v070", "1m", "0s", "100%", "50%", "slo", "experiment", "haproxy", "none",
+             "--block-size", "--model", "prefill", "decode", "frontend", "worker", "main"]
+
+
+def _tweaked(rng: random.Random, value: bool | float | str) -> Any:
+    """A value of the same type near ``value``, or another plausible one."""
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int):
+        return rng.choice([value + 1, value - 1, 0, -value, value * 2, 1, 100, 101, 256])
+    if isinstance(value, float):
+        return rng.choice([value * 2, -value, 0.0, 1e-9, 1.0, 100.0])
+    if rng.random() < 0.6:
+        return rng.choice(PLAUSIBLE)
+    at = rng.randint(0, len(value))
+    return value[:at] + rng.choice(["", "x", "-", "0", " ", "/", "."]) + value[at + 1:]
 
 
 def mutate_yaml(rng: random.Random, text: str) -> str:
@@ -493,6 +522,15 @@ def _quiet() -> Iterator[tuple[io.StringIO, io.StringIO]]:
         yield out, err
 
 
+def _cpu() -> tuple[float, float]:
+    """CPU seconds (user + system) of this process, and of the processes it waited for."""
+    import resource
+
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime, kids.ru_utime + kids.ru_stime
+
+
 def _peak_reset() -> None:
     """Reset this process's peak resident set (Linux: /proc/self/clear_refs, value 5)."""
     with contextlib.suppress(OSError), open("/proc/self/clear_refs", "w") as fh:
@@ -523,7 +561,7 @@ class _Prometheus:
             def log_message(self, *args: Any) -> None:
                 pass
 
-            def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            def do_GET(self) -> None:
                 self.send_response(owner.status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(owner.body)))
@@ -575,12 +613,13 @@ def run_case(case: Case, folder: Path, prometheus: _Prometheus | None) -> Result
         raise _Timeout
 
     timed_out = False
-    previous = signal.signal(signal.SIGALRM, expire)
+    previous = {sig: signal.signal(sig, expire) for sig in (signal.SIGALRM, signal.SIGPROF)}
     _peak_reset()
-    start = time.monotonic()
+    start, children = _cpu()
     code = -1
-    with _in(folder), _quiet() as (_, err):
-        signal.setitimer(signal.ITIMER_REAL, TIME_LIMIT)
+    with _in(folder), _quiet() as (out, err):
+        signal.setitimer(signal.ITIMER_PROF, TIME_LIMIT)  # CPU time of this process
+        signal.setitimer(signal.ITIMER_REAL, WALL_LIMIT)
         try:
             code = main(args)
         except SystemExit as exc:
@@ -588,13 +627,16 @@ def run_case(case: Case, folder: Path, prometheus: _Prometheus | None) -> Result
         except _Timeout:
             timed_out = True
         finally:
+            signal.setitimer(signal.ITIMER_PROF, 0)
             signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, previous)
-    seconds = time.monotonic() - start
-    result = Result(code, err.getvalue(), seconds, _peak_mb())
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+    end, children_end = _cpu()
+    seconds = (end - start) + (children_end - children)
+    result = Result(code, err.getvalue(), seconds, _peak_mb(), out=out.getvalue()[-4000:])
     command = args[0]
-    if timed_out:
-        result.broken.append(f"ran past {TIME_LIMIT:.0f} s")
+    if timed_out or seconds > TIME_LIMIT:
+        result.broken.append(f"ran past {TIME_LIMIT:.0f} s of CPU (or hung {WALL_LIMIT:.0f} s)")
     elif code not in EXIT_CODES.get(command, DEFAULT_CODES):
         result.broken.append(f"exit {code}")
     if "Traceback" in result.err or "internal error" in result.err:
@@ -629,6 +671,17 @@ def save_case(case: Case, result: Result, directory: Path, n: int, seed: int) ->
         "outputs": list(case.outputs), "files": files, "broke": result.broken,
         "exit": result.code, "stderr": result.err[-2000:]}, indent=1) + "\n")
     return folder
+
+
+def load_case(folder: Path) -> Case:
+    """A case kept by :func:`save_case` (or written by hand in its format)."""
+    kept = json.loads((folder / "case.json").read_text(encoding="utf-8"))
+    files = {rel: (folder / "files" / where["path"]).read_bytes() if "path" in where
+             else base64.b64decode(where["base64"]) for rel, where in kept["files"].items()}
+    answer = kept.get("prometheus")
+    return Case(kept["kind"], kept["args"], files, git=kept.get("git", False),
+                prometheus=None if answer is None else base64.b64decode(answer),
+                status=kept.get("status", 200), outputs=tuple(kept.get("outputs", ())))
 
 
 @dataclass
@@ -730,7 +783,7 @@ def main() -> int:
     print("exit codes: " + ", ".join(f"{c}: {n}" for c, n in sorted(summary.codes.items())))
     print("kinds: " + ", ".join(f"{k}: {n}" for k, n in summary.kinds.most_common()))
     print("commands: " + ", ".join(f"{k}: {n}" for k, n in summary.commands.most_common()))
-    print(f"slowest: {summary.slowest[0]:.2f} s ({summary.slowest[1]})")
+    print(f"slowest: {summary.slowest[0]:.2f} s of CPU ({summary.slowest[1]})")
     print(f"highest peak: {summary.peak[0]:.0f} MB ({summary.peak[1]})")
     print(f"broke the contract: {len(summary.failures)}")
     for n, case, result in summary.failures:
