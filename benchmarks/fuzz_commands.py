@@ -408,9 +408,13 @@ def _pair_case(rng: random.Random, inputs: Inputs, kind: str = "DGD pair") -> Ca
     new = mutated(rng, new, mutate_yaml)
     fmt = ["--format", rng.choice(["text", "json", "sarif", "github", "junit"])]
     files = {"base.yaml": old, "head.yaml": new}
-    if rng.random() < 0.5:
+    op = rng.random()
+    if op < 0.45:
         return Case(kind, ["diff", *fmt, "base.yaml", "head.yaml"], files)
-    return Case(kind, ["check", *fmt, "head.yaml"], files)
+    if op < 0.9:
+        return Case(kind, ["check", *fmt, "head.yaml"], files)
+    # the admission policy's CEL on the UPDATE base -> head, as the API server would run it
+    return Case(kind, ["policy", "test", "base.yaml", "head.yaml"], files)
 
 
 def _configmap_case(rng: random.Random, inputs: Inputs) -> Case:
@@ -477,6 +481,11 @@ def _index_case(rng: random.Random, inputs: Inputs) -> Case:
              "pause": ["--reason", "fuzz"]}.get(command, [])
     if command == "render-check":
         args = ["render", "rollout.yaml", "--into", "deploy", "--check"]
+    elif command == "status" and rng.random() < 0.3:
+        # the DGDs as the cluster returns them (`kubectl get dgd -o yaml`), mutated instead
+        live = files["deploy/dynamographdeployment-vllm-disagg.yaml"]
+        files["live.yaml"] = mutated(rng, live, mutate_yaml)
+        args = ["status", "rollout.yaml", "--into", "deploy", "--live", "live.yaml"]
     else:
         args = [command, "rollout.yaml", "--into", "deploy", *extra]
         if command in ("status", "explain", "history") and rng.random() < 0.4:
@@ -503,6 +512,10 @@ KINDS: dict[str, tuple[float, Callable[[random.Random, Inputs], Case]]] = {
 
 class _Timeout(BaseException):
     """Raised in the case's thread at its time limit (not an Exception: nothing catches it)."""
+
+
+class _Stopped(BaseException):
+    """SIGTERM: the run ends, its temporary folder and stand-in Prometheus removed."""
 
 
 @contextlib.contextmanager
@@ -771,9 +784,17 @@ def main() -> int:
     args = ap.parse_args()
     import resource
 
+    def stop(signum: int, frame: Any) -> None:
+        raise _Stopped
+
+    signal.signal(signal.SIGTERM, stop)
     cpu0 = resource.getrusage(resource.RUSAGE_SELF)
-    summary = run(args.cases, args.seed, save=args.save, only=tuple(args.only),
-                  progress=lambda s: print(s, file=sys.stderr, flush=True))
+    try:
+        summary = run(args.cases, args.seed, save=args.save, only=tuple(args.only),
+                      progress=lambda s: print(s, file=sys.stderr, flush=True))
+    except (_Stopped, KeyboardInterrupt):
+        print("stopped", file=sys.stderr)
+        return 130
     cpu1 = resource.getrusage(resource.RUSAGE_SELF)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (cpu1.ru_utime - cpu0.ru_utime + cpu1.ru_stime - cpu0.ru_stime
