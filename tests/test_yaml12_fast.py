@@ -9,8 +9,11 @@ from typing import Any
 
 import pytest
 
-from dgdgen import yaml12, yamldoc, yamlio, yamlruamel
+from dgdgen import yamlio
 from dgdgen.errors import InputError
+from dgdgen.yamlio import doc as yamldoc
+from dgdgen.yamlio import ruamel as yamlruamel
+from dgdgen.yamlio import yaml12
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -195,15 +198,15 @@ def test_packed_reading_is_the_builders() -> None:
     packed_count = 0
     for text in texts:
         try:
-            built = yaml12._read12(text, "f.yaml")
-        except (InputError, yaml12._GiveUp) as exc:
-            assert yaml12._packed12(text, "f.yaml") is None, text
+            built = yaml12.read12(text, "f.yaml")
+        except (InputError, yaml12.GiveUp) as exc:
+            assert yaml12.packed12(text, "f.yaml") is None, text
             if isinstance(exc, InputError):
                 with pytest.raises(InputError) as err:
                     yamlio.load_documents(text, "f.yaml", packed=True)
                 assert str(err.value) == str(exc)
             continue
-        packed = yaml12._packed12(text, "f.yaml")
+        packed = yaml12.packed12(text, "f.yaml")
         if packed is None:
             assert text in PACKED_LEAVES or "&" in text or "!" in text or "%" in text or \
                 not all(isinstance(d.data, (dict, list)) for d in built), text
