@@ -19,6 +19,14 @@
 -- CAPACITY_WAIT seconds after the condition's lastTransitionTime, then Degraded with the reason:
 -- new pods that cannot get their GPUs are told apart from a roll that is still moving.
 --
+-- A roll that does not finish is Degraded after ROLL_WAIT seconds. The DGD API defines
+-- status.rollingUpdate.phase `Failed`, but the operator never sets it (Dynamo's rolling-update
+-- task guide, docs/fern/pages/kubernetes/operations/rolling-updates.md: "defined, never set"),
+-- and Grove / LWS-backed DGDs report no rollingUpdate at all: a roll whose new pods never become
+-- ready stays Pending / InProgress, or keeps the Ready reason `updating`, for ever. So the time
+-- since it started (rollingUpdate.startTime, else the Ready condition's lastTransitionTime) is
+-- what ends it; a `Failed` phase, should an operator set it, is Degraded at once.
+--
 -- Everything else uses only Lua 5.1 base functions (pairs, ipairs, type, tostring). Measuring the
 -- capacity wait needs a clock and a date parser (os.time, os.date, string.match): dgdgen's
 -- argocd-cm patch sets resource.customizations.useOpenLibs.nvidia.com_DynamoGraphDeployment.
@@ -28,6 +36,8 @@ local hs = {}
 
 -- seconds a DGD may wait for capacity (GPUs, nodes) before it counts as Degraded
 local CAPACITY_WAIT = 600
+-- seconds a roll may run before it counts as Degraded (the operator never reports it failed)
+local ROLL_WAIT = 1800
 
 local function result(status, message)
   hs.status = status
@@ -133,16 +143,33 @@ if ready ~= nil and ready.status ~= "True" and ready.reason == "insufficient_cap
   return result("Progressing", what .. " (waiting for capacity, " .. tostring(waited) .. " of " ..
     tostring(CAPACITY_WAIT) .. " s)")
 end
-if ready ~= nil and ready.status ~= "True" and ready.reason == "updating" then
-  return result("Progressing", "Updating: " .. describe(ready, "rolling out updated replicas"))
+-- a roll still running: Progressing until ROLL_WAIT has passed since `since`, then Degraded
+local function rolling_for(message, since)
+  local waited = age(since)
+  if waited ~= nil and waited >= ROLL_WAIT then
+    return result("Degraded", message .. " for " .. tostring(waited) .. " s, more than " ..
+      tostring(ROLL_WAIT) .. " s (the operator never reports a roll failed: check the new pods)")
+  end
+  return result("Progressing", message)
 end
 
 local rolling = status.rollingUpdate
 if rolling ~= nil and rolling.phase == "Failed" then
   return result("Degraded", "Rolling update failed: " .. describe(ready, "see the operator's events"))
 end
+if ready ~= nil and ready.status ~= "True" and ready.reason == "updating" then
+  local since = ready.lastTransitionTime
+  if rolling ~= nil and rolling.startTime ~= nil then
+    since = rolling.startTime
+  end
+  return rolling_for("Updating: " .. describe(ready, "rolling out updated replicas"), since)
+end
 if rolling ~= nil and (rolling.phase == "Pending" or rolling.phase == "InProgress") then
-  return result("Progressing", "Rolling update " .. rolling.phase)
+  local since = rolling.startTime
+  if since == nil and ready ~= nil then
+    since = ready.lastTransitionTime
+  end
+  return rolling_for("Rolling update " .. rolling.phase, since)
 end
 
 if status.restart ~= nil and type(status.restart.inProgress) == "table" and

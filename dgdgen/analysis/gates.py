@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from dgdgen.analysis import queries, stats
+from dgdgen.analysis.timing import Timing, delay_and_count, warm_up_seconds
 from dgdgen.errors import InputError, did_you_mean
 from dgdgen.traffic import preview
 
@@ -332,13 +333,6 @@ def required_samples(analysis: Any, metric: str) -> int:
 
 
 @dataclass(frozen=True)
-class Timing:
-    initial_delay: int  # seconds
-    interval: int
-    count: int
-
-
-@dataclass(frozen=True)
 class StepGate:
     """One gated step: what its AnalysisRun measures, with which args, and for how long."""
 
@@ -429,6 +423,7 @@ def step_gate(prepared: Prepared, state: PlanStep) -> StepGate | None:
     window = max(base_window, 60 * math.ceil(bake / 60)) if bake else base_window
     interval = parse_duration(analysis.interval)
     initial_delay = window if traffic else 0
+    warm_up = warm_up_seconds(prepared, state, metrics, parse_duration(analysis.warm_up))
     if analysis.count:
         count = analysis.count
     elif state.pause_seconds and state.pause_seconds > initial_delay:
@@ -482,7 +477,7 @@ def step_gate(prepared: Prepared, state: PlanStep) -> StepGate | None:
     return StepGate(
         index=state.index, label=state.label, gate=state.gate, metrics=tuple(metrics),
         dropped=tuple(dropped), min_requests=min_requests, min_bake_seconds=bake,
-        window_seconds=window, timing=Timing(initial_delay, interval, count),
+        window_seconds=window, timing=Timing(initial_delay, interval, count, warm_up),
         args=tuple(args.items()),
     )
 
@@ -557,12 +552,13 @@ def argo_metric(
                     analysis.consecutive_error_limit})
         out["provider"] = quality_provider(analysis.quality, rollout, headers)
         return out
-    if timing.initial_delay:
-        out["initialDelay"] = duration(timing.initial_delay)
+    delay, count = delay_and_count(analysis, metric, timing)
+    if delay:
+        out["initialDelay"] = duration(delay)
     out["interval"] = duration(timing.interval)
-    out["count"] = timing.count
+    out["count"] = count
     out["failureLimit"] = analysis.failure_limit
-    out["inconclusiveLimit"] = inconclusive_limit(analysis, timing.count)
+    out["inconclusiveLimit"] = inconclusive_limit(analysis, count)
     out["consecutiveErrorLimit"] = analysis.consecutive_error_limit
     ok, bad = conditions(metric, analysis)
     out["successCondition"] = ok

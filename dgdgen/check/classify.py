@@ -186,8 +186,8 @@ def verdict(
 ) -> Verdict:
     """Classify the change from ``base`` to ``head`` (the same DGD, two revisions).
 
-    ``dynamo_version`` picks the release the flag tables describe (default: the newest the facts
-    cover); an unknown one raises :class:`~dgdgen.errors.InputError`. ConfigMaps (name → data)
+    ``dynamo_version`` picks the release the flag tables describe (default: the newest whose
+    runtime dgdgen has run, :data:`dgdgen.check.releases.DEFAULT`); an unknown one raises :class:`~dgdgen.errors.InputError`. ConfigMaps (name → data)
     let TRT-LLM ``--extra-engine-args`` files mounted from them be compared key by key.
     ``model_config`` (the served model's files, :func:`dgdgen.check.modelconfig.load`) settles
     the defaults engines derive from them.

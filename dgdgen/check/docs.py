@@ -29,6 +29,7 @@ class Case:
     head: str
     base: str | None = None
     dynamo_version: str | None = None
+    workers_run_by: str | None = None  # how the operator runs the worker pods (--workers-run-by)
     count: int | None = None  # exact number of findings of the rule, when given
     example: bool = False
 
@@ -43,7 +44,8 @@ def cases(code: str) -> list[Case]:
     out = []
     for c in raw.get("cases") or []:
         out.append(Case(name=c["name"], expect=c["expect"], head=c["head"], base=c.get("base"),
-                        dynamo_version=c.get("dynamo-version"), count=c.get("count"),
+                        dynamo_version=c.get("dynamo-version"),
+                        workers_run_by=c.get("workers-run-by"), count=c.get("count"),
                         example=bool(c.get("example"))))
     return out
 
@@ -102,7 +104,8 @@ def page(meta: RuleMeta) -> str:
         from dgdgen.check.inplace import table, which_runs_hashed
 
         lines += ["## By Dynamo release and worker namespaces", "",
-                  ("`--dynamo-version` picks the release (default: the newest known) and "
+                  ("`--dynamo-version` picks the release (default 1.6, the newest whose runtime "
+                  "dgdgen has run; 1.7's facts are from its source, not run) and "
                   "`--workers-run-by` how the operator runs the worker pods (default: "
                   "`deployment`); together they decide whether an in-place roll puts each "
                   "worker generation in its own hash-suffixed Dynamo namespace or both in one "

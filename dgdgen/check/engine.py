@@ -19,9 +19,9 @@ from dgdgen.check.context import (
     roll_of_dgd,
 )
 from dgdgen.check.findings import ORDER, Finding, Severity
-from dgdgen.check.flags import NEWEST
 from dgdgen.check.inplace import DEFAULT_RUN_BY, GroveStrategy, RunBy, Target
 from dgdgen.check.modelconfig import ModelConfig
+from dgdgen.check.releases import DEFAULT
 from dgdgen.check.rules.registry import RULES
 from dgdgen.check.suppress import Suppression, applies, parse_annotations
 from dgdgen.errors import InputError
@@ -32,7 +32,7 @@ SETTLES = "DGD205"
 
 @dataclass(frozen=True)
 class Options:
-    release: str = NEWEST
+    release: str = DEFAULT
     run_by: RunBy = DEFAULT_RUN_BY  # how the operator runs the worker pods (check.inplace)
     # Grove DGDs without the nvidia.com/grove-update-strategy annotation (None: the release's).
     grove_strategy: GroveStrategy | None = None

@@ -9,10 +9,17 @@ or ``engine:<dotted.path>`` for TRT-LLM engine arguments (the effective value af
 
 Releases. The facts pin behaviour to upstream PRs and dates; the table maps them onto releases:
 
+* ``1.7`` — 1.7.0 (tag ``v1.7.0``, commit ``1a96a04``): source, not run — PyPI stops at 1.6.1.
+  Its card inputs and flags are 1.6's: the newest stored copy of ``mdcsum()`` (untagged) hashes
+  the same fields (``dynamo.md`` §9 addendum: display_name … worker_type and needs, router_config,
+  aliases; no indexer_identity), the worker router and disaggregation flags are unchanged there,
+  and vLLM's NIXL compatibility hash (the KV table's ``_NIXL`` rows) covers the same factors in
+  the newest stored copy (:data:`_NIXL_17`). Entries with ``since="1.6"`` and no ``until`` apply
+  to it; a 1.7 fact that differs gets its own entry.
 * ``1.6`` — 1.6.0 and 1.6.1: observed on the real runtime (docs/checker.md, "Checksum inputs"; the
   PyPI wheels ``ai-dynamo==1.6.1`` / ``ai-dynamo-runtime==1.6.1``) and pinned by the
-  runtime-backed tests (``tests/check/test_runtime_truth.py``). The newest known release and the
-  default target.
+  runtime-backed tests (``tests/check/test_runtime_truth.py``). The newest release dgdgen has run
+  and the default target (:mod:`dgdgen.check.releases`).
 * ``1.5`` — upstream main as of 2026-08-21 (version 1.5.0-dev): the newest the source facts cover.
 * ``1.4`` — branched before 2026-08-08: #12890 (2026-08-08) and #12769 (2026-08-19) are "1.5.0,
   not 1.4.0" (upstream #13137, #14215); PRs of July 2026 (#12023, #12089, worker router flags and
@@ -27,14 +34,13 @@ import enum
 from dataclasses import dataclass
 from functools import lru_cache
 
-from dgdgen.errors import InputError
+from dgdgen.check.releases import DEFAULT, NEWEST, RELEASES, normalize_release, release_key
 from dgdgen.model.dgd import Backend
 
 # The key under which dgdgen.check.facts keeps the extra served model names (card `aliases`).
 ALIASES_KEY = "--served-model-name:aliases"
 
-RELEASES: tuple[str, ...] = ("1.3", "1.4", "1.5", "1.6")
-NEWEST = RELEASES[-1]
+__all__ = ["DEFAULT", "NEWEST", "RELEASES", "normalize_release", "release_key"]
 
 class Category(str, enum.Enum):
     """What a base → head change of a component breaks when applied in place."""
@@ -91,27 +97,6 @@ class Input:
         if self.since is not None and r < release_key(self.since):
             return False
         return self.until is None or r < release_key(self.until)
-
-
-@lru_cache(maxsize=64)
-def release_key(release: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in release.split("."))
-
-
-def normalize_release(value: str | None) -> str:
-    """``1.6``, ``1.6.1``, ``v1.4.1`` → a release of :data:`RELEASES`; unknown → InputError."""
-    if value is None:
-        return NEWEST
-    text = value.strip().lstrip("vV")
-    parts = text.split(".")
-    if len(parts) >= 2 and parts[0].isdigit() and parts[1].split("-")[0].isdigit():
-        major_minor = f"{int(parts[0])}.{int(parts[1].split('-')[0])}"
-        if major_minor in RELEASES:
-            return major_minor
-    raise InputError(
-        f"unknown Dynamo version {value!r}",
-        hint=f"the flag tables cover {', '.join(RELEASES)}; the default is {NEWEST}",
-    )
 
 
 # --------------------------------------------------------------------------- MDC inputs
@@ -234,8 +219,16 @@ MDC_INPUTS: tuple[Input, ...] = (
 _KV = "ai-dynamo/dynamo@2a6da14c8 components/src/dynamo/{vllm,sglang,trtllm} (KV-transfer flags)"
 # vLLM's NIXL handshake, read in the vllm 0.31.0 wheel from PyPI (the version ai-dynamo 1.6.1
 # pins in its [vllm] extra).
+# The same factors in the newest stored copy of the file (vllm-project/vllm
+# vllm/distributed/kv_transfer/kv_connector/v1/nixl/metadata.py at
+# 02cfb534df5674737558730b10f23d1b7aef9b7c, NIXL_CONNECTOR_VERSION 12, untagged: not confirmed as
+# the vllm 0.33.0 that Dynamo 1.7 pins): model, dtype, KV heads / head size / layers, attention
+# backend, cache dtype, hybrid KV cache manager, speculative config, transfer mode (push / pull,
+# named in --kv-transfer-config); plus the vLLM and connector versions (the image: DGD203).
+_NIXL_17 = ("vllm-project/vllm@02cfb534df56 nixl/metadata.py compute_nixl_compatibility_hash "
+            "(untagged; Dynamo 1.7 pins vllm 0.33.0): source, not run")
 _NIXL = ("vllm-project/vllm 0.31.0 vllm/distributed/kv_transfer/kv_connector/v1/nixl/metadata.py "
-         "compute_nixl_compatibility_hash; ai-dynamo 1.6.1 pins vllm==0.31.0")
+         "compute_nixl_compatibility_hash; ai-dynamo 1.6.1 pins vllm==0.31.0; 1.7: " + _NIXL_17)
 _NIXL_HANDSHAKE = ("vllm-project/vllm 0.31.0 vllm/distributed/kv_transfer/kv_connector/v1/nixl/"
                    "base_worker.py _validate_remote_agent_handshake; ai-dynamo 1.6.1 pins "
                    "vllm==0.31.0")

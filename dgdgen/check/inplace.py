@@ -76,6 +76,11 @@ accepts only RollingRecreate and OnDelete: ``consts.go`` "Supported values match
 RollingRecreate and OnDelete") to RollingRecreate. ``--grove-update-strategy RollingRecreate``
 says what an operator that no longer defaults to Coherent does.
 
+1.7 (source, not run): the v1.7.0 DGD reference says Grove uses ``RollingRecreate`` unless the
+annotation selects another, for aggregated, disaggregated and LPX graphs alike, Coherent being
+opt-in (Grove ≥ v0.1.0-alpha.14, no surge, can stall: ai-dynamo/grove#873) — the opt-in-only
+``grove_update_strategy.go`` above is 1.7's. So 1.7 defaults every graph to RollingRecreate.
+
 Why one module: the consequence texts are read off the strategy model — which backing, release
 and update strategy put which generations side by side, and at what pace — so the model and the
 words every consumer prints stay one table that cannot drift apart.
@@ -88,6 +93,7 @@ import re
 from dataclasses import dataclass
 
 from dgdgen.check.flags import RELEASES, Category, release_key
+from dgdgen.check.releases import from_source, source_note
 from dgdgen.errors import InputError
 from dgdgen.model.dgd import ANN_GROVE_STRATEGY, ANN_MAX_SURGE, ANN_MAX_UNAVAILABLE, ANN_STRATEGY
 
@@ -174,8 +180,12 @@ COHERENT_SINCE = "1.6"
 # The strategy the operator of each release gives a Grove DGD without the annotation:
 # (disaggregated graph — both prefill and decode workers, other graphs). See the module docstring
 # for the sources and why 1.6 is Coherent for disaggregated graphs.
+# The first release whose operator no longer opts any DGD into Coherent (the v1.7.0 DGD
+# reference; source, not run).
+COHERENT_OPT_IN_SINCE = "1.7"
 GROVE_DEFAULT: dict[str, tuple[GroveStrategy, GroveStrategy]] = {
-    r: ((GroveStrategy.COHERENT if release_key(r) >= release_key(COHERENT_SINCE)
+    r: ((GroveStrategy.COHERENT
+         if release_key(COHERENT_SINCE) <= release_key(r) < release_key(COHERENT_OPT_IN_SINCE)
          else GroveStrategy.ROLLING_RECREATE), GroveStrategy.ROLLING_RECREATE)
     for r in RELEASES
 }
@@ -183,7 +193,8 @@ GROVE_DEFAULT: dict[str, tuple[GroveStrategy, GroveStrategy]] = {
 GROVE_STRATEGY_HELP = (
     "the update strategy of Grove-backed DGDs without an nvidia.com/grove-update-strategy "
     "annotation: RollingRecreate, OnDelete or Coherent (default: the release's — Coherent for "
-    "a graph with prefill and decode workers on 1.6, RollingRecreate otherwise)")
+    "a graph with prefill and decode workers on 1.6, RollingRecreate otherwise — every graph "
+    "on 1.7, from its DGD reference: source, not run)")
 
 
 def parse_grove_strategy(value: str | None, release: str) -> GroveStrategy | None:
@@ -313,7 +324,8 @@ class Target:
         return namespaces_for(self.release, self.run_by)
 
     def describe(self) -> str:
-        return f"Dynamo {self.release}, {self.run_by.label} ({self.namespaces.label})"
+        ahead = " (from source, not run)" if from_source(self.release) else ""
+        return f"Dynamo {self.release}{ahead}, {self.run_by.label} ({self.namespaces.label})"
 
 
 def namespaces_for(release: str, run_by: RunBy) -> Namespaces:
@@ -425,6 +437,13 @@ SHARED_MDC: dict[str, str] = {
     "1.6": "the frontend rejects the new workers ('Rejected incompatible workers'): they pass "
            "their own health check but get 0 requests, so the roll loses capacity step by step "
            "and flips all traffic to the new configuration when the last old worker goes",
+    # 1.7: source, not run — the newest stored lib/llm/src/discovery/controller.rs (untagged,
+    # later than 1.6.1) keeps the first accepted checksum cohort and logs the rest as "Rejected
+    # incompatible workers; the first accepted configuration retains the WorkerSet".
+    "1.7": "the frontend rejects the new workers ('Rejected incompatible workers', as 1.6; "
+           "from source, not run): they pass their own health check but get 0 requests, so the "
+           "roll loses capacity step by step and flips all traffic to the new configuration "
+           "when the last old worker goes",
 }
 
 # Hashed worker namespaces: measured on the 1.6.1 runtime, frontend by prefix, old and new
@@ -505,24 +524,45 @@ TOGETHER_CAVEATS = "the DGD may say `successful` before the roll ends, Dynamo #3
 # standalone cliques concurrently, each one pod at a time (ai-dynamo/grove
 # docs/designs/update-strategy.md), and LeaderWorkerSets roll each set alone. Measured in the
 # in-place rehearsal (docs/rehearse.md, "The disaggregated gap").
+#
+# What the frontend does with a generation that has one role alone: it routes only to a worker
+# namespace whose workers' ``needs`` are met. Every 1.6.1 backend registers a decode worker
+# needing a prefill peer and a prefill worker needing a decode peer (ai-dynamo 1.6.1
+# dynamo/vllm/worker_factory.py ``needs_set = [WorkerType.Prefill]`` / ``prefill_needs_set =
+# [WorkerType.Decode]``; dynamo/sglang/init_llm.py ``init_decode`` / ``init_prefill``;
+# dynamo/trtllm/workers/llm_worker.py), and so does the mocker. Measured on the real 1.6.1
+# frontend with workers registering exactly so (tests/check/test_runtime_needs.py;
+# docs/rehearse.md, "Incomplete generations"): a namespace with decode workers alone, or prefill
+# workers alone, beside a complete one gets none of the requests and none fails; alone, the
+# model is not ready (``/v1/models/{model}/ready`` 503, "missing worker types") and every
+# request gets 503.
+NEEDS_ROUTING = (
+    "the frontend routes only to a generation whose prefill and decode workers are both ready "
+    "(each declares the other in its model card's `needs`, measured on the 1.6.1 runtime), so "
+    "that generation's workers serve nothing while the other carries the traffic")
+NO_COMPLETE = (
+    "if at that moment neither generation is complete (the old one left with decode workers "
+    "only, the new one with prefill workers only), the model is not ready and every request "
+    "gets 503")
 GAP_WHEN = (
-    "prefill and decode are replaced independently, so whichever finishes first leaves the old "
-    "generation with decode workers and no prefill worker (or a new generation is listed with its "
-    "decode workers before its prefill workers), and a request the frontend routes to that "
-    "incomplete generation can get 503, until the other component catches up — for as long as "
-    "the two components finish apart: 0.1–0.4 s in the rehearsal, where both start alike, as "
-    "long as the difference in their pods' start-up on a cluster")
+    "prefill and decode are replaced independently, so whichever finishes first leaves a "
+    "generation with one role alone (the old one with decode workers and no prefill worker, or "
+    f"a new one with decode workers before its prefill workers): {NEEDS_ROUTING}, at its own "
+    f"capacity; {NO_COMPLETE} — for as long as the two components finish apart: 0.1–0.4 s in "
+    "the rehearsal, where both start alike, as long as the difference in their pods' start-up "
+    "on a cluster")
 GAP_AVOID: dict[RunBy, str] = {
     RunBy.DEPLOYMENT: (
         "no setting of Deployment-backed workers avoids it (each component's maxSurge / "
         "maxUnavailable paces that component alone); Grove-backed workers with the Coherent "
-        "update strategy (Dynamo 1.6) replace prefill and decode together"),
+        "update strategy (Dynamo 1.6 and later) replace prefill and decode together"),
     RunBy.GROVE: (
         "the Coherent update strategy avoids it (nvidia.com/grove-update-strategy: Coherent, "
-        "Dynamo 1.6): prefill and decode replaced together"),
+        "Dynamo 1.6 and later; the default for such a graph on 1.6, opt-in on 1.7): prefill and "
+        "decode replaced together"),
     RunBy.LWS: (
         "no LeaderWorkerSet setting avoids it; Grove-backed workers with the Coherent update "
-        "strategy (Dynamo 1.6) replace prefill and decode together"),
+        "strategy (Dynamo 1.6 and later) replace prefill and decode together"),
 }
 GAP_AVOID_BEFORE_COHERENT = (
     "no setting of this release avoids it: the Grove Coherent update strategy, which replaces "
@@ -599,6 +639,9 @@ def roll_consequence(category: Category, roll: Roll, *, rename: bool = False,
             parts.append(f"— disaggregated: {gap}")
     elif roll.hashed or roll.strategy_source:
         parts.append(f"({roll.pace})")
+    note = source_note(roll.target.release)
+    if note and "not run" not in effect:
+        parts.append(f"[{note}]")
     return " ".join(parts)
 
 

@@ -24,14 +24,17 @@ transition between states, the serving graph:
 
 * the pods each DGD implies: replicas per component, the labels the Dynamo operator puts on them,
   and whether a frontend is Ready with no workers (the operator's `/health` probe answers 200
-  with none; the model's ready path answers 404) — measured on the Dynamo 1.6.1 frontend;
+  with none; the model's ready path answers 404, and 503 with one role of a disaggregated
+  generation alone) — measured on the Dynamo 1.6.1 frontend;
 * which of them each client path reaches: a Gateway's route and a mesh route (by weight), a
   Service called directly — callers outside a GAMMA mesh follow the parent Service's selector,
   not the route — an InferencePool, HAProxy's backends (whose ready check takes a frontend
-  without workers out of rotation), and, where nothing routes, the operator's own frontend
+  whose generation is incomplete out of rotation), and, where nothing routes, the operator's own frontend
   Service;
 * whether the frontends reached have every worker role of their generation running (a
-  disaggregated generation with prefill workers alone, or decode workers alone, answers 503).
+  disaggregated generation with prefill workers alone, or decode workers alone, answers 503: its
+  workers declare the other role in their cards' `needs`, and the frontend routes only to a
+  generation whose needs are met — tests/check/test_runtime_needs.py).
 
 The transitions are those the tree's state folders imply: forward step by step, the way back
 from every step, and cleanup. Between two states Argo CD applies the new objects wave by wave

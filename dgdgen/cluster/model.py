@@ -10,16 +10,22 @@ given. What it assumes of the cluster, each from a recorded fact:
   (its name), plus the pod template's own labels (ai-dynamo/dynamo
   ``deploy/operator/internal/consts/consts.go``; :mod:`dgdgen.render.services`).
 * A frontend's readiness probe is the operator's ``/health``, which answers 200 with no workers
-  at all (observed on the Dynamo 1.6.1 frontend: docs/traffic.md, "Frontend readiness"):
-  a Service keeps a workerless frontend in its endpoints. Only a probe on
-  ``/v1/models/{model}/ready`` (404 without workers) takes it out.
+  at all (observed on the Dynamo 1.6.1 frontend: docs/traffic.md, "Frontend readiness"; the 1.7
+  frontend's ``/health`` reports the frontend's own readiness — initial discovery done — and
+  still not whether a model has workers: source, not run, dgdgen.check.releases): a Service
+  keeps a workerless frontend in its endpoints. Only a probe on ``/v1/models/{model}/ready``
+  takes it out.
 * A frontend routes to the workers of its own Dynamo namespace: the workers of its DGD, and of
   its worker group where the proposed ``workerGroupName`` splits one DGD. A disaggregated graph
-  serves only while both its prefill and its decode workers run: on the 1.6.1 runtime a
-  generation with prefill workers alone, or decode workers alone, answers 503 to every request
-  (the in-place rehearsal, docs/rehearse.md).
-* HAProxy's health check on the ready path marks a frontend with no workers DOWN
-  (``option httpchk GET /v1/models/…/ready``), not one with workers of one role only.
+  serves only while both its prefill and its decode workers run: every 1.6.1 backend declares
+  the other role in its card's ``needs`` and the frontend routes only to a generation whose
+  needs are met — with prefill workers alone, or decode workers alone, the model is not ready
+  and every request gets 503 (measured on the 1.6.1 runtime with workers registering as the
+  backends do: tests/check/test_runtime_needs.py).
+* The model's ready path answers 404 without workers and 503 ("missing worker types") with one
+  role alone (the same measurement), so a readiness probe or HAProxy's health check on it
+  (``option httpchk GET /v1/models/…/ready``) takes out a frontend whose generation is
+  incomplete, not only one with no workers.
 * Callers inside a GAMMA mesh follow the route's weights; callers outside it (and every caller of
   a plain Service) follow the parent Service's selector — kube-proxy does not read HTTPRoutes.
 """
@@ -108,7 +114,7 @@ class Reach:
     entry: str  # e.g. "out-of-mesh callers of Service inference/qwen-router"
     via: Key  # the object that decides it (for file:line)
     frontends: tuple[PodSet, ...]
-    # frontends a health check takes out of rotation when their generation has no workers
+    # frontends a health check takes out of rotation when their generation is incomplete
     checked: bool = False
     path: tuple[str | int, ...] = ("spec",)  # the field of ``via`` that decides it
     # an L4 switch (a Service's selector): it moves new connections only, pooled keep-alive
@@ -153,8 +159,8 @@ class Graph:
         for p in pods:
             if p.role is not Role.FRONTEND or p.replicas <= 0:
                 continue
-            if p.ready_probe and self.generation_of(p).worker_count() <= 0:
-                continue
+            if p.ready_probe and self.generation_of(p).missing():
+                continue  # the ready path answers 404 / 503 until every role is in
             out.append(p)
         return tuple(out)
 

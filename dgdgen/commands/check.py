@@ -52,9 +52,10 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ignore", action="append", default=[], metavar="RULE",
                         help="skip these rules: code, slug or prefix")
     parser.add_argument("--dynamo-version", metavar="X.Y", default=None,
-                        help="Dynamo release the flag tables describe (X.Y.Z selects X.Y; "
-                             "default: the newest known release; see `dgdgen rules explain "
-                             "DGD201`)")
+                        help="Dynamo release the flag tables describe: 1.3 to 1.7 (X.Y.Z "
+                             "selects X.Y; default 1.6, the newest release whose runtime "
+                             "dgdgen has run — 1.7's facts are from its source and release "
+                             "notes, not run; see `dgdgen rules explain DGD201`)")
     parser.add_argument("--workers-run-by", metavar="BACKING", default=None,
                         choices=RUN_BY,
                         help="how the operator runs the DGD's worker pods: deployment "
@@ -71,7 +72,8 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
                              "OnDelete (nothing rolls until pods are deleted) or Coherent "
                              "(prefill and decode replaced together, no surge; 1.6+); default: "
                              "the release's — Coherent for a graph with prefill and decode "
-                             "workers on 1.6, RollingRecreate otherwise")
+                             "workers on 1.6, RollingRecreate otherwise and on 1.7 (from its "
+                             "DGD reference, not run)")
     parser.add_argument("--model-config", metavar="DIR", default=None,
                         help="the served model's files (a directory with its config.json, and "
                              "tokenizer_config.json if it has one): settles a context length or "

@@ -34,7 +34,8 @@ See docs/policy.md (what the CEL can and cannot see).
 
 def _add_policy_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dynamo-version", metavar="VERSION",
-                   help="the Dynamo release whose flag tables to use (default: the newest)")
+                   help="the Dynamo release whose flag tables to use (default 1.6: the newest "
+                        "release whose runtime dgdgen has run; 1.7 from source)")
     p.add_argument("--workers-run-by", choices=("deployment", "grove", "lws", "unmanaged"),
                    default=None, metavar="BACKING",
                    help="how the operator runs the worker pods (deployment, the default: "

@@ -12,8 +12,8 @@ from dgdgen.analysis.gates import check_clusters, check_gates
 from dgdgen.check.classify import recommend, runtime_replaced, verdict
 from dgdgen.check.context import roll_of_dgd
 from dgdgen.check.facts import dgd_facts
-from dgdgen.check.flags import NEWEST, normalize_release
 from dgdgen.check.inplace import BOTH, RunBy, Target, roll_consequence
+from dgdgen.check.releases import DEFAULT, normalize_release
 from dgdgen.crd import overlays
 from dgdgen.errors import InputError, InputWarning, PlanError
 from dgdgen.model import names
@@ -455,7 +455,7 @@ def decide_isolation(
     isolation-demanding change.
     """
     if target is None:
-        target = Target(NEWEST)
+        target = Target(DEFAULT)
     v = verdict(stable.dgd, cand.dgd, dynamo_version=target.release)
     rec = recommend(v)
     mode = "in-place" if rec.isolation == "in-place" else "separate-dgd"

@@ -209,6 +209,12 @@ def _gate_notes(prepared: Prepared) -> list[str]:
             )
         for metric, why in sg.dropped:
             lines.append(f"note: step {sg.index}: gate {sg.gate} leaves out {metric}: {why}")
+        if sg.timing.warm_up:
+            lines.append(
+                f"note: step {sg.index}: the candidate's first traffic meets an empty KV cache "
+                "(TTFT is high until prefixes are cached again: Dynamo's rolling-update guide); "
+                f"its TTFT metrics start {duration_text(sg.timing.warm_up)} after the others "
+                "(spec.analysis.warmUp; 0s turns it off)")
     lines += _experiment_notes(prepared)
     checks = gate_checks(prepared)
     lines += [c.detail for c in checks if c.kind != "experiment"]
@@ -465,7 +471,8 @@ def as_json(prepared: Prepared) -> str:
                 "dropped": [{"metric": m, "reason": r} for m, r in sg.dropped],
                 "minRequests": sg.min_requests, "minBakeSeconds": sg.min_bake_seconds,
                 "windowSeconds": sg.window_seconds, "initialDelaySeconds":
-                sg.timing.initial_delay, "intervalSeconds": sg.timing.interval,
+                sg.timing.initial_delay, "warmUpSeconds": sg.timing.warm_up,
+                "intervalSeconds": sg.timing.interval,
                 "count": sg.timing.count, "args": sg.arg_map,
             }
             for sg in step_gates(prepared).values()

@@ -107,9 +107,9 @@ def variables(rel: str) -> list[dict[str, str]]:
 def validations(target: Target | None = None) -> list[dict[str, str]]:
     """One validation per in-place rule; its message says what the operator would do with the
     change on ``target`` (the checker's one model, dgdgen.check.inplace)."""
-    from dgdgen.check.flags import NEWEST
+    from dgdgen.check.releases import DEFAULT
 
-    target = target or Target(NEWEST)
+    target = target or Target(DEFAULT)
     out = []
     hatch = cel.ESCAPE_ANNOTATION
     for code, slug, category, var in RULES:

@@ -89,19 +89,24 @@ def segments(out: InPlaceOutcome, *, settle: float = 0.5) -> list[Segment]:
 # a request it routed before finishes failing after that.
 GAP_LAG = 0.25
 
+# The two kinds of window. With no complete generation the model is not ready and every request
+# gets 503. A generation with decode workers and no prefill worker gets no request: the 1.6.1
+# frontend routes only to a generation whose workers' `needs` are met (every 1.6.1 backend and the
+# mocker declare them; dgdgen.check.inplace NEEDS_ROUTING, tests/check/test_runtime_needs.py) —
+# its workers idle, capacity is the other generation's.
 NO_COMPLETE = "no complete generation"
-INCOMPLETE_SERVING = "an incomplete generation receives traffic"
+INCOMPLETE_IDLE = "an incomplete generation's workers serve nothing"
 
 
 @dataclass(frozen=True)
 class Gap:
     """A stretch of a disaggregated roll in which no generation (worker namespace) has both an
-    available prefill and an available decode worker, or one with decode workers and no prefill
-    worker — which the frontend routes requests to, and which answers them 503 — is listed."""
+    available prefill and an available decode worker (every request 503), or one has decode
+    workers and no prefill worker (listed by the frontend, sent no request: its workers idle)."""
 
     start: float
     end: float
-    kinds: tuple[str, ...]  # NO_COMPLETE and/or INCOMPLETE_SERVING
+    kinds: tuple[str, ...]  # NO_COMPLETE and/or INCOMPLETE_IDLE
     incomplete: tuple[str, ...]  # the generations with decode and no prefill workers
     opened_by: str  # the pod change that opened it (a snapshot's event)
     closed_by: str
@@ -148,7 +153,7 @@ def gaps(snapshots: list[Snapshot], namespaces: dict[str, str], roles: dict[str,
         half = tuple(sorted(by_ns.get(ns, ns) for ns, (pf, dec) in gens.items()
                             if dec and not pf))
         if half:
-            kinds.append(INCOMPLETE_SERVING)
+            kinds.append(INCOMPLETE_IDLE)
         states.append((snap.t, tuple(kinds), half, snap.event))
     out: list[Gap] = []
     i = 0
@@ -167,7 +172,7 @@ def gaps(snapshots: list[Snapshot], namespaces: dict[str, str], roles: dict[str,
         closed = states[j][3] if j < len(states) else "end of the run"
         if end > t:
             failed = sum(1 for f in failures if t <= f <= end + GAP_LAG)
-            out.append(Gap(t, end, tuple(k for k in (NO_COMPLETE, INCOMPLETE_SERVING)
+            out.append(Gap(t, end, tuple(k for k in (NO_COMPLETE, INCOMPLETE_IDLE)
                                          if k in all_kinds),
                            tuple(sorted(all_half)), event, closed, failed))
         i = j
@@ -241,6 +246,7 @@ def to_json(out: InPlaceOutcome) -> dict[str, Any]:
         "spec": str(out.options.spec),
         "strategy": "in-place (the operator's roll, ungated)",
         "updateStrategy": _update_strategy(out),
+        "dynamo": _release(out),
         "result": out.result,
         "exitCode": out.exit_code,
         "workerNamespaces": out.options.worker_namespaces,
@@ -297,6 +303,24 @@ def _update_strategy(out: InPlaceOutcome) -> dict[str, Any] | None:
             "text": s.text}
 
 
+# What local processes cannot show: a new generation's cold KV cache (dgdgen.analysis.timing).
+COLD_CACHE = (
+    "new workers start with an empty KV cache: on a cluster their TTFT is high until prefixes "
+    "are cached again (Dynamo's rolling-update guide); the rehearsal's workers keep no prefix "
+    "cache, so its TTFT does not show it — a gated rollout's TTFT metrics wait "
+    "spec.analysis.warmUp at the candidate's first step")
+
+
+def _release(out: InPlaceOutcome) -> dict[str, Any]:
+    """The release whose roll is played and the runtime that plays it."""
+    from dgdgen.check.releases import DEFAULT, source_note
+    from dgdgen.runtime import DYNAMO_VERSION
+
+    release = out.roll.target.release if out.roll is not None else DEFAULT
+    return {"release": release, "runtime": DYNAMO_VERSION,
+            "note": source_note(release) or None, "coldCache": COLD_CACHE}
+
+
 def _round(v: float | None) -> float | None:
     return None if v is None else round(v, 4)
 
@@ -329,6 +353,11 @@ def to_markdown(out: InPlaceOutcome, data: dict[str, Any]) -> str:
            if out.options.candidate_slowdown != 1 else "")
         + f" A new worker pod's process starts {out.options.pod_startup:g} s after the pod is "
         "created (image pull and model load).",
+        "",
+        (f"The roll is Dynamo {data['dynamo']['release']}'s"
+         + (f" ({data['dynamo']['note']}), played by the {DYNAMO_VERSION} runtime"
+            if data["dynamo"]["note"] else "")
+         + f". Not shown: {COLD_CACHE}."),
         "",
         "| component | replicas | maxSurge | maxUnavailable | from |",
         "| --- | ---: | ---: | ---: | --- |",
@@ -397,11 +426,13 @@ def gap_lines(g: dict[str, Any]) -> list[str]:
         return [("**No window without a complete generation**: at every pod change some "
                 "generation had both a prefill and a decode worker available, and no "
                 "generation with decode workers but no prefill worker was listed."), ""]
-    lines = [(f"**Windows without a complete generation, or with an incomplete one receiving "
-              f"traffic: {len(g['windows'])}, {g['totalSeconds']} s in all, {g['failed']} "
-              f"failed requests in them** (a request routed to a generation with decode "
-              f"workers and no prefill worker gets 503; failures counted from a window's start "
-              f"to {g['lagSeconds']} s after its end)."), "",
+    lines = [(f"**Windows without a complete generation, or with an incomplete one: "
+              f"{len(g['windows'])}, {g['totalSeconds']} s in all, {g['failed']} failed requests "
+              f"in them** (without a complete generation every request gets 503; an incomplete "
+              f"generation gets no request — the frontend routes only to a generation whose "
+              f"prefill and decode workers are both ready, their cards' `needs` — so its "
+              f"workers idle; failures counted from a window's start to {g['lagSeconds']} s "
+              f"after its end)."), "",
              ("| from (s) | to (s) | seconds | what | incomplete generation | opened by | closed "
              "by | failed |"), "| ---: | ---: | ---: | --- | --- | --- | --- | ---: |"]
     for w in g["windows"]:
@@ -552,7 +583,7 @@ def summary_lines(data: dict[str, Any]) -> list[str]:
     g = data["gaps"]
     if g["disaggregated"]:
         n, failed = len(g["windows"]), g["failed"]
-        out.append(f"  no complete generation / incomplete one serving: {n} "
+        out.append(f"  no complete generation / incomplete one idle: {n} "
                    f"window{'' if n == 1 else 's'}, {g['totalSeconds']} s, {failed} failed "
                    f"request{'' if failed == 1 else 's'} in {'it' if n == 1 else 'them'}")
         for w in g["windows"]:

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from dgdgen.analysis import gates, queries
+from dgdgen.analysis.timing import Timing
 from dgdgen.model.generation import LABEL_GENERATION, LABEL_ROLLOUT
 from dgdgen.render.manifest import Manifest
 from dgdgen.traffic import preview
@@ -136,7 +137,7 @@ def analysis_template(prepared: Prepared, gate: str) -> dict[str, Any]:
     analysis = _analysis(prepared)
     metrics = gates.gate_metrics(analysis, gate)
     base_window = parse_duration(analysis.window)
-    timing = gates.Timing(base_window, parse_duration(analysis.interval), analysis.count or 1)
+    timing = Timing(base_window, parse_duration(analysis.interval), analysis.count or 1)
     # Sized like the plan's runs of this gate: the window of the step with the smallest share
     # (the longest min-bake), so a run from this template can reach its minimum request count
     # at every step that uses it; a 5m window at 10 % of 25 req/s never sees 1,826 requests.

@@ -215,9 +215,12 @@ class DynamoTarget(SpecModel):
     there (said by `plan` / `validate` for `isolation: auto` and `in-place`) and which flags feed
     the ModelDeploymentCard (the checker's tables, dgdgen.check.inplace)."""
 
+    # The checker's releases and default (dgdgen.check.releases, a layer above the spec): kept
+    # equal by tests/check/test_releases.py.
     version: str = Field(
-        "1.6", description="Dynamo release (X.Y; X.Y.Z selects X.Y): 1.3, 1.4, 1.5 or 1.6 "
-        "(default, the newest known).")
+        "1.6", description="Dynamo release (X.Y; X.Y.Z selects X.Y): 1.3, 1.4, 1.5, 1.6 or 1.7. "
+        "Default 1.6: the newest release whose runtime dgdgen has run; 1.7's facts are from its "
+        "source and release notes (not run).")
     workers_run_by: Literal["deployment", "grove", "lws", "unmanaged"] = Field(
         "deployment", description="How the operator runs the DGD's worker pods: `deployment` "
         "(default: Kubernetes Deployments; the operator's managed rolling update puts each "

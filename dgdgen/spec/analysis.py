@@ -333,6 +333,13 @@ class Analysis(SpecModel):
         "the minimum bake time per step and widens the window to it."
     )
     window: Duration = Field("5m", description="Shortest query window (rate/increase range).")
+    warm_up: Duration = Field(
+        "2m", description="A new generation starts with an empty KV cache: its TTFT is high "
+        "until prefixes are cached again (Dynamo's rolling-update guide). At the candidate's "
+        "first step with traffic, the TTFT metrics (ttft-p95, ttft-p99 and their -vs-stable "
+        "comparisons) start their first window this long after the others, so a gate does not "
+        "read the warm-up as a regression; errors and ITL are measured from the start. `0s` "
+        "turns it off.")
     interval: Duration = Field("1m", description="Time between measurements.")
     count: int | None = Field(
         None, ge=1, description="Measurements per metric (default: as many as fit the step's "

@@ -87,11 +87,12 @@ def test_cli_choices_are_the_models() -> None:
     assert check.RUN_BY == tuple(r.value for r in RunBy)
 
 
-def test_spec_default_release_is_the_newest() -> None:
-    from dgdgen.check.flags import NEWEST
+def test_spec_default_release_is_the_checker_default() -> None:
+    # the newest release whose runtime dgdgen has run (dgdgen.check.releases), not the newest
+    from dgdgen.check.releases import DEFAULT
     from dgdgen.spec import DynamoTarget
 
-    assert DynamoTarget().version == NEWEST
+    assert DynamoTarget().version == DEFAULT
     assert DynamoTarget().workers_run_by == RunBy.DEPLOYMENT.value
 
 

@@ -6,14 +6,24 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
 import pytest
 from worker_support import shell_worker, worker_component
 
+from dgdgen import runtime
 from dgdgen.check.flags import ALIASES_KEY, NEWEST, RELEASES, normalize_release
 from dgdgen.check.inplace import HASHED_MDC, SHARED_MDC
+from dgdgen.check.releases import (
+    DEFAULT,
+    RELEASE_FACTS,
+    VERIFIED,
+    engine_pins,
+    facts,
+    source_note,
+)
 
 CORPUS = os.path.join(os.path.dirname(__file__), "corpus", "vllm-block-size-disagg-v1alpha1")
 
@@ -27,16 +37,64 @@ def diff(*extra: str, fmt: str = "json") -> str:
     return proc.stdout
 
 
-def test_the_newest_known_release_is_the_default() -> None:
+def test_the_default_is_the_newest_release_whose_runtime_dgdgen_has_run() -> None:
+    # 1.7 is known (from source) but not run: the default stays with the runtime the project
+    # measured (dgdgen.check.releases, docs/checker.md "Which release by default").
     assert NEWEST == max(RELEASES, key=lambda r: tuple(int(p) for p in r.split(".")))
-    assert "1.6" in RELEASES
-    assert json.loads(diff())["dynamo_version"] == NEWEST
+    assert NEWEST == "1.7" and DEFAULT == "1.6" == VERIFIED[-1]
+    assert runtime.DYNAMO_VERSION.rsplit(".", 1)[0] == DEFAULT
+    assert normalize_release(None) == DEFAULT
+    assert json.loads(diff())["dynamo_version"] == DEFAULT
 
 
-@pytest.mark.parametrize("spelling", ["1.6.1", "1.6.0", "v1.6.1", "1.6"])
-def test_1_6_patch_releases_are_known(spelling: str) -> None:
-    assert normalize_release(spelling) == "1.6"
-    assert json.loads(diff("--dynamo-version", spelling))["dynamo_version"] == "1.6"
+def test_every_command_assumes_the_same_default() -> None:
+    from dgdgen.check.engine import Options
+    from dgdgen.spec import DynamoTarget
+
+    assert Options().release == DEFAULT
+    assert DynamoTarget().version == DEFAULT
+    # the spec sits below the checker and spells the list out: the same list
+    described = DynamoTarget.model_fields["version"].description or ""
+    assert all(r in described for r in RELEASES) and f"Default {DEFAULT}" in described
+    for cmd in (["check", "--help"], ["diff", "--help"], ["policy", "render", "--help"]):
+        out = subprocess.run([sys.executable, "-m", "dgdgen", *cmd], capture_output=True,
+                             text=True, check=True).stdout
+        flat = " ".join(out.split())
+        # the default, why, and that 1.7's facts are from source
+        assert "default 1.6" in flat and re.search(r"1\.7\S* (facts are )?from (its )?source",
+                                                   flat), (cmd, flat)
+
+
+@pytest.mark.parametrize(("spelling", "release"), [
+    ("1.6.1", "1.6"), ("1.6.0", "1.6"), ("v1.6.1", "1.6"), ("1.6", "1.6"),
+    ("1.7", "1.7"), ("1.7.0", "1.7"), ("v1.7.0", "1.7")])
+def test_patch_releases_are_known(spelling: str, release: str) -> None:
+    assert normalize_release(spelling) == release
+    assert json.loads(diff("--dynamo-version", spelling))["dynamo_version"] == release
+
+
+def test_an_unknown_release_says_which_are_known_and_why_the_default() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "dgdgen", "diff", os.path.join(CORPUS, "old.yaml"),
+         os.path.join(CORPUS, "new.yaml"), "--dynamo-version", "1.8"],
+        capture_output=True, text=True, check=False)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "unknown Dynamo version '1.8'" in proc.stderr
+    assert "1.3, 1.4, 1.5, 1.6, 1.7" in proc.stderr and "has run" in proc.stderr
+
+
+def test_release_facts_cover_every_release_and_say_what_is_from_source() -> None:
+    assert set(RELEASE_FACTS) == set(RELEASES)
+    assert facts("1.7").from_source and not facts("1.6").from_source
+    assert engine_pins("1.7") == "vLLM 0.33.0, SGLang 0.5.23, TRT-LLM 1.4.0rc2"
+    assert "source, not run" in facts("1.7").health and "?instances=true" in facts("1.7").health
+    # the per-model gate dgdgen renders on candidate frontends is each release's
+    from dgdgen.render import frontends
+
+    for r in RELEASES:
+        assert facts(r).model_ready_path.format(model="m") == frontends.path("m")
+        assert facts(r).health_ready_without_workers  # why CLU101 needs the ready path
+    assert source_note("1.6") == "" and "not run" in source_note("1.7")
 
 
 # What each (release, worker backing) does with an in-place checksum change: the operator's

@@ -12,6 +12,7 @@ from dgdgen.check import docs
 from dgdgen.check.context import FileInput
 from dgdgen.check.engine import Options, run
 from dgdgen.check.flags import normalize_release
+from dgdgen.check.inplace import parse_run_by
 from dgdgen.check.rules.registry import RULES
 from dgdgen.yamlio import load_documents_fast
 
@@ -62,7 +63,8 @@ def test_case(code: str, case: docs.Case) -> None:
     head = load_documents_fast(case.head, "case.yaml")
     base = load_documents_fast(case.base, "case.yaml") if case.base is not None else None
     report = run([FileInput("case.yaml", head, base)],
-                 Options(release=normalize_release(case.dynamo_version)))
+                 Options(release=normalize_release(case.dynamo_version),
+                         run_by=parse_run_by(case.workers_run_by)))
     hits = [f for f in report.findings if f.code == code]
     if case.expect == "fire":
         assert hits, case.name

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from dgdgen.check.flags import RELEASES
 from dgdgen.check.inplace import (
     GROVE_DEFAULT,
     GroveStrategy,
@@ -172,18 +173,25 @@ def test_deployment_backed_text_names_the_disaggregated_gap(tmp_path: Path) -> N
             "#3567)"), m
         # when it happens, what it does, and that no Deployment setting avoids it
         assert gap.startswith("prefill and decode are replaced independently, so whichever "
-                              "finishes first leaves the old generation with decode workers and "
-                              "no prefill worker"), gap
-        assert "can get 503" in gap
+                              "finishes first leaves a generation with one role alone (the old "
+                              "one with decode workers and no prefill worker"), gap
+        # what the 1.6.1 frontend does with it, measured with workers registering as the
+        # backends do (tests/check/test_runtime_needs.py): no request to the incomplete
+        # generation; 503 only while no generation is complete
+        assert "routes only to a generation whose prefill and decode workers are both ready" \
+            in gap and "serve nothing" in gap
+        assert "neither generation is complete" in gap and "every request gets 503" in gap
+        assert "can get 503" not in gap
         assert gap.endswith("no setting of Deployment-backed workers avoids it (each component's "
                             "maxSurge / maxUnavailable paces that component alone); Grove-backed "
-                            "workers with the Coherent update strategy (Dynamo 1.6) replace "
-                            "prefill and decode together"), gap
+                            "workers with the Coherent update strategy (Dynamo 1.6 and later) "
+                            "replace prefill and decode together"), gap
     # Grove's RollingRecreate: Coherent avoids it; Coherent itself has no such window
     messages, _ = _diff(tmp_path, "--workers-run-by", "grove", "--grove-update-strategy",
                         "RollingRecreate")
     assert all(m.endswith("the Coherent update strategy avoids it (nvidia.com/grove-update-"
-                          "strategy: Coherent, Dynamo 1.6): prefill and decode replaced "
+                          "strategy: Coherent, Dynamo 1.6 and later; the default for such a "
+                          "graph on 1.6, opt-in on 1.7): prefill and decode replaced "
                           "together") for m in messages), messages
     messages, _ = _diff(tmp_path, "--workers-run-by", "grove")
     assert all("disaggregated:" not in m for m in messages), messages
@@ -196,12 +204,33 @@ def test_deployment_backed_text_names_the_disaggregated_gap(tmp_path: Path) -> N
     assert strategy["name"] == "RollingUpdate"
 
 
-def test_every_release_has_a_grove_default_and_only_1_6_knows_coherent() -> None:
+def test_every_release_has_a_grove_default_and_only_1_6_defaults_to_coherent() -> None:
+    assert set(GROVE_DEFAULT) == set(RELEASES)
     for release, (disagg, other) in GROVE_DEFAULT.items():
         assert other is GroveStrategy.ROLLING_RECREATE
+        # 1.6: the 1.6.0 chart notes; 1.7: opt-in only (its DGD reference)
         assert (disagg is GroveStrategy.COHERENT) == (release == "1.6")
     assert not grove_strategy_of(GroveStrategy.ON_DELETE).automatic
     assert grove_strategy_of(GroveStrategy.COHERENT).scaling_blocked
+
+
+def test_1_7_rolls_a_disaggregated_grove_graph_with_rolling_recreate(tmp_path: Path) -> None:
+    # Dynamo 1.7's DGD reference: RollingRecreate unless the annotation selects another, for
+    # every graph (source, not run); 1.6 keeps Coherent for this disaggregated graph (above).
+    messages, strategy = _diff(tmp_path, "--dynamo-version", "1.7", "--workers-run-by", "grove")
+    assert strategy["name"] == "Grove RollingRecreate", strategy
+    assert strategy["source"] == ("the default of Dynamo 1.7 for a disaggregated graph (prefill "
+                                  "and decode workers)")
+    for m in messages:
+        assert "Grove RollingRecreate, the default of Dynamo 1.7" in m, m
+        assert "one pod at a time in each component" in m and "ratios drift" in m
+        # prefill and decode paced apart: the disaggregated gap, and Coherent as the opt-in
+        assert "— disaggregated: " in m and "opt-in on 1.7" in m, m
+    # the annotation still wins on 1.7
+    _, strategy = _diff(tmp_path, "--dynamo-version", "1.7.0", "--workers-run-by", "grove",
+                        annotation="Coherent")
+    assert strategy["name"] == "Grove Coherent"
+    assert strategy["source"] == f"set by the DGD's {ANN} annotation"
 
 
 def test_plan_notes_name_the_grove_strategy(tmp_path: Path) -> None:

@@ -36,8 +36,12 @@ def test_a_frontend_with_the_health_probe_stays_reachable_without_workers() -> N
 def test_a_frontend_with_the_ready_probe_leaves_the_endpoints_without_workers() -> None:
     got = _reached(dgd("blue", decode=0, prefill=0, ready_probe=True), service("entry", "blue"))
     assert got == {"callers of Service inference/entry": []}
+    # one role alone: the ready path answers 503 ("missing worker types"; the workers declare
+    # each other in their cards' `needs`: tests/check/test_runtime_needs.py), so it leaves too
     got = _reached(dgd("blue", decode=1, prefill=0, ready_probe=True), service("entry", "blue"))
-    assert got == {"callers of Service inference/entry": [("blue/Frontend", ["prefill"])]}
+    assert got == {"callers of Service inference/entry": []}
+    got = _reached(dgd("blue", decode=1, prefill=1, ready_probe=True), service("entry", "blue"))
+    assert got == {"callers of Service inference/entry": [("blue/Frontend", [])]}
 
 
 def test_disaggregated_generation_needs_both_roles() -> None:

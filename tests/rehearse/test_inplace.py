@@ -27,6 +27,7 @@ import pytest
 from rehearse_support import REPO, rehearse, require_runtime
 
 from dgdgen import yamlio
+from dgdgen.rehearse.inplace_report import INCOMPLETE_IDLE
 
 pytestmark = [pytest.mark.slow, pytest.mark.rehearse, pytest.mark.long(minutes=2)]
 
@@ -267,7 +268,7 @@ def test_coherent_never_leaves_the_old_generation_half_gone(tmp_path: Path) -> N
     g = data["gaps"]
     assert g["disaggregated"] is True
     for w in g["windows"]:
-        assert w["kinds"] == ["an incomplete generation receives traffic"], w
+        assert w["kinds"] == [INCOMPLETE_IDLE], w
         assert w["incomplete"] == ["candidate"], w  # never the old generation half gone
         assert w["seconds"] < 1.0, w
     assert data["truncated"] == 0, data["failures"]

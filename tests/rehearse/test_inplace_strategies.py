@@ -27,7 +27,7 @@ from dgdgen.rehearse.inplace import (
     strategy_line,
 )
 from dgdgen.rehearse.inplace_report import (
-    INCOMPLETE_SERVING,
+    INCOMPLETE_IDLE,
     NO_COMPLETE,
     gaps,
     summary_lines,
@@ -194,7 +194,7 @@ def test_the_old_generation_left_without_prefill_is_a_window_with_its_failures()
     (gap,) = found
     assert (gap.start, gap.end) == (14.9, 14.98)
     assert gap.seconds == pytest.approx(0.08)
-    assert gap.kinds == (INCOMPLETE_SERVING,) and gap.incomplete == ("stable",)
+    assert gap.kinds == (INCOMPLETE_IDLE,) and gap.incomplete == ("stable",)
     assert gap.opened_by == "stable-vllmprefillworker-1 terminating"
     assert gap.closed_by == "stable-vllmdecodeworker-1 terminating"
     # the failures in it, and within the frontend's deregistration lag after it; not the others
@@ -217,7 +217,7 @@ def test_no_complete_generation_at_all() -> None:
              _snap(9.2, (0, 0), (1, 1), "candidate-vllmdecodeworker-0 available")]
     (gap,) = gaps(snaps, NS, ROLES, failures=[5.05, 7.0, 9.3], duration=12.0)
     assert (gap.start, gap.end) == (5.0, 9.2)
-    assert gap.kinds == (NO_COMPLETE, INCOMPLETE_SERVING) and gap.incomplete == ("stable",)
+    assert gap.kinds == (NO_COMPLETE, INCOMPLETE_IDLE) and gap.incomplete == ("stable",)
     assert gap.failed == 3  # 9.3 is within the lag after its end
 
 
@@ -253,11 +253,17 @@ def test_the_report_states_each_window_and_draws_it() -> None:
     g = data["gaps"]
     assert g["disaggregated"] is True and g["failed"] == 1 and g["totalSeconds"] == 0.08
     (w,) = g["windows"]
-    assert w["kinds"] == [INCOMPLETE_SERVING] and w["incomplete"] == ["stable"]
+    assert w["kinds"] == [INCOMPLETE_IDLE] and w["incomplete"] == ["stable"]
     assert data["updateStrategy"]["name"] == "RollingUpdate"
     assert data["updateStrategy"]["pace"] == "surge"
     md = to_markdown(out, data)
     assert "1 window" not in md and "Windows without a complete generation" in md
+    # whose roll, played by which runtime, and the cold KV cache it cannot show
+    assert data["dynamo"]["release"] == out.roll.target.release
+    assert data["dynamo"]["runtime"] == "1.6.1" and data["dynamo"]["note"] is None
+    assert "empty KV cache" in data["dynamo"]["coldCache"] and "Not shown:" in md
+    # an incomplete generation is sent no request: the report does not say it gets 503
+    assert "gets no request" in md and "an incomplete generation receives" not in md
     assert "| 14.9 | 14.98 | 0.08 |" in md and "Update strategy: **RollingUpdate**" in md
     svg = ET.fromstring(to_svg(out, data))
     ns = "{http://www.w3.org/2000/svg}"

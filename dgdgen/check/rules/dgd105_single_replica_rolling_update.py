@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from dgdgen.check.context import Context
+from dgdgen.check.context import Context, DgdPair
 from dgdgen.check.findings import Finding, Severity
+from dgdgen.check.inplace import RunBy
 from dgdgen.check.rules import RuleMeta
 from dgdgen.model.dgd import ANN_MAX_SURGE, ANN_STRATEGY, Role
 
@@ -24,7 +25,13 @@ RULE = RuleMeta(
         "a max-surge of 0 leaves only maxUnavailable to make progress (ai-dynamo/dynamo #6110, "
         "the operator's rolling-update guide). With one "
         "replica each of these takes the component's whole capacity away until the new pod is "
-        "ready — minutes for a GPU worker. Grove bug #697 can even delete all replicas at once."
+        "ready — minutes for a GPU worker. Grove bug #697 can even delete all replicas at once. "
+        "Worker pods run by Grove or LeaderWorkerSet (`--workers-run-by grove|lws`, "
+        "`check.workers-run-by`) are never surged, whatever their annotations: Dynamo's "
+        "rolling-update task guide (docs/fern/pages/kubernetes/operations/rolling-updates.md) "
+        "says a zero-downtime roll needs at least 2 replicas per worker component there "
+        "(RollingRecreate replaces one pod at a time, Coherent the whole set of one-replica "
+        "components together; OnDelete replaces nothing by itself)."
     ),
     remediation=(
         "Run at least two replicas of the component, or allow a surge (Deployment-backed "
@@ -47,13 +54,30 @@ def _reason(comp_annotations: dict[str, str], dgd_annotations: dict[str, str], m
     return None
 
 
+def _no_surge(ctx: Context, pair: DgdPair) -> str | None:
+    """Why the operator's roll of this DGD's workers never surges (Grove / LWS backing), or
+    None (Deployment-backed: the annotations decide; OnDelete: nothing rolls by itself)."""
+    roll = ctx.roll(pair)
+    s = roll.strategy
+    if roll.run_by not in (RunBy.GROVE, RunBy.LWS) or not s.automatic or s.max_surge != "0":
+        return None
+    return (f"{roll.run_by.label} are rolled by {s.name} without surge (Dynamo "
+            f"{roll.target.release}; a zero-downtime roll needs at least 2 replicas per worker "
+            "component)")
+
+
 def check(ctx: Context) -> Iterator[Finding]:
     for pair in ctx.dgds:
         h = pair.head
+        backing: list[str | None] = []  # computed once per DGD, when a worker needs it
         for comp in h.components.values():
             if comp.replicas != 1 or not (comp.is_worker or comp.role is Role.FRONTEND):
                 continue
             reason = _reason(dict(comp.annotations), dict(h.annotations), comp.multinode)
+            if reason is None and comp.is_worker:
+                if not backing:
+                    backing.append(_no_surge(ctx, pair))
+                reason = backing[0]
             if reason is None:
                 continue
             written = h.dgd.pod(comp.name).replicas_written

@@ -21,7 +21,9 @@ RULE = RuleMeta(
         "with a migration limit above 0 (`--migration-limit` is a frontend flag, "
         "ai-dynamo 1.6.1 frontend_args.py; the frontend exports "
         "dynamo_frontend_model_migration_total, prometheus_names.py). "
-        "Streaming requests of long generations are the ones cut."
+        "Streaming requests of long generations are the ones cut. On Dynamo 1.7 the limit also "
+        "lets the frontend migrate eligible in-flight requests off a worker that goes (v1.7.0 "
+        "release notes; source, not run: dgdgen.check.releases)."
     ),
     remediation=(
         "Set a migration limit on the frontend, e.g. args `--migration-limit 3` or env "

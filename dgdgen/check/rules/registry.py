@@ -23,6 +23,7 @@ from dgdgen.check.rules import (
     dgd203_runtime_change_in_place,
     dgd204_rollout_bookkeeping_removed,
     dgd205_derived_default_in_place,
+    dgd206_runtime_upgrade_skips_minor,
     rte301_route_zero_weights,
     rte302_route_backend_missing,
 )
@@ -43,6 +44,7 @@ _MODULES: tuple[ModuleType, ...] = (
     dgd203_runtime_change_in_place,
     dgd204_rollout_bookkeeping_removed,
     dgd205_derived_default_in_place,
+    dgd206_runtime_upgrade_skips_minor,
     rte301_route_zero_weights,
     rte302_route_backend_missing,
     ana401_analysis_nan_unguarded,

@@ -19,8 +19,12 @@ RULE = InvariantMeta(
         "A Dynamo frontend's readiness probe (`/health`) answers 200 with no workers, so a "
         "Service keeps a workerless frontend in its endpoints; the frontend then answers 404 "
         "(no workers for the model) or 503 (a disaggregated generation with prefill or decode "
-        "workers alone) to every request it gets (observed on the Dynamo 1.6.1 frontend: "
-        "docs/traffic.md, \"Frontend readiness and resources\"). Every path a caller can take — a Gateway's route, a mesh route, a "
+        "workers alone: every backend declares the other role in its card's `needs`, and the "
+        "frontend routes only to a generation whose needs are met) to every request it gets "
+        "(observed on the Dynamo 1.6.1 frontend: docs/traffic.md, \"Frontend readiness and "
+        "resources\"; tests/check/test_runtime_needs.py). A probe or health check on the "
+        "model's ready path takes such a frontend out: it answers 404 without workers and 503 "
+        "with one role alone. Every path a caller can take — a Gateway's route, a mesh route, a "
         "Service called directly (callers outside a GAMMA mesh follow the parent Service's "
         "selector, not the route), an InferencePool, HAProxy — must lead only to frontends "
         "whose generation has every worker role running, at every sync-wave boundary Argo CD "
@@ -46,10 +50,14 @@ def _violations(tree: Tree, moment: Moment) -> Iterator[tuple[Reach, str, str]]:
             continue  # a preview route: CLU104
         if not reach.frontends:
             yield reach, "no ready frontend at all", ""
+        elif reach.checked and all(gens[fe.generation].missing() for fe in reach.frontends):
+            # the ready-path check takes every one out: nothing is left to serve
+            yield reach, ("no frontend whose generation is complete (its health check takes "
+                          "every one out)"), ""
         for fe in reach.frontends:
             gen = gens[fe.generation]
             missing = gen.missing()
-            if missing and not (reach.checked and gen.worker_count() == 0):
+            if missing and not reach.checked:  # a ready-path check takes it out
                 what = (f"frontend {fe.name()}, whose generation {gen.label} runs no "
                         f"{' and no '.join(missing)} worker")
                 yield reach, what, gen.label
