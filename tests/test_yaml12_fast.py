@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 
 from dgdgen import yamlio
-from dgdgen.yamlio import yaml12
-from dgdgen.yamlio import ruamel as yamlruamel
 from dgdgen.errors import InputError
+from dgdgen.yamlio import doc as yamldoc
+from dgdgen.yamlio import ruamel as yamlruamel
+from dgdgen.yamlio import yaml12
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -138,7 +139,7 @@ def test_directive_1_2_alone_is_read_by_libyaml() -> None:
     _same(fast, _ruamel(text))
 
 
-@pytest.mark.parametrize("text", [
+PARAMS_READ = [
     "a: true\nb: null\nc: ~\nd: -3\ne: 1.50\nf: '012'\ng: \"yes\"\nh: |\n  x\n  y\ni:\n",
     "---\n---\n- a\n- {b: c, d: [1, 2.0]}\n---\nx: y\n",
     "a:\r\n  b: 1\r\n",
@@ -153,7 +154,10 @@ def test_directive_1_2_alone_is_read_by_libyaml() -> None:
     # An ampersand without an alias (a licence header), an anchor never referred to.
     "# NVIDIA CORPORATION & AFFILIATES\na: 'x & y'\nb: &unused [1, 2]\n",
     "a: &x 1\nb: '*'\n",
-])
+]
+
+
+@pytest.mark.parametrize("text", PARAMS_READ)
 def test_streams_it_reads(text: str) -> None:
     fast = yaml12._load_yaml12_fast(text, "f.yaml")
     assert fast is not None
@@ -176,3 +180,42 @@ def test_both_loaders_word_a_duplicate_key_alike(text: str) -> None:
         said.append((err.value.message, err.value.location.line, err.value.location.column))
     assert said[0] == said[1], said
     assert "duplicate key" in said[0][0] and "malformed" not in said[0][0], said
+
+
+PACKED_LEAVES = [  # what the packed reading leaves to the builder, which reads it (or refuses)
+    "a: &x 1\nb: x\n", "a: !!str 5\n", "true: 1\n", "a: 0x1F\n", "a: 1\na: 2\n",
+    "just a scalar\n", "a: 99999999999999999999\n", "%YAML 1.2\n---\na: 1\n", "a: x\u2028y\n",
+    "a: " + "[" * 70 + "]" * 70 + "\n", "a: [1, 2\n", "? [a]\n: b\n",
+]
+
+
+def test_packed_reading_is_the_builders() -> None:
+    """``load_documents(packed=True)`` (`dgdgen verify`): for a stream of plain data, the
+    packed reading's documents are exactly the builder's — data with types, every position,
+    document index and start line; anything else is the builder's reading, or its refusal."""
+    texts = [p.read_text(encoding="utf-8") for p in _repository_yaml()] + PACKED_LEAVES + \
+        PARAMS_READ
+    packed_count = 0
+    for text in texts:
+        try:
+            built = yaml12.read12(text, "f.yaml")
+        except (InputError, yaml12.GiveUp) as exc:
+            assert yaml12.packed12(text, "f.yaml") is None, text
+            if isinstance(exc, InputError):
+                with pytest.raises(InputError) as err:
+                    yamlio.load_documents(text, "f.yaml", packed=True)
+                assert str(err.value) == str(exc)
+            continue
+        packed = yaml12.packed12(text, "f.yaml")
+        if packed is None:
+            assert text in PACKED_LEAVES or "&" in text or "!" in text or "%" in text or \
+                not all(isinstance(d.data, (dict, list)) for d in built), text
+            continue
+        packed_count += 1
+        assert all(isinstance(d.positions, yamldoc.PackedPositions) for d in packed)
+        assert [(_typed(d.data), d.index, d.start_line) for d in packed] == [
+            (_typed(d.data), d.index, d.start_line) for d in built], text
+        for doc, expected in zip(packed, built):
+            assert dict(doc.positions) == expected.positions, text
+            assert list(doc.positions) == list(expected.positions), text
+    assert packed_count > 300, packed_count

@@ -116,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
     enabled = gc.isenabled()
     gc.disable()
     try:
-        documents = [doc for path in files for doc in yamlio.load_file(path)]
+        documents = [doc for path in files for doc in yamlio.load_file(path, packed=True)]
     finally:
         gc.freeze()
         if enabled:

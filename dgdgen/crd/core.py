@@ -75,9 +75,17 @@ def _declares(schema: dict[str, Any], kind: str) -> bool:
     return kind in (((schema.get("properties") or {}).get("kind") or {}).get("enum") or [])
 
 
+# What a Kubernetes kind and apiVersion can be spelt as (a kind is a Go type name; a group is a
+# DNS subdomain, a version `v` and a number); only such a pair is looked for among the schema
+# files: any other text of a document (a kind of 300 characters, `../x`) is an unknown kind,
+# never a file name (one too long for the file system was an error naming a schema file).
+_KIND = re.compile(r"[A-Za-z][A-Za-z0-9]{0,62}")
+_API_VERSION = re.compile(r"(?:[a-z0-9](?:[a-z0-9.-]{0,251}[a-z0-9])?/)?v[0-9][a-z0-9]{0,15}")
+
+
 @functools.cache
 def _schema(api_version: str, kind: str) -> dict[str, Any] | None:
-    if "/" in kind or not kind:
+    if not _KIND.fullmatch(kind) or not _API_VERSION.fullmatch(api_version):
         return None
     path = _schema_dir() / schema_file(api_version, kind)
     if not path.is_file():

@@ -391,9 +391,7 @@ class Walker:
 
     # The entry point for a whole object: apiVersion/kind/metadata are the API machinery's.
     def root(self, obj: dict[str, Any], schema: Schema, old: Any = MISSING) -> None:
-        props = dict(schema.get("properties") or {})
-        props["metadata"] = with_metadata(props.get("metadata"))
-        self.walk(obj, {**schema, "properties": props}, (), old)
+        self.walk(obj, _with_object_meta(schema), (), old)
         meta = obj.get("metadata")
         if isinstance(meta, dict):
             self.violations.extend(metadata_problems(meta, ("metadata",)))
@@ -412,45 +410,44 @@ class Walker:
             self._cel(value, schema, path, old)
 
     def walk(self, value: Any, schema: Schema, path: FieldPath, old: Any = MISSING) -> None:
+        node = _NODES.get(id(schema))
+        if node is None or node.schema is not schema:
+            node = _compile(schema)
         if value is None:
-            if not schema.get("nullable"):
+            if not node.nullable:
                 # The API server drops a null for a non-nullable field; in generated output that
                 # is always a mistake (a field meant to be set, or one to leave out).
                 self.add(path, "must not be null (the field is not nullable)", "nullable")
             return
-        if not self._type_ok(value, schema, path):
-            return
-        self._value_validations(value, schema, path)
-        if isinstance(value, dict):
-            self._object(value, schema, path, old)
-        elif isinstance(value, list):
-            self._array(value, schema, path, old)
-        if self.run_cel and "x-kubernetes-validations" in schema:
-            self._deferred.append((value, schema, path, old))
-
-    # ----------------------------------------------------------------------- types
-
-    def _type_ok(self, value: Any, schema: Schema, path: FieldPath) -> bool:
-        if isinstance(value, int) and not isinstance(value, bool) and not (
-            _INT_RANGES["int64"][0] <= value <= _INT_RANGES["int64"][1]
-        ):
+        t = type(value)
+        integer = t is int or t not in _PLAIN and isinstance(value, int) and t is not bool
+        if integer and not _INT64_MIN <= value <= _INT64_MAX:
             # The API server decodes every JSON integer as int64 and rejects larger ones; CEL
             # could not even convert it (a type error: CEL is skipped).
             self._type_errors += 1
             self.add(path, f"{value} does not fit in a 64-bit integer", "type")
-            return False
-        if schema.get("x-kubernetes-int-or-string"):
-            if _is_type(value, "integer") or isinstance(value, str):
-                return True
+            return
+        if node.int_or_string:
+            if not (_is_type(value, "integer") or isinstance(value, str)):
+                self._type_errors += 1
+                self.add(path, f"must be an integer or a string, got {type_name(value)}", "type")
+                return
+        elif node.type is not None and not (_EXACT.get(node.type) is t or
+                                            _is_type(value, node.type)):
             self._type_errors += 1
-            self.add(path, f"must be an integer or a string, got {type_name(value)}", "type")
-            return False
-        expected = schema.get("type")
-        if expected is None or _is_type(value, expected):
-            return True
-        self._type_errors += 1
-        self.add(path, f"must be of type {expected}, got {type_name(value)} {_short(value)}", "type")
-        return False
+            self.add(path, f"must be of type {node.type}, got {type_name(value)} "
+                     f"{_short(value)}", "type")
+            return
+        if node.value_checks:
+            self._value_validations(value, schema, path)
+        if t is dict or t is not list and isinstance(value, dict):
+            self._object(value, node, path, old)
+        elif t is list or isinstance(value, list):
+            self._array(value, node, path, old)
+        if node.cel and self.run_cel:
+            self._deferred.append((value, schema, path, old))
+
+    # ----------------------------------------------------------------------- types
 
     def _value_validations(self, value: Any, schema: Schema, path: FieldPath) -> None:
         enum = schema.get("enum")
@@ -537,34 +534,27 @@ class Walker:
 
     # ----------------------------------------------------------------------- containers
 
-    def _object(self, value: dict[str, Any], schema: Schema, path: FieldPath, old: Any) -> None:
-        props: Mapping[str, Any] = schema.get("properties") or {}
-        extra = schema.get("additionalProperties")
-        embedded = schema.get("x-kubernetes-embedded-resource", False)
-        if embedded:
-            props = {
-                "apiVersion": {"type": "string"},
-                "kind": {"type": "string"},
-                **props,
-                "metadata": with_metadata(props.get("metadata")),
-            }
+    def _object(self, value: dict[str, Any], node: _Node, path: FieldPath, old: Any) -> None:
+        props: Mapping[str, Any] = node.props
+        extra = node.extra
+        if node.embedded:
             for field in ("apiVersion", "kind"):
                 if not value.get(field):
                     self.add(path + (field,), f"{field} is required in an embedded object",
                              "x-kubernetes-embedded-resource")
-        for field in schema.get("required") or ():
+        for field in node.required:
             if field not in value:
                 self.add(path + (field,), "required field is missing", "required")
-        preserve = schema.get("x-kubernetes-preserve-unknown-fields", False)
         old_map = old if isinstance(old, dict) else None
+        walk = self.walk
         for key, item in value.items():
             child_old = old_map.get(key, MISSING) if old_map is not None else MISSING
             sub = props.get(key)
             if sub is not None:
-                self.walk(item, sub, path + (key,), child_old)
+                walk(item, sub, path + (key,), child_old)
             elif isinstance(extra, dict):
-                self.walk(item, extra, path + (key,), child_old)
-            elif extra is True or preserve or not self.strict:
+                walk(item, extra, path + (key,), child_old)
+            elif extra is True or node.preserve or not self.strict:
                 continue
             else:
                 hint = did_you_mean(key, props) if props else None
@@ -574,10 +564,10 @@ class Walker:
                     message += f" (did you mean {hint!r}?)"
                 self.add(path + (key,), message, "unknown-field")
 
-    def _array(self, value: list[Any], schema: Schema, path: FieldPath, old: Any) -> None:
-        items = schema.get("items")
-        list_type = schema.get("x-kubernetes-list-type", "atomic")
-        keys: list[str] = schema.get("x-kubernetes-list-map-keys") or []
+    def _array(self, value: list[Any], node: _Node, path: FieldPath, old: Any) -> None:
+        items = node.items
+        list_type = node.list_type
+        keys = node.list_keys
         # Transition rules see old items only where they correlate: by key in map lists.
         old_by_key: dict[str, Any] = {}
         if list_type == "map" and keys and isinstance(old, list):
@@ -596,7 +586,7 @@ class Walker:
                              f"{seen[k]})", "x-kubernetes-list-map-keys")
                 seen.setdefault(k, i)
             elif list_type == "set":
-                k = json.dumps(item, sort_keys=True)
+                k = json.dumps(item, sort_keys=True, check_circular=False)
                 if k in seen:
                     self.add(path + (i,), f"duplicate value {_short(item)} in a set (also item "
                              f"{seen[k]})", "x-kubernetes-list-type")
@@ -607,7 +597,7 @@ class Walker:
     # ----------------------------------------------------------------------- CEL
 
     def _cel(self, value: Any, schema: Schema, path: FieldPath, old: Any) -> None:
-        memo_key = _memo_key(value, old)
+        memo_key = ""  # made when a rule is first evaluated: a transition rule is skipped on create
         converted: dict[str, Any] = {}  # self / oldSelf as CEL values, converted on first need
         fast_data: dict[str, Any] = {}  # the same for cel-cpp, shared by the node's rules
 
@@ -648,6 +638,8 @@ class Walker:
             # The outcome is looked up before self is converted: converting a large object to
             # CEL values costs more than evaluating most rules (docs/performance.md). cel-cpp's
             # conversion of the node is made once for all its rules.
+            if not memo_key:
+                memo_key = _memo_key(value, old)
             key = (source, optional, memo_key)
             outcome = _RESULTS.get(key)
             if outcome is None and fast is not None and celcpp.holds(fast, value, schema, old,
@@ -708,14 +700,101 @@ _RESULTS_MAX = 100_000
 
 
 def _memo_key(value: Any, old: Any) -> str:
-    new_text = json.dumps(value, sort_keys=True, separators=(",", ":"))
+    """The JSON text of self (and oldSelf): equal texts are equal values, so equal outcomes.
+    In the key order of the data (equal values in another order only miss the memo) and
+    without the encoder's cycle check (the data is a tree): sorting the keys and checking for
+    cycles made it 3.4 times as slow (docs/performance.md)."""
+    new_text = _JSON_KEY(value)
     if old is MISSING:
         return new_text
-    return new_text + "\x00" + json.dumps(old, sort_keys=True, separators=(",", ":"))
+    return new_text + "\x00" + _JSON_KEY(old)
+
+
+_JSON_KEY = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
 
 
 def _key_of(item: Mapping[str, Any], keys: Iterable[str]) -> str:
-    return json.dumps([item.get(k) for k in keys], sort_keys=True)
+    return json.dumps([item.get(k) for k in keys], sort_keys=True, check_circular=False)
+
+
+# --------------------------------------------------------------------------- compiled nodes
+
+
+class _Node:
+    """What the walk asks of one schema node, read from it once (a DGD's schema has about
+    3,800 nodes; a walk visits each value's node, and asked the same dict the same questions
+    for every file): whether a value may be null, the type, whether any value validation
+    applies (most nodes have none), the object and array keywords, and whether it has CEL
+    rules."""
+
+    __slots__ = ("cel", "embedded", "extra", "int_or_string", "items", "list_keys",
+                 "list_type", "nullable", "preserve", "props", "required", "schema", "type",
+                 "value_checks")
+
+    def __init__(self, schema: Schema) -> None:
+        self.schema = schema
+        self.nullable = bool(schema.get("nullable"))
+        self.int_or_string = bool(schema.get("x-kubernetes-int-or-string"))
+        self.type: str | None = schema.get("type")
+        fmt = schema.get("format", "")
+        self.value_checks = any(k in schema for k in _VALUE_KEYWORDS) or \
+            fmt in _STRING_FORMATS or fmt in _INT_RANGES
+        self.props: Mapping[str, Any] = schema.get("properties") or {}
+        self.extra = schema.get("additionalProperties")
+        self.embedded = bool(schema.get("x-kubernetes-embedded-resource", False))
+        if self.embedded:  # an embedded object is a Kubernetes object: ObjectMeta included
+            self.props = {
+                "apiVersion": {"type": "string"},
+                "kind": {"type": "string"},
+                **self.props,
+                "metadata": with_metadata(self.props.get("metadata")),
+            }
+        self.required: tuple[str, ...] = tuple(schema.get("required") or ())
+        self.preserve = bool(schema.get("x-kubernetes-preserve-unknown-fields", False))
+        self.items = schema.get("items")
+        self.list_type = schema.get("x-kubernetes-list-type", "atomic")
+        self.list_keys: list[str] = schema.get("x-kubernetes-list-map-keys") or []
+        self.cel = "x-kubernetes-validations" in schema
+
+
+# Every keyword _value_validations reads (formats apart: only some are checked).
+_VALUE_KEYWORDS = ("enum", "maxLength", "minLength", "pattern", "maximum", "minimum",
+                   "multipleOf", "maxItems", "minItems", "maxProperties", "minProperties",
+                   "allOf", "anyOf", "oneOf", "not")
+_INT64_MIN, _INT64_MAX = _INT_RANGES["int64"]
+_PLAIN = frozenset({str, dict, list, bool, float, int})
+# the Python type that is exactly a JSON type's (a bool is an int, an int a number: _is_type)
+_EXACT: dict[str, type] = {"object": dict, "array": list, "string": str, "boolean": bool,
+                           "integer": int, "number": float}
+
+# id(schema node) -> its _Node, which keeps the node (its id cannot be reused while it lives).
+_NODES: dict[int, _Node] = {}
+
+
+def _compile(schema: Schema) -> _Node:
+    if len(_NODES) >= 100_000:
+        _NODES.clear()
+    node = _NODES[id(schema)] = _Node(schema)
+    return node
+
+
+# id(a kind's schema) -> (the schema, the same with ObjectMeta's fields under metadata)
+_ROOTS: dict[int, tuple[Schema, Schema]] = {}
+
+
+def _with_object_meta(schema: Schema) -> Schema:
+    """``schema`` with ObjectMeta under ``metadata`` (:func:`with_metadata`), made once per
+    schema rather than once per object (a new schema would be compiled again)."""
+    hit = _ROOTS.get(id(schema))
+    if hit is not None and hit[0] is schema:
+        return hit[1]
+    props = dict(schema.get("properties") or {})
+    props["metadata"] = with_metadata(props.get("metadata"))
+    wrapped = {**schema, "properties": props}
+    if len(_ROOTS) >= 1024:
+        _ROOTS.clear()
+    _ROOTS[id(schema)] = (schema, wrapped)
+    return wrapped
 
 
 _PATTERNS: dict[str, re.Pattern[str]] = {}

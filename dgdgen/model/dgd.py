@@ -226,12 +226,14 @@ class Dgd:
             if not create:
                 return None
             pt = node["podTemplate"] = {}
-        spec = pt.setdefault("spec", {}) if create else pt.get("spec")
+        spec = _mapping_at(pt, "spec") if create else pt.get("spec")
         if spec is None:
             return None
-        containers = spec.setdefault("containers", []) if create else spec.get("containers")
+        containers = spec.get("containers")
         if containers is None:
-            return None
+            if not create:
+                return None
+            containers = spec["containers"] = list[Any]()
         for c in containers:
             if isinstance(c, dict) and c.get("name") == "main":
                 return c
@@ -245,12 +247,10 @@ class Dgd:
         """The mutable pod-label map of a component (created when absent)."""
         node = self.component_doc(name)
         if self.version == "v1alpha1":
-            meta = node.setdefault("extraPodMetadata", {})
+            meta = _mapping_at(node, "extraPodMetadata")
         else:
-            meta = node.setdefault("podTemplate", {}).setdefault("metadata", {})
-        labels = meta.setdefault("labels", {})
-        assert isinstance(labels, dict)
-        return labels
+            meta = _mapping_at(_mapping_at(node, "podTemplate"), "metadata")
+        return _mapping_at(meta, "labels")
 
     def doc_annotations(self, name: str) -> dict[str, Any]:
         """The component's rolling-update annotations as written (read only: nothing is
@@ -268,12 +268,9 @@ class Dgd:
         """Where the operator reads per-component rolling-update annotations (upstream #6110)."""
         node = self.component_doc(name)
         if self.version == "v1alpha1":
-            ann = node.setdefault("annotations", {})
-        else:
-            ann = node.setdefault("podTemplate", {}).setdefault("metadata", {})
-            ann = ann.setdefault("annotations", {})
-        assert isinstance(ann, dict)
-        return ann
+            return _mapping_at(node, "annotations")
+        return _mapping_at(_mapping_at(_mapping_at(node, "podTemplate"), "metadata"),
+                           "annotations")
 
     def pod_spec(self, name: str) -> dict[str, Any]:
         """The mutable pod spec of a component: v1alpha1 ``extraPodSpec``, v1beta1
@@ -281,10 +278,9 @@ class Dgd:
         requires of a v1beta1 pod spec)."""
         node = self.component_doc(name)
         if self.version == "v1alpha1":
-            spec = node.setdefault("extraPodSpec", {})
-        else:
-            self.main_container(name, create=True)
-            spec = node["podTemplate"]["spec"]
+            return _mapping_at(node, "extraPodSpec")
+        self.main_container(name, create=True)
+        spec = node["podTemplate"]["spec"]
         assert isinstance(spec, dict)
         return spec
 
@@ -298,6 +294,17 @@ class Dgd:
                                       checked=self.checked)
         self._pods = {}
         self._env = None
+
+
+
+def _mapping_at(node: dict[str, Any], key: str) -> dict[str, Any]:
+    """``node[key]``, created empty where it is absent or null: the shape check at parse lets
+    only a mapping or null through (`podTemplate:` with nothing under it is null, and
+    ``setdefault`` would hand that null back)."""
+    value = node.get(key)
+    if not isinstance(value, dict):
+        value = node[key] = {}
+    return value
 
 
 def _copied(value: Any) -> Any:

@@ -26,8 +26,9 @@ class Slos(SpecModel):
         0.1, gt=0, description="Inter-token latency, 95th percentile, at most this (seconds)."
     )
     error_rate: float | None = Field(
-        0.01, ge=0, le=1, description="Share of failed requests (client cancellations "
-        "excluded) at most this."
+        0.01, ge=0, lt=0.999, description="Share of failed requests (client cancellations "
+        "excluded) at most this; below 0.999, so that the gate can size its sample to see the "
+        "candidate's rate rise above it (null switches the SLO off)."
     )
 
 

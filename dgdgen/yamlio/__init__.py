@@ -48,7 +48,7 @@ from dgdgen.yamlio.doc import Document, FieldPath
 from dgdgen.yamlio.events import GiveUp
 from dgdgen.yamlio.limits import check_limits, get_limits, size_error
 from dgdgen.yamlio.yaml11 import load_documents_fast
-from dgdgen.yamlio.yaml12 import read12
+from dgdgen.yamlio.yaml12 import packed12, read12
 
 __all__ = [
     "TOP_LEVEL_ORDER",
@@ -67,7 +67,7 @@ __all__ = [
 TOP_LEVEL_ORDER = ("apiVersion", "kind", "metadata", "spec", "data", "stringData", "status")
 
 
-def load_documents(text: str, file: str) -> list[Document]:
+def load_documents(text: str, file: str, *, packed: bool = False) -> list[Document]:
     """Parse every document of a YAML stream (safe: plain YAML types only), keeping positions.
 
     ruamel.yaml (YAML 1.2) decides what a stream means, but it reads only what libyaml cannot
@@ -77,11 +77,20 @@ def load_documents(text: str, file: str) -> list[Document]:
     otherwise, a ``%YAML 1.1`` directive...). ruamel.yaml's pure-Python parser costs up to 25 s
     and 600 MB per MB of text, so it reads at most
     :attr:`~dgdgen.yamlio.limits.Limits.max_ruamel_bytes`: a larger stream that needs it is
-    refused, naming what needs it and where."""
+    refused, naming what needs it and where.
+
+    ``packed``: for a caller that reads many files and never changes what it read (``dgdgen
+    verify``): a stream of plain data keeps its positions packed
+    (:class:`~dgdgen.yamlio.doc.PackedPositions`), read by
+    :func:`dgdgen.yamlio.yaml12.packed12`; the same documents, data and positions otherwise."""
     # The limits first: libyaml's composer must never see an alias bomb or a nesting deep enough
     # to crash it; the event pass runs where a cheap scan cannot rule those out.
     full = check_limits(text, file, always=False)
     with _collector_paused():
+        if packed:
+            docs = packed12(text, file)
+            if docs is not None:
+                return docs
         try:
             return read12(text, file)
         except GiveUp as exc:
@@ -173,8 +182,9 @@ def read_bytes(path: str, *, display: str | None = None) -> bytes:
     return raw
 
 
-def load_file(path: str, *, display: str | None = None) -> list[Document]:
-    return load_documents(read_text(path, display=display), display or path)
+def load_file(path: str, *, display: str | None = None, packed: bool = False
+              ) -> list[Document]:
+    return load_documents(read_text(path, display=display), display or path, packed=packed)
 
 
 # --------------------------------------------------------------------------- dumping

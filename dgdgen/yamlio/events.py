@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Iterator
+from array import array
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from dgdgen.errors import InputError, Location
-from dgdgen.yamlio.doc import FieldPath, Positions
+from dgdgen.yamlio.doc import FieldPath, PackedPositions, Positions
 from dgdgen.yamlio.limits import BadScalar, get_limits, mark_position, too_deep
 
 MAP_TAG = "tag:yaml.org,2002:map"
@@ -192,6 +193,44 @@ class Builder:
             x = self.get()
         return yaml.MappingNode(MAP_TAG, value, e.start_mark, None)
 
+    def _merge(self, out: dict[str, Any], merged_keys: set[str], path: FieldPath,
+               positions: Positions) -> None:
+        """Read the value of a ``<<`` key (the next node) and merge it into ``out``, the mapping
+        at ``path``, as PyYAML's SafeLoader does: a mapping, or a list of them (the first to
+        name a key wins; anything else merges nothing), under the keys ``out`` has not set; the
+        keys taken are added to ``merged_keys`` (a key of the mapping's own met later replaces
+        its value) with the positions of their fields where the merged mappings have them."""
+        scratch: Positions = {}
+        logs, self.logs = self.logs, []  # the merged nodes' positions are placed below
+        try:
+            merged = self.node(self.get(), path, scratch)[0]
+        finally:
+            self.logs = logs
+        n = len(path) + isinstance(merged, list)  # a list's item i is at path + (i,)
+        under: dict[FieldPath, list[tuple[FieldPath, tuple[int, int]]]] = {}
+        for p, at in scratch.items():
+            if len(p) > n:
+                under.setdefault(p[:n + 1], []).append((p, at))
+        sources = [(merged, path)] if not isinstance(merged, list) else \
+            [(m, path + (i,)) for i, m in enumerate(merged)]
+        for m, base in sources:
+            if not isinstance(m, dict):
+                continue
+            for mk, mv in m.items():
+                if mk not in out:
+                    out[mk] = mv
+                    merged_keys.add(mk)
+                    for p, at in under.get(base + (mk,), ()):
+                        self._place(positions, path + p[n:], at)
+
+    def _forget(self, positions: Positions, field: FieldPath) -> None:
+        """Drop the positions recorded at and under ``field`` (a merged value replaced)."""
+        n = len(field)
+        for p in [p for p in positions if p[:n] == field]:
+            del positions[p]
+        for log in self.logs:
+            log[:] = [(p, at) for p, at in log if p[:n] != field]
+
     def _place(self, positions: Positions, path: FieldPath, at: tuple[int, int]) -> None:
         """Record a position, also in the log of every anchored node being built."""
         positions[path] = at
@@ -217,7 +256,10 @@ class Builder:
             if not self.yaml11:
                 raise GiveUp("a mapping key that is not a string", e.start_mark)
             # PyYAML builds the key (`? [a, b]`), and it is read as its text, as a scalar key is
-            return self.key_of(None, self._compose(e, len(path))), at
+            try:
+                return self.key_of(None, self._compose(e, len(path))), at
+            except BadScalar as exc:  # a scalar inside it refused (`? [2024-13-45]`)
+                raise InputError(str(exc), location=Location("", *at), field=path) from None
         if len(path) >= self.max_depth:
             raise too_deep(Location("", *at))
         log: list[tuple[FieldPath, tuple[int, int]]] | None = None
@@ -230,6 +272,7 @@ class Builder:
         # here, not by a call per node: a third of the time of a DGD's load.
         if t is mapping_start:
             out: dict[str, Any] = {}
+            merged_keys: set[str] = set()  # a key of the mapping's own overrides a merged one
             k = get()
             while type(k) is not mapping_end:
                 if type(k) is scalar_event:
@@ -242,11 +285,7 @@ class Builder:
                         self._anchored(k)
                         self.anchors[k.anchor] = (k, None, kat)
                     if tag == MERGE_TAG and self.yaml11:
-                        merged = self.node(get(), path, positions)[0]
-                        for m in merged if isinstance(merged, list) else [merged]:
-                            if isinstance(m, dict):
-                                for mk, mv in m.items():
-                                    out.setdefault(mk, mv)
+                        self._merge(out, merged_keys, path, positions)
                         k = get()
                         continue
                     key = k.value if tag == text_tag else \
@@ -254,7 +293,10 @@ class Builder:
                 else:
                     key, kat = self.node(k, path, positions, as_key=True)
                 if key in out:
-                    raise InputError(f"duplicate key {key!r}", location=Location("", *kat))
+                    if key not in merged_keys:
+                        raise InputError(f"duplicate key {key!r}", location=Location("", *kat))
+                    merged_keys.discard(key)  # as PyYAML: the mapping's own key wins, in place
+                    self._forget(positions, path + (key,))
                 child = path + (key,)
                 if self.logs:
                     self._place(positions, child, kat)
@@ -316,3 +358,142 @@ def _copied_data(value: Any) -> Any:
     if type(value) is list:
         return [_copied_data(v) for v in value]
     return value
+
+
+class Unusual(Exception):
+    """What a packed reading (:func:`packed_read`) leaves to :class:`Builder`."""
+
+
+# (index, data, whether the root is a scalar, positions, first line) of a document
+DocumentRead = tuple[int, Any, bool, Mapping[FieldPath, tuple[int, int]], int]
+
+
+@functools.lru_cache(maxsize=1)
+def event_types() -> tuple[Any, ...]:
+    from yaml import events as ev
+
+    return (ev.ScalarEvent, ev.MappingStartEvent, ev.MappingEndEvent, ev.SequenceStartEvent,
+            ev.SequenceEndEvent, ev.DocumentStartEvent, ev.StreamEndEvent)
+
+
+def packed_read(text: str, parser_cls: Any, values: dict[str, Any], keys: dict[str, str],
+                 plain_value: Callable[[Any], Any], plain_key: Callable[[Any], str]
+                 ) -> list[DocumentRead]:
+    """The documents of a stream of plain data, built from the events of ``parser_cls`` (libyaml's
+    bare parser) with the positions packed (:class:`PackedPositions`), for both libyaml readers'
+    bulk reading (dgdgen.yamlio.yaml11, dgdgen.yamlio.yaml12). Raises :class:`Unusual` where the stream
+    has anything but plain data: an anchor, an alias, a tag, a key that is not a scalar, a
+    duplicate key, nesting over the limit (the reader's builder then reads it again, and says
+    so in its words); a syntax error as it comes.
+
+    The builder records a position per field as a path tuple in a dict, and reads every scalar
+    by a call; here a plain scalar's value comes from ``values``, a memo of its text
+    (``plain_value`` reads one it has not seen, or raises), a plain key's from ``keys``
+    (``plain_key``), a quoted one is its text, and a position is two words."""
+    (scalar_event, mapping_start, mapping_end, sequence_start, sequence_end, document_start,
+     stream_end) = event_types()
+    max_depth = get_limits().max_depth
+    parser = parser_cls(text)
+    get = parser.get_event
+    words = array("I")
+    push = words.append
+
+    # ``depth``: the length of the paths of the collection's fields; a collection nested deeper
+    # than the limit is the builder's to refuse. The two functions call each other through
+    # ``nested``, emptied at the end: a function that reached itself through its closure would
+    # be a reference cycle, keeping the parser and its buffers until the collector runs (it is
+    # paused while the checker reads).
+    nested: dict[type, Callable[[int], Any]] = {}
+
+    def mapping(depth: int) -> dict[str, Any]:
+        if depth > max_depth:
+            raise Unusual
+        out: dict[str, Any] = {}
+        k = get()
+        while type(k) is not mapping_end:
+            if type(k) is not scalar_event or k.tag is not None or k.anchor is not None:
+                raise Unusual
+            if k.implicit[0]:
+                try:
+                    key = keys[k.value]
+                except KeyError:
+                    key = plain_key(k)
+            else:
+                key = k.value
+            if key in out:
+                raise Unusual
+            mark = k.start_mark
+            push(mark.line)
+            push(mark.column)
+            v = get()
+            t = type(v)
+            if t is scalar_event and v.tag is None and v.anchor is None:
+                if v.implicit[0]:
+                    try:
+                        out[key] = values[v.value]
+                    except KeyError:
+                        out[key] = plain_value(v)
+                else:
+                    out[key] = v.value
+            elif (t is mapping_start or t is sequence_start) and v.anchor is None and \
+                    v.tag is None:
+                out[key] = nested[t](depth + 1)
+            else:
+                raise Unusual  # an alias, a tag, an anchor
+            k = get()
+        return out
+
+    def sequence(depth: int) -> list[Any]:
+        if depth > max_depth:
+            raise Unusual
+        items: list[Any] = []
+        add = items.append
+        item = get()
+        t = type(item)
+        while t is not sequence_end:
+            mark = item.start_mark
+            push(mark.line)
+            push(mark.column)
+            if t is scalar_event and item.tag is None and item.anchor is None:
+                if item.implicit[0]:
+                    try:
+                        add(values[item.value])
+                    except KeyError:
+                        add(plain_value(item))
+                else:
+                    add(item.value)
+            elif (t is mapping_start or t is sequence_start) and item.anchor is None and \
+                    item.tag is None:
+                add(nested[t](depth + 1))
+            else:
+                raise Unusual
+            item = get()
+            t = type(item)
+        return items
+
+    nested[mapping_start] = mapping
+    nested[sequence_start] = sequence
+    out: list[DocumentRead] = []
+    try:
+        e = get()
+        while e is not None and type(e) is not stream_end:
+            if type(e) is document_start:
+                words = array("I")  # the closures above push to the document's own
+                push = words.append
+                root = get()
+                t = type(root)
+                line = root.start_mark.line + 1
+                if root.anchor is not None or root.tag is not None:
+                    raise Unusual  # an alias too
+                if t is mapping_start or t is sequence_start:
+                    data = mapping(1) if t is mapping_start else sequence(1)
+                    out.append((len(out), data, False, PackedPositions(data, words), line))
+                else:
+                    value = plain_value(root) if root.implicit[0] else root.value
+                    out.append((len(out), value, True, {}, line))
+                get()  # DocumentEndEvent
+            e = get()
+    finally:
+        parser.dispose()
+        nested.clear()
+    return out

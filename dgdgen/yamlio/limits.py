@@ -94,6 +94,34 @@ class BadScalar(Exception):
     at its field by the walk that knows the field."""
 
 
+# What the constructors of the plain YAML types (PyYAML's and ruamel.yaml's) raise for a text
+# that their resolver took for the type, or that a tag names, but that holds no value of it:
+# `2024-13-45` and `2001-02-30 25:61:61` look like timestamps (datetime refuses them), `0b_`
+# and `0x_` like integers without a digit, `._` like a float, `+99:00` is no time zone,
+# `!!bool maybe` is no boolean. Every loader reads a typed scalar through
+# :func:`unreadable_scalar` at this one boundary, so a scalar either has its value or is refused
+# at its field (docs/robustness.md, "Reading YAML").
+UNREADABLE_SCALAR = (ValueError, KeyError, AttributeError, IndexError, OverflowError, TypeError)
+
+_TYPE_WORDS = {"int": "integer", "float": "floating-point number", "bool": "boolean",
+               "null": "null", "timestamp": "timestamp"}
+
+
+def unreadable_scalar(tag: str, text: str, exc: BaseException, *, tagged: bool) -> BadScalar:
+    """The refusal of a scalar whose type's constructor raised ``exc`` on its text: which type
+    it was read as, why it is not one where the reason is worded for people (a date's), and how
+    to mean a string instead (``tagged``: a tag asked for the type, so the tag is to go)."""
+    what = _TYPE_WORDS.get(tag.removeprefix("tag:yaml.org,2002:"), shown_tag(tag))
+    shown = repr(text) if len(text) <= 40 else f"a scalar of {len(text):,} characters"
+    why = f": {exc}" if what == "timestamp" and isinstance(exc, ValueError) and str(exc) else ""
+    if tagged:
+        return BadScalar(f"{shown} is not a valid {shown_tag(tag)}{why} (write a valid value, "
+                         "or remove the tag)")
+    article = "an" if what[0] in "aeiou" else "a"
+    return BadScalar(f"{shown} is not a valid {what}{why} (unquoted, YAML reads this spelling "
+                     f"as {article} {what}; quote it to keep it a string)")
+
+
 def int_text_fits(text: str) -> bool:
     """Whether an integer's text may hold a 64-bit value (binary needs 64 digits at most)."""
     digits = text.replace("_", "").lstrip("+-")

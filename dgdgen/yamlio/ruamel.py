@@ -21,12 +21,14 @@ from dgdgen.yamlio.doc import Document, FieldPath, Positions
 from dgdgen.yamlio.errors import from_yaml_error, in_file, version_error
 from dgdgen.yamlio.limits import (
     PLAIN_TAGS,
+    UNREADABLE_SCALAR,
     BadScalar,
     bounded_int,
     int_range_error,
     int_text_fits,
     mark_position,
     not_text,
+    unreadable_scalar,
 )
 
 
@@ -49,11 +51,31 @@ class _WideInt:
         self.text = text
 
 
+class _Unreadable:
+    """A scalar whose type's constructor could not read its text (``2024-13-45``), kept as its
+    refusal (:func:`plain_scalar` and :func:`key_text` raise it at its field)."""
+
+    __slots__ = ("refusal",)
+
+    def __init__(self, refusal: BadScalar) -> None:
+        self.refusal = refusal
+
+
 @functools.lru_cache(maxsize=1)
 def _bounded_constructor() -> Any:
     """ruamel.yaml's round-trip constructor, but an integer too long for 64 bits is not read
     (ruamel would call int() on it: a ValueError past 4,300 digits, quadratic time before)."""
     from ruamel.yaml.constructor import RoundTripConstructor
+
+    def read(construct: Any) -> Any:
+        """The constructor, with the text it cannot read kept as :class:`_Unreadable`."""
+        def guarded(self: Any, node: Any) -> Any:
+            try:
+                return construct(self, node)
+            except UNREADABLE_SCALAR as exc:
+                return _Unreadable(unreadable_scalar(node.tag, str(node.value), exc,
+                                               tagged=not _implicit(self, node)))
+        return guarded
 
     class Constructor(RoundTripConstructor):
         def construct_yaml_int(self, node: Any) -> Any:
@@ -61,8 +83,22 @@ def _bounded_constructor() -> Any:
                 return _WideInt(node.value)
             return super().construct_yaml_int(node)
 
-    Constructor.add_constructor("tag:yaml.org,2002:int", Constructor.construct_yaml_int)
+    for kind in ("int", "float", "bool", "timestamp"):
+        tag = f"tag:yaml.org,2002:{kind}"
+        Constructor.add_constructor(tag, read(getattr(Constructor, f"construct_yaml_{kind}")))
     return Constructor
+
+
+def _implicit(constructor: Any, node: Any) -> bool:
+    """Whether the text alone gives a node its tag (no tag was written: quoting it makes it a
+    string), by ruamel.yaml's own resolver."""
+    from ruamel.yaml.nodes import ScalarNode
+
+    try:
+        resolved = constructor.loader.resolver.resolve(ScalarNode, node.value, (True, False))
+    except Exception:  # noqa: BLE001 - only the wording of the refusal depends on it
+        return False
+    return bool(resolved == node.tag)
 
 
 def _plain(node: Any, path: FieldPath, positions: Positions) -> Any:
@@ -114,13 +150,32 @@ def key_text(key: Any) -> str:
         return "true" if key else "false"
     if isinstance(key, _WideInt):
         raise int_range_error(key.text)
+    if isinstance(key, _Unreadable):
+        raise key.refusal
     if isinstance(key, int):
         bounded_int(int(key))
     if isinstance(key, str):
         bad = not_text(key)
         if bad is not None:
             raise bad
+    elif isinstance(key, (tuple, dict)):  # `? [a, b]`, `? {a: 1}`: read as its text, once
+        _refused_inside(key)  # nothing refused inside (its text would show an object's id)
     return str(key)
+
+
+def _refused_inside(key: Any) -> None:
+    """Raise the refusal of a scalar inside a collection used as a key, if there is one."""
+    todo = [key]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, _Unreadable):
+            raise item.refusal
+        if isinstance(item, _WideInt):
+            raise int_range_error(item.text)
+        if isinstance(item, (tuple, list)):
+            todo.extend(item)
+        elif isinstance(item, dict):
+            todo.extend(x for pair in item.items() for x in pair)
 
 
 def plain_scalar(value: Any) -> Any:
@@ -139,9 +194,16 @@ def plain_scalar(value: Any) -> Any:
         return str(value)
     if isinstance(value, _WideInt):
         raise int_range_error(value.text)
+    if isinstance(value, _Unreadable):
+        raise value.refusal
     if isinstance(value, (_dt.datetime, _dt.date)):
         return value.isoformat()
     tag = getattr(getattr(value, "tag", None), "value", None)
+    if tag in _TEXT_TAGS:
+        # ruamel.yaml's YAML 1.2 resolver still types a plain `<<` outside a key (merge) and `=`
+        # (value), and keeps them as TaggedScalars: there is no such type in YAML 1.2's core
+        # schema, and Kubernetes reads them as strings
+        return str(value.value)
     if isinstance(tag, str) and tag in PLAIN_TAGS:
         # ruamel keeps an explicitly tagged scalar (`!!str 5`) as a TaggedScalar; the event pass
         # has already checked that its text fits the tag, so PyYAML's constructor builds it.
@@ -151,8 +213,16 @@ def plain_scalar(value: Any) -> Any:
         if PLAIN_TAGS[tag] == "int" and not int_text_fits(text):
             raise int_range_error(text)
         node = yaml.ScalarNode(tag, text)
-        return plain_scalar(yaml.SafeLoader("").construct_object(node))
-    return value
+        try:
+            built = yaml.SafeLoader("").construct_object(node)
+        except UNREADABLE_SCALAR as exc:  # `!!float 0b1`: its text is an int's, not a float's
+            raise unreadable_scalar(tag, text, exc, tagged=True) from None
+        return plain_scalar(built)
+    # nothing else leaves the reader as data: every later stage takes plain types only
+    raise BadScalar(f"unsupported YAML value of type {type(value).__name__}")
+
+
+_TEXT_TAGS = frozenset({"tag:yaml.org,2002:merge", "tag:yaml.org,2002:value"})
 
 
 def ruamel_documents(text: str, file: str) -> list[Document]:

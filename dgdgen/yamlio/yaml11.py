@@ -9,30 +9,33 @@ from __future__ import annotations
 
 import functools
 import gc
-from array import array
-from collections.abc import Callable, Mapping
 from sys import intern as _intern
 from typing import Any
 
 from dgdgen.errors import InputError
-from dgdgen.yamlio.doc import Document, FieldPath, PackedPositions
+from dgdgen.yamlio.doc import Document
 from dgdgen.yamlio.errors import from_yaml_error, in_file, syntax_error
 from dgdgen.yamlio.events import (
     DECIMAL,
     MERGE_TAG,
     STR_TAG,
     Builder,
+    DocumentRead,
     NoPathResolvers,
+    Unusual,
+    packed_read,
     parser_errors,
 )
 from dgdgen.yamlio.limits import (
     INT_MAX,
     INT_MIN,
+    PLAIN_TAGS,
+    UNREADABLE_SCALAR,
     check_limits,
-    get_limits,
     int_range_error,
     int_text_fits,
     remember,
+    unreadable_scalar,
 )
 from dgdgen.yamlio.ruamel import key_text, plain_scalar
 
@@ -127,8 +130,13 @@ def _builder11(loader: Any) -> Builder:
             raise int_range_error(e.value)  # before int() reads it
         # what construct_object does for a scalar, without keeping every node it built
         construct = constructors.get(tag) or constructors[None]
-        return construct(loader, yaml.ScalarNode(tag, e.value, e.start_mark, e.end_mark,
-                                                 style=e.style))
+        node = yaml.ScalarNode(tag, e.value, e.start_mark, e.end_mark, style=e.style)
+        if tag not in PLAIN_TAGS:  # `=`, `!!merge` as a value...: PyYAML's own refusal
+            return construct(loader, node)
+        try:
+            return construct(loader, node)
+        except UNREADABLE_SCALAR as exc:  # `2024-13-45`, `0b_`: refused at the field
+            raise unreadable_scalar(tag, e.value, exc, tagged=e.tag not in (None, "!")) from None
 
     def key_of(tag: str | None, node: Any) -> str:
         if tag is None:  # a collection (`? [a, b]`): PyYAML builds it
@@ -138,6 +146,11 @@ def _builder11(loader: Any) -> Builder:
                 if isinstance(n, yaml.ScalarNode):
                     if n.tag == _INT_TAG and not int_text_fits(n.value):
                         raise int_range_error(n.value)
+                    if n.tag in PLAIN_TAGS:  # refused as a key's scalar is (read)
+                        try:
+                            (constructors.get(n.tag) or constructors[None])(loader, n)
+                        except UNREADABLE_SCALAR as exc:
+                            raise unreadable_scalar(n.tag, n.value, exc, tagged=False) from None
                 elif isinstance(n, yaml.SequenceNode):
                     todo.extend(n.value)
                 else:
@@ -156,18 +169,11 @@ _BOOL_TAG = "tag:yaml.org,2002:bool"
 _NULL_TAG = "tag:yaml.org,2002:null"
 
 
-class _Unusual(Exception):
-    """What the packed reading (:func:`_packed11`) leaves to :class:`Builder`."""
-
-
 # A plain scalar's reading depends on its text alone (SafeLoader has no path resolvers): the
 # value, or as a mapping key the key, of the plain scalars met before, one object each (keys,
 # enums, images repeat from file to file: held once), bounded as every memo (remember).
 _PLAIN11: dict[str, Any] = {}
 _KEYS11: dict[str, str] = {}
-
-_Read = tuple[int, Any, bool, Mapping[FieldPath, tuple[int, int]], int]
-
 
 @functools.lru_cache(maxsize=1)
 def _packed_setup() -> tuple[Any, ...]:
@@ -176,7 +182,6 @@ def _packed_setup() -> tuple[Any, ...]:
     the memos have not seen (a loader's resolver and constructor, which read a scalar from its
     text alone)."""
     import yaml
-    from yaml import events as ev
 
     loader_cls = _fast_loader()
     parser_cls: Any = getattr(getattr(yaml, "_yaml", None), "CParser", loader_cls)
@@ -209,18 +214,16 @@ def _packed_setup() -> tuple[Any, ...]:
         if tag == STR_TAG:
             key = _intern(text)
         elif tag == MERGE_TAG:
-            raise _Unusual
+            raise Unusual
         else:
             key = key_of(tag, e)  # `8000:`, `true:` are read as their text
         remember(_KEYS11, text, key, text)
         return key
 
-    return (parser_cls, ev.ScalarEvent, ev.MappingStartEvent, ev.MappingEndEvent,
-            ev.SequenceStartEvent, ev.SequenceEndEvent, ev.DocumentStartEvent,
-            ev.StreamEndEvent, yaml.YAMLError, parser_errors(), plain_value, plain_key)
+    return parser_cls, yaml.YAMLError, parser_errors(), plain_value, plain_key
 
 
-def _packed11(text: str) -> list[_Read] | None:
+def _packed11(text: str) -> list[DocumentRead] | None:
     """The documents of a stream as :meth:`Builder.documents` (:func:`_builder11`) reads them,
     with the positions packed (:class:`PackedPositions`); None where the stream has anything
     but plain data: an anchor, an alias, a tag, a merge key, a key that is not a scalar, a
@@ -230,119 +233,14 @@ def _packed11(text: str) -> list[_Read] | None:
 
     It exists for the checker's bulk reading: the builder records a position per field as a
     path tuple in a dict, and reads every scalar by a call; here a plain scalar's value comes
-    from a memo of its text, a quoted one is its text, and a position is two words."""
-    (parser_cls, scalar_event, mapping_start, mapping_end, sequence_start, sequence_end,
-     document_start, stream_end, yaml_error, built_errors, plain_value, plain_key,
-     ) = _packed_setup()
-    values, keys = _PLAIN11, _KEYS11
-    max_depth = get_limits().max_depth
-    parser = parser_cls(text)
-    get = parser.get_event
-    words = array("I")
-    push = words.append
-
-    # ``depth``: the length of the paths of the collection's fields; a collection nested deeper
-    # than the limit is the builder's to refuse. The two functions call each other through
-    # ``nested``, emptied at the end: a function that reached itself through its closure would
-    # be a reference cycle, keeping the parser and its buffers until the collector runs (it is
-    # paused while the checker reads).
-    nested: dict[type, Callable[[int], Any]] = {}
-
-    def mapping(depth: int) -> dict[str, Any]:
-        if depth > max_depth:
-            raise _Unusual
-        out: dict[str, Any] = {}
-        k = get()
-        while type(k) is not mapping_end:
-            if type(k) is not scalar_event or k.tag is not None or k.anchor is not None:
-                raise _Unusual
-            if k.implicit[0]:
-                try:
-                    key = keys[k.value]
-                except KeyError:
-                    key = plain_key(k)
-            else:
-                key = k.value
-            if key in out:
-                raise _Unusual
-            mark = k.start_mark
-            push(mark.line)
-            push(mark.column)
-            v = get()
-            t = type(v)
-            if t is scalar_event and v.tag is None and v.anchor is None:
-                if v.implicit[0]:
-                    try:
-                        out[key] = values[v.value]
-                    except KeyError:
-                        out[key] = plain_value(v)
-                else:
-                    out[key] = v.value
-            elif (t is mapping_start or t is sequence_start) and v.anchor is None and \
-                    v.tag is None:
-                out[key] = nested[t](depth + 1)
-            else:
-                raise _Unusual  # an alias, a tag, an anchor
-            k = get()
-        return out
-
-    def sequence(depth: int) -> list[Any]:
-        if depth > max_depth:
-            raise _Unusual
-        items: list[Any] = []
-        add = items.append
-        item = get()
-        t = type(item)
-        while t is not sequence_end:
-            mark = item.start_mark
-            push(mark.line)
-            push(mark.column)
-            if t is scalar_event and item.tag is None and item.anchor is None:
-                if item.implicit[0]:
-                    try:
-                        add(values[item.value])
-                    except KeyError:
-                        add(plain_value(item))
-                else:
-                    add(item.value)
-            elif (t is mapping_start or t is sequence_start) and item.anchor is None and \
-                    item.tag is None:
-                add(nested[t](depth + 1))
-            else:
-                raise _Unusual
-            item = get()
-            t = type(item)
-        return items
-
-    nested[mapping_start] = mapping
-    nested[sequence_start] = sequence
-    out: list[_Read] = []
+    from a memo of its text, a quoted one is its text, and a position is two words
+    (:func:`~dgdgen.yamlio.events.packed_read`)."""
+    (parser_cls, yaml_error, built_errors, plain_value, plain_key) = _packed_setup()
     try:
-        e = get()
-        while e is not None and type(e) is not stream_end:
-            if type(e) is document_start:
-                words = array("I")  # the closures above push to the document's own
-                push = words.append
-                root = get()
-                t = type(root)
-                line = root.start_mark.line + 1
-                if root.anchor is not None or root.tag is not None:
-                    raise _Unusual  # an alias too
-                if t is mapping_start or t is sequence_start:
-                    data = mapping(1) if t is mapping_start else sequence(1)
-                    out.append((len(out), data, False, PackedPositions(data, words), line))
-                else:
-                    value = plain_value(root) if root.implicit[0] else root.value
-                    out.append((len(out), value, True, {}, line))
-                get()  # DocumentEndEvent
-            e = get()
+        return packed_read(text, parser_cls, _PLAIN11, _KEYS11, plain_value, plain_key)
     except yaml_error as exc:
         if isinstance(exc, built_errors):
             return None
         raise  # the parser's: a syntax error
     except Exception:  # noqa: BLE001 - anything else is the builder's to read, or to refuse
         return None
-    finally:
-        parser.dispose()
-        nested.clear()
-    return out

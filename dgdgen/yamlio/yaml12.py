@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import re
+from sys import intern as _intern
 from typing import Any
 
 from dgdgen.errors import InputError
@@ -33,6 +34,8 @@ from dgdgen.yamlio.events import (
     Builder,
     GiveUp,
     NoPathResolvers,
+    Unusual,
+    packed_read,
     parser_errors,
 )
 from dgdgen.yamlio.limits import INT_MAX, INT_MIN, int_range_error, remember, shown_tag
@@ -224,6 +227,72 @@ def read12(text: str, file: str) -> list[Document]:
         if isinstance(exc, InputError):  # raised by the builder, which knows no file
             raise in_file(exc, file) from None
         raise
+    return docs
+
+
+# The plain scalars met before, as values and as mapping keys, for the packed reading: only
+# those the YAML 1.2 reading knows (a miss is read by _plain12 or gives up), bounded (remember).
+_VALUES12: dict[str, Any] = {}
+_KEYS12: dict[str, str] = {}
+
+
+@functools.lru_cache(maxsize=1)
+def _packed12_setup() -> tuple[Any, Any, Any]:
+    """libyaml's bare parser (None without libyaml) and the readers of plain scalars the memos
+    have not seen, for :func:`packed12`."""
+    import yaml
+
+    parser_cls = getattr(getattr(yaml, "_yaml", None), "CParser", None)
+
+    def plain_value(e: Any) -> Any:
+        text = e.value
+        known, value = _PLAIN12.get(text) or _plain12(text)
+        if not known or value is _OUT_OF_RANGE:
+            raise Unusual  # the builder reads it, or refuses it, in its words
+        remember(_VALUES12, text, value, text)
+        return value
+
+    def plain_key(e: Any) -> str:
+        text = e.value
+        known, value = _PLAIN12.get(text) or _plain12(text)
+        if not known or type(value) is not str:
+            raise Unusual  # `true:`, `8000:`, `~:`: ruamel.yaml's to read
+        key = _intern(value)
+        remember(_KEYS12, text, key, text)
+        return key
+
+    return parser_cls, plain_value, plain_key
+
+
+def packed12(text: str, file: str) -> list[Document] | None:
+    """:func:`read12`'s documents, for a stream of plain data, with the positions packed
+    (:class:`~dgdgen.yamlio.doc.PackedPositions`: the data must never be changed); None for
+    anything else, which :func:`read12` then reads (or gives up on, or refuses) in its words:
+    an anchor, an alias, a tag, a key that is not a string, a scalar that is not one of the
+    spellings both YAML 1.2 readers type alike, a duplicate key, a document that is a scalar,
+    nesting over the limit, a directive, a character the two read otherwise, a syntax error.
+
+    It exists for ``dgdgen verify``, which reads thousands of files: as the checker's YAML 1.1
+    reader does (dgdgen.yamlio.yaml11._packed11), a plain scalar's value comes from a memo of its text
+    and a position is two words, instead of a call per scalar and a dict of path tuples."""
+    parser_cls, plain_value, plain_key = _packed12_setup()
+    if parser_cls is None or len(text) >= 1 << 32:  # a line or column must fit in 32 bits
+        return None
+    if not text.isascii() and _READ_OTHERWISE.search(text, 1 if text.startswith("\ufeff")
+                                                      else 0):
+        return None
+    if text.startswith("%") or "\n%" in text or "\r%" in text:
+        return None  # a directive: read12 reads it
+    try:
+        read = packed_read(text, parser_cls, _VALUES12, _KEYS12, plain_value, plain_key)
+    except Exception:  # noqa: BLE001 - anything else is read12's to read, or to refuse
+        return None
+    docs: list[Document] = []
+    for i, data, scalar, positions, line in read:
+        if not scalar:
+            docs.append(Document(data, file, i, positions, line))
+        elif data is not None:
+            return None  # a document that is a single scalar: ruamel.yaml's to read
     return docs
 
 
