@@ -286,3 +286,93 @@ def test_gitops_path_inside_dot_git_is_refused(ws: Workspace) -> None:
     r = cli("render", str(ws.spec), "--into", str(ws.work / ".git" / "x"))
     assert r.code == 2 and "inside a .git folder" in r.err
     assert not (ws.work / ".git" / "x").exists()
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    """Every file under ``root`` (symlinks as their target), git's directory left out."""
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d != ".git"]
+        for name in filenames + [d for d in dirnames if Path(dirpath, d).is_symlink()]:
+            p = Path(dirpath, name)
+            rel = str(p.relative_to(root))
+            out[rel] = b"-> " + os.readlink(p).encode() if p.is_symlink() else p.read_bytes()
+    return out
+
+
+def _planted_rollout(index: dict[str, object], folder: Path, secret: bool = False) -> str:
+    """``folder`` made to look like this rollout's directory: the index, listing one file of
+    the team's (or one that holds the secret) with its true hash. Returns that file's name."""
+    import hashlib
+
+    folder.mkdir(parents=True, exist_ok=True)
+    name = "team-config.yaml"
+    text = (SECRET + "\n") if secret else "kind: TeamOwn\n"
+    (folder / name).write_text(text)
+    doc = dict(index)
+    doc["files"] = {name: hashlib.sha256(text.encode()).hexdigest()}
+    (folder / INDEX).write_text(json.dumps(doc, indent=2) + "\n")
+    return name
+
+
+@pytest.mark.parametrize("which", ["rollout-folder", "parent-folder"])
+def test_a_symlinked_rollout_folder_inside_the_repository_is_refused(scene: Scene,
+                                                                      which: str) -> None:
+    """A pull request turns the rollout's folder (or its parent) into a symlink to another
+    folder of the repository that looks like the rollout's: every command refuses, and nothing
+    there is written, deleted or committed."""
+    ws = scene.ws
+    index = scene.index()
+    git(ws.work, "rm", "-q", "-r", str(ws.into))
+    if which == "rollout-folder":
+        team = ws.work / "team"
+        name = _planted_rollout(index, team)
+        ws.into.parent.mkdir(exist_ok=True)  # git took the emptied folder away
+        ws.into.symlink_to("../team", target_is_directory=True)
+    else:
+        team = ws.work / "team" / "qwen-router"
+        name = _planted_rollout(index, team)
+        assert not (ws.work / "deploy").exists()  # git took the emptied folder away
+        (ws.work / "deploy").symlink_to("team", target_is_directory=True)
+    scene.merge("a symlinked rollout folder")
+    before, head = _tree(ws.work), ws.head()
+    for args in _commands(ws):
+        r = cli(*args)
+        assert r.code == 2, (args, r.out, r.err)
+        assert "is a symlink inside the Git work tree" in r.err, (args, r.err)
+        assert "Traceback" not in r.err and "internal error" not in r.err
+        assert _tree(ws.work) == before and ws.head() == head
+    assert (team / name).read_text() == "kind: TeamOwn\n"
+
+
+def test_a_rollout_folder_symlinked_outside_the_repository_is_neither_read_nor_shown(
+        scene: Scene, tmp_path: Path) -> None:
+    """The same symlink to a folder outside the repository: `render --check` must not print a
+    file there, `status` must not report the outside path, and nothing there is touched."""
+    ws = scene.ws
+    outside = tmp_path / "elsewhere" / "rollout"
+    _planted_rollout(scene.index(), outside, secret=True)
+    git(ws.work, "rm", "-q", "-r", str(ws.into))
+    ws.into.parent.mkdir(exist_ok=True)
+    ws.into.symlink_to(outside, target_is_directory=True)
+    scene.merge("a rollout folder that points outside")
+    before, outside_before, head = _tree(ws.work), _tree(outside), ws.head()
+    for args in _commands(ws):
+        r = cli(*args, "--format", "json") if args[0] == "status" else cli(*args)
+        assert r.code == 2, (args, r.out, r.err)
+        assert "is a symlink inside the Git work tree" in r.err
+        assert SECRET not in r.out + r.err and str(outside) not in r.out + r.err, (args, r.err)
+        assert _tree(ws.work) == before and _tree(outside) == outside_before
+        assert ws.head() == head
+
+
+def test_a_symlink_above_the_repository_is_followed(ws: Workspace, tmp_path: Path) -> None:
+    """The machine's own symlinks above the work tree (``/tmp`` → ``/private/tmp``) are not the
+    repository's: a path through one works as the real path does."""
+    link = tmp_path / "via-link"
+    link.symlink_to(ws.work, target_is_directory=True)
+    into = link / ws.into.relative_to(ws.work)
+    spec = link / ws.spec.relative_to(ws.work)
+    r = cli("render", str(spec), "--into", str(into), "--commit")
+    assert r.code == 0, r.err
+    assert (ws.into / INDEX).is_file()
