@@ -256,23 +256,99 @@ def test_planted_journal_is_refused_and_touches_nothing(scene: Scene) -> None:
     scene.merge("a staging folder")
     before = scene.before()
     spec, into = str(scene.ws.spec), str(scene.ws.into)
-    for args in [("rollback", spec, "--into", into), ("render", spec, "--into", into),
-                 ("status", spec, "--into", into)]:
+    for args in [("rollback", spec, "--into", into), ("render", spec, "--into", into)]:
         r = cli(*args)
         assert r.code == 2, (args, r.err)
-        assert "journal" in r.err and "not one dgdgen wrote" in r.err
+        assert ".dgdgen-staging is committed in Git" in r.err and "nothing was touched" in r.err
         scene.unchanged(before)
+    r = cli("status", spec, "--into", into)
+    assert r.code == 1 and "committed in Git" in r.out, r.out + r.err
     r = cli("render", spec, "--into", into, "--check")  # a staging folder is never "up to date"
-    assert r.code == 1 and "interrupted write is pending" in r.out
+    assert r.code == 1 and "a folder committed in Git, which dgdgen never commits" in r.out
     scene.unchanged(before)
 
 
+def _journal(**extra: object) -> str:
+    doc: dict[str, object] = {"format": 2, "write": [], "delete": [], "commit": None,
+                              "parent": None, "intent": "render --into", "subject": ""}
+    doc.update(extra)
+    return json.dumps(doc)
+
+
+@pytest.mark.parametrize("shape", ["old-format", "new-format", "committed-commit"])
+def test_a_journal_that_arrives_in_a_commit_is_never_trusted(scene: Scene, shape: str) -> None:
+    """A pull request commits a well-formed journal of an "interrupted write" that removes a file
+    of the rollout's directory dgdgen never owned (with its true hash); the operator has an
+    uncommitted edit of another one. The next writing command touches neither: it refuses the
+    staging folder before anything else, and the dirty tree is reported as dirty."""
+    import hashlib
+
+    ws = scene.ws
+    theirs = ws.into / "team-notes.yaml"  # the team's own file in the rollout's directory
+    theirs.write_text("kind: TeamNotes\n")
+    dgd = _candidate_dgd(ws).name
+    sha = hashlib.sha256(b"kind: TeamNotes\n").hexdigest()
+    if shape == "old-format":
+        journal = json.dumps({"write": [], "delete": [theirs.name, dgd], "commit": None})
+    elif shape == "new-format":
+        journal = _journal(delete=[[theirs.name, sha]])
+    else:  # names the commit HEAD is now, so recovery would "finish" it
+        journal = _journal(delete=[[theirs.name, sha]], commit=ws.head(), parent=None)
+    (ws.into / ".dgdgen-staging").mkdir()
+    (ws.into / ".dgdgen-staging" / "JOURNAL").write_text(journal)
+    scene.merge("a pull request")
+    edited = ws.into / dgd
+    edited.write_text(edited.read_text() + "# the operator's uncommitted edit\n")
+    before = _tree(ws.work)
+    spec, into = str(ws.spec), str(ws.into)
+    for args in [("rollback", spec, "--into", into),
+                 ("promote", spec, "--into", into, "--skip-gate", "--reason", "t"),
+                 ("gate", spec, "--into", into, "--result", "passed"),
+                 ("render", spec, "--into", into, "--commit"),
+                 ("render", spec, "--into", into)]:
+        r = cli(*args)
+        assert r.code == 2, (args, r.out, r.err)
+        assert ".dgdgen-staging is committed in Git" in r.err, (args, r.err)
+        assert _tree(ws.work) == before
+    assert theirs.read_text() == "kind: TeamNotes\n"
+    assert edited.read_text().endswith("# the operator's uncommitted edit\n")
+
+
+def test_a_journal_touches_only_files_it_proves_dgdgen_wrote(ws: Workspace) -> None:
+    """Outside Git (nothing arrives in a commit there), a journal written in place of a killed
+    render's, removing a file of the directory dgdgen never owned and replacing another with
+    the true hash of neither: the next write refuses it, and both files stay."""
+    import hashlib
+
+    spec, into = str(ws.spec), str(ws.into)
+    assert cli("render", spec, "--into", into).code == 0
+    theirs = ws.into / "team-notes.yaml"
+    theirs.write_text("kind: TeamNotes\n")
+    [owned, *_] = sorted(p for p in ws.into.glob("*.yaml") if p != theirs)
+    kept = owned.read_text()
+    staging = ws.into / ".dgdgen-staging"
+    (staging / "files").mkdir(parents=True)
+    (staging / "files" / owned.name).write_text("kind: Replaced\n")
+    (staging / "JOURNAL").write_text(_journal(
+        delete=[[theirs.name, "0" * 64]],
+        write=[[owned.name, "1" * 64, hashlib.sha256(b"kind: Replaced\n").hexdigest()]]))
+    r = cli("render", spec, "--into", into)
+    assert r.code == 2, r.err
+    assert "do not hold what it found there" in r.err and "nothing was touched" in r.err
+    assert theirs.name in r.err and owned.name in r.err
+    assert theirs.read_text() == "kind: TeamNotes\n" and owned.read_text() == kept
+
+
 def test_staging_that_is_a_symlink_is_refused(scene: Scene) -> None:
-    (scene.ws.into / ".dgdgen-staging").symlink_to(scene.outside, target_is_directory=True)
-    scene.merge("a staging symlink")
+    link = scene.ws.into / ".dgdgen-staging"
+    link.symlink_to(scene.outside, target_is_directory=True)
     before = scene.before()
     r = cli("rollback", str(scene.ws.spec), "--into", str(scene.ws.into))
     assert r.code == 2 and "not a folder dgdgen made" in r.err
+    scene.merge("a staging symlink")
+    before = scene.before()
+    r = cli("rollback", str(scene.ws.spec), "--into", str(scene.ws.into))
+    assert r.code == 2 and "committed in Git" in r.err
     scene.unchanged(before)
 
 
