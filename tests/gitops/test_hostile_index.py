@@ -452,3 +452,17 @@ def test_a_symlink_above_the_repository_is_followed(ws: Workspace, tmp_path: Pat
     r = cli("render", str(spec), "--into", str(into), "--commit")
     assert r.code == 0, r.err
     assert (ws.into / INDEX).is_file()
+
+
+def test_an_undecodable_file_is_never_owned(scene: Scene) -> None:
+    """An undecodable file reads as a placeholder text; an index listing the placeholder's hash
+    for a binary file of the team's must not get it removed (dgdgen never writes one)."""
+    import hashlib
+
+    blob = scene.ws.into / "team-logo.bin"
+    blob.write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe")
+    scene.plant_files(**{blob.name: hashlib.sha256(b"<binary file>\n").hexdigest()})
+    before = scene.before()
+    r = cli("rollback", str(scene.ws.spec), "--into", str(scene.ws.into))
+    assert r.code == 2 and "no longer hold what dgdgen wrote" in r.err and blob.name in r.err
+    scene.unchanged(before)
