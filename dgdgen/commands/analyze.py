@@ -7,6 +7,8 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
+from dgdgen.commands import _gitops
+
 if TYPE_CHECKING:
     from dgdgen.analysis.calibration import Calibration
     from dgdgen.analysis.gates import StepGate
@@ -143,6 +145,8 @@ def _time(text: str | None) -> float | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # --record: the premise before the imports (see commands._gitops.premise)
+    early = _gitops.premise(args.record) if args.record and not args.calibrate else None
     import json
 
     from dgdgen import yamlio
@@ -191,7 +195,7 @@ def run(args: argparse.Namespace) -> int:
                          "result with dgdgen gate")
     seconds, max_bytes = _query_limits(args)
     # a --record target that is not a rendered Git tree is refused before Prometheus is asked
-    target = _record_target(args) if args.record else None
+    target = _record_target(args, early) if args.record else None
     url = args.prometheus or analysis.prometheus
     if not url and any(gates.METRICS[n].family != "probe" for n in sg.metrics):
         raise InputError("no Prometheus address: pass --prometheus URL or set "
@@ -341,11 +345,11 @@ _RESULT = {"Successful": "passed", "Failed": "failed", "Error": "failed",
            "Inconclusive": "inconclusive"}
 
 
-def _record_target(args: argparse.Namespace) -> Target:
+def _record_target(args: argparse.Namespace, early: _gitops.Premise | None) -> Target:
     from dgdgen.errors import InputError
     from dgdgen.gitops import target
 
-    t = target.open_target(args.spec, args.record)
+    t = target.open_target(args.spec, args.record, early=early)
     if t.top is None:
         raise InputError(f"--record: {t.into} is not inside a Git work tree",
                          hint="render it first: dgdgen render SPEC --into PATH --init")

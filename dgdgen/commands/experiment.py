@@ -7,6 +7,8 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
+from dgdgen.commands import _gitops
+
 if TYPE_CHECKING:
     from dgdgen.analysis.experiment import Decision
     from dgdgen.load import LoadedSpec
@@ -118,6 +120,8 @@ def result_of(loaded: LoadedSpec, d: Decision) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    # --record: the premise before the imports (see commands._gitops.premise)
+    early = _gitops.premise(args.record) if args.record else None
     import json
 
     from dgdgen.analysis import experiment as ex
@@ -138,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
     if args.record:
         from dgdgen.gitops import target as gitops_target
 
-        target = gitops_target.open_target(args.spec, args.record)
+        target = gitops_target.open_target(args.spec, args.record, early=early)
         if target.top is None:
             raise InputError(f"--record: {target.into} is not inside a Git work tree")
         _idx, cur, _prev = gitops_target.current(target)

@@ -54,14 +54,21 @@ def default_into(prepared: Prepared) -> str:
     return g.path or f"deploy/{prepared.plan.rollout}"
 
 
-def open_target(spec: str, into: str | None) -> Target:
+def open_target(spec: str, into: str | None,
+                early: tuple[str | None, str | None] | None = None) -> Target:
+    """The rollout of ``spec`` rendered in ``into``; ``early`` is the work tree and HEAD as the
+    command found them when it started (read here when not given)."""
+    # The premise first: HEAD before the spec is read and anything is decided, so a command that
+    # another one overtakes finds out once it holds the writer lock (transaction.writing). A
+    # command reads it before its imports (commands._gitops.premise): those alone take a second.
+    if early is None:
+        early_top = repo.toplevel(os.path.abspath(into) if into else os.getcwd())
+        early_head = repo.head_or_none(early_top) if early_top else None
+    else:
+        early_top, early_head = early
     from dgdgen.pipeline import prepare
     from dgdgen.write import resolve_target
 
-    # The premise first: HEAD before the spec is read and anything is decided, so a command that
-    # another one overtakes finds out once it holds the writer lock (transaction.writing).
-    early_top = repo.toplevel(os.path.abspath(into) if into else os.getcwd())
-    early_head = repo.head_or_none(early_top) if early_top else None
     prepared = prepare(spec)
     given = into or default_into(prepared)
     _refuse_symlinked(given)
