@@ -59,8 +59,8 @@ def random_specs(n: int) -> None:
     from dgdgen import yamlio
     from dgdgen.cluster.check import check_files
     from dgdgen.errors import DgdgenError
-    from dgdgen.output import all_files
-    from dgdgen.pipeline import prepare
+    from dgdgen.pipeline.files import all_files
+    from dgdgen.pipeline.prepare import prepare
 
     counts: collections.Counter[str] = collections.Counter()
     model = [0.0]

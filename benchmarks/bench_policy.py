@@ -22,7 +22,7 @@ sys.path.insert(0, str(REPO))
 
 from dgdgen.check.classify import pair_dgds
 from dgdgen.check.flags import RELEASES
-from dgdgen.dgd import read_dgds
+from dgdgen.model.dgd import read_dgds
 from dgdgen.policy import Options, build
 from dgdgen.policy.cost import PER_CALL_LIMIT, RUNTIME_BUDGET, estimate
 from dgdgen.policy.evaluate import evaluate

@@ -240,7 +240,7 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from dgdgen.errors import DgdgenError
 
     try:
-        from dgdgen.load import allow_outside_paths
+        from dgdgen.plan.load import allow_outside_paths
 
         _set_limits(getattr(args, "max_input_size", None), parser)  # every run starts from the
         allow_outside_paths(bool(getattr(args, "allow_outside_paths", False)))  # defaults
@@ -284,7 +284,7 @@ def _where(exc: BaseException) -> str:
 
 
 def _set_limits(size: str | None, parser: argparse.ArgumentParser) -> None:
-    from dgdgen import yamllimits
+    from dgdgen.yamlio import limits as yamllimits
 
     if size is None:
         yamllimits.set_limits(yamllimits.Limits())

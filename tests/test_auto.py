@@ -9,7 +9,7 @@ import pytest
 from gen_support import REPO
 
 from dgdgen.errors import InputError
-from dgdgen.pipeline import prepare
+from dgdgen.pipeline.prepare import prepare
 
 DGD = REPO / "examples" / "vllm-agg-auto" / "dgd.yaml"
 

@@ -47,10 +47,10 @@ def test_help_does_not_import_heavy_libraries() -> None:
 
 
 def test_schema_is_current_and_printed() -> None:
-    from dgdgen.schemagen import generate
+    from dgdgen.spec.schemagen import generate
 
     committed = (REPO / "schemas" / "rollout-spec.schema.json").read_text()
-    assert committed == generate(), "run `python -m dgdgen.schemagen` and commit the schema"
+    assert committed == generate(), "run `python -m dgdgen.spec.schemagen` and commit the schema"
     r = run_cli("schema")
     assert r.returncode == 0 and json.loads(r.stdout)["title"] == "RolloutSpec"
 

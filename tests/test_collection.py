@@ -11,6 +11,7 @@ import ast
 import subprocess
 import sys
 
+import pytest
 from gen_support import REPO
 
 TESTS = REPO / "tests"
@@ -33,7 +34,10 @@ def test_no_test_module_imports_a_conftest() -> None:
     assert offenders == []
 
 
+@pytest.mark.long(minutes=2)
 def test_directories_with_conftests_collect_in_one_run() -> None:
+    """Long: three collections of the whole suite in fresh pytest processes, each importing every
+    test module."""
     dirs = sorted(p.parent.relative_to(REPO).as_posix() for p in TESTS.glob("*/conftest.py"))
     assert "tests/gitops" in dirs and "tests/analysis" in dirs
     full = _collect("tests")

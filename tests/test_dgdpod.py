@@ -1,10 +1,10 @@
-"""The DGD model's typed pod view (dgdgen.dgdpod, Dgd.pod): parsed once, typed, rebuilt after an
+"""The DGD model's typed pod view (dgdgen.model.dgdpod, Dgd.pod): parsed once, typed, rebuilt after an
 edit the model was told of."""
 
 from __future__ import annotations
 
-from dgdgen.dgd import Dgd, read_dgds
-from dgdgen.dgdpod import (
+from dgdgen.model.dgd import Dgd, read_dgds
+from dgdgen.model.dgdpod import (
     CONFIG_MAP_KEY_REF,
     FIELD_REF,
     RESOURCE_FIELD_REF,

@@ -371,10 +371,21 @@ def _cannot_run(doc: str) -> str | None:
         f"{doc} runs `dgdgen rehearse`: ai-dynamo runtime missing: {reason}"
 
 
+# The readings form one chain in one scratch checkout (the `reader` fixture, module-scoped: its
+# tests share one worker, in this order). Long: docs/rehearse.md rehearses four rollouts on the
+# default time scale, about 4–5 minutes a reading; the chain is 10–11 minutes on two CPUs and is
+# the suite's longest, so it starts first (tests/suite_support.py).
+LONG_CHAIN = [pytest.mark.slow, pytest.mark.long(minutes=11)]
+
+
 @pytest.mark.parametrize(("reading", "doc"), SEQUENCE,
                          ids=[f"{doc}, reading {reading}" for reading, doc in SEQUENCE])
+@LONG_CHAIN[0]
+@LONG_CHAIN[1]
 def test_doc_runs_as_written_after_the_ones_before_it(reading: int, doc: str,
                                                       reader: Reader) -> None:
+    """Each document after the ones before it. Long: run on its own, a document runs every one
+    before it first (docs/rehearse.md's rehearsals take 4–5 minutes a reading)."""
     reason = _cannot_run(doc)
     if reason is not None:
         pytest.skip(reason)
@@ -391,7 +402,10 @@ def _status(checkout: Path, *extra: str) -> str:
                           cwd=checkout, capture_output=True, text=True, check=True).stdout
 
 
+@LONG_CHAIN[0]
+@LONG_CHAIN[1]
 def test_following_the_docs_leaves_the_checkout_clean(reader: Reader) -> None:
+    """Long: after both readings (run on its own, it follows every document twice first)."""
     reader.follow(SEQUENCE[-1][1], SEQUENCE[-1][0])
     status = _status(reader.checkout)
     assert status == "", "left in the checkout by following the docs:\n" + status
@@ -407,8 +421,12 @@ def _start_over() -> str:
     return command
 
 
+@LONG_CHAIN[0]
+@LONG_CHAIN[1]
 def test_starting_over_removes_what_the_docs_made(reader: Reader) -> None:
-    """After both readings, the README's "Start over" line leaves the checkout as cloned —
+    """Long: after both readings (run on its own, it follows every document twice first).
+
+    After both readings, the README's "Start over" line leaves the checkout as cloned —
     nothing untracked, nothing ignored — and nothing next to it: it names every folder and
     repository the documents make."""
     reader.follow(SEQUENCE[-1][1], SEQUENCE[-1][0])

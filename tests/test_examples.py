@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from gen_support import EXAMPLES
 
-from dgdgen.output import all_files
-from dgdgen.pipeline import prepare
+from dgdgen.pipeline.files import all_files
+from dgdgen.pipeline.prepare import prepare
 
 
 def _tree(root: Path) -> dict[str, str]:

@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dgdgen import yaml11, yamldoc, yamlio
+from dgdgen import yamlio
+from dgdgen.yamlio import yaml11
+from dgdgen.yamlio import doc as yamldoc
 from dgdgen.errors import InputError, Location
 
 REPO = Path(__file__).resolve().parents[1]

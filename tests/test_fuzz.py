@@ -25,7 +25,8 @@ from hostile_support import EXAMPLE, cli, snapshot
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
-from dgdgen import yamldoc, yamlio
+from dgdgen import yamlio
+from dgdgen.yamlio import doc as yamldoc
 from dgdgen.errors import InputError
 
 SCALE = float(os.environ.get("DGDGEN_FUZZ_SCALE", "1"))
@@ -303,7 +304,7 @@ def _spec_for(dgd_text: str) -> str:
     """The example rollout spec pointed at another DGD: its component names swapped in."""
     (doc,) = [d for d in yamlio.load_documents(dgd_text, "dgd.yaml")
               if d.data.get("kind") == "DynamoGraphDeployment"][:1]
-    from dgdgen.dgd import parse
+    from dgdgen.model.dgd import parse
 
     dgd = parse(doc.data, source=doc)
     workers = [c.name for c in dgd.workers()]

@@ -1,5 +1,5 @@
 """Termination grace periods: every frontend and worker pod the candidate runs may take the
-request timeout (plus dgdgen.grace.MARGIN_SECONDS) to stop, the running stable is never edited,
+request timeout (plus dgdgen.render.grace.MARGIN_SECONDS) to stop, the running stable is never edited,
 a longer value of the user's is kept, and a stable whose pods stop too soon is noted in the plan.
 What a Dynamo process does on SIGTERM (the margin's basis) is shown against the real runtime in
 tests/rehearse/test_sigterm.py."""
@@ -14,9 +14,9 @@ import pytest
 import yaml
 from gen_support import EXAMPLES, REPO, run_cli
 
-from dgdgen import dgd as dgdmod
-from dgdgen.grace import MARGIN_SECONDS
-from dgdgen.pipeline import prepare
+from dgdgen.model import dgd as dgdmod
+from dgdgen.render.grace import MARGIN_SECONDS
+from dgdgen.pipeline.prepare import prepare
 from dgdgen.render import render_state
 from dgdgen.spec import parse_duration
 

@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 from hostile_support import EXAMPLE, cli
 
-from dgdgen import yamldoc, yamlio, yamllimits
+from dgdgen import yamlio
+from dgdgen.yamlio import doc as yamldoc
+from dgdgen.yamlio import limits as yamllimits
 from dgdgen.errors import InputError
 
 ROLLOUT = (EXAMPLE / "rollout.yaml").read_text()

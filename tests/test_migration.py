@@ -1,5 +1,5 @@
 """The request-migration limit dgdgen renders on candidate frontends and the plan note that says
-what protects each step stopping stable workers while the stable serves (dgdgen.migration;
+what protects each step stopping stable workers while the stable serves (dgdgen.render.migration;
 the loss it prevents is measured in tests/rehearse/test_no_loss.py and docs/rehearse.md)."""
 
 from __future__ import annotations
@@ -9,8 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from dgdgen import dgd as dgdmod
-from dgdgen import migration, yamlio
+from dgdgen.model import dgd as dgdmod
+from dgdgen import yamlio
+from dgdgen.render import migration
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "vllm-disagg-block-size"

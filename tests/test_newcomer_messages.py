@@ -59,7 +59,7 @@ def test_a_missing_candidate_revision_is_named_once(tmp_path: Path) -> None:
 
 def test_no_example_leaves_the_revision_to_a_hash() -> None:
     from dgdgen.errors import InputWarning
-    from dgdgen.pipeline import prepare
+    from dgdgen.pipeline.prepare import prepare
 
     for example in EXAMPLES:
         with warnings.catch_warnings(record=True) as seen:

@@ -293,13 +293,14 @@ def test_not_text_on_every_reader(text: str) -> None:
 def test_malformed_yaml_is_libyamls_to_report(where: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """ruamel.yaml took 20 s and 200 MB per MB of malformed text to say what libyaml says in
     a linear pass: it never reads a malformed stream."""
-    from dgdgen import yamlio, yamlruamel
+    from dgdgen import yamlio
+    from dgdgen.yamlio import ruamel as yamlruamel
     from dgdgen.errors import InputError
 
     def no_ruamel(text: str, file: str) -> object:
         raise AssertionError("ruamel.yaml read a malformed stream")
 
-    monkeypatch.setattr(yamlruamel, "_ruamel_documents", no_ruamel)
+    monkeypatch.setattr(yamlruamel, "ruamel_documents", no_ruamel)
     body = "".join(f"k{i}:\n  - name: v{i}\n    value: '{i}'\n" for i in range(20_000))
     text = {"top": "a: [1\n" + body, "end": body + "z: [1\n",
             "after an alias": "a: &x 1\nb: *x\n" + body + "z: [1\n"}[where]
@@ -312,7 +313,8 @@ def test_malformed_yaml_is_libyamls_to_report(where: str, monkeypatch: pytest.Mo
 def test_ruamel_reads_only_small_streams() -> None:
     """What only ruamel.yaml reads (an alias here) is read up to max_ruamel_bytes, and refused
     past it with what needs it, where, and the limit."""
-    from dgdgen import yamlio, yamllimits
+    from dgdgen import yamlio
+    from dgdgen.yamlio import limits as yamllimits
     from dgdgen.errors import InputError
 
     small = "a: &x 1\nb: *x\n" + "".join(f"k{i}: v\n" for i in range(100))
@@ -337,7 +339,8 @@ def test_libyaml_parses_a_long_file_of_flow_collections_once(
     still refused where it is (test_hostile_input.test_deep_nesting_is_refused)."""
     import yaml
 
-    from dgdgen import yaml11, yaml12, yamlio
+    from dgdgen import yamlio
+    from dgdgen.yamlio import yaml11, yaml12
 
     yaml12._yaml12_loader()  # the readers' own parsers, made first
     yaml11._packed_setup()

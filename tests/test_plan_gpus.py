@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from gen_support import REPO, run_cli
 
-from dgdgen.pipeline import prepare
+from dgdgen.pipeline.prepare import prepare
 from dgdgen.plan import Budget, ComponentInput, PlanInput, StepInput, make_plan
 
 PARTITION = REPO / "examples" / "sglang-disagg-v1beta1-partition" / "rollout.yaml"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gen_support import REPO
 
-from dgdgen.pipeline import prepare
+from dgdgen.pipeline.prepare import prepare
 
 
 def test_a_candidate_serving_another_model_name_is_noted() -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from gen_support import EXAMPLES, run_cli
 
-from dgdgen.pipeline import prepare
+from dgdgen.pipeline.prepare import prepare
 from dgdgen.plan import GenerationState, Plan, PlanStep
 
 

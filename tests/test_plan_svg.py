@@ -450,8 +450,8 @@ def test_table_and_json_show_every_gate_kind(tmp_path: Path) -> None:
 def test_gate_summary_says_what_each_step_decides(tmp_path: Path) -> None:
     """What the rehearsal report puts above a gate's measurement: the gate's metrics, request
     minimum and bounds, and the quality gate, custom metrics or experiment at that step."""
-    from dgdgen.pipeline import prepare
-    from dgdgen.planreport import gate_summary
+    from dgdgen.pipeline.prepare import prepare
+    from dgdgen.pipeline.report import gate_summary
 
     spec = _spec(EVERY_GATE, tmp_path)
     plan = _plan(spec)

@@ -18,7 +18,7 @@ import yaml
 from gen_support import EXAMPLES, REPO, copy_example_inputs, run_cli
 
 from dgdgen import __version__
-from dgdgen.pipeline import prepare
+from dgdgen.pipeline.prepare import prepare
 from dgdgen.render import images
 from dgdgen.spec import PROMOTION_IMAGE, PROMOTION_REPOSITORY
 

@@ -103,7 +103,7 @@ def test_worker_group_leaves_the_running_stable_as_it_runs(tmp_path: Path) -> No
     """Step 0 and the rollback state are the input DGD itself; at every step the stable's
     components keep their spec (only their replica counts follow the plan) and get no worker
     group: naming one would change their Dynamo namespace and restart them."""
-    from dgdgen.pipeline import prepare
+    from dgdgen.pipeline.prepare import prepare
     from dgdgen.render import render_state
 
     spec = REPO / "examples" / EXAMPLES["worker-group"][0] / "rollout.yaml"

@@ -18,7 +18,7 @@ def test_readme_names_every_state_folder_of_the_render() -> None:
     `rollback-02`, the state a rollback from step 3 passes through)."""
     import re
 
-    from dgdgen.pipeline import prepare
+    from dgdgen.pipeline.prepare import prepare
 
     p = prepare(str(REPO / "examples" / "vllm-disagg-block-size" / "rollout.yaml"))
     text = " ".join((REPO / "README.md").read_text().split())

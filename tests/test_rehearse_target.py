@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from dgdgen.pipeline import in_place_roll, prepare
+from dgdgen.pipeline.prepare import in_place_roll, prepare
 from gen_support import REPO
 
 EXAMPLE = REPO / "examples" / "vllm-agg-auto"

@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 
 from gen_support import EXAMPLES, REPO, run_cli, without_roll_settings
-from dgdgen import crd, dgd as dgdmod, yamlio
-from dgdgen.generation import edit_args
-from dgdgen.output import all_files
-from dgdgen.pipeline import prepare
+from dgdgen import crd, yamlio
+from dgdgen.model import dgd as dgdmod
+from dgdgen.model.generation import edit_args
+from dgdgen.pipeline.files import all_files
+from dgdgen.pipeline.prepare import prepare
 from dgdgen.render import render_state
 from dgdgen.spec import DNS1123_LABEL
 

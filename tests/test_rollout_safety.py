@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from gen_support import REPO, copy_example_inputs
-from dgdgen import dgd as dgdmod
-from dgdgen.pipeline import prepare
+from dgdgen.model import dgd as dgdmod
+from dgdgen.pipeline.prepare import prepare
 from dgdgen.render import render_state
 
 
@@ -526,7 +526,7 @@ def test_step_0_and_rollback_leave_the_running_stable_dgd_exactly_as_it_is() -> 
 def _without_roll_settings(doc: dict[str, Any]) -> dict[str, Any]:
     import copy
 
-    from dgdgen.dgd import ANN_MAX_SURGE, ANN_MAX_UNAVAILABLE
+    from dgdgen.model.dgd import ANN_MAX_SURGE, ANN_MAX_UNAVAILABLE
 
     out = copy.deepcopy(doc)
     d = dgdmod.parse(out)

@@ -28,7 +28,10 @@ def test_ruff_finds_nothing() -> None:
     assert r.returncode == 0, r.stdout + r.stderr
 
 
+@pytest.mark.long(minutes=2)
 def test_mypy_strict_finds_nothing(tmp_path: Path) -> None:
+    """Long: mypy --strict over the whole package from an empty cache, about 40 s of CPU; longer
+    beside other tests."""
     # the configuration is pyproject's [tool.mypy] (strict, the dgdgen package); a fresh cache
     # directory so that a stale one cannot hide an error
     r = subprocess.run([_tool("mypy"), "--cache-dir", str(tmp_path / "cache")], cwd=REPO,

@@ -25,7 +25,7 @@ import yaml
 
 from gen_support import REPO, copy_example_inputs, run_cli
 from dgdgen.errors import PlanError
-from dgdgen.pipeline import prepare
+from dgdgen.pipeline.prepare import prepare
 from dgdgen.render import render_state
 from dgdgen.render.waves import ANN_WAVE
 

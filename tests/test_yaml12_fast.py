@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 
-from dgdgen import yaml12, yamlio, yamlruamel
+from dgdgen import yamlio
+from dgdgen.yamlio import yaml12
+from dgdgen.yamlio import ruamel as yamlruamel
 from dgdgen.errors import InputError
 
 REPO = Path(__file__).resolve().parents[1]

@@ -1,4 +1,4 @@
-"""The YAML 1.2 plain-scalar resolver kept in dgdgen.yaml12 (so that reading a spec does not
+"""The YAML 1.2 plain-scalar resolver kept in dgdgen.yamlio.yaml12 (so that reading a spec does not
 import ruamel.yaml) against the one of the installed ruamel.yaml: the same table, and the same
 tag for every scalar tried."""
 
@@ -12,7 +12,7 @@ import pytest
 from ruamel.yaml.nodes import ScalarNode
 from ruamel.yaml.resolver import VersionedResolver, implicit_resolvers
 
-from dgdgen import yaml12
+from dgdgen.yamlio import yaml12
 
 REPO = Path(__file__).resolve().parents[1]
 

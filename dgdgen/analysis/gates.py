@@ -30,11 +30,12 @@ from typing import TYPE_CHECKING, Any
 
 from dgdgen.analysis import queries, stats
 from dgdgen.errors import InputError, did_you_mean
+from dgdgen.traffic import preview
 
 if TYPE_CHECKING:
-    from dgdgen.load import LoadedSpec
     from dgdgen.plan import PlanStep
-    from dgdgen.prepared import Prepared
+    from dgdgen.plan.load import LoadedSpec
+    from dgdgen.plan.prepared import Prepared
 
 
 @dataclass(frozen=True)
@@ -224,6 +225,9 @@ def check_experiment(loaded: LoadedSpec, i: int) -> None:
         raise InputError("gate 'experiment' needs spec.analysis.experiment",
                          location=loaded.location(field), field=field)
     w = body.steps[i].weight
+    if body.analysis.experiment.cohorts == "preview":
+        preview.check_cohorts(loaded, i)
+        return
     if not 0 < w < 100:
         f = ("spec", "steps", i, "weight")
         raise InputError(f"an experiment holds both generations at a split; weight {w} gives "
@@ -283,7 +287,10 @@ def check_clusters(prepared: Prepared) -> None:
             )
 
 
-def experiment_share(state: PlanStep) -> float:
+def experiment_share(state: PlanStep, experiment: Any = None) -> float:
+    """The candidate's share of the units: the step's weight, or ``experiment.cohortShare``."""
+    if experiment is not None and experiment.cohorts == "preview":
+        return float(experiment.cohort_share)
     return state.candidate.weight / 100
 
 
@@ -363,7 +370,7 @@ def number(x: float) -> str:
 
 
 def candidate_service(prepared: Prepared, revision: str) -> str:
-    from dgdgen.render.names import frontend_service
+    from dgdgen.model.names import frontend_service
 
     if prepared.mode in SHARED_FRONTEND_MODES:
         return frontend_service(prepared.stable.dgd.name)
@@ -447,11 +454,14 @@ def step_gate(prepared: Prepared, state: PlanStep) -> StepGate | None:
         args["window"] = duration(window)
         args["min-requests"] = str(min_requests)
     args.update(threshold_args(analysis, metrics))
+    entry = preview.gate_entry(prepared)
     if "probe" in metrics:
         ns = prepared.loaded.spec.metadata.namespace
         svc = candidate_service(prepared, state.candidate.revision)
         domain = prepared.loaded.spec.spec.cluster_domain
         args["candidate-url"] = f"http://{svc}.{ns}.svc.{domain}:8000"
+        if entry is not None:
+            args["candidate-url"] = entry
     if "quality" in metrics:
         ns = prepared.loaded.spec.metadata.namespace
         domain = prepared.loaded.spec.spec.cluster_domain
@@ -467,6 +477,8 @@ def step_gate(prepared: Prepared, state: PlanStep) -> StepGate | None:
             )
         for b in state_backends(prepared, state):
             args[f"{b.role}-url"] = f"http://{b.service}.{ns}.svc.{domain}:8000"
+        if entry is not None:
+            args["candidate-url"] = entry
     return StepGate(
         index=state.index, label=state.label, gate=state.gate, metrics=tuple(metrics),
         dropped=tuple(dropped), min_requests=min_requests, min_bake_seconds=bake,
@@ -525,6 +537,7 @@ def inconclusive_limit(analysis: Any, count: int) -> int:
 def argo_metric(
     analysis: Any, metric: str, timing: Timing, *, probe_url: str = "{{args.candidate-url}}",
     rollout: str = "", cluster_label: str | None = None,
+    headers: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """One metric of an AnalysisTemplate or AnalysisRun; with ``cluster_label`` (the rollout
     fans out to several clusters) its query reads one cluster's series: ``{{args.cluster}}``."""
@@ -535,14 +548,14 @@ def argo_metric(
 
         out.update({"count": 1, "failureLimit": 0, "consecutiveErrorLimit":
                     analysis.consecutive_error_limit})
-        out["provider"] = job_provider(analysis.probe, probe_url)
+        out["provider"] = job_provider(analysis.probe, probe_url, headers)
         return out
     if metric == "quality":
         from dgdgen.analysis.quality_job import job_provider as quality_provider
 
         out.update({"count": 1, "failureLimit": 0, "consecutiveErrorLimit":
                     analysis.consecutive_error_limit})
-        out["provider"] = quality_provider(analysis.quality, rollout)
+        out["provider"] = quality_provider(analysis.quality, rollout, headers)
         return out
     if timing.initial_delay:
         out["initialDelay"] = duration(timing.initial_delay)

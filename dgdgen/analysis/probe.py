@@ -6,6 +6,7 @@ any Python image works."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 SCRIPT = r'''
@@ -71,8 +72,19 @@ RESOURCES = {"requests": {"cpu": "50m", "memory": "64Mi"},
              "limits": {"cpu": "500m", "memory": "256Mi"}}
 
 
-def job_provider(probe: Any, url_arg: str) -> dict[str, Any]:
-    """The ``provider.job`` of the probe metric (``probe`` is :class:`dgdgen.spec.Probe`)."""
+_PLAIN_HEADERS = 'headers={"Content-Type": "application/json"}'
+# With a preview (spec.traffic.preview) the probe calls the public entry point and sends the
+# preview's header (or cookie) with every request, so the route takes it to the candidate.
+_PREVIEW_HEADERS = ('headers={"Content-Type": "application/json", '
+                    '**json.loads(os.environ.get("PROBE_HEADERS", "{}"))}')
+assert SCRIPT.count(_PLAIN_HEADERS) == 1
+
+
+def job_provider(probe: Any, url_arg: str,
+                 headers: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The ``provider.job`` of the probe metric (``probe`` is :class:`dgdgen.spec.Probe`); with
+    ``headers`` (a preview's), sent with every request."""
+    script = SCRIPT if headers is None else SCRIPT.replace(_PLAIN_HEADERS, _PREVIEW_HEADERS)
     env = [
         {"name": "PROBE_URL", "value": url_arg},
         {"name": "PROBE_MATCH", "value": probe.match},
@@ -91,6 +103,9 @@ def job_provider(probe: Any, url_arg: str) -> dict[str, Any]:
     ]
     if probe.model:
         env.insert(1, {"name": "PROBE_MODEL", "value": probe.model})
+    if headers is not None:
+        env.append({"name": "PROBE_HEADERS", "value": json.dumps(dict(headers),
+                                                                 sort_keys=True)})
     return {
         "job": {
             "spec": {
@@ -105,7 +120,7 @@ def job_provider(probe: Any, url_arg: str) -> dict[str, Any]:
                             {
                                 "name": "probe",
                                 "image": probe.image,
-                                "command": ["python3", "-c", SCRIPT],
+                                "command": ["python3", "-c", script],
                                 "env": env,
                                 "resources": {k: dict(v) for k, v in RESOURCES.items()},
                                 "securityContext": dict(RESTRICTED_CONTAINER),

@@ -39,8 +39,9 @@ class RequestFailed(Exception):
     """A completion request that did not give an answer."""
 
 
-def _post(url: str, body: Mapping[str, Any], api_key: str | None, timeout: float) -> Any:
-    headers = {"Content-Type": "application/json"}
+def _post(url: str, body: Mapping[str, Any], api_key: str | None, timeout: float,
+          extra: Mapping[str, str] | None = None) -> Any:
+    headers = {"Content-Type": "application/json", **(extra or {})}
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
     req = urllib.request.Request(
@@ -56,14 +57,15 @@ def _post(url: str, body: Mapping[str, Any], api_key: str | None, timeout: float
 
 def ask(
     url: str, model: str, prompt: str, *, max_tokens: int, seed: int,
-    api_key: str | None = None, timeout: float = 60.0,
+    api_key: str | None = None, timeout: float = 60.0, headers: Mapping[str, str] | None = None,
 ) -> Answer:
-    """One chat completion at the gate's fixed temperature, seed and token limit."""
+    """One chat completion at the gate's fixed temperature, seed and token limit (``headers``:
+    sent with it, a preview's that routes it to the candidate)."""
     body = {
         "model": model, "messages": [{"role": "user", "content": prompt}],
         "temperature": TEMPERATURE, "seed": seed, "max_tokens": max_tokens, "stream": False,
     }
-    data = _post(url, body, api_key, timeout)
+    data = _post(url, body, api_key, timeout, headers)
     try:
         choice = data["choices"][0]
         msg = choice["message"]
@@ -198,6 +200,7 @@ class PairOutcome:
 def collect(
     prompts: Sequence[Prompt], *, stable_url: str, candidate_url: str, model: str,
     max_tokens: int, seed: int, timeout: float = 60.0,
+    candidate_headers: Mapping[str, str] | None = None,
 ) -> list[PairOutcome]:
     """Each prompt to both generations, in order (sequential: no batching difference)."""
     out = []
@@ -205,6 +208,7 @@ def collect(
         try:
             s = ask(stable_url, model, p.prompt, max_tokens=max_tokens, seed=seed, timeout=timeout)
             c = ask(candidate_url, model, p.prompt, max_tokens=max_tokens, seed=seed,
+                    headers=candidate_headers,
                     timeout=timeout)
         except RequestFailed as e:
             out.append(PairOutcome(p, None, None, str(e)))

@@ -49,7 +49,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--min-agreement", type=float, default=0.8)
     ap.add_argument("--min-pairs", type=int, default=10)
     ap.add_argument("--max-calls", type=int)
+    ap.add_argument("--candidate-header", action="append", default=[], metavar="NAME: VALUE",
+                    help="a header sent with every request to the candidate (a preview's, "
+                    "when --candidate is the public entry point)")
     a = ap.parse_args(argv)
+    candidate_headers: dict[str, str] = {}
+    for h in a.candidate_header:
+        name, sep, value = h.partition(":")
+        if not sep or not name.strip():
+            print(f"error: --candidate-header {h!r}: expected NAME: VALUE", file=sys.stderr)
+            return 2
+        candidate_headers[name.strip()] = value.strip()
+    a.candidate_headers = candidate_headers
     try:
         prompts = load_prompts(a.prompts)
         labelled = load_pairs(a.calibration) if a.calibration is not None else None
@@ -71,7 +82,8 @@ def main(argv: list[str] | None = None) -> int:
         print(line)
         return EXIT[verdict]
     outcomes = collect(prompts, stable_url=a.stable, candidate_url=a.candidate, model=a.model,
-                       max_tokens=a.max_tokens, seed=a.seed, timeout=a.timeout)
+                       max_tokens=a.max_tokens, seed=a.seed, timeout=a.timeout,
+                       candidate_headers=candidate_headers)
     pairs: list[tuple[float, float]] = []
     errors = 0
     for o in outcomes:
@@ -114,6 +126,7 @@ def judged_gate(
             s = ask(a.stable, a.model, p.prompt, max_tokens=a.max_tokens, seed=a.seed,
                     timeout=a.timeout)
             c = ask(a.candidate, a.model, p.prompt, max_tokens=a.max_tokens, seed=a.seed,
+                    headers=a.candidate_headers,
                     timeout=a.timeout)
         except RequestFailed:
             errors += 1

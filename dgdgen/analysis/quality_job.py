@@ -14,16 +14,18 @@ rehearsal report the three outcomes apart.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dgdgen.analysis.probe import RESTRICTED_CONTAINER, RESTRICTED_POD
 from dgdgen.errors import InputError
+from dgdgen.traffic import preview
 
 if TYPE_CHECKING:
     from dgdgen.analysis.calibration import LabelledPair
     from dgdgen.analysis.scorers import Prompt
-    from dgdgen.load import LoadedSpec
+    from dgdgen.plan.load import LoadedSpec
 
 MOUNT = "/etc/dgdgen/quality"
 PROMPTS_KEY = "prompts.jsonl"
@@ -46,7 +48,7 @@ def prompt_path(loaded: LoadedSpec) -> Path:
 
 
 def _repo_path(loaded: LoadedSpec, rel: str, field: tuple[str, ...], what: str) -> Path:
-    from dgdgen import load
+    from dgdgen.plan import load
 
     folder = os.path.dirname(os.path.abspath(loaded.path))
     path = os.path.realpath(os.path.join(folder, rel))
@@ -124,8 +126,9 @@ def config_map_data(loaded: LoadedSpec) -> dict[str, str]:
     return data
 
 
-def command(q: Any) -> list[str]:
-    """The gate's command line (the same the rehearsal and ``dgdgen analyze`` run)."""
+def command(q: Any, headers: Mapping[str, str] | None = None) -> list[str]:
+    """The gate's command line (the same the rehearsal and ``dgdgen analyze`` run); with
+    ``headers`` (a preview's), sent with every request to the candidate."""
     cmd = [
         "python", "-m", "dgdgen.analysis.quality_gate",
         "--prompts", f"{MOUNT}/{PROMPTS_KEY}",
@@ -141,6 +144,8 @@ def command(q: Any) -> list[str]:
     ]
     if q.pattern is not None:
         cmd += ["--pattern", q.pattern]
+    for name, value in sorted((headers or {}).items()):
+        cmd += ["--candidate-header", f"{name}: {value}"]
     if q.judge is not None:
         cmd += ["--judge-url", q.judge.url, "--judge-model", q.judge.model,
                 "--rubric-file", f"{MOUNT}/{RUBRIC_KEY}", "--min-pairs", str(q.judge.min_pairs)]
@@ -152,8 +157,10 @@ def command(q: Any) -> list[str]:
     return cmd
 
 
-def job_provider(q: Any, rollout: str) -> dict[str, Any]:
-    """The ``provider.job`` of the quality metric (``q`` is :class:`dgdgen.spec.QualityGate`)."""
+def job_provider(q: Any, rollout: str,
+                 headers: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The ``provider.job`` of the quality metric (``q`` is :class:`dgdgen.spec.QualityGate`);
+    with ``headers`` (a preview's), sent with every request to the candidate."""
     env: list[dict[str, Any]] = [{"name": "PYTHONDONTWRITEBYTECODE", "value": "1"}]
     if q.judge is not None and q.judge.api_key is not None:
         env.append({"name": "DGDGEN_JUDGE_API_KEY", "valueFrom": {"secretKeyRef": {
@@ -174,7 +181,7 @@ def job_provider(q: Any, rollout: str) -> dict[str, Any]:
                             {
                                 "name": "quality",
                                 "image": q.image,
-                                "command": command(q),
+                                "command": command(q, headers),
                                 "env": env,
                                 "volumeMounts": [{"name": "prompts", "mountPath": MOUNT,
                                                   "readOnly": True}],
@@ -228,7 +235,7 @@ def run_local(
         if calibration is not None:
             local[f"{MOUNT}/{CALIBRATION_KEY}"] = str(calibration)
         argv: list[str] = []
-        for a in command(q)[3:]:
+        for a in command(q, preview.gate_headers(prepared))[3:]:
             if judge_url and argv[-1:] == ["--judge-url"]:
                 a = judge_url
             a = local.get(a, a)

@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from dgdgen.check.flags import KV_ROUTER_MODE, ROUTER_CONFIG_KEYS
-from dgdgen.dgd import Backend
+from dgdgen.model.dgd import Backend
 
 BACKENDS: tuple[Backend, ...] = (Backend.VLLM, Backend.SGLANG, Backend.TRTLLM)
 

@@ -43,8 +43,8 @@ from dgdgen.check.flags import (
 )
 from dgdgen.check.inplace import FRONTEND, WORKERS
 from dgdgen.check.modelconfig import ModelConfig, settle, settled_by, unsettled_reason
-from dgdgen.dgd import Backend, Dgd, Role
-from dgdgen.generation import ANN_BASE_NAME, ANN_REVISION
+from dgdgen.model.dgd import Backend, Dgd, Role
+from dgdgen.model.generation import ANN_BASE_NAME, ANN_REVISION
 from dgdgen.yamlio import FieldPath
 
 __all__ = [

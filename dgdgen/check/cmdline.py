@@ -20,7 +20,7 @@ import shlex
 from collections.abc import Mapping
 from typing import NamedTuple
 
-from dgdgen.dgd import Backend
+from dgdgen.model.dgd import Backend
 from dgdgen.yamlio import FieldPath
 
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ash"})

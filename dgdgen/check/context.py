@@ -22,8 +22,8 @@ from dgdgen.check.inplace import (
 from dgdgen.check.modelconfig import ModelConfig
 from dgdgen.check.podenv import Objects, configmaps_of, secrets_of
 from dgdgen.check.siblings import SiblingObject
-from dgdgen.dgd import ANN_GROVE_STRATEGY, Dgd, Role, is_dgd, parse
 from dgdgen.errors import InputError
+from dgdgen.model.dgd import ANN_GROVE_STRATEGY, Dgd, Role, is_dgd, parse
 from dgdgen.yamlio import Document, FieldPath
 
 

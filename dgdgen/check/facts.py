@@ -1,8 +1,8 @@
 """Facts of a DGD component, as the rollout-safety rules need them: the assembly.
 
-Built on the shared model (:mod:`dgdgen.dgd`): role, backend, image and replicas come from
-:class:`~dgdgen.dgd.Component`, the pod's environment, mounts, annotations and labels from its
-typed view :class:`~dgdgen.dgdpod.ComponentPod`. This module puts together what a checker needs on
+Built on the shared model (:mod:`dgdgen.model.dgd`): role, backend, image and replicas come from
+:class:`~dgdgen.model.dgd.Component`, the pod's environment, mounts, annotations and labels from its
+typed view :class:`~dgdgen.model.dgdpod.ComponentPod`. This module puts together what a checker needs on
 top: the parsed arguments of the main process (:mod:`dgdgen.check.cmdline`), the effective
 environment with its ConfigMap / Secret references resolved (:mod:`dgdgen.check.podenv`;
 ``DYN_*`` variables are flags too, Dynamo's ``add_argument``), files of mounted ConfigMaps named by
@@ -32,9 +32,9 @@ from dgdgen.check.cmdline import (
 from dgdgen.check.flags import ALIASES_KEY
 from dgdgen.check.podenv import Objects, component_env, digest, mounted_file
 from dgdgen.check.trtllm import engine_settings
-from dgdgen.dgd import ANN_WORKER_HASH_V1, ANN_WORKER_HASH_V2, Backend, Component, Dgd, Role
-from dgdgen.dgdpod import str_map
 from dgdgen.errors import InputError
+from dgdgen.model.dgd import ANN_WORKER_HASH_V1, ANN_WORKER_HASH_V2, Backend, Component, Dgd, Role
+from dgdgen.model.dgdpod import str_map
 from dgdgen.yamlio import FieldPath
 
 

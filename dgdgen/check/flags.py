@@ -27,8 +27,8 @@ import enum
 from dataclasses import dataclass
 from functools import lru_cache
 
-from dgdgen.dgd import Backend
 from dgdgen.errors import InputError
+from dgdgen.model.dgd import Backend
 
 # The key under which dgdgen.check.facts keeps the extra served model names (card `aliases`).
 ALIASES_KEY = "--served-model-name:aliases"

@@ -88,8 +88,8 @@ import re
 from dataclasses import dataclass
 
 from dgdgen.check.flags import RELEASES, Category, release_key
-from dgdgen.dgd import ANN_GROVE_STRATEGY, ANN_MAX_SURGE, ANN_MAX_UNAVAILABLE, ANN_STRATEGY
 from dgdgen.errors import InputError
+from dgdgen.model.dgd import ANN_GROVE_STRATEGY, ANN_MAX_SURGE, ANN_MAX_UNAVAILABLE, ANN_STRATEGY
 
 DEFAULT_SURGE = "25%"
 DEFAULT_UNAVAILABLE = "25%"

@@ -48,8 +48,8 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from dgdgen.dgd import Backend
 from dgdgen.errors import InputError, Location
+from dgdgen.model.dgd import Backend
 from dgdgen.yamlio import read_text
 
 __all__ = ["ModelConfig", "Settlement", "load", "settle", "settled_by"]

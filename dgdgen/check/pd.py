@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from dgdgen.check.cmdline import Setting
 from dgdgen.check.facts import ComponentFacts, DgdFacts
 from dgdgen.check.flags import PD_MUST_AGREE, PdKey
-from dgdgen.dgd import Role
+from dgdgen.model.dgd import Role
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """A component's environment and mounted files, resolved against the checked files' objects.
 
-Reads the typed pod view of the DGD model (:class:`dgdgen.dgdpod.ComponentPod`), never the
+Reads the typed pod view of the DGD model (:class:`dgdgen.model.dgdpod.ComponentPod`), never the
 document: the effective environment in the kubelet's order (DGD-wide, per-service, ``envFrom``,
 ``env``), each ``valueFrom`` / ``envFrom`` reference resolved against the ConfigMaps and Secrets
 (key names only) of the checked files (:class:`Objects`), and the files the main container reads
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from dgdgen.check.cmdline import Setting, Unresolved
-from dgdgen.dgdpod import (
+from dgdgen.model.dgdpod import (
     CONFIG_MAP_KEY_REF,
     SECRET_KEY_REF,
     ComponentPod,

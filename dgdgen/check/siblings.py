@@ -6,7 +6,7 @@ rendered next to a route, and the Service the operator creates for every DGD fro
 component. Nothing else of a sibling is ever read, so that is all a :class:`SiblingObject`
 holds: per document, its kind, name and namespace, and a DGD's frontend component names.
 
-Reading those facts means parsing the sibling (libyaml plus :func:`dgdgen.dgd.parse` for a DGD:
+Reading those facts means parsing the sibling (libyaml plus :func:`dgdgen.model.dgd.parse` for a DGD:
 about half a millisecond per DGD file), which a pre-commit run in a folder of a hundred rendered
 DGDs would pay on every commit. The facts depend on nothing but the file's bytes, so they are kept in one
 small JSON file between runs (:class:`FactsCache`), keyed by the SHA-256 of the bytes: a sibling
@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from dgdgen.dgd import KIND, Role, is_dgd, parse
+from dgdgen.model.dgd import KIND, Role, is_dgd, parse
 from dgdgen.yamlio import Document
 
 # Kinds the cross-file rules look up among the siblings (a document of any other kind is
@@ -108,7 +108,7 @@ def head_namespace(text: str) -> str | None:
     import yaml
     from yaml import events
 
-    from dgdgen.yaml11 import _fast_loader
+    from dgdgen.yamlio.yaml11 import _fast_loader
 
     loader = _fast_loader()(text)
     get = loader.get_event
@@ -186,7 +186,7 @@ def _stamp() -> dict[str, Any]:
     import yaml
 
     from dgdgen import __version__
-    from dgdgen.yamllimits import get_limits
+    from dgdgen.yamlio.limits import get_limits
 
     lim = get_limits()
     return {"format": CACHE_FORMAT, "dgdgen": __version__, "pyyaml": yaml.__version__,

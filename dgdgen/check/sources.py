@@ -180,7 +180,7 @@ def check_object_shape(doc: Document) -> None:
     """The typed boundary of the checker: a Kubernetes object (a mapping with a string
     apiVersion and kind) whose metadata, spec or data has the wrong shape is one error at its
     file:line here, so no rule ever walks a list where the API demands a mapping. DGDs get the
-    full model check in :func:`dgdgen.dgd.parse`."""
+    full model check in :func:`dgdgen.model.dgd.parse`."""
     data = doc.data
     if not (isinstance(data, dict) and isinstance(data.get("apiVersion"), str)
             and isinstance(data.get("kind"), str)):

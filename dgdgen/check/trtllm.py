@@ -17,8 +17,8 @@ from typing import Any
 from dgdgen.check.cmdline import Setting
 from dgdgen.check.flags import TRTLLM_CLI_ENGINE_KEYS
 from dgdgen.check.podenv import mounted_file
-from dgdgen.dgdpod import ComponentPod, scalar_text
 from dgdgen.errors import InputError
+from dgdgen.model.dgdpod import ComponentPod, scalar_text
 from dgdgen.yamlio import load_documents_fast
 
 

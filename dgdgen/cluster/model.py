@@ -31,8 +31,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from dgdgen.dgd import Dgd, Role, is_dgd, parse
 from dgdgen.errors import DgdgenError
+from dgdgen.model.dgd import Dgd, Role, is_dgd, parse
 
 OP_LABEL_DGD = "nvidia.com/dynamo-graph-deployment-name"
 OP_LABEL_COMPONENT_TYPE = "nvidia.com/dynamo-component-type"
@@ -114,6 +114,9 @@ class Reach:
     # an L4 switch (a Service's selector): it moves new connections only, pooled keep-alive
     # clients stay on the frontend they connected to (docs/traffic.md, "Pooled connections")
     l4: bool = False
+    # what a request must carry to take this path ("header X-Dgd-Preview: on"): a preview route
+    # (a route rule's header match, an HAProxy ACL); empty for the path every request takes
+    match: str = ""
 
 
 @dataclass
@@ -182,7 +185,7 @@ class Graph:
 def _ready_probe(dgd: Dgd, name: str) -> bool:
     """Whether the component's readiness probe waits for workers (the model's ready path): the
     main container's probe, else the component's own (v1alpha1 components carry one, which the
-    operator uses instead of its ``/health`` default; dgdgen.frontends)."""
+    operator uses instead of its ``/health`` default; dgdgen.render.frontends)."""
     main = dgd.main_container(name) or {}
     probe = main.get("readinessProbe") if isinstance(main, dict) else None
     if probe is None:
@@ -255,12 +258,38 @@ def _weight(ref: Mapping[str, Any]) -> int:
     return w if isinstance(w, int) and not isinstance(w, bool) else 1
 
 
-def _route_backends(g: Graph, route: Mapping[str, Any], namespace: str) -> tuple[PodSet, ...]:
+def rule_match(rule: Mapping[str, Any]) -> str:
+    """What a request must carry to take an HTTPRoute rule beyond its path: its header (query
+    parameter, method) matches, e.g. ``header X-Dgd-Preview: on``; empty for a rule that every
+    request of the path takes. A rule with several matches is taken by a request that meets any
+    of them: one without such a condition makes it a rule for every request."""
+    named = ""
+    for m in _list(rule.get("matches")):
+        if not isinstance(m, dict):
+            continue
+        asks = [f"header {h.get('name')}: {h.get('value')}" for h in _list(m.get("headers"))
+                if isinstance(h, dict)]
+        asks += [f"query {q.get('name')}={q.get('value')}" for q in _list(m.get("queryParams"))
+                 if isinstance(q, dict)]
+        if isinstance(m.get("method"), str):
+            asks.append(f"method {m['method']}")
+        if not asks:
+            return ""
+        named = named or ", ".join(asks)
+    return named
+
+
+def _route_backends(g: Graph, route: Mapping[str, Any], namespace: str,
+                    match: str | None = None) -> tuple[PodSet, ...]:
+    """The frontends a route sends requests to with weight > 0: through its rules every request
+    takes (``match`` None), or through the rules that ask for ``match``."""
     spec = route.get("spec") if isinstance(route.get("spec"), dict) else {}
     assert isinstance(spec, dict)
     out: list[PodSet] = []
     for rule in _list(spec.get("rules")):
         if not isinstance(rule, dict):
+            continue
+        if rule_match(rule) != (match or ""):
             continue
         for ref in _list(rule.get("backendRefs")):
             if not isinstance(ref, dict) or _weight(ref) <= 0:
@@ -278,15 +307,48 @@ _SERVER = re.compile(r"^\s*server\s+\S+\s+([^\s:]+)(?::\d+)?\s*(.*)$")
 _CHECK = re.compile(r"^\s*option\s+httpchk\s+(?:GET\s+)?(\S+)")
 
 
-def _haproxy_backends(g: Graph, cfg: str) -> tuple[tuple[PodSet, ...], bool]:
-    """The frontends an HAProxy configuration sends traffic to (weight > 0), and whether its
-    health check takes a frontend without workers out of rotation."""
+_ACL_MATCH = re.compile(r"^req\.(hdr|cook)\(([^)]*)\)\s+-m\s+str\s+(\S+)$")
+
+
+def _acl_match(acl: str) -> str:
+    """An ACL's test as a request match: ``req.hdr(X) -m str on`` → ``header X: on``,
+    ``req.cook(C) -m str on`` → ``cookie C=on``; anything else as written."""
+    m = _ACL_MATCH.match(acl.strip())
+    if m is None:
+        return acl.strip()
+    kind, name, value = m.groups()
+    return f"header {name}: {value}" if kind == "hdr" else f"cookie {name}={value}"
+
+
+def _haproxy_paths(g: Graph, cfg: str) -> tuple[list[tuple[str, tuple[PodSet, ...]]], bool]:
+    """The ways through an HAProxy configuration: ("", the frontends of the default backend)
+    for every request, and (match, frontends) for each ``use_backend … if ACL`` (a preview);
+    each backend's frontends those of its servers with weight > 0 and not ``disabled``. And
+    whether its health check takes a frontend without workers out of rotation. A config with
+    no ``default_backend`` (not one dgdgen renders) is read as one path over every server."""
     checked = False
-    out: list[PodSet] = []
+    section, name = "", ""
+    servers: dict[str, list[PodSet]] = {}
+    acls: dict[str, str] = {}
+    uses: list[tuple[str, str]] = []  # (backend, condition)
+    default: str | None = None
+    every: list[PodSet] = []
     for line in cfg.splitlines():
+        if line and not line[0].isspace() and not line.lstrip().startswith("#"):
+            words = line.split()
+            section, name = words[0], (words[1] if len(words) > 1 else "")
+            continue
         m = _CHECK.match(line)
         if m and READY_PATH.match(m.group(1).split("?")[0]):
             checked = True
+        words = line.split()
+        if section == "frontend" and words:
+            if words[0] == "acl" and len(words) > 2:
+                acls[words[1]] = line.split(None, 2)[2]
+            elif words[0] == "use_backend" and len(words) > 3 and words[2] == "if":
+                uses.append((words[1], " ".join(words[3:])))
+            elif words[0] == "default_backend" and len(words) > 1:
+                default = words[1]
         m = _SERVER.match(line)
         if not m:
             continue
@@ -296,8 +358,17 @@ def _haproxy_backends(g: Graph, cfg: str) -> tuple[tuple[PodSet, ...], bool]:
             continue
         host = m.group(1).split(".")
         if len(host) >= 2:
-            out.extend(g.service_pods(host[1], host[0]))
-    return tuple(dict.fromkeys(out)), checked
+            pods = g.service_pods(host[1], host[0])
+            every.extend(pods)
+            if section == "backend":
+                servers.setdefault(name, []).extend(pods)
+    if default is None:
+        return [("", tuple(dict.fromkeys(every)))], checked
+    paths = [("", tuple(dict.fromkeys(servers.get(default, []))))]
+    for backend, cond in uses:
+        match = " ".join(_acl_match(acls.get(c, c)) for c in cond.split())
+        paths.append((match, tuple(dict.fromkeys(servers.get(backend, [])))))
+    return paths, checked
 
 
 def reaches(g: Graph) -> Iterator[Reach]:
@@ -361,19 +432,23 @@ def _rendered_reaches(g: Graph) -> Iterator[Reach]:
                 pns = str(p.get("namespace") or ns)
                 if (p.get("group", GATEWAY_GROUP) or "") == "" and p.get("kind") == "Service":
                     parents.add((pns, str(p.get("name"))))
-                    yield Reach(f"mesh callers of Service {pns}/{p.get('name')} ({kind} "
-                                f"{ns}/{name})", (kind, ns, name), _route_backends(g, doc, ns),
-                                path=("spec", "rules"))
+                    who = f"mesh callers of Service {pns}/{p.get('name')}"
                 else:
-                    yield Reach(f"callers through {p.get('kind', 'Gateway')} {pns}/"
-                                f"{p.get('name')} ({kind} {ns}/{name})", (kind, ns, name),
-                                _route_backends(g, doc, ns), path=("spec", "rules"))
+                    who = f"callers through {p.get('kind', 'Gateway')} {pns}/{p.get('name')}"
+                yield Reach(f"{who} ({kind} {ns}/{name})", (kind, ns, name),
+                            _route_backends(g, doc, ns), path=("spec", "rules"))
+                matches = dict.fromkeys(rule_match(r) for r in _list(spec.get("rules"))
+                                        if isinstance(r, dict))
+                for match in (m for m in matches if m):
+                    yield Reach(f"{who} with {match} ({kind} {ns}/{name})", (kind, ns, name),
+                                _route_backends(g, doc, ns, match), path=("spec", "rules"),
+                                match=match)
         elif kind == "ConfigMap":
             data = doc.get("data") if isinstance(doc.get("data"), dict) else {}
             assert isinstance(data, dict)
             cfg = data.get("haproxy.cfg")
             if isinstance(cfg, str):
-                pods, checked = _haproxy_backends(g, cfg)
+                paths, checked = _haproxy_paths(g, cfg)
                 for line in cfg.splitlines():
                     m = _SERVER.match(line)
                     if m and len(m.group(1).split(".")) >= 2:
@@ -381,8 +456,10 @@ def _rendered_reaches(g: Graph) -> Iterator[Reach]:
                         backends.add((h[1], h[0]))
                 if (ns, name) not in mounted:  # a config no proxy pod runs (yet, or any more)
                     continue
-                yield Reach(f"callers through HAProxy (ConfigMap {ns}/{name})", (kind, ns, name),
-                            pods, checked, path=("data", "haproxy.cfg"))
+                for match, pods in paths:
+                    yield Reach(f"callers through HAProxy{f' with {match}' if match else ''} "
+                                f"(ConfigMap {ns}/{name})", (kind, ns, name), pods, checked,
+                                path=("data", "haproxy.cfg"), match=match)
     for (kind, ns, name), doc in sorted(g.objects.items()):
         if kind != "Service" or ((ns, name) in backends and (ns, name) not in parents):
             continue

@@ -28,7 +28,7 @@ from typing import Any
 
 from dgdgen import yamlio
 from dgdgen.cluster.model import Key, dgd_of, key_of
-from dgdgen.dgd import parse
+from dgdgen.model.dgd import parse
 
 ANN_WAVE = "argocd.argoproj.io/sync-wave"
 ANN_HOOK = "argocd.argoproj.io/hook"

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from dgdgen.analysis.calibration import Calibration
     from dgdgen.analysis.gates import StepGate
     from dgdgen.gitops.target import Target
-    from dgdgen.prepared import Prepared
+    from dgdgen.plan.prepared import Prepared
 
 HELP = "run a step's SLO gate against a live Prometheus (a rehearsal before promoting)"
 DESCRIPTION = """\
@@ -152,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
     from dgdgen import yamlio
     from dgdgen.analysis import expr, gates, prom
     from dgdgen.errors import InputError
-    from dgdgen.pipeline import prepare
+    from dgdgen.pipeline.prepare import prepare
     from dgdgen.render.analysis import analysis_run, analysis_runs
 
     if args.calibrate:
@@ -256,7 +256,7 @@ def _query_limits(args: argparse.Namespace) -> tuple[float, int]:
     import math
 
     from dgdgen.errors import InputError
-    from dgdgen.yamllimits import parse_size
+    from dgdgen.yamlio.limits import parse_size
 
     seconds = args.prometheus_timeout
     if not (math.isfinite(seconds) and seconds > 0):
@@ -280,7 +280,7 @@ def _calibrate(args: argparse.Namespace) -> int:
     from dgdgen.analysis.quality import Judge
     from dgdgen.analysis.quality_job import load_calibration_set
     from dgdgen.errors import InputError
-    from dgdgen.pipeline import prepare
+    from dgdgen.pipeline.prepare import prepare
 
     loaded = prepare(args.spec).loaded
     q = loaded.spec.spec.analysis.quality

@@ -38,8 +38,8 @@ def run(args: argparse.Namespace) -> int:
     from dgdgen.check import engine, sources
 
     opts, fail_on = options(args, None)
-    from dgdgen.dgd import is_dgd
     from dgdgen.errors import InputError, Location
+    from dgdgen.model.dgd import is_dgd
 
     pair = sources.load_pair(args.old, args.new)
     sides = (("OLD", sources._display(args.old), pair.base or []), ("NEW", pair.file, pair.head))

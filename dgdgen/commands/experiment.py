@@ -11,7 +11,7 @@ from dgdgen.commands import _gitops
 
 if TYPE_CHECKING:
     from dgdgen.analysis.experiment import Decision
-    from dgdgen.load import LoadedSpec
+    from dgdgen.plan.load import LoadedSpec
 
 HELP = "decide an A/B experiment step (Mann-Whitney U) from its samples"
 DESCRIPTION = """\
@@ -127,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
     from dgdgen.analysis import experiment as ex
     from dgdgen.analysis.gates import EXPERIMENT, experiment_share
     from dgdgen.errors import InputError
-    from dgdgen.pipeline import prepare
+    from dgdgen.pipeline.prepare import prepare
 
     prepared = prepare(args.spec)
     loaded = prepared.loaded
@@ -152,7 +152,8 @@ def run(args: argparse.Namespace) -> int:
     stable, candidate = read_samples(args.samples, state.stable.revision,
                                      state.candidate.revision)
     d = ex.decide(stable, candidate, mde=cfg.minimum_detectable_effect,
-                  candidate_share=experiment_share(state), better=cfg.better, alpha=cfg.alpha,
+                  candidate_share=experiment_share(state, cfg), better=cfg.better,
+                  alpha=cfg.alpha,
                   power=cfg.power)
     result = result_of(loaded, d)
     if args.format == "json":

@@ -7,7 +7,7 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from dgdgen.prepared import Prepared
+    from dgdgen.plan.prepared import Prepared
 
 HELP = "show the steps of a rollout: weights, replicas, GPUs, capacity, gates"
 DESCRIPTION = """\
@@ -45,9 +45,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dgdgen.pipeline import prepare
-    from dgdgen.planpicture import png, svg
-    from dgdgen.planreport import FORMATS
+    from dgdgen.pipeline.picture import png, svg
+    from dgdgen.pipeline.prepare import prepare
+    from dgdgen.pipeline.report import FORMATS
 
     to_stdout = args.output is None or args.output == "-"
     if args.format == "png" and to_stdout and sys.stdout.isatty():

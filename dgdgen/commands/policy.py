@@ -112,8 +112,8 @@ def _render(args: argparse.Namespace) -> int:
 
 def _test(args: argparse.Namespace) -> int:
     from dgdgen.check.classify import pair_dgds
-    from dgdgen.dgd import read_dgds
     from dgdgen.errors import InputError
+    from dgdgen.model.dgd import read_dgds
     from dgdgen.policy.evaluate import evaluate
     from dgdgen.yamlio import load_file
 

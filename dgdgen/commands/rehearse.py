@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from dgdgen.prepared import Prepared
+    from dgdgen.plan.prepared import Prepared
 
 HELP = "rehearse a whole rollout against the real Dynamo frontend and mocker workers"
 DESCRIPTION = """\
@@ -106,7 +106,10 @@ def _min_requests(value: str) -> int | str:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("spec", metavar="SPEC", help="rollout spec file")
+    p.add_argument("spec", metavar="SPEC", nargs="?", help="rollout spec file")
+    p.add_argument("--clean", action="store_true",
+                   help="only remove what rehearsals killed with SIGKILL left in the temp folder "
+                   "(every rehearsal does this first too) and exit")
     p.add_argument("--time-scale", type=_positive, default=0.05, metavar="F",
                    help="multiply pauses and analysis windows by F (default 0.05: 10m → 30s)")
     p.add_argument("--rate", type=_positive, default=40.0, metavar="RPS",
@@ -175,14 +178,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import os
     import shutil
-    import tempfile
     from pathlib import Path
 
     from dgdgen import runtime
-    from dgdgen.pipeline import prepare
+    from dgdgen.errors import InputError
+    from dgdgen.pipeline.prepare import prepare
     from dgdgen.rehearse.prometheus import prometheus_binary
     from dgdgen.rehearse.proxy import haproxy_binary
+    from dgdgen.runtime import scratch
 
+    if args.clean:
+        if args.spec is not None:
+            raise InputError("--clean takes no SPEC: it only removes what killed rehearsals left")
+        for path in scratch.sweep():
+            print(f"removed {path}")
+        return 0
+    if args.spec is None:
+        raise InputError("the following arguments are required: SPEC")
     if isinstance(args.min_requests, int) and args.min_requests < 1:
         raise runtime.MissingExtra("--min-requests must be at least 1")
     auto_min = args.min_requests == "auto"
@@ -215,23 +227,31 @@ def run(args: argparse.Namespace) -> int:
                 f"`{name}` is not installed; the rehearsal runs the real one "
                 "(Debian: apt-get install haproxy prometheus git)"
             )
-    import signal
-
     from dgdgen.rehearse.report import summary_lines, wall_text, write_report
     from dgdgen.rehearse.run import Options, Rehearsal
-    from dgdgen.runtime.netns import enter_private_netns
+    from dgdgen.runtime.netns import enter_private_netns, fork_first_process
 
-    def _terminated(signum: int, _frame: object) -> None:
-        # a stopped rehearsal still stops its processes (the finally blocks below)
-        raise SystemExit(128 + signum)
-
-    signal.signal(signal.SIGTERM, _terminated)
-    enter_private_netns()
+    for path in scratch.sweep():
+        sys.stderr.write(f"removed {path}, left behind by an earlier rehearsal\n")
+    # One private folder for every temporary file of the run, and a PID namespace for every
+    # process: this process waits outside it and removes the folder whatever ends the run; a
+    # SIGKILL of this process ends the namespace's first process and with it every other
+    # (dgdgen.runtime.netns, dgdgen.runtime.scratch).
+    box = scratch.Scratch.create()
+    try:
+        enter_private_netns(pid_namespace=True)
+        code = fork_first_process(_stop_once)
+    except BaseException:
+        box.remove()
+        raise
+    if code is not None:
+        box.remove()
+        return code
+    box.adopt()
     os.environ["HF_HUB_OFFLINE"] = "1"
     keep = args.workdir is not None
     # absolute: the processes started below run in folders of their own
-    workdir = (Path(args.workdir).resolve() if keep
-               else Path(tempfile.mkdtemp(prefix="dgdgen-rehearse-")))
+    workdir = Path(args.workdir).resolve() if keep else box.path / "work"
 
     def say(text: str) -> None:
         sys.stderr.write(text + "\n")
@@ -267,6 +287,30 @@ def run(args: argparse.Namespace) -> int:
         print(line)
     print(f"report: {Path(args.report) / 'report.md'}")
     return int(outcome.exit_code)
+
+
+def _stop_once() -> None:
+    """Ctrl-C, SIGTERM and SIGHUP stop the rehearsal once: the first raises (KeyboardInterrupt,
+    or SystemExit with 128 + the signal) and the finally blocks stop every process; the same
+    signal passed on by the waiting process outside the namespace a moment later (a terminal's
+    Ctrl-C reaches both) does not cut that short. One more after a second ends it at once —
+    whatever is left ends with the namespace."""
+    import signal
+    import time
+
+    first: dict[int, float] = {}
+
+    def stop(signum: int, _frame: object) -> None:
+        now = time.monotonic()
+        if signum in first and now - first[signum] < 1.0:
+            return
+        first[signum] = now
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        raise SystemExit(128 + signum)
+
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, stop)
 
 
 def _check_candidate_quality(prepared: Prepared, fraction: float, in_place: bool) -> None:

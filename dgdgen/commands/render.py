@@ -11,7 +11,7 @@ from dgdgen.commands import _gitops
 from dgdgen.commands._common import state_selector
 
 if TYPE_CHECKING:
-    from dgdgen.prepared import Prepared
+    from dgdgen.plan.prepared import Prepared
 
 HELP = "write the manifests of every step (or one step) of a rollout"
 DESCRIPTION = """\
@@ -105,8 +105,8 @@ def run(args: argparse.Namespace) -> int:
     early = _gitops.premise(args.into) if args.into else None
     from dgdgen.commands._common import progress
     from dgdgen.errors import InputError
-    from dgdgen.output import all_files, state_files
-    from dgdgen.pipeline import prepare
+    from dgdgen.pipeline.files import all_files, state_files
+    from dgdgen.pipeline.prepare import prepare
     from dgdgen.render.manifest import file_component
     from dgdgen.write import write_tree
 
@@ -201,7 +201,7 @@ def _stdout(args: argparse.Namespace, spec: str) -> int:
     from dgdgen.errors import InputError
     from dgdgen.gitops import target as gitops_target
     from dgdgen.gitops import tree
-    from dgdgen.pipeline import prepare
+    from dgdgen.pipeline.prepare import prepare
 
     prepared = prepare(spec)
     previous = None

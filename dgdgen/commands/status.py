@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     import json
 
     from dgdgen.gitops import status
-    from dgdgen.planreport import duration_text, replicas_text
+    from dgdgen.pipeline.report import duration_text, replicas_text
 
     t = _gitops.target(args)
     if not os.path.isdir(t.into):

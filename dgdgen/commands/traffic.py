@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from dgdgen.commands._common import state_selector
 
 if TYPE_CHECKING:
-    from dgdgen.prepared import Prepared
+    from dgdgen.plan.prepared import Prepared
 
 HELP = "show each step's traffic split; apply a step's weights to a running HAProxy"
 DESCRIPTION = """\
@@ -91,13 +91,25 @@ def _require_haproxy(prepared: Prepared) -> None:
         )
 
 
+def _has_backend(api: Any, backend: str) -> bool:
+    from dgdgen.errors import InputError
+
+    try:
+        api.servers(backend)
+    except InputError:
+        return False
+    return True
+
+
 def run(args: argparse.Namespace) -> int:
     import json
 
     from dgdgen.errors import InputError
-    from dgdgen.pipeline import prepare
+    from dgdgen.pipeline.prepare import prepare
     from dgdgen.traffic import haproxy as hp
     from dgdgen.traffic import settings
+    from dgdgen.traffic.preview import HAPROXY_BACKEND as PREVIEW_BACKEND
+    from dgdgen.traffic.preview import of_state as preview_of_state
     from dgdgen.traffic.runtime import RuntimeApi, commands
     from dgdgen.traffic.weights import state_backends
 
@@ -109,8 +121,10 @@ def run(args: argparse.Namespace) -> int:
         for state in prepared.plan.all_states():
             backends = state_backends(prepared, state)
             hw = hp.haproxy_weights([b.weight for b in backends])
+            route = preview_of_state(prepared, state)
             rows.append({
                 "state": state.label,
+                "preview": route.describe() if route is not None else None,
                 "backends": [
                     {"generation": b.key, "role": b.role, "service": b.service,
                      "weight": b.weight, "present": b.present,
@@ -135,6 +149,8 @@ def run(args: argparse.Namespace) -> int:
                 if not b["serving"]:
                     text += " no workers"  # haproxy: `disabled`, not even sticky clients
                 parts.append(text)
+            if row["preview"]:  # spec.traffic.preview: the header's own way to the candidate
+                parts.append(f"+ {row['preview']} → {prepared.plan.candidate_revision}")
             sys.stdout.write(f"  {row['state']:<{width}} " + "  ".join(parts) + "\n")
         return 0
     _require_haproxy(prepared)
@@ -153,9 +169,24 @@ def run(args: argparse.Namespace) -> int:
             current = RuntimeApi(args.socket, timeout=args.timeout).servers(hp.BACKEND)
         for cmd in commands(hp.BACKEND, targets, current):
             sys.stdout.write(cmd + "\n")
+        # the preview backend's server, where the running config has one (docs/traffic.md)
+        previews = hp.preview_targets(prepared, state)
+        now = None
+        if previews and args.socket is not None:
+            api = RuntimeApi(args.socket, timeout=args.timeout)
+            now = api.servers(PREVIEW_BACKEND) if _has_backend(api, PREVIEW_BACKEND) else None
+            previews = previews if now is not None else []
+        for cmd in commands(PREVIEW_BACKEND, previews, now):
+            sys.stdout.write(cmd + "\n")
         return 0
     api = RuntimeApi(args.socket, timeout=args.timeout)
     sent = api.apply(hp.BACKEND, targets)
+    previews = hp.preview_targets(prepared, state)
+    if previews and _has_backend(api, PREVIEW_BACKEND):
+        sent += api.apply(PREVIEW_BACKEND, previews)
+    elif previews and previews[0].enabled:
+        sys.stderr.write(f"{state.label}: the running config has no preview route: it comes "
+                         "with this state's config (a reload), the runtime API cannot add it\n")
     for cmd in sent:  # the same lines, in the same order, as --dry-run --socket prints
         sys.stdout.write(cmd + "\n")
     if args.state_file:

@@ -30,8 +30,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from dgdgen.commands._common import progress, report_error
     from dgdgen.errors import DgdgenError
-    from dgdgen.output import validate_all
-    from dgdgen.pipeline import prepare
+    from dgdgen.pipeline.files import validate_all
+    from dgdgen.pipeline.prepare import prepare
 
     failed = 0
     for path in progress(list(args.specs), "validating"):

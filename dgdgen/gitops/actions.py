@@ -148,7 +148,7 @@ def _subject(t: Target, what: str) -> str:
 
 
 def _describe(t: Target, state: PlanStep) -> str:
-    from dgdgen.planreport import replicas_text
+    from dgdgen.pipeline.report import replicas_text
 
     p = t.prepared
     lines = [f"traffic: {_weights(state)}"]
@@ -162,7 +162,7 @@ def _trailers(t: Target, state: PlanStep) -> str:
 
 
 def _unknown(t: Target, selector: object) -> str:
-    from dgdgen.prepared import unknown_state
+    from dgdgen.plan.prepared import unknown_state
 
     return unknown_state(t.prepared.plan, selector, t.prepared.loaded.path)
 

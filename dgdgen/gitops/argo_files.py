@@ -10,7 +10,7 @@ from dgdgen.errors import InputError
 from dgdgen.gitops import argocd, rbac
 
 if TYPE_CHECKING:
-    from dgdgen.prepared import Prepared
+    from dgdgen.plan.prepared import Prepared
 
 
 def _filename(obj: dict[str, Any]) -> str:
@@ -57,7 +57,7 @@ def notes(prepared: Prepared, *, workflow: bool = True) -> list[str]:
 
 
 def files(prepared: Prepared, *, plugin: bool = False, workflow: bool = True) -> dict[str, str]:
-    from dgdgen.output import validate_manifests
+    from dgdgen.pipeline.files import validate_manifests
     from dgdgen.render.manifest import Manifest
 
     objs = objects(prepared, plugin=plugin, workflow=workflow)

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 from dgdgen import resources, yamlio
 from dgdgen.errors import InputError
-from dgdgen.generation import LABEL_ROLLOUT
+from dgdgen.model.generation import LABEL_ROLLOUT
 from dgdgen.spec import cluster_waves
 
 if TYPE_CHECKING:
-    from dgdgen.prepared import Prepared
+    from dgdgen.plan.prepared import Prepared
     from dgdgen.spec import GitOps
 
 HEALTH_KEY = "resource.customizations.health.nvidia.com_DynamoGraphDeployment"
@@ -267,7 +267,7 @@ def manual_sync_note(prepared: Prepared, commit: str, *, pushed: bool, step: int
 
 def written_kinds(prepared: Prepared) -> list[tuple[str, str]]:
     """(API group, kind) of every object any state of the rollout writes into Git, sorted."""
-    from dgdgen.output import deployed
+    from dgdgen.pipeline.files import deployed
     from dgdgen.render import render_state
 
     kinds: set[tuple[str, str]] = set()

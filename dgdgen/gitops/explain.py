@@ -18,7 +18,7 @@ from dgdgen.gitops.target import Target
 def explain(t: Target) -> tuple[str, str, bool]:
     """The paragraph, the command that moves the rollout on, and whether it is blocked (it
     waits for something other than that command being run)."""
-    from dgdgen.planreport import duration_text
+    from dgdgen.pipeline.report import duration_text
 
     st = status(t)
     s = st.state
@@ -85,7 +85,7 @@ def explain(t: Target) -> tuple[str, str, bool]:
 def _counted(t: Target, index: int) -> str:
     """What the step's metrics gate counts before it can pass ('' for a gate a person judges)."""
     from dgdgen.analysis.gates import step_gate
-    from dgdgen.planreport import duration_text
+    from dgdgen.pipeline.report import duration_text
 
     if not t.prepared.loaded.spec.spec.analysis.enabled:
         return ""

@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from dgdgen import resources, yamlio
-from dgdgen.dgd import is_dgd
 from dgdgen.errors import DgdgenError, InputError, Location
+from dgdgen.model.dgd import is_dgd
 from dgdgen.plan import PlanStep
-from dgdgen.prepared import Prepared
+from dgdgen.plan.prepared import Prepared
 
 # The environment Argo CD gives a health script when useOpenLibs is set for the kind: the Lua
 # standard libraries. The script reads only these (argo/dgd-health.lua, its header).

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from dgdgen.prepared import Prepared
+    from dgdgen.plan.prepared import Prepared
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "dgdgen"}
 

@@ -15,7 +15,7 @@ from dgdgen.gitops.index import INDEX, GateResult, Hold, Index
 
 if TYPE_CHECKING:
     from dgdgen.plan import PlanStep
-    from dgdgen.prepared import Prepared
+    from dgdgen.plan.prepared import Prepared
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ def open_target(spec: str, into: str | None,
         early_head = repo.head_or_none(early_top) if early_top else None
     else:
         early_top, early_head = early
-    from dgdgen.pipeline import prepare
+    from dgdgen.pipeline.prepare import prepare
     from dgdgen.write import resolve_target
 
     prepared = prepare(spec)
@@ -127,7 +127,7 @@ def _refuse_odd_path(path: str, given: str | None) -> None:
 def state_files(prepared: Prepared, state: PlanStep, previous: PlanStep | None, *,
                 validate: bool = True) -> dict[str, str]:
     """The files of one state as committed to Git: sync waves from ``previous`` → ``state``."""
-    from dgdgen import output
+    from dgdgen.pipeline import files as output
 
     return output.state_files(prepared, state, previous, validate=validate)
 

@@ -58,7 +58,7 @@ from dgdgen.render.analysis import LABEL_CLUSTER
 
 if TYPE_CHECKING:
     from dgdgen.plan import PlanStep
-    from dgdgen.prepared import Prepared
+    from dgdgen.plan.prepared import Prepared
 
 HOME = "/home/dgdgen"
 CLONE_DIR = f"{HOME}/repo"

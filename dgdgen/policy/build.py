@@ -13,8 +13,8 @@ from typing import Any
 
 from dgdgen.check.flags import Category
 from dgdgen.check.inplace import Target, consequence, parse_run_by
-from dgdgen.dgd import GROUP, VERSIONS
 from dgdgen.errors import InputError
+from dgdgen.model.dgd import GROUP, VERSIONS
 from dgdgen.policy import cel
 from dgdgen.policy.tables import keys, release
 

@@ -15,7 +15,7 @@ import json
 import re
 from collections.abc import Sequence
 
-from dgdgen.generation import ANN_BASE_NAME, ANN_REVISION
+from dgdgen.model.generation import ANN_BASE_NAME, ANN_REVISION
 from dgdgen.policy.tables import (
     ALIASES_KEY,
     Key,

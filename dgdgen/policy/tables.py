@@ -17,7 +17,7 @@ from dgdgen.check import cmdline
 from dgdgen.check import flags as check_flags
 from dgdgen.check.classify import SERVED_NAME_DEFAULT_CITE
 from dgdgen.check.flags import Category, Input
-from dgdgen.dgd import Backend
+from dgdgen.model.dgd import Backend
 
 # The backends the policy tells apart ("" = a component whose program is not a Dynamo backend
 # and whose DGD names none: the checker's Backend.UNKNOWN).

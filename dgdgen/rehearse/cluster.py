@@ -11,7 +11,7 @@ operator would, with processes instead of pods.
   answering engine (:mod:`dgdgen.runtime.answerer`) on the same flags instead. A component whose arguments
   change is replaced surge-first: new processes ready, then the old ones stop.
 * A frontend runs with the request-migration limit its component sets (``--migration-limit``
-  or ``DYN_MIGRATION_LIMIT``; :mod:`dgdgen.migration`), as the pod would.
+  or ``DYN_MIGRATION_LIMIT``; :mod:`dgdgen.render.migration`), as the pod would.
 * A Service is its selector; it reaches the frontend processes whose pod labels match.
 """
 
@@ -23,12 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dgdgen import dgd as dgdmod
-from dgdgen import migration
 from dgdgen.check.facts import dgd_facts
-from dgdgen.dgd import Role
+from dgdgen.model import dgd as dgdmod
+from dgdgen.model.dgd import Role
+from dgdgen.render import migration
 from dgdgen.runtime.mocker import mocker_invocation
-from dgdgen.runtime.procs import LocalDynamo, Proc
+from dgdgen.runtime.procs import POLL, LocalDynamo, Proc
 
 WAVE = "argocd.argoproj.io/sync-wave"
 # The labels the Dynamo operator sets on every component pod (ai-dynamo/dynamo
@@ -183,8 +183,7 @@ class LocalCluster:
                     self.before_stop(p)
                 del self.dgds[k[1]]
                 self.event(f"prune DGD {k[1]}: stop {len(list(_all(run)))} processes")
-                for p in _all(run):
-                    self.rt.stop(p)
+                self.rt.stop_many(_all(run))
         if gone:
             on_wave(max(waves, default=0) + 1, [])
 
@@ -207,7 +206,7 @@ class LocalCluster:
             })
             if cf.role is Role.FRONTEND:
                 # the frontend flags the rendered DGD sets that change what a client sees while
-                # workers stop: its request-migration limit (dgdgen.migration)
+                # workers stop: its request-migration limit (dgdgen.render.migration)
                 limit = migration.frontend_limits(dgd).get(cname, 0)
                 args: tuple[str, ...] = (migration.FLAG, str(limit)) if limit > 0 else ()
             else:
@@ -244,15 +243,18 @@ class LocalCluster:
         for gone in [c for c in run.components if c not in wanted]:
             shrink.append((run.components[gone], 0, ()))
         self._wait_healthy(run, started)
+        stopping: list[Proc] = []
         for comp, keep, _ in shrink:
-            # stop the oldest processes first (they carry the old arguments when args changed)
+            # stop the oldest processes (they carry the old arguments when args changed)
             while len(comp.procs) > keep:
                 p = comp.procs.pop(0)
                 self.event(f"stop {p.name}")
                 self.before_stop(p)
-                self.rt.stop(p, grace=self.stop_grace)
+                stopping.append(p)
             if keep == 0 and comp.name not in wanted:
                 run.components.pop(comp.name, None)
+        # together, as the pods of a scale-down are terminated
+        self.rt.stop_many(stopping, grace=self.stop_grace)
         if shrink:
             self._wait_healthy(run, [])
 
@@ -286,6 +288,7 @@ class LocalCluster:
                     self._wait_workers(fe, run, workers, timeout)
         except RuntimeError as exc:
             raise ApplyError(f"DGD {run.name} did not become healthy: {exc}") from exc
+        self.event(f"DGD {run.name} healthy: {len(_all(run))} processes, every worker routed")
 
     def _wait_workers(self, fe: Proc, run: DgdRun, workers: int, timeout: float) -> None:
         from dgdgen.runtime.procs import (
@@ -309,7 +312,7 @@ class LocalCluster:
                     f"frontend of {run.name} lists {count_ready_workers(data or {})} of "
                     f"{workers} workers for {run.model!r} after {timeout:.0f} s"
                 )
-            time.sleep(0.1)
+            time.sleep(POLL)
 
 
 def _all(run: DgdRun) -> list[Proc]:

@@ -76,13 +76,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dgdgen import dgd as dgdmod
 from dgdgen.check.context import roll_of_dgd
 from dgdgen.check.facts import dgd_facts
 from dgdgen.check.inplace import Pace, Roll, RunBy, parse_grove_strategy
-from dgdgen.dgd import Role
-from dgdgen.pipeline import prepare, target_of
-from dgdgen.prepared import Prepared
+from dgdgen.model import dgd as dgdmod
+from dgdgen.model.dgd import Role
+from dgdgen.pipeline.prepare import prepare, target_of
+from dgdgen.plan.prepared import Prepared
 from dgdgen.rehearse.cluster import ApplyError
 from dgdgen.rehearse.load import Load, Record
 from dgdgen.rehearse.proxy import Proxy

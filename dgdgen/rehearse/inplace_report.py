@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dgdgen.dgd import Role
+from dgdgen.model.dgd import Role
 from dgdgen.picture import (
     FONT_FAMILY,
     GRID,
@@ -27,7 +27,7 @@ from dgdgen.picture import (
     time_axis,
     value_axis,
 )
-from dgdgen.planpicture import generation_names
+from dgdgen.pipeline.picture import generation_names
 from dgdgen.rehearse.inplace import InPlaceOutcome, Snapshot
 from dgdgen.rehearse.load import Record
 from dgdgen.rehearse.report import WIDTH, split_text

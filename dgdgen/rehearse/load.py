@@ -15,7 +15,9 @@ from dgdgen.runtime.client import Outcome, request
 class Record:
     start: float  # seconds since the rehearsal started
     outcome: Outcome
-    entry: str = "route"  # the way in: the route, or "out-of-mesh" (a GAMMA parent's selector)
+    # the way in: the route, "out-of-mesh" (a GAMMA parent's selector), or "preview" (the route,
+    # with the preview's header or cookie)
+    entry: str = "route"
 
     @property
     def generation(self) -> str:
@@ -39,8 +41,10 @@ class Load:
         max_seconds: float = 3600.0,
         worker_ids: bool = False,
         entry: str = "route",
+        headers: dict[str, str] | None = None,
     ) -> None:
         self.entry = entry
+        self.headers = dict(headers or {})  # sent with every request (a preview's header)
         self.port = port
         self.model = model
         self.rate = rate
@@ -85,7 +89,7 @@ class Load:
             started = time.monotonic() - self.t0
             outcome = request(self.port, self.model, stream=(i % self.unary_every != 0),
                               max_tokens=self.max_tokens, timeout=120.0,
-                              worker_ids=self.worker_ids)
+                              worker_ids=self.worker_ids, headers=self.headers)
             with self._lock:
                 self.records.append(Record(started, outcome, self.entry))
 

@@ -99,6 +99,8 @@ class Prometheus:
         self.time_scale = time_scale
         self.popen: subprocess.Popen[bytes] | None = None
         self.jobs_text = ""
+        self._loaded = ""  # the configuration the running Prometheus has read
+        self._ready = False
 
     @property
     def url(self) -> str:
@@ -131,16 +133,29 @@ class Prometheus:
             (self.dir / "prometheus.yml").write_text(text)
             self.jobs_text = text
             if self.popen is None:
-                self._start()
-            else:
-                self.popen.send_signal(signal.SIGHUP)
+                self.start()
+            self._wait_ready()
+            if self._loaded != text:
+                # a Prometheus that has not installed its SIGHUP handler yet would die of it:
+                # ready (above) comes after that
+                self.popen.send_signal(signal.SIGHUP)  # type: ignore[union-attr]
+                self._loaded = text
 
-    def _start(self) -> None:
+    def start(self) -> None:
+        """Start Prometheus with the configuration written so far (none: no scrape job) and
+        return at once: it gets ready while the rehearsal starts the first DGD, and the first
+        :meth:`configure` waits for it."""
+        if self.popen is not None:
+            return
+        path = self.dir / "prometheus.yml"
+        if not path.exists():
+            path.write_text(yamlio.dump({"global": {}, "scrape_configs": []}))
+        self._loaded = self.jobs_text
         binary = prometheus_binary() or "prometheus"
         log = open(self.dir / "prometheus.log", "ab")  # noqa: SIM115 - owned by the process
         try:
             self.popen = subprocess.Popen(
-                [binary, f"--config.file={self.dir / 'prometheus.yml'}",
+                [binary, f"--config.file={path}",
                  f"--storage.tsdb.path={self.dir / 'data'}",
                  f"--web.listen-address=127.0.0.1:{self.port}",
                  "--storage.tsdb.retention.time=1d", "--log.level=warn"],
@@ -149,17 +164,23 @@ class Prometheus:
             )
         finally:
             log.close()
+
+    def _wait_ready(self) -> None:
+        if self._ready:
+            return
+        assert self.popen is not None
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             try:
                 with urllib.request.urlopen(self.url + "/-/ready", timeout=1) as r:
                     if r.status == 200:
+                        self._ready = True
                         return
             except OSError:
                 pass
             if self.popen.poll() is not None:
                 break
-            time.sleep(0.2)
+            time.sleep(0.05)
         raise RuntimeError("prometheus did not start: " + self.log_tail())
 
     def log_tail(self) -> str:

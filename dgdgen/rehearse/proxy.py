@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from dgdgen.runtime.procs import Proc, free_port, log_tail
+from dgdgen.runtime.scratch import note_outside
 from dgdgen.traffic.runtime import MasterCli
 
 GENERATION_HEADER = "X-Dgdgen-Generation"
@@ -51,15 +52,19 @@ SOCKET_PATH_MAX = 97
 def socket_dir(work: Path) -> Path:
     """Where the admin and master sockets go: ``work/run``, or, when that path would be too long
     for HAProxy (a deep --workdir; pytest's per-user temp folders), a private folder of its own
-    under the system's temp folder (under /tmp when that is deep too)."""
+    under the temp folder (the rehearsal's private one, :mod:`dgdgen.runtime.scratch`), or under
+    /tmp when that is deep too — then registered with the rehearsal's folder, which a sweep after
+    a SIGKILL removes with it."""
     run = work / "run"
     if len(str(run / "master.sock")) <= SOCKET_PATH_MAX:
         run.mkdir(parents=True, exist_ok=True)
         return run
     base = tempfile.gettempdir()
-    if len(base) > SOCKET_PATH_MAX - 40:
-        base = "/tmp"
-    return Path(tempfile.mkdtemp(prefix="dgdgen-haproxy-", dir=base))
+    if len(base) <= SOCKET_PATH_MAX - 40:
+        return Path(tempfile.mkdtemp(prefix="dgdgen-haproxy-", dir=base))
+    path = Path(tempfile.mkdtemp(prefix="dgdgen-haproxy-", dir="/tmp"))
+    note_outside(path)
+    return path
 
 
 def haproxy_binary() -> str | None:
@@ -183,10 +188,15 @@ class Proxy:
         return "\n".join(lines) + "\n"
 
     def stand_in(self, backends: list[tuple[str, int, list[int]]],
-                 parent: list[tuple[str, list[int]]] | None = None) -> str:
+                 parent: list[tuple[str, list[int]]] | None = None,
+                 preview: tuple[str, str, list[tuple[str, list[int]]]] | None = None
+                 ) -> str:
         """A Gateway stand-in: (server name, weight, loopback ports of the frontends its Service
         selects) per backendRef; with ``parent`` (generation, loopback ports of its frontends the
-        GAMMA parent Service selects), the listener of the callers outside the mesh."""
+        GAMMA parent Service selects), the listener of the callers outside the mesh; with
+        ``preview`` (header, value, the route's preview rule's backends), its rule: a request
+        whose header has the value goes to those backends alone (as the route's header match
+        takes precedence over its weighted rule)."""
         spread: dict[str, list[int]] = {}
         lines = [
             "# Stand-in for the Gateway: the HTTPRoute's backends and weights (dgdgen rehearse).",
@@ -201,6 +211,12 @@ class Proxy:
             "    timeout server 30m",
             "frontend fe_route",
             f"    bind 127.0.0.1:{self.port}",
+        ]
+        if preview is not None:
+            header, value, _ = preview
+            lines += [f"    acl preview req.hdr({header}) -m str {value}",
+                      "    use_backend be_preview if preview"]
+        lines += [
             "    default_backend be_route",
             "backend be_route",
             "    balance roundrobin",
@@ -208,6 +224,14 @@ class Proxy:
         ]
         for name, weight, ports in backends:
             lines.append(f"    server {name} {self._address(name, ports, spread)} weight {weight}")
+        if preview is not None:
+            lines += ["backend be_preview",
+                      "    balance roundrobin",
+                      f"    http-response set-header {GENERATION_HEADER} %s"]
+            for name, ports in preview[2]:
+                lines.append(f"    server {name} {self._address(name, ports, spread)} weight 1")
+            if not preview[2]:
+                lines.append(f"    server none {_UNREACHABLE}")  # reaches nothing: 503
         if parent is not None:
             # kube-proxy spreads connections evenly over the endpoints the selector reaches; the
             # load opens a connection per request, so per request here
@@ -299,6 +323,7 @@ class Proxy:
                 self.popen.wait(10)
             except (ProcessLookupError, subprocess.TimeoutExpired):
                 os.killpg(self.popen.pid, signal.SIGKILL)
+                self.popen.wait(5)
         if self.run_dir.parent != self.dir:  # a private socket folder under the temp folder
             shutil.rmtree(self.run_dir, ignore_errors=True)
 
@@ -312,18 +337,46 @@ def route_backends(
     routes = [o for (kind, _), o in sorted(objects.items()) if kind == "HTTPRoute"]
     if not routes:
         return None
+    rules = [r for r in (routes[0].get("spec") or {}).get("rules") or [] if not _headers(r)]
+    return _rule_backends(rules[0] if rules else {}, objects, frontends_of_service,
+                          frontends_matching)
+
+
+def route_preview(
+    objects: Mapping[tuple[str, str], Mapping[str, Any]],
+    frontends_of_service: Callable[[str], list[Proc]],
+    frontends_matching: Callable[[Mapping[str, str]], list[Proc]],
+) -> tuple[str, str, list[tuple[str, int, list[Proc]]]] | None:
+    """(header, value, backends) of the tree's HTTPRoute preview rule (its header match,
+    ``spec.traffic.preview``), or None without one."""
+    routes = [o for (kind, _), o in sorted(objects.items()) if kind == "HTTPRoute"]
+    for rule in (routes[0].get("spec") or {}).get("rules") or [] if routes else []:
+        headers = _headers(rule)
+        if headers:
+            return (str(headers[0].get("name")), str(headers[0].get("value")),
+                    _rule_backends(rule, objects, frontends_of_service, frontends_matching))
+    return None
+
+
+def _headers(rule: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return [h for m in rule.get("matches") or [] for h in m.get("headers") or []]
+
+
+def _rule_backends(
+    rule: Mapping[str, Any], objects: Mapping[tuple[str, str], Mapping[str, Any]],
+    frontends_of_service: Callable[[str], list[Proc]],
+    frontends_matching: Callable[[Mapping[str, str]], list[Proc]],
+) -> list[tuple[str, int, list[Proc]]]:
     out: list[tuple[str, int, list[Proc]]] = []
-    for rule in (routes[0].get("spec") or {}).get("rules") or []:
-        for ref in rule.get("backendRefs") or []:
-            name = str(ref.get("name"))
-            weight = int(ref.get("weight", 1))
-            if ref.get("kind") == "InferencePool":
-                pool = objects.get(("InferencePool", name)) or {}
-                selector = (pool.get("spec") or {}).get("selector") or {}
-                labels = selector.get("matchLabels", selector)
-                procs = frontends_matching({str(k): str(v) for k, v in labels.items()})
-            else:
-                procs = frontends_of_service(name)
-            out.append((name, weight, list(procs)))
-        break
+    for ref in rule.get("backendRefs") or []:
+        name = str(ref.get("name"))
+        weight = int(ref.get("weight", 1))
+        if ref.get("kind") == "InferencePool":
+            pool = objects.get(("InferencePool", name)) or {}
+            selector = (pool.get("spec") or {}).get("selector") or {}
+            labels = selector.get("matchLabels", selector)
+            procs = frontends_matching({str(k): str(v) for k, v in labels.items()})
+        else:
+            procs = frontends_of_service(name)
+        out.append((name, weight, list(procs)))
     return out

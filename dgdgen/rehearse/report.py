@@ -41,7 +41,7 @@ from dgdgen.rehearse.run import (
 )
 
 if TYPE_CHECKING:
-    from dgdgen.prepared import Prepared
+    from dgdgen.plan.prepared import Prepared
 
 # A gate's dot: passed, not passed (Failed or Inconclusive: the rollout does not go on), and no
 # decision (an A/B experiment step without samples: neither promoted nor rolled back).
@@ -200,6 +200,8 @@ def to_json(out: Outcome, rows: list[StateRow]) -> dict[str, Any]:
         "truncated": sum(1 for r in recs if r.outcome.truncated),
         "processesPeak": out.processes_peak,
         "rssPeakMB": round(out.rss_peak_mb, 1),
+        "pssPeakMB": round(out.pss_peak_mb, 1),
+        "commandsCpuSeconds": round(out.commands_cpu, 1),
         "proxyReloads": out.reloads,
         "drains": [{"generation": g, "seconds": round(s, 2), "exitCode": n}
                    for g, s, n in out.drains],
@@ -219,7 +221,59 @@ def to_json(out: Outcome, rows: list[StateRow]) -> dict[str, Any]:
         "events": [{"t": round(t, 2), "event": e} for t, e in out.events],
         "failures": failures(out),
         "outOfMesh": out_of_mesh(out),
+        "preview": preview_split(out),
     }
+
+
+def preview_split(out: Outcome) -> dict[str, Any] | None:
+    """``spec.traffic.preview``: per state, the share of the requests sent with its value that
+    the candidate served, and the share of the others (the route's load) it served, each over
+    the requests that started after the state's traffic settled; None without a preview."""
+    if out.preview is None:
+        return None
+    cand = out.prepared.plan.candidate_revision
+    settle = out.options.settle
+
+    def share(recs: list[Any], lo: float, hi: float) -> tuple[int, float | None]:
+        served = [r for r in recs if lo <= r.start < hi and r.outcome.served_by]
+        on = sum(1 for r in served if r.outcome.served_by == cand)
+        return len(served), (round(100.0 * on / len(served), 2) if served else None)
+
+    states = []
+    for s in out.states:
+        lo, hi = s.traffic_moved + settle, s.ended
+        n, on = share(out.previewed, lo, hi)
+        m, others = share(out.records, lo, hi)
+        in_state = [r for r in out.previewed if lo <= r.start < hi]
+        states.append({"state": s.label, "candidateWeight": s.planned.get(cand, 0),
+                       "previewRequests": n, "previewOnCandidate": on,
+                       "previewFailed": sum(1 for r in in_state if not r.outcome.ok),
+                       "otherRequests": m, "othersOnCandidate": others})
+    recs = out.previewed
+    return {
+        "carries": out.preview, "candidate": cand, "requests": len(recs),
+        "failed": sum(1 for r in recs if not r.outcome.ok and not r.outcome.truncated),
+        "states": states,
+    }
+
+
+def _preview_lines(data: dict[str, Any]) -> list[str]:
+    p = data.get("preview")
+    if not p:
+        return []
+
+    def pct(v: float | None) -> str:
+        return "—" if v is None else f"{v:g} %"
+
+    lines = [(f"Preview: {p['requests']} requests sent with the {p['carries']} "
+              f"({p['failed']} failed), on top of the route's load; the share each state's "
+              f"candidate ({p['candidate']}) served, after the state's traffic settled:"), "",
+             ("| state | candidate weight | with the preview: requests, on the candidate | "
+              "without: requests, on the candidate |"), "| --- | ---: | --- | --- |"]
+    lines += [f"| {s['state']} | {s['candidateWeight']} % | {s['previewRequests']}, "
+              f"{pct(s['previewOnCandidate'])} | {s['otherRequests']}, "
+              f"{pct(s['othersOnCandidate'])} |" for s in p["states"]]
+    return [*lines, ""]
 
 
 def out_of_mesh(out: Outcome) -> dict[str, Any] | None:
@@ -247,6 +301,9 @@ def out_of_mesh(out: Outcome) -> dict[str, Any] | None:
     }
 
 
+# How a failed request's way in is shown beside its state (the route's own load: nothing).
+_ENTRY_NOTE = {"out-of-mesh": " (outside the mesh)", "preview": " (with the preview)"}
+
 # Failed or truncated requests listed in the report, at most (the counts are always complete).
 MAX_FAILURES_LISTED = 50
 
@@ -256,7 +313,7 @@ def failures(out: Outcome) -> list[dict[str, Any]]:
     the traffic of a state was moving or settling: then not in the state's row), what served
     it and what the client saw."""
     listed = []
-    for r in sorted([*out.records, *out.out_of_mesh], key=lambda r: r.start):
+    for r in sorted([*out.records, *out.out_of_mesh, *out.previewed], key=lambda r: r.start):
         if r.outcome.ok:
             continue
         state = next((s for s in out.states if s.started <= r.start < s.ended), None)
@@ -351,14 +408,15 @@ def to_markdown(out: Outcome, rows: list[StateRow], data: dict[str, Any]) -> str
               "the frontends' histograms in Prometheus over its own window and compares as its "
               "spec says, so the two can differ (few requests, a window reaching into the state "
               "before); the gate's own figures are under Gates."),
-              "", (f"Peak: {data['processesPeak']} processes, {data['rssPeakMB']} MB RSS; "
+              "", (f"Peak: {data['processesPeak']} processes, {data['rssPeakMB']} MB RSS "
+              f"({data['pssPeakMB']} MB PSS: pages they share counted once); "
               f"{data['proxyReloads']} proxy reloads."), "",
               ("Requests each frontend process served, by its own "
                "`dynamo_frontend_requests_total` (a Service with several replicas spreads its "
                "connections over all of them): "
                + "; ".join(f"{f['generation']} {f['frontend']} {f['requests']}"
                            for f in data["frontends"]) + "."),
-              "", *_out_of_mesh_lines(data), "![chart](chart.svg)", ""]
+              "", *_out_of_mesh_lines(data), *_preview_lines(data), "![chart](chart.svg)", ""]
     if data["failures"]:
         lines += ["## Failed requests", "",
                   "| start (s) | state | served by | what the client saw |",
@@ -367,7 +425,7 @@ def to_markdown(out: Outcome, rows: list[StateRow], data: dict[str, Any]) -> str
             what = "truncated stream" if f["truncated"] else f"HTTP {f['status']}"
             if f["error"]:
                 what += f": {f['error']}"
-            state = f["state"] + (" (outside the mesh)" if f.get("entry") == "out-of-mesh" else "")
+            state = f["state"] + _ENTRY_NOTE.get(f.get("entry", ""), "")
             lines.append(f"| {f['t']} | {state} | {f['servedBy'] or '—'} | {what} |")
         lines.append("")
     gated = [s for s in out.states if s.analyze_output]
@@ -423,7 +481,7 @@ def worker_counts(prepared: Prepared, replicas: dict[str, dict[str, int]]) -> di
 
 
 def chart_of(out: Outcome) -> Chart:
-    from dgdgen.planpicture import generation_names
+    from dgdgen.pipeline.picture import generation_names
 
     plan = out.prepared.plan
     states = [ChartState(
@@ -655,9 +713,14 @@ def summary_lines(data: dict[str, Any]) -> list[str]:
                    f"(±{'—' if err is None else err}) requests {s['requests']} failed {s['failed']}"
                    f" truncated {s['truncated']}"
                    + (f" gate {s['gate']}: {s['verdict']}" if s["verdict"] else ""))
+    p = data.get("preview") or {}
+    for s in p.get("states", []):
+        out.append(f"  {s['state']:<9} preview ({p['carries']}): {s['previewRequests']} "
+                   f"requests, {s['previewOnCandidate']} % on the candidate; without: "
+                   f"{s['othersOnCandidate']} %")
     for f in data.get("failures", [])[:10]:
         what = "truncated" if f["truncated"] else f"status {f['status']}"
-        where = f["state"] + (" (outside the mesh)" if f.get("entry") == "out-of-mesh" else "")
+        where = f["state"] + _ENTRY_NOTE.get(f.get("entry", ""), "")
         out.append(f"  failed at {f['t']} s in {where}: {what}"
                    + (f" ({f['error']})" if f["error"] else "")
                    + (f", served by {f['servedBy']}" if f["servedBy"] else ""))

@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -24,19 +24,21 @@ from typing import Any
 
 from dgdgen import yamlio
 from dgdgen.cluster.model import mounted_config_maps
-from dgdgen.generation import LABEL_ROLE
-from dgdgen.pipeline import prepare
+from dgdgen.model.generation import LABEL_ROLE
+from dgdgen.pipeline.prepare import prepare
+from dgdgen.pipeline.report import gate_summary
 from dgdgen.plan import PlanStep
-from dgdgen.planreport import gate_summary
-from dgdgen.prepared import Prepared
+from dgdgen.plan.prepared import Prepared
 from dgdgen.rehearse.cluster import LocalCluster, key_of
 from dgdgen.rehearse.load import Load, Record
 from dgdgen.rehearse.prometheus import Prometheus
-from dgdgen.rehearse.proxy import Proxy, route_backends
+from dgdgen.rehearse.proxy import Proxy, route_backends, route_preview
 from dgdgen.rehearse.scale import ScaledSpec, write_scaled_spec
+from dgdgen.runtime.forkserver import ForkServer
 from dgdgen.runtime.model import make_model_dir
-from dgdgen.runtime.procs import LocalDynamo, Proc
+from dgdgen.runtime.procs import LocalDynamo, Proc, memory_kb
 from dgdgen.spec import TrafficProvider
+from dgdgen.traffic import preview
 
 VERDICTS = {0: "Successful", 1: "Failed", 3: "Inconclusive"}
 # An experiment step without a decision (no samples, or fewer than planned): the rollout stops
@@ -123,6 +125,9 @@ class Outcome:
     duration: float
     prometheus: Prometheus
     rss_peak_mb: float
+    pss_peak_mb: float
+    # CPU seconds of the GitOps commands, gates and drain hooks (each its own process)
+    commands_cpu: float
     processes_peak: int
     drains: list[tuple[str, float, int]]
     events: list[tuple[float, str]]
@@ -142,12 +147,19 @@ class Outcome:
     answering: bool = False
     # the stand-in judge's accuracy, None when no gate is scored by a judge
     judge_accuracy: float | None = None
+    # ``spec.traffic.preview``: the requests sent with its header or cookie value, and what
+    # they carried ("header X-Dgd-Preview: on")
+    previewed: list[Record] = field(default_factory=list)
+    preview: str | None = None
 
 
 # The share of the load that callers outside a GAMMA mesh send on top of the route's, through
 # the parent Service's selector (docs/rehearse.md): enough to see a state that leaves them on a
 # generation that cannot serve, small enough not to crowd the gates' samples.
 OUT_OF_MESH_SHARE = 0.25
+# The share of the load sent on top with the preview's header or cookie value (a spec with
+# spec.traffic.preview): at 20 requests/s and a 12 s bake, 60 previewed requests per state.
+PREVIEW_SHARE = 0.25
 
 # The phases of a rehearsal's wall time: the GitOps commands (separate dgdgen processes, each
 # paying Python's start-up), applying a state (starting frontends and mockers, waiting for them
@@ -158,29 +170,23 @@ PHASES = ("GitOps commands", "apply (processes start, register, traffic moves)",
 
 
 class _Sampler(threading.Thread):
-    """Peak RSS and process count of the local processes, sampled every second."""
+    """Peak RSS, PSS and process count of the local processes, sampled every second."""
 
     def __init__(self, rt: LocalDynamo, extra: Callable[[], list[int]]) -> None:
         super().__init__(daemon=True)
         self.rt = rt
         self.extra = extra
         self.rss_peak = 0.0
+        self.pss_peak = 0.0
         self.procs_peak = 0
         self.stopped = threading.Event()
 
     def run(self) -> None:
         while not self.stopped.wait(1.0):
             pids = [p.popen.pid for p in list(self.rt.procs) if p.alive()] + self.extra()
-            rss = 0
-            for pid in pids:
-                try:
-                    with open(f"/proc/{pid}/status") as f:
-                        for line in f:
-                            if line.startswith("VmRSS:"):
-                                rss += int(line.split()[1])
-                except OSError:
-                    pass
+            rss, pss, _ = memory_kb(pids)
             self.rss_peak = max(self.rss_peak, rss / 1024)
+            self.pss_peak = max(self.pss_peak, pss / 1024)
             self.procs_peak = max(self.procs_peak, len(pids))
 
 
@@ -326,14 +332,24 @@ def parent_service(prepared: Prepared) -> str | None:
     return None
 
 
-def _dgdgen(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+# What the GitOps commands and the drain hook import, loaded once by the fork server that runs
+# them (dgdgen.runtime.forkserver): each then starts as a fork of it, not from a bare interpreter.
+COMMAND_MODULES = (
+    "dgdgen.cli", "dgdgen.pipeline.prepare", "dgdgen.commands._gitops", "dgdgen.commands.render",
+    "dgdgen.commands.promote", "dgdgen.commands.rollback", "dgdgen.commands.cleanup",
+    "dgdgen.commands.analyze", "dgdgen.commands.experiment", "dgdgen.commands.traffic",
+    "dgdgen.gitops.actions", "dgdgen.gitops.drain", "dgdgen.analysis.gates",
+    "dgdgen.analysis.prom", "dgdgen.analysis.custom", "dgdgen.render.analysis", "dgdgen.write",
+)
+
+
+def _git_env() -> dict[str, str]:
     env = dict(os.environ)
     env.setdefault("GIT_AUTHOR_NAME", "dgdgen rehearse")
     env.setdefault("GIT_AUTHOR_EMAIL", "rehearse@dgdgen.invalid")
     env.setdefault("GIT_COMMITTER_NAME", "dgdgen rehearse")
     env.setdefault("GIT_COMMITTER_EMAIL", "rehearse@dgdgen.invalid")
-    return subprocess.run([sys.executable, "-m", "dgdgen", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, check=False)
+    return env
 
 
 def _git(cwd: Path, *args: str) -> str:
@@ -365,6 +381,13 @@ class Rehearsal:
     # ------------------------------------------------------------------ main
 
     def run(self) -> Outcome:
+        # forked first, while this process has no other thread (dgdgen.runtime.forkserver);
+        # reading the spec once builds the validators every command would build on first use
+        spec = str(self.opts.spec)
+        with ForkServer(COMMAND_MODULES, warm=lambda: prepare(spec)) as self.commands:
+            return self._run()
+
+    def _run(self) -> Outcome:
         opts = self.opts
         prepared = prepare(str(opts.spec))
         spec = prepared.loaded.spec.spec
@@ -433,6 +456,8 @@ class Rehearsal:
         states: list[StateObservation] = []
         load: Load | None = None
         outside: Load | None = None
+        previewing: Load | None = None
+        route = preview.of(prepared)
         self.parent = parent_service(prepared)
         proxy = Proxy(workdir)
         prom = Prometheus(workdir, time_scale=opts.time_scale)
@@ -452,6 +477,7 @@ class Rehearsal:
             sampler.start()
             try:
                 result = "completed"
+                prom.start()  # gets ready while the first state is committed and applied
                 self._commit("render", "--into", "deploy", "--commit")
                 obs = self._apply_state(self.plan.steps[0], states)
                 model = next(iter(cluster.dgds.values())).model
@@ -465,6 +491,13 @@ class Rehearsal:
                     self.say(f"load: {opts.rate * OUT_OF_MESH_SHARE:g} requests/s more from "
                              f"callers outside the mesh, through Service {self.parent}'s "
                              "selector")
+                if route is not None:
+                    previewing = Load(proxy.port, model, rate=opts.rate * PREVIEW_SHARE,
+                                      t0=self.t0, concurrency=4, entry="preview",
+                                      headers=route.request_headers())
+                    previewing.start()
+                    self.say(f"load: {opts.rate * PREVIEW_SHARE:g} requests/s more with the "
+                             f"preview's {route.describe()}, through the proxy")
                 self._bake(obs, 0)
                 last = len(self.plan.steps) - 1
                 for n in range(1, last + 1):
@@ -493,11 +526,13 @@ class Rehearsal:
                     obs = self._apply_state(self.plan.cleanup, states)
                     self._bake(obs, max(3.0, 4 * opts.settle))
                 load.stop()
-                if outside is not None:
-                    outside.stop()
+                for extra_load in (outside, previewing):
+                    if extra_load is not None:
+                        extra_load.stop()
                 obs.ended = self.now()
                 self.say(f"load stopped: {len(load.records)} requests"
-                         + (f", {len(outside.records)} from outside the mesh" if outside else ""))
+                         + (f", {len(outside.records)} from outside the mesh" if outside else "")
+                         + (f", {len(previewing.records)} previewed" if previewing else ""))
                 for _, _, p in cluster.processes():
                     self._count_served(p)
             except BaseException:
@@ -508,14 +543,17 @@ class Rehearsal:
             finally:
                 if load is not None:
                     load.stop(timeout=5)
-                if outside is not None:
-                    outside.stop(timeout=5)
+                for extra_load in (outside, previewing):
+                    if extra_load is not None:
+                        extra_load.stop(timeout=5)
                 sampler.stopped.set()
+                sampler.join()
                 proxy.stop()
                 drains = list(self.drains)
         records = load.snapshot() if load else []
         beside = outside.snapshot() if outside else []
-        if result == "completed" and any(not r.outcome.ok for r in records + beside):
+        previewed = previewing.snapshot() if previewing else []
+        if result == "completed" and any(not r.outcome.ok for r in records + beside + previewed):
             # the rollout went through, but clients saw it: not a success
             result = "completed with client failures"
         # Prometheus stays up for the report's range queries; the caller stops it.
@@ -525,12 +563,14 @@ class Rehearsal:
             records=records, scaled=scaled, provider=provider.value,
             stand_in=provider is not TrafficProvider.HAPROXY, t0_wall=time.time() - self.now(),
             duration=self.now(), prometheus=prom, rss_peak_mb=sampler.rss_peak,
+            pss_peak_mb=sampler.pss_peak, commands_cpu=self.commands.cpu_seconds,
             processes_peak=sampler.procs_peak, drains=drains, events=self.events,
             workdir=workdir, options=opts, reloads=proxy.reloads, prepared=prepared,
             phases={k: round(v, 1) for k, v in self.phases.items()},
             frontends=sorted(self.served.values()), out_of_mesh=beside,
             parent_service=self.parent, answering=answers is not None,
-            judge_accuracy=judge_accuracy,
+            judge_accuracy=judge_accuracy, previewed=previewed,
+            preview=route.describe() if route is not None else None,
         )
 
     def _start_judge(self, rt: LocalDynamo, references: Path, accuracy: float) -> str:
@@ -558,6 +598,10 @@ class Rehearsal:
         except (OSError, ValueError):
             return  # unreadable: the last reading stands
         self.served[(proc.name, proc.port)] = (self.cluster.generation_of(proc), proc.name, count)
+
+    def _dgdgen(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """``dgdgen ARGS`` in the scratch repository, as a process of its own."""
+        return self.commands.run("dgdgen", args, cwd=self.repo, env=_git_env())
 
     def _timed(self, phase: str, began: float) -> None:
         self.phases[phase] += time.monotonic() - began
@@ -593,7 +637,7 @@ class Rehearsal:
     # ------------------------------------------------------------------ steps
 
     def _commit_untimed(self, *args: str) -> str:
-        r = _dgdgen(self.repo, args[0], self.spec_rel, *args[1:])
+        r = self._dgdgen(args[0], self.spec_rel, *args[1:])
         if r.returncode != 0:
             raise RuntimeError(f"dgdgen {' '.join(args)} failed ({r.returncode}):\n"
                                f"{r.stderr.strip()}")
@@ -623,10 +667,10 @@ class Rehearsal:
         cmd = list((containers[0] if containers else {}).get("command") or [])
         if cmd[:3] != ["python3", "-m", "dgdgen.gitops.drain"]:
             raise RuntimeError(f"the rehearsal cannot run the hook Job {key_name(job)}: {cmd}")
-        # -P: the module comes from the dgdgen that runs the rehearsal, never from a `dgdgen/`
-        # folder in the current one (a checkout the rehearsal was started in, whose bytecode
-        # it would also leave behind)
-        argv = [sys.executable, "-P", *cmd[1:]]
+        # the module comes from the dgdgen that runs the rehearsal (the fork server's), never
+        # from a `dgdgen/` folder in the current one (a checkout the rehearsal was started in,
+        # whose bytecode it would also leave behind)
+        argv = list(cmd[3:])
         url = argv[argv.index("--url") + 1]
         host = url.split("//", 1)[1].split("/", 1)[0]
         port = self._service_port(host.split(".")[0])
@@ -639,7 +683,7 @@ class Rehearsal:
         t = time.monotonic()
         with self._api() as (api, credentials):
             argv += ["--api-server", api, "--credentials", credentials]
-            r = subprocess.run(argv, capture_output=True, text=True, check=False)
+            r = self.commands.run("dgdgen.gitops.drain", argv, cwd=self.repo)
         took = time.monotonic() - t
         last = (r.stdout.strip().splitlines() or [""])[-1]
         self.drains.append((gen, took, r.returncode))
@@ -679,6 +723,7 @@ class Rehearsal:
         if not obs.traffic_moved:
             obs.traffic_moved = self.now()
         obs.replicas_observed = self.cluster.replicas()
+        self.event(f"{state.label}: applied")
         return obs
 
     def _bake_untimed(self, obs: StateObservation, seconds: float) -> None:
@@ -694,7 +739,7 @@ class Rehearsal:
         if obs.gate == EXPERIMENT:
             return self._experiment(obs, n)
         self.say(f"[{obs.label}] gate {obs.gate}: dgdgen analyze --step {n} --record deploy")
-        r = _dgdgen(self.repo, "analyze", self.spec_rel, "--step", str(n), "--prometheus",
+        r = self._dgdgen("analyze", self.spec_rel, "--step", str(n), "--prometheus",
                     self.prom.url, "--record", "deploy", *self._quality_urls(n))
         obs.verdict = VERDICTS.get(r.returncode, f"error (exit {r.returncode})")
         obs.analyze_output = (r.stdout + r.stderr).strip()
@@ -716,7 +761,7 @@ class Rehearsal:
         else:
             self.say(f"[{obs.label}] gate {obs.gate}: dgdgen experiment --samples {samples} "
                      "--record deploy")
-            r = _dgdgen(self.repo, "experiment", self.spec_rel, "--samples", str(samples),
+            r = self._dgdgen("experiment", self.spec_rel, "--samples", str(samples),
                         "--record", "deploy")
             obs.verdict = {0: "Successful", 1: "Failed", 3: NO_DECISION}.get(
                 r.returncode, f"error (exit {r.returncode})")
@@ -742,6 +787,9 @@ class Rehearsal:
         for key in ("stable-url", "candidate-url"):
             host = sg.arg_map[key].split("//", 1)[1].split("/", 1)[0]
             port = self._service_port(host.split(".")[0])
+            if key == "candidate-url" and preview.gate_entry(self.prepared) is not None:
+                # the public entry point, with the preview's header: the proxy here
+                port = self.proxy.port
             out += [f"--{key}", f"http://127.0.0.1:{port or 9}"]
         if self.judge_url is not None:
             out += ["--judge-url", self.judge_url]
@@ -800,6 +848,7 @@ class Rehearsal:
             server.shutdown()
             server.server_close()
             thread.join()
+            shutil.rmtree(creds, ignore_errors=True)
 
     def _service_port(self, service: str) -> int | None:
         """The loopback port a Service's in-cluster URL reaches: its one frontend's, or the port
@@ -835,13 +884,17 @@ class Rehearsal:
         self.proxy.kind = "stand-in"
         named = [(self.cluster.generation_of(procs[0]) if procs else name, weight,
                   [p.port for p in procs]) for name, weight, procs in backends]
+        rule = route_preview(objects, self.cluster.service_frontends, self._matching)
+        previewed = None if rule is None else (rule[0], rule[1], [
+            (self.cluster.generation_of(procs[0]) if procs else name, [p.port for p in procs])
+            for name, _, procs in rule[2]])
         parent: list[tuple[str, list[int]]] | None = None
         if self.parent is not None:
             by_generation: dict[str, list[int]] = {}
             for proc in self.cluster.service_frontends(self.parent):
                 by_generation.setdefault(self.cluster.generation_of(proc), []).append(proc.port)
             parent = sorted(by_generation.items())
-        return self.proxy.apply(self.proxy.stand_in(named, parent))
+        return self.proxy.apply(self.proxy.stand_in(named, parent, previewed))
 
     def _switch_backends(self) -> list[tuple[str, int, list[Proc]]] | None:
         """Provider ``none``: clients call the switch Service; like kube-proxy, it spreads them
@@ -861,7 +914,7 @@ class Rehearsal:
                     "cleanup": "cleanup"}.get(state.kind)
         if selector is None:
             return
-        r = _dgdgen(self.repo, "traffic", "set-weights", self.spec_rel, "--step", selector,
+        r = self._dgdgen("traffic", "set-weights", self.spec_rel, "--step", selector,
                     "--socket", self.proxy.admin_socket)
         self.event(f"traffic set-weights --step {selector}: exit {r.returncode}"
                    + (f" ({r.stderr.strip()})" if r.returncode else ""))

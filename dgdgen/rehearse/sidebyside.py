@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from dgdgen import yamlio
-from dgdgen.pipeline import prepare
+from dgdgen.pipeline.prepare import prepare
 from dgdgen.rehearse import inplace, inplace_report
 from dgdgen.rehearse.load import Record
 

@@ -10,7 +10,7 @@ from dgdgen.render.manifest import Manifest
 
 if TYPE_CHECKING:
     from dgdgen.plan import PlanStep
-    from dgdgen.prepared import Prepared
+    from dgdgen.plan.prepared import Prepared
 
 
 Renderer = Callable[["Prepared", "PlanStep"], Sequence[Manifest]]

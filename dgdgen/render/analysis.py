@@ -18,12 +18,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from dgdgen.analysis import gates, queries
-from dgdgen.generation import LABEL_GENERATION, LABEL_ROLLOUT
+from dgdgen.model.generation import LABEL_GENERATION, LABEL_ROLLOUT
 from dgdgen.render.manifest import Manifest
+from dgdgen.traffic import preview
 
 if TYPE_CHECKING:
     from dgdgen.plan import PlanStep
-    from dgdgen.prepared import Prepared
+    from dgdgen.plan.prepared import Prepared
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "dgdgen"}
 LABEL_STEP = "dgdgen.dev/step"
@@ -175,7 +176,8 @@ def analysis_template(prepared: Prepared, gate: str) -> dict[str, Any]:
             "args": args,
             "metrics": [gates.argo_metric(analysis, n, timing,
                                           rollout=prepared.loaded.spec.metadata.name,
-                                          cluster_label=cluster_label)
+                                          cluster_label=cluster_label,
+                                          headers=preview.gate_headers(prepared))
                         for n in metrics],
         },
     }
@@ -214,7 +216,8 @@ def _run(prepared: Prepared, state: PlanStep, *, hook: bool, standalone: bool,
         "spec": {
             "args": [{"name": k, "value": v} for k, v in args],
             "metrics": [gates.argo_metric(analysis, n, sg.timing, rollout=rollout,
-                                          cluster_label=cluster_label)
+                                          cluster_label=cluster_label,
+                                          headers=preview.gate_headers(prepared))
                         for n in sg.metrics],
         },
     }

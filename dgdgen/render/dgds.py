@@ -9,14 +9,14 @@ import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from dgdgen import dgd as dgdmod
-from dgdgen import frontends, grace, migration
-from dgdgen.generation import ANN_BASE_NAME, ANN_REVISION
+from dgdgen.model import dgd as dgdmod
+from dgdgen.model.generation import ANN_BASE_NAME, ANN_REVISION
+from dgdgen.render import frontends, grace, migration
 from dgdgen.render.manifest import Manifest
 
 if TYPE_CHECKING:
     from dgdgen.plan import GenerationState, PlanStep
-    from dgdgen.prepared import Prepared
+    from dgdgen.plan.prepared import Prepared
 
 OVERLAY_PROPOSED = "dgd-proposed-rollout-fields"
 # Capabilities an operator needs for the opt-in modes (DEP, Dynamo issue #15214); printed by
@@ -100,20 +100,20 @@ def _candidate_template(prepared: Prepared) -> dgdmod.Dgd:
 def _build_candidate_template(prepared: Prepared) -> dgdmod.Dgd:
     """The candidate's DGD with the termination grace period its frontends and workers need:
     pods it loses while serving (a rollback step, the operator's roll) finish their streams on
-    SIGTERM, for up to the request timeout (:mod:`dgdgen.grace`). Where one DGD carries both
+    SIGTERM, for up to the request timeout (:mod:`dgdgen.render.grace`). Where one DGD carries both
     generations (in place, partitioned) only the components the candidate replaces anyway get
     it: a changed template rolls the pods. The stable's template is never changed: that would
     restart its serving pods, and the pods replaced would still stop within their old grace
     period (the plan notes a stable whose grace period is short). Its frontends get a request
-    migration limit for the same reason (:mod:`dgdgen.migration`)."""
+    migration limit for the same reason (:mod:`dgdgen.render.migration`)."""
     d = prepared.candidate.dgd.copy()
     only = (grace.rolled_components(prepared.stable.dgd, prepared.candidate.dgd)
             if prepared.mode in ("in-place", "partition") else None)
     grace.apply(d, grace.required_seconds(prepared.loaded.spec.spec), only)
-    # its frontends migrate a request routed to a worker that is stopping (dgdgen.migration)
+    # its frontends migrate a request routed to a worker that is stopping (dgdgen.render.migration)
     migration.apply(d, only)
     if prepared.mode in ("separate-dgd", "worker-group"):
-        # ready only while its model is served, not on /health (dgdgen.frontends)
+        # ready only while its model is served, not on /health (dgdgen.render.frontends)
         frontends.apply(d)
     return d
 

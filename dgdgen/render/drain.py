@@ -30,16 +30,16 @@ import copy
 import hashlib
 from typing import TYPE_CHECKING, Any
 
-from dgdgen.generation import LABEL_GENERATION, LABEL_ROLLOUT
+from dgdgen.model.generation import LABEL_GENERATION, LABEL_ROLLOUT
+from dgdgen.model.names import frontend_service
 from dgdgen.plan import DRAIN_MODES
 from dgdgen.render.manifest import Manifest
-from dgdgen.render.names import frontend_service
 from dgdgen.render.services import FRONTEND_PORT
 from dgdgen.spec import TrafficProvider
 
 if TYPE_CHECKING:
     from dgdgen.plan import GenerationState, PlanStep
-    from dgdgen.prepared import Prepared
+    from dgdgen.plan.prepared import Prepared
 
 HOOK = "argocd.argoproj.io/hook"
 HOOK_DELETE = "argocd.argoproj.io/hook-delete-policy"
@@ -87,7 +87,7 @@ def _name(rollout: str, revision: str) -> str:
 
 
 def _timeout(prepared: Prepared) -> int:
-    from dgdgen.grace import stream_bound_seconds
+    from dgdgen.render.grace import stream_bound_seconds
 
     # "0s" disables the route's timeout: the workflow's wait timeout bounds the drain instead
     return stream_bound_seconds(prepared.loaded.spec.spec)

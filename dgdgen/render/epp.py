@@ -3,7 +3,7 @@ Extension v1.5.0 EPP, as its ``inferencepool`` Helm chart renders it with ``prov
 — plugins ConfigMap, Deployment, Service, ServiceAccount, Roles and RoleBindings — with scorers
 that read what a Dynamo frontend exports (its queue and in-flight gauges) instead of the chart's
 model-server scorers, and resources sized for them. The chart and plugin sources are vendored in
-``templates/gaie-epp-v1.5.0/`` (source, version, licence and blob ids in its ``SOURCE.md``); each
+``third_party/gaie-epp-v1.5.0/`` (source, version, licence and blob ids in its ``SOURCE.md``); each
 object below names the template it follows, and every departure says why.
 
 Why not Dynamo's own EPP (the DGD ``epp`` component): its operator-made InferencePool selects a
@@ -20,14 +20,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from dgdgen.generation import LABEL_ROLE
+from dgdgen.model.generation import LABEL_ROLE
 
 if TYPE_CHECKING:
     from dgdgen.spec import EndpointPicker
 
 VERSION = "v1.5.0"
 IMAGE = f"registry.k8s.io/gateway-api-inference-extension/epp:{VERSION}"
-TEMPLATES = f"gaie-epp-{VERSION}"
+VENDORED = f"gaie-epp-{VERSION}"  # third_party/gaie-epp-v1.5.0/
 POOL_GROUP = "inference.networking.k8s.io"
 ROLE = "epp"  # the dgdgen.dev/role label of every EPP object
 HEALTH_PORT = 9003

@@ -18,7 +18,7 @@ from dgdgen.render import analysis, drain, waves
 from dgdgen.spec import PROMOTION_REPOSITORY
 
 if TYPE_CHECKING:
-    from dgdgen.prepared import Prepared
+    from dgdgen.plan.prepared import Prepared
 
 WORKFLOW_FIELD = ("spec", "gitops", "workflow", "image")
 QUALITY_FIELD = ("spec", "analysis", "quality", "image")

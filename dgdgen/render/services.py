@@ -13,13 +13,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from dgdgen.generation import LABEL_GENERATION, LABEL_ROLLOUT
+from dgdgen.model.generation import LABEL_GENERATION, LABEL_ROLLOUT
+from dgdgen.model.names import frontend_service
 from dgdgen.render.manifest import Manifest
-from dgdgen.render.names import frontend_service
 
 if TYPE_CHECKING:
     from dgdgen.plan import PlanStep
-    from dgdgen.prepared import Prepared
+    from dgdgen.plan.prepared import Prepared
 
 FRONTEND_PORT = 8000
 MANAGED_BY = {"app.kubernetes.io/managed-by": "dgdgen"}

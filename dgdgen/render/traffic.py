@@ -19,17 +19,17 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from dgdgen.errors import InputError, PlanError
-from dgdgen.generation import LABEL_GENERATION, LABEL_ROLE, LABEL_ROLLOUT
+from dgdgen.model.generation import LABEL_GENERATION, LABEL_ROLE, LABEL_ROLLOUT
 from dgdgen.render import epp as eppmod
 from dgdgen.render.manifest import Manifest
 from dgdgen.render.services import FRONTEND_PORT, MANAGED_BY, frontend_selector, service
 from dgdgen.traffic import haproxy as hp
-from dgdgen.traffic import settings
+from dgdgen.traffic import preview, settings
 from dgdgen.traffic.weights import Backend, routed, state_backends
 
 if TYPE_CHECKING:
     from dgdgen.plan import PlanStep
-    from dgdgen.prepared import Prepared
+    from dgdgen.plan.prepared import Prepared
 
 GATEWAY_API = "gateway.networking.k8s.io/v1"
 INFERENCE_API = "inference.networking.k8s.io/v1"
@@ -75,16 +75,31 @@ def _timeouts(prepared: Prepared) -> dict[str, str]:
 
 
 def _route(prepared: Prepared, state: PlanStep, parent: dict[str, Any],
-           refs: list[dict[str, Any]], *, hostnames: bool) -> Manifest:
+           refs: list[dict[str, Any]], *, hostnames: bool,
+           candidate_ref: dict[str, Any] | None = None) -> Manifest:
     t = prepared.loaded.spec.spec.traffic
     spec: dict[str, Any] = {"parentRefs": [parent]}
     if hostnames and t.hostnames:
         spec["hostnames"] = list(t.hostnames)
-    spec["rules"] = [{
+    rules: list[dict[str, Any]] = []
+    route = preview.of_state(prepared, state)
+    if route is not None and candidate_ref is not None:
+        # The preview: the header's value reaches the candidate's backend alone, whatever the
+        # weights. A match with more headers takes precedence over the weighted rule (and the
+        # first of equal rules within a route): Gateway API v1.6.1 HTTPRoute `rules[].matches`.
+        rules.append({
+            "matches": [{"path": {"type": "PathPrefix", "value": t.path},
+                         "headers": [{"type": "Exact", "name": route.name,
+                                      "value": route.value}]}],
+            "backendRefs": [{**candidate_ref, "weight": 1}],
+            "timeouts": _timeouts(prepared),
+        })
+    rules.append({
         "matches": [{"path": {"type": "PathPrefix", "value": t.path}}],
         "backendRefs": refs,
         "timeouts": _timeouts(prepared),
-    }]
+    })
+    spec["rules"] = rules
     obj = {
         "apiVersion": GATEWAY_API,
         "kind": "HTTPRoute",
@@ -107,20 +122,30 @@ def _gateway_parent(prepared: Prepared) -> dict[str, Any]:
     return parent
 
 
-def _service_refs(backends: Sequence[Backend]) -> list[dict[str, Any]]:
+def _service_ref(b: Backend) -> dict[str, Any]:
     # Services need `port` (CEL: "Must have port for Service reference"); weights are the plan's
     # integer percentages, relative as the API defines them (HTTPRoute v1.6.1 `weight`).
-    return [
-        {"group": "", "kind": "Service", "name": b.service, "port": FRONTEND_PORT,
-         "weight": b.weight}
-        for b in routed(backends)
-    ]
+    return {"group": "", "kind": "Service", "name": b.service, "port": FRONTEND_PORT,
+            "weight": b.weight}
+
+
+def _service_refs(backends: Sequence[Backend]) -> list[dict[str, Any]]:
+    return [_service_ref(b) for b in routed(backends)]
+
+
+def _candidate(backends: Sequence[Backend]) -> Backend | None:
+    return next((b for b in backends if b.role == "candidate" and b.serving), None)
+
+
+def _candidate_service_ref(backends: Sequence[Backend]) -> dict[str, Any] | None:
+    cand = _candidate(backends)
+    return _service_ref(cand) if cand is not None else None
 
 
 def render_gateway_api(prepared: Prepared, state: PlanStep,
                        backends: Sequence[Backend]) -> list[Manifest]:
     return [_route(prepared, state, _gateway_parent(prepared), _service_refs(backends),
-                   hostnames=True)]
+                   hostnames=True, candidate_ref=_candidate_service_ref(backends))]
 
 
 def render_gamma(prepared: Prepared, state: PlanStep,
@@ -136,7 +161,10 @@ def render_gamma(prepared: Prepared, state: PlanStep,
         )
     # `group: ""` spelled out: the field doc asks for the empty string (HTTPRoute v1.6.1).
     parent = {"group": "", "kind": "Service", "name": g.service, "port": g.port}
-    out = [_route(prepared, state, parent, _service_refs(backends), hostnames=False)]
+    # The preview rule applies to callers inside the mesh only: callers outside it follow the
+    # parent Service's selector below, which reads no header (docs/traffic.md).
+    out = [_route(prepared, state, parent, _service_refs(backends), hostnames=False,
+                  candidate_ref=_candidate_service_ref(backends))]
     if g.create_service:
         # Callers outside the mesh bypass the route and reach the Service's own endpoints: it
         # selects one generation's frontend, never both (that would split those callers by pod
@@ -168,6 +196,7 @@ def render_inference_pool(prepared: Prepared, state: PlanStep,
     s = prepared.loaded.spec.spec.traffic.inference_pool or InferencePoolSettings.model_validate({})
     out: list[Manifest] = []
     refs = []
+    candidate_ref: dict[str, Any] | None = None
     for b in routed(backends):
         name = pool_name(b)
         # The pool selects the generation's frontend pods, exactly as its Service does.
@@ -209,7 +238,10 @@ def render_inference_pool(prepared: Prepared, state: PlanStep,
         # InferencePool references take no port (GAIE v1.5.0 inferencepool-rollout.md).
         refs.append({"group": INFERENCE_GROUP, "kind": "InferencePool", "name": name,
                      "weight": b.weight})
-    out.append(_route(prepared, state, _gateway_parent(prepared), refs, hostnames=True))
+        if b is _candidate(backends):
+            candidate_ref = refs[-1]
+    out.append(_route(prepared, state, _gateway_parent(prepared), refs, hostnames=True,
+                      candidate_ref=candidate_ref))
     return out
 
 
@@ -402,6 +434,7 @@ def render_switch(prepared: Prepared, state: PlanStep,
 def render(prepared: Prepared, state: PlanStep) -> Sequence[Manifest]:
     provider = prepared.loaded.spec.spec.traffic.provider.value
     fn = PROVIDERS.get(provider)
+    preview.check(prepared)
     if fn is None:  # none
         settings.check(prepared.loaded)
         if prepared.mode in TWO_FRONTEND_MODES:

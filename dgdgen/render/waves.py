@@ -22,7 +22,7 @@ longer sends them traffic (Argo CD v3.5.1 docs/user-guide/sync-options.md).
 
 Every object gets an explicit wave so a reader of the rendered tree sees the order. AnalysisRuns
 get no wave: they are either Argo CD hooks (PostSync, after every wave) or left out of the Git tree
-(:func:`dgdgen.output.deployed`).
+(:func:`dgdgen.pipeline.files.deployed`).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from dgdgen.plan import GenerationState, Plan, PlanStep
-    from dgdgen.prepared import Prepared
+    from dgdgen.plan.prepared import Prepared
     from dgdgen.render.manifest import Manifest
 
 ANN_WAVE = "argocd.argoproj.io/sync-wave"

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dgdgen.check.facts import ComponentFacts
-from dgdgen.dgd import Backend
+from dgdgen.model.dgd import Backend
 
 # canonical rendered flag (per backend, as dgdgen.check.cmdline spells it) → mocker flag
 _CARRIED: dict[Backend, dict[str, str]] = {

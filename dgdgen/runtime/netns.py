@@ -8,6 +8,12 @@ namespace (``unshare(CLONE_NEWUSER | CLONE_NEWNET)``, what ``unshare --user --ma
 does, user_namespaces(7)): the caller's uid/gid map to root inside, which grants CAP_NET_ADMIN over
 the new network namespace and nothing outside it. Where the kernel refuses that too, the error says
 why and what to change; nothing ever falls back to binding on the host's interfaces.
+
+The same ``unshare`` can add a PID namespace (``CLONE_NEWPID``, pid_namespaces(7)): the next
+process forked becomes its first process, and when that one ends — however it ends — the kernel
+kills every process left in the namespace, grandchildren included. That first process is tied to
+the one that forked it with ``PR_SET_PDEATHSIG`` (prctl(2)), so a SIGKILL of the command a user
+started takes everything it started with it (:func:`fork_first_process`).
 """
 
 from __future__ import annotations
@@ -17,6 +23,8 @@ import ctypes.util
 import fcntl
 import multiprocessing
 import os
+import select
+import signal
 import socket
 import struct
 import traceback
@@ -27,6 +35,8 @@ from dgdgen.runtime import RuntimeUnavailable
 
 CLONE_NEWNET = 0x40000000
 CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
+PR_SET_PDEATHSIG = 1
 _SIOCGIFFLAGS = 0x8913
 _SIOCSIFFLAGS = 0x8914
 _IFF_UP = 0x1
@@ -80,16 +90,23 @@ def _userns_refusal_hint() -> str:
     return "; ".join(hints) + "; or run as root"
 
 
-def enter_private_netns() -> None:
+def _libc() -> Any:
+    return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+
+
+def enter_private_netns(*, pid_namespace: bool = False) -> None:
     """Move the calling (single-threaded) process into a new network namespace with ``lo`` up.
 
     As root, only the network namespace is new. Otherwise a user namespace is created with it and
     the caller's uid/gid are mapped to root inside. Every process started afterwards inherits it.
+    With ``pid_namespace``, a PID namespace is created too: the caller stays outside it, and the
+    next process it forks is the namespace's first (:func:`fork_first_process`).
     Raises :class:`RuntimeUnavailable` with the reason and the fix when the kernel refuses.
     """
-    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    libc = _libc()
+    pid_flag = CLONE_NEWPID if pid_namespace else 0
     if os.geteuid() == 0:
-        if libc.unshare(CLONE_NEWNET) != 0:
+        if libc.unshare(CLONE_NEWNET | pid_flag) != 0:
             err = ctypes.get_errno()
             raise RuntimeUnavailable(
                 f"cannot create a private network namespace: {os.strerror(err)} (unshare needs "
@@ -97,7 +114,7 @@ def enter_private_netns() -> None:
             )
     else:
         uid, gid = os.geteuid(), os.getegid()
-        if libc.unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0:
+        if libc.unshare(CLONE_NEWUSER | CLONE_NEWNET | pid_flag) != 0:
             err = ctypes.get_errno()
             raise RuntimeUnavailable(
                 f"cannot create an unprivileged user + network namespace: {os.strerror(err)}; "
@@ -122,10 +139,85 @@ def enter_private_netns() -> None:
         ) from exc
 
 
-def _child(conn: Any, func: Callable[..., Any], args: tuple[Any, ...]) -> None:
+def die_with_parent(parent_alive: int) -> None:
+    """In a freshly forked child: be killed (SIGKILL) when the process that forked it ends, even
+    by SIGKILL. ``parent_alive`` is the read end of a pipe whose write end only the parent holds:
+    should the parent have died between the fork and the prctl, it reads as closed, and the child
+    ends at once (a PID namespace's first process cannot ask getppid(), which says 0 there)."""
+    if _libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+        os._exit(70)
+    if select.select([parent_alive], [], [], 0)[0]:  # EOF: the parent is gone
+        os._exit(137)
+    os.close(parent_alive)
+
+
+def fork_first_process(
+    on_start: Callable[[], None],
+    forward: tuple[int, ...] = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP),
+) -> int | None:
+    """Fork the first process of the PID namespace entered with
+    ``enter_private_netns(pid_namespace=True)``, tied to this one (:func:`die_with_parent`).
+
+    Returns None in that child, which goes on with the caller's work once ``on_start`` has run
+    there (it installs the child's handlers for the signals ``forward`` names: a namespace's
+    first process receives only the signals it handles, pid_namespaces(7), and they are held back
+    until then). Every process the child starts lives in the namespace and ends with it. In this
+    process, waits for the child — passing those signals on — and returns its exit code (128 +
+    the signal that ended it). When it returns, no process of the namespace is left: the kernel
+    ends them all with its first process, before that one can be waited for.
+    """
+    alive_r, alive_w = os.pipe()
+    held = set(forward)
+    signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    pid = os.fork()
+    if pid == 0:
+        os.close(alive_w)
+        die_with_parent(alive_r)
+        on_start()
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
+        return None
+    os.close(alive_r)
+
+    def pass_on(signum: int, _frame: Any) -> None:
+        try:
+            os.kill(pid, signum)
+        except ProcessLookupError:
+            pass
+
+    previous = {sig: signal.signal(sig, pass_on) for sig in forward}
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
     try:
-        enter_private_netns()
-        conn.send(("ok", func(*args)))
+        _, status = os.waitpid(pid, 0)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        os.close(alive_w)
+    code = os.waitstatus_to_exitcode(status)
+    return 128 - code if code < 0 else code
+
+
+def _child(conn: Any, func: Callable[..., Any], args: tuple[Any, ...], alive_r: int,
+           alive_w: int) -> None:
+    # the caller (a test) may be SIGKILLed: this child ends with it, and the first process of
+    # the PID namespace with this child, taking every process it started along
+    os.close(alive_w)
+    die_with_parent(alive_r)
+    try:
+        enter_private_netns(pid_namespace=True)
+        inner_r, inner_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(inner_w)
+            die_with_parent(inner_r)
+            try:
+                conn.send(("ok", func(*args)))
+            except BaseException as exc:  # noqa: BLE001 - everything goes to the parent
+                conn.send(("error", (type(exc).__name__, str(exc), traceback.format_exc())))
+            finally:
+                conn.close()
+                os._exit(0)
+        os.close(inner_r)
+        os.waitpid(pid, 0)
     except BaseException as exc:  # noqa: BLE001 - everything goes to the parent, which re-raises
         conn.send(("error", (type(exc).__name__, str(exc), traceback.format_exc())))
     finally:
@@ -137,15 +229,21 @@ class IsolatedError(Exception):
 
 
 def run_isolated(func: Callable[..., T], *args: Any, timeout: float = 600.0) -> T:
-    """Run ``func(*args)`` in a forked child inside a fresh network namespace; return its result.
+    """Run ``func(*args)`` in a forked child inside a fresh network and PID namespace; return its
+    result.
 
-    The result must be picklable. A child that exceeds ``timeout`` is killed (with every process
-    it started in its process group) and :class:`TimeoutError` is raised.
+    The result must be picklable. Every process ``func`` starts ends when it returns, when the
+    child is killed after ``timeout`` (:class:`TimeoutError` is raised then), and when the caller
+    itself is killed, by SIGKILL too (:func:`fork_first_process`).
     """
     ctx = multiprocessing.get_context("fork")
     parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(child, func, args), daemon=False)
-    proc.start()
+    alive_r, alive_w = os.pipe()
+    proc = ctx.Process(target=_child, args=(child, func, args, alive_r, alive_w), daemon=False)
+    try:
+        proc.start()
+    finally:
+        os.close(alive_r)
     child.close()
     try:
         if not parent.poll(timeout):
@@ -159,6 +257,7 @@ def run_isolated(func: Callable[..., T], *args: Any, timeout: float = 600.0) -> 
         if proc.is_alive():
             proc.kill()
         proc.join(10)
+        os.close(alive_w)
     if status == "ok":
         return payload  # type: ignore[no-any-return]
     name, message, tb = payload

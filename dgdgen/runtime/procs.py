@@ -26,16 +26,25 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
-_next_port = 20000
+_PORTS = range(20000, 32000)
+# Where this process starts looking: spread by its PID, so two processes that share a loopback
+# (tests side by side outside a private network namespace) do not walk the same ports in the same
+# order and hand one port to both between one's probe and its use.
+_next_port = _PORTS.start + (os.getpid() * 7919) % len(_PORTS)
+_handed_out = 0
+# Seconds between two looks at a starting process (its health, the frontend's model list): each
+# look is one loopback HTTP request, and every state waits for a few of them in a row.
+POLL = 0.05
 
 
 def free_port() -> int:
     """A free loopback port below 32768: Dynamo 1.6.1 reads ``DYN_SYSTEM_PORT`` as a signed 16-bit
     integer and refuses 53415 ("expected i16"), so ephemeral ports cannot be used for it."""
-    global _next_port
-    while _next_port < 32000:
+    global _next_port, _handed_out
+    while _handed_out < len(_PORTS):
         port = _next_port
-        _next_port += 1
+        _handed_out += 1
+        _next_port = port + 1 if port + 1 < _PORTS.stop else _PORTS.start
         with socket.socket() as s:
             try:
                 s.bind(("127.0.0.1", port))
@@ -70,6 +79,67 @@ def http_json(port: int, path: str) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
+def _ns_pid(host_pid: int) -> int | None:
+    """The innermost PID of a process given by its PID in /proc (``NSpid``, proc(5))."""
+    try:
+        with open(f"/proc/{host_pid}/status", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("NSpid:"):
+                    return int(line.split()[-1])
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def proc_pids(children: Iterable[int]) -> dict[int, int]:
+    """The number under /proc of each of this process's children, by the PID this process knows
+    it by: the same, unless this process is the first of a PID namespace of its own (a rehearsal,
+    :func:`dgdgen.runtime.netns.fork_first_process`) while /proc is the host's — then read off
+    its children's ``NSpid``."""
+    wanted = set(children)
+    try:
+        me = int(os.readlink("/proc/self"))
+    except (OSError, ValueError):
+        return {pid: pid for pid in wanted}
+    if me == os.getpid():
+        return {pid: pid for pid in wanted}
+    out: dict[int, int] = {}
+    try:
+        tasks = os.listdir(f"/proc/{me}/task")
+    except OSError:
+        return out
+    for task in tasks:
+        try:
+            with open(f"/proc/{me}/task/{task}/children", encoding="utf-8") as fh:
+                listed = fh.read().split()
+        except OSError:
+            continue
+        for host in listed:
+            ns = _ns_pid(int(host))
+            if ns in wanted:
+                out[ns] = int(host)
+    return out
+
+
+def memory_kb(children: Iterable[int]) -> tuple[int, int, int]:
+    """(RSS, PSS, processes counted) summed over this process's children given: RSS counts a
+    page shared by several of them (the Dynamo core library, the interpreter) once in each, PSS
+    splits it between them, so their PSS adds up to the memory they really take."""
+    rss = pss = n = 0
+    for host in proc_pids(children).values():
+        try:
+            with open(f"/proc/{host}/smaps_rollup", encoding="utf-8") as fh:
+                for line in fh:
+                    if line.startswith("Rss:"):
+                        rss += int(line.split()[1])
+                    elif line.startswith("Pss:"):
+                        pss += int(line.split()[1])
+        except (OSError, ValueError):
+            continue
+        n += 1
+    return rss, pss, n
+
+
 def log_tail(path: Path, lines: int = 10) -> str:
     try:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
@@ -89,6 +159,10 @@ class Proc:
     port: int = 0  # frontend HTTP port
     system_port: int = 0  # worker system (health, metrics) port
     labels: dict[str, str] = field(default_factory=dict)
+    # the namespaces whose prefill router this frontend activated, read off its log so far, and
+    # how far it was read (prefill_routers_active)
+    prefill_routers: set[str] = field(default_factory=set)
+    log_read: int = 0
 
     @property
     def metrics_port(self) -> int:
@@ -269,7 +343,7 @@ class LocalDynamo:
                 )
             if time.monotonic() > deadline:
                 raise StartFailed(f"{proc.name}: no {what} after {timeout:.0f} s:\n{proc.log_tail()}")
-            time.sleep(0.1)
+            time.sleep(POLL)
 
     def wait_frontend_up(self, proc: Proc, timeout: float = 30.0) -> None:
         self.wait_http(proc, "/health", timeout)
@@ -330,9 +404,22 @@ class LocalDynamo:
             self.procs.remove(proc)
         return proc.popen.returncode
 
-    def stop_all(self) -> None:
-        for proc in reversed(list(self.procs)):
-            self.stop(proc, grace=5.0)
+    def stop_many(self, procs: Sequence[Proc], grace: float = 10.0) -> None:
+        """Stop processes together, as Kubernetes terminates the pods of a scale-down or of a
+        deleted object: SIGTERM to all at once, SIGKILL to those still running ``grace`` seconds
+        later (one after the other, their grace periods would add up)."""
+        for proc in procs:
+            if proc.alive():
+                try:
+                    os.killpg(proc.popen.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+        deadline = time.monotonic() + grace
+        for proc in procs:
+            self.stop(proc, grace=max(0.0, deadline - time.monotonic()))
+
+    def stop_all(self, grace: float = 5.0) -> None:
+        self.stop_many(list(self.procs), grace)
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -345,15 +432,24 @@ def prefill_routers_active(proc: Proc, namespaces: Iterable[str]) -> bool:
     few milliseconds before that, and a request it routes there in between fails with 503 "no
     backend worker available" (docs/rehearse.md, In place: the operator's roll)."""
     want = set(namespaces)
-    if not want:
+    if want <= proc.prefill_routers:
         return True
-    seen = set()
-    for line in _ANSI.sub("", proc.log_text()).splitlines():
+    # only what the log gained since the last look, up to its last whole line: a frontend under
+    # load logs every request, and the whole log grows to megabytes in a rehearsal
+    try:
+        with open(proc.log_path, "rb") as fh:
+            fh.seek(proc.log_read)
+            new = fh.read()
+    except OSError:
+        return False
+    whole = new[:new.rfind(b"\n") + 1]
+    proc.log_read += len(whole)
+    for line in _ANSI.sub("", whole.decode("utf-8", "replace")).splitlines():
         if "Prefill router target activated" in line:
             m = re.search(r"\bnamespace=(\S+)", line)
             if m:
-                seen.add(m[1])
-    return want <= seen
+                proc.prefill_routers.add(m[1])
+    return want <= proc.prefill_routers
 
 
 def prefill_namespaces(ready: Mapping[str, Any]) -> list[str]:

@@ -1,7 +1,7 @@
 """The rollout spec: dgdgen's own kind (``dgdgen.dev/v1alpha1``, ``DGDRollout``).
 
 Typed and validated at the boundary (pydantic v2, unknown fields rejected, camelCase keys as in
-Kubernetes). :func:`dgdgen.load.load_spec` reads a file, maps every pydantic error back to the
+Kubernetes). :func:`dgdgen.plan.load.load_spec` reads a file, maps every pydantic error back to the
 file, line and field path, and resolves the stable DGD; this package holds only the models:
 the rollout itself here, its parts in :mod:`~dgdgen.spec.traffic`, :mod:`~dgdgen.spec.analysis` and
 :mod:`~dgdgen.spec.gitops`, the shared field types in :mod:`~dgdgen.spec.base`.

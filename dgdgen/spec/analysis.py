@@ -280,6 +280,16 @@ class Experiment(SpecModel):
         "promote", description="What a decision of no difference records: `promote` (the gate "
         "passes) or `rollback` (the gate fails)."
     )
+    cohorts: Literal["weight", "preview"] = Field(
+        "weight", description="How users are assigned: `weight` (the step's random split) or "
+        "`preview` (the users who carry spec.traffic.preview's header or cookie value see the "
+        "candidate, everyone else the stable: the step's weight is 0, and each user keeps "
+        "their cohort whatever the provider)."
+    )
+    cohort_share: float | None = Field(
+        None, gt=0, lt=1, description="With cohorts `preview`: the share of the units (users or "
+        "requests) expected to carry the value; sizes the sample as the weight does otherwise."
+    )
 
 
 # kube-prometheus-stack's Prometheus selects PodMonitors labelled `release: <Helm release>`

@@ -190,6 +190,66 @@ class Sticky(SpecModel):
         return self
 
 
+# RFC 9110 §5.1: a field name is a `token` (§5.6.2 tchar); the HTTPRoute CRD's header name pattern
+# is the same set (Gateway API v1.6.1, HTTPHeaderMatch.name, at most 256 characters). RFC 6265
+# §4.1.1: a cookie name is a token too.
+TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]{1,256}$")
+# A preview value: what is safe at once as a header value, a cookie value (RFC 6265 cookie-octet:
+# no space, quote, comma, semicolon or backslash) and one word of haproxy.cfg (no space, quote,
+# '#', backslash or brace).
+PREVIEW_VALUE = re.compile(r"^[A-Za-z0-9._~+/=:@-]{1,256}$")
+# Header names a router cannot match a preview on: the hop-by-hop ones each intermediary removes
+# (RFC 9110 §7.6.1) and the framing ones (Content-Length, Transfer-Encoding); Host, which an
+# HTTPRoute matches through `hostnames` and HTTP/2 carries as `:authority` (RFC 9113 §8.3.1); and
+# Cookie, which holds every cookie at once (a header match compares the whole value): use `cookie`.
+UNMATCHABLE_HEADERS = frozenset({
+    "connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding",
+    "upgrade", "content-length", "host", "cookie",
+})
+
+
+class Preview(SpecModel):
+    """Reach the candidate by a request header (or a cookie) through the public entry point,
+    whatever the step's weights: from the first step until cleanup a request carrying the value
+    goes to the candidate only; every other request follows the weights (docs/traffic.md,
+    "Preview before weight")."""
+
+    header: str | None = Field(None, description="Request header that selects the candidate "
+                               "(an RFC 9110 token, e.g. X-Dgd-Preview).")
+    cookie: str | None = Field(None, description="Cookie that selects the candidate instead of "
+                               "a header (haproxy only: an HTTPRoute cannot match one cookie).")
+    value: str | None = Field(None, description="The value that selects it (default: the "
+                              "candidate's revision). Letters, digits and ._~+/=:@- only.")
+    url: str | None = Field(
+        None, description="The public entry point the probe and the quality gate call with the "
+        "header, e.g. http://gateway.example.com (default with haproxy: the proxy's Service; "
+        "with the HTTPRoute providers the gates keep the candidate's own Service unless this is "
+        "set: the Gateway's address, or a GAMMA parent Service the gate Jobs reach from inside "
+        "the mesh)."
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> "Preview":
+        if (self.header is None) == (self.cookie is None):
+            raise ValueError("give exactly one of `header` or `cookie`")
+        if self.header is not None:
+            if not TOKEN.match(self.header):
+                raise ValueError(f"header {self.header!r} is not an HTTP field name (RFC 9110 "
+                                 "token: letters, digits and !#$%&'*+-.^_`|~, 1-256 characters)")
+            if self.header.lower() in UNMATCHABLE_HEADERS:
+                why = ("use `cookie: NAME` to match one cookie" if self.header.lower() == "cookie"
+                       else "routes use `hostnames` for it" if self.header.lower() == "host"
+                       else "a proxy removes or consumes it (RFC 9110 §7.6.1)")
+                raise ValueError(f"header {self.header!r} cannot select a preview: {why}")
+        if self.cookie is not None and not TOKEN.match(self.cookie):
+            raise ValueError(f"cookie {self.cookie!r} is not a cookie name (RFC 6265 token)")
+        if self.value is not None and not PREVIEW_VALUE.match(self.value):
+            raise ValueError(f"value {self.value!r}: expected 1-256 letters, digits or ._~+/=:@-")
+        if self.url is not None and not re.match(r"^https?://[^\s/?#]+(/[^\s?#]*)?$", self.url):
+            raise ValueError(f"url {self.url!r}: expected http(s)://HOST[:PORT][/PATH]")
+        return self
+
+
 class Traffic(SpecModel):
     """How traffic is split between the generations' frontends (docs/traffic.md)."""
 
@@ -218,6 +278,11 @@ class Traffic(SpecModel):
     sticky: Sticky | None = Field(
         None, description="Pin a client to a generation (haproxy only; see docs/traffic.md for "
         "what HTTPRoute can and cannot do)."
+    )
+    preview: Preview | None = Field(
+        None, description="Reach the candidate by a header or cookie value before (and while) "
+        "it takes weight; steps may then have weight 0 (docs/traffic.md, \"Preview before "
+        "weight\")."
     )
     switch_service: str | None = Field(
         None, description="Provider `none` with two frontends (separate-dgd, worker-group): the "

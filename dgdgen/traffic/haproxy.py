@@ -12,11 +12,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from dgdgen.traffic.preview import HAPROXY_BACKEND as PREVIEW_BACKEND
+from dgdgen.traffic.preview import of_state as preview_of_state
 from dgdgen.traffic.weights import Backend
 
 if TYPE_CHECKING:
     from dgdgen.plan import PlanStep
-    from dgdgen.prepared import Prepared
+    from dgdgen.plan.prepared import Prepared
 
 # Config and runtime weights are 0..256 (docs/traffic.md; tests/traffic/test_haproxy_config.py).
 MAX_WEIGHT = 256
@@ -160,6 +162,18 @@ def config_text(prepared: Prepared, state: PlanStep, backends: Sequence[Backend]
         fetch = f"req.hdr({sticky.header})" if sticky.header else f"req.cook({sticky.cookie})"
         sticky_ctx = {"fetch": fetch, "expire": seconds(sticky.expire)}
     split = ", ".join(f"{b.key} {b.weight}%" for b in backends if b.present)
+    preview_ctx = None
+    route = preview_of_state(prepared, state)
+    cand = next((s for s, b in zip(servers(prepared, backends), backends, strict=True)
+                 if b.role == "candidate" and s.enabled), None)
+    if route is not None and cand is not None:
+        preview_ctx = {
+            "what": route.describe(), "fetch": route.haproxy_fetch(), "value": route.value,
+            "backend": PREVIEW_BACKEND,
+            "server": Server(cand.name, cand.address, 1, True,
+                             f"candidate generation {cand.name}: every request with "
+                             f"{route.describe()}"),
+        }
     env = jinja2.Environment(
         undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False
     )
@@ -194,6 +208,7 @@ def config_text(prepared: Prepared, state: PlanStep, backends: Sequence[Backend]
             "error_limit": hp.health_check.error_limit,
         },
         servers=servers(prepared, backends),
+        preview=preview_ctx,
     )
 
 
@@ -218,3 +233,17 @@ def runtime_targets(prepared: Prepared, state: PlanStep) -> list[Any]:
         Target(s.name, s.weight, s.enabled)
         for s in servers(prepared, state_backends(prepared, state))
     ]
+
+
+def preview_targets(prepared: Prepared, state: PlanStep) -> list[Any]:
+    """The runtime-API target of the preview backend (``be_preview``) for ``state``: the
+    candidate's server there, in rotation exactly in the states that carry the preview; empty
+    without a preview. The runtime API cannot add or remove the ACL: a state without a preview
+    puts that server in maintenance, so a request with the header gets 503 until the state's
+    config is loaded — never the candidate being rolled back (docs/traffic.md)."""
+    from dgdgen.traffic.preview import carries, of
+    from dgdgen.traffic.runtime import Target
+
+    if of(prepared) is None:
+        return []
+    return [Target(prepared.plan.candidate_revision, 1, carries(state))]

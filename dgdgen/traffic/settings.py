@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from dgdgen.errors import InputError
 
 if TYPE_CHECKING:
-    from dgdgen.load import LoadedSpec
+    from dgdgen.plan.load import LoadedSpec
 
 HTTPROUTE_PROVIDERS = ("gateway-api", "gamma", "inference-pool")
 # Which provider each settings block belongs to.

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from dgdgen.errors import PlanError
-from dgdgen.render.names import frontend_service
+from dgdgen.model.names import frontend_service
 
 if TYPE_CHECKING:
     from dgdgen.plan import GenerationState, PlanStep
-    from dgdgen.prepared import Prepared
+    from dgdgen.plan.prepared import Prepared
 
 # HTTPRoute `rules[].backendRefs` maxItems (Gateway API v1.6.1, schemas/crds/gateway-api).
 MAX_BACKEND_REFS = 16

@@ -6,6 +6,6 @@ from analysis_support import EXAMPLE
 
 @pytest.fixture(scope="session")
 def prepared():  # type: ignore[no-untyped-def]
-    from dgdgen.pipeline import prepare
+    from dgdgen.pipeline.prepare import prepare
 
     return prepare(str(EXAMPLE))

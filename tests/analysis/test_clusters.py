@@ -41,7 +41,7 @@ def _spec(tmp: Path, *, hooks: bool = False, extra: str = "", gitops: str = CLUS
 
 
 def _prepare(path: Path) -> Any:
-    from dgdgen.pipeline import prepare
+    from dgdgen.pipeline.prepare import prepare
 
     return prepare(str(path))
 

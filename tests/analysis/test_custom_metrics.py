@@ -85,7 +85,7 @@ def series(ns: str, rollout: str, stable: str, candidate: str,
 
 @pytest.fixture(scope="module")
 def custom_prepared(tmp_path_factory):  # type: ignore[no-untyped-def]
-    from dgdgen.pipeline import prepare
+    from dgdgen.pipeline.prepare import prepare
 
     return prepare(str(write_spec(tmp_path_factory.mktemp("spec"), spec_text())))
 

@@ -374,7 +374,7 @@ def test_a_missing_or_empty_calibration_set(
 
 
 def test_the_rendered_job_carries_the_calibration() -> None:
-    from dgdgen.pipeline import prepare
+    from dgdgen.pipeline.prepare import prepare
     from dgdgen.render.analysis import render
 
     p = prepare(str(EXAMPLE / "rollout.yaml"))

@@ -38,7 +38,7 @@ def _line(path: Path, needle: str) -> int:
 
 
 def _objects(path: Path) -> list[dict[str, Any]]:
-    from dgdgen.pipeline import prepare
+    from dgdgen.pipeline.prepare import prepare
     from dgdgen.render.analysis import render
 
     p = prepare(str(path))

@@ -16,7 +16,7 @@ EXAMPLES = sorted(p for p in (REPO / "examples").glob("*/rollout.yaml"))
 
 
 def _analysis_objects() -> list[dict]:  # type: ignore[type-arg]
-    from dgdgen.pipeline import prepare
+    from dgdgen.pipeline.prepare import prepare
     from dgdgen.render.analysis import analysis_run, render
 
     out = []

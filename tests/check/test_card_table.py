@@ -16,7 +16,7 @@ from dgdgen.check import cardtable
 from dgdgen.check.classify import classify
 from dgdgen.check.facts import DgdFacts, canonical_flag, dgd_facts, env_flag
 from dgdgen.check.flags import Category, inputs_for
-from dgdgen.dgd import Backend, parse
+from dgdgen.model.dgd import Backend, parse
 from dgdgen.yamlio import load_documents_fast
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,7 +8,7 @@ import pytest
 from dgdgen.check.cmdline import env_flag, join_continuations, split_shell
 from dgdgen.check.facts import dgd_facts, line_of
 from dgdgen.check.podenv import configmaps_of
-from dgdgen.dgd import Backend, Role, read_dgds
+from dgdgen.model.dgd import Backend, Role, read_dgds
 from dgdgen.yamlio import load_documents_fast
 
 

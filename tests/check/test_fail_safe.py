@@ -19,7 +19,7 @@ from worker_support import worker_dgd_text
 from dgdgen.check.classify import recommend, verdict
 from dgdgen.check.modelconfig import load, settle
 from dgdgen.cli import main
-from dgdgen.dgd import Backend, Dgd, read_dgds
+from dgdgen.model.dgd import Backend, Dgd, read_dgds
 from dgdgen.yamlio import load_documents_fast
 
 MODULES = {"vllm": ("dynamo.vllm", "--model"), "sglang": ("dynamo.sglang", "--model-path"),

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from dgdgen.check.classify import verdict
-from dgdgen.dgd import Dgd, read_dgds
+from dgdgen.model.dgd import Dgd, read_dgds
 from dgdgen.yamlio import load_documents_fast
 
 GRAPH = """\

@@ -32,7 +32,10 @@ def _git(repo: Path, *args: str) -> None:
     subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
 
 
+@pytest.mark.long(minutes=2)
 def test_pre_commit_try_repo(tmp_path: Path) -> None:
+    """Long: pre-commit builds the hook's own virtual environment and installs dgdgen into it from
+    a clone of this repository (about a minute of CPU; longer beside other tests)."""
     env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "cache"),
            "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t",
            "GIT_COMMITTER_EMAIL": "t@e", "PRE_COMMIT_COLOR": "never"}

@@ -25,6 +25,10 @@ model directory (:func:`dgdgen.runtime.model.make_model_dir`), as a new model or
 All probes of one layout share one frontend (each probe has its own namespace and model name)
 and one private network namespace, and run one after the other so that at most four Dynamo
 processes are up at a time.
+
+Long: the first test waits for the module's fixture, which starts and probes every edit against the
+real runtime one after the other (2–5 minutes on two CPUs); the others then read its results.
+Marked `long` (tests/suite_support.py), and its tests share one worker.
 """
 
 from __future__ import annotations
@@ -46,7 +50,7 @@ from dgdgen import runtime
 from dgdgen.check.inplace import HASHED_MDC, RENAME, SHARED_MDC
 from dgdgen.runtime.procs import count_ready_workers
 
-pytestmark = pytest.mark.runtime
+pytestmark = [pytest.mark.runtime, pytest.mark.long(minutes=4)]
 
 if not runtime.available():  # pragma: no cover - CI installs it (and turns the skip into a failure)
     pytest.skip(f"needs the ai-dynamo {runtime.DYNAMO_VERSION} wheels: {runtime.missing()}",
@@ -187,7 +191,7 @@ def sides(p: Probe) -> tuple[str, str]:
 def mocker_args(text: str, model_dir: Path) -> tuple[tuple[str, ...], str]:
     """The mocker command line of the DGD's worker, through the one mapping."""
     from dgdgen.check.facts import dgd_facts
-    from dgdgen.dgd import parse
+    from dgdgen.model.dgd import parse
     from dgdgen.runtime.mocker import mocker_invocation
     from dgdgen.yamlio import load_documents_fast
 
@@ -337,7 +341,7 @@ def prefix_split(dyn: Any, model_dir: Path) -> dict[str, Any]:
     it whose workers have different checksums (block size 16 and 32): how the frontend splits
     the model's requests."""
     from dgdgen.check.facts import dgd_facts
-    from dgdgen.dgd import parse
+    from dgdgen.model.dgd import parse
     from dgdgen.runtime import client, metrics
     from dgdgen.runtime.mocker import mocker_invocation
     from dgdgen.yamlio import load_documents_fast

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dgdgen.check.facts import ComponentFacts, dgd_facts
-from dgdgen.dgd import parse
+from dgdgen.model.dgd import parse
 from dgdgen.yamlio import load_documents_fast
 
 _HEAD = """\

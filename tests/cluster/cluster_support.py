@@ -56,6 +56,18 @@ def route(name: str, weights: dict[str, int], *, parent: str | None = None,
             "spec": {"parentRefs": [parent_ref], "rules": [{"backendRefs": refs}]}}
 
 
+def preview_route(name: str, weights: dict[str, int], preview: list[str], *,
+                  header: str = "X-Dgd-Preview", value: str = "on") -> dict[str, Any]:
+    """A route with a preview rule (a header match; backends ``preview``) ahead of the weighted
+    rule, as dgdgen renders ``spec.traffic.preview``."""
+    r = route(name, weights)
+    refs = [{"group": "", "kind": "Service", "name": n, "weight": 1} for n in preview]
+    r["spec"]["rules"].insert(0, {"matches": [{"path": {"type": "PathPrefix", "value": "/"},
+                                               "headers": [{"name": header, "value": value}]}],
+                                  "backendRefs": refs})
+    return r
+
+
 def pool(name: str, dgd_name: str) -> dict[str, Any]:
     return {"apiVersion": "inference.networking.k8s.io/v1", "kind": "InferencePool",
             "metadata": {"name": name, "namespace": NS},
@@ -65,14 +77,22 @@ def pool(name: str, dgd_name: str) -> dict[str, Any]:
 
 
 def haproxy_config(servers: dict[str, int], *, ready_check: bool = True,
-                   name: str = "proxy-cfg") -> dict[str, Any]:
+                   name: str = "proxy-cfg", preview: str | None = None) -> dict[str, Any]:
+    """An HAProxy config over ``servers`` (Service → weight); with ``preview`` (a Service), as
+    dgdgen renders a preview: a frontend whose header ACL selects a backend of that Service."""
     check = "option httpchk GET /v1/models/m/ready\n" if ready_check else \
         "option httpchk GET /health\n"
     lines = "".join(f"    server s{i} {svc}.{NS}.svc.cluster.local:8000 weight {w}\n"
                     for i, (svc, w) in enumerate(servers.items()))
+    text = f"backend be\n    {check}{lines}"
+    if preview is not None:
+        text = ("frontend fe\n    bind :8000\n    acl preview req.hdr(X-Dgd-Preview) -m str on\n"
+                "    use_backend be_preview if preview\n    default_backend be\n\n" + text
+                + f"\nbackend be_preview\n    {check}"
+                f"    server p {preview}.{NS}.svc.cluster.local:8000 weight 1\n")
     return {"apiVersion": "v1", "kind": "ConfigMap", "immutable": True,
             "metadata": {"name": name, "namespace": NS},
-            "data": {"haproxy.cfg": f"backend be\n    {check}{lines}"}}
+            "data": {"haproxy.cfg": text}}
 
 
 def proxy_deployment(config_map: str) -> dict[str, Any]:
@@ -84,10 +104,10 @@ def proxy_deployment(config_map: str) -> dict[str, Any]:
                             {"name": "run", "emptyDir": {}}]}}}}
 
 
-def haproxy(servers: dict[str, int], *, ready_check: bool = True
+def haproxy(servers: dict[str, int], *, ready_check: bool = True, preview: str | None = None
             ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The proxy as dgdgen renders it: its ConfigMap and the Deployment that mounts it."""
-    cfg = haproxy_config(servers, ready_check=ready_check)
+    cfg = haproxy_config(servers, ready_check=ready_check, preview=preview)
     return cfg, proxy_deployment(cfg["metadata"]["name"])
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cluster_support import dgd, route, service
+from cluster_support import dgd, haproxy, preview_route, route, service
 from gen_support import stable_only_parent
 from hostile_support import cli
 
@@ -300,7 +300,7 @@ def test_finding_2_a_parallelism_change_without_its_gpus(tmp_path: Path) -> None
 
 
 def test_gpus_change_on_a_v1beta1_component(tmp_path: Path) -> None:
-    from dgdgen.dgd import parse
+    from dgdgen.model.dgd import parse
 
     example = REPO / "examples" / "trtllm-disagg-v1beta1"
     for name in ("dgd.yaml", "quality-prompts.jsonl"):
@@ -386,3 +386,75 @@ def test_finding_7_a_picker_that_scores_frontends_by_metrics_they_do_not_export(
     [f] = check_tree(str(tmp_path))
     assert "scores kv-cache-utilization-scorer by nothing (its engine config names no metric)," \
         in f.message
+
+
+def _preview_tree(root: Path, step01: list[dict[str, Any]],
+                  rollback: list[dict[str, Any]] | None = None) -> Path:
+    """step-00: blue alone behind route r; step-01: ``step01`` beside blue and green (both
+    complete); rollback: ``rollback`` beside blue (default: step-00's route)."""
+    blue, green = dgd("blue", decode=1, prefill=1), dgd("green", decode=1, prefill=1, wave="0")
+    svcs = [service("blue-fe", "blue"), service("green-fe", "green")]
+    for d in [*step01, *(rollback or [])]:  # the shift wave, as dgdgen renders it
+        d["metadata"]["annotations"] = {"argocd.argoproj.io/sync-wave":
+                                        "0" if d["kind"] == "ConfigMap" else "1"}
+    _write(root / "step-00", blue, svcs[0], route("r", {"blue-fe": 100}))
+    _write(root / "step-01", blue, green, *svcs, *step01)
+    _write(root / "rollback", blue, svcs[0], *(rollback or [route("r", {"blue-fe": 100})]))
+    return root
+
+
+def _paths(tree: Path) -> list[Any]:
+    """The client-path findings (CLU101, CLU104): the drain and termination invariants ask more
+    of a tree than these small ones give."""
+    return [f for f in check_tree(str(tree)) if f.code in ("CLU101", "CLU104")]
+
+
+def test_clu104_a_preview_on_the_complete_candidate_breaks_nothing(tmp_path: Path) -> None:
+    tree = _preview_tree(tmp_path / "t", [preview_route("r", {"blue-fe": 100, "green-fe": 0},
+                                                        ["green-fe"])])
+    assert _paths(tree) == []
+    cfg, dep = haproxy({"blue-fe": 200, "green-fe": 0}, preview="green-fe")
+    tree = _preview_tree(tmp_path / "h", [cfg, dep], rollback=list(haproxy({"blue-fe": 200})))
+    assert _paths(tree) == []
+
+
+@pytest.mark.parametrize(("preview", "says"), [
+    (["blue-fe"], "reach the stable generation blue (the baseline serves it), not a candidate"),
+    (["blue-fe", "green-fe"], "reach the frontends of blue and green: a preview reaches one"),
+])
+def test_clu104_a_preview_that_reaches_the_stable(tmp_path: Path, preview: list[str],
+                                                  says: str) -> None:
+    tree = _preview_tree(tmp_path / "t", [preview_route("r", {"blue-fe": 100, "green-fe": 0},
+                                                        preview)])
+    found = [f for f in _paths(tree) if f.code == "CLU104"]
+    [rest] = [f for f in found if "at rest" in f.message]
+    assert rest.file.endswith("step-01/httproute-r.yaml") and rest.message.startswith(
+        "step-01 at rest: callers through Gateway inference/gw with header X-Dgd-Preview: on "
+        "(HTTPRoute inference/r) " + says), rest.message
+
+
+def test_clu104_a_preview_on_an_incomplete_candidate(tmp_path: Path) -> None:
+    tree = _preview_tree(tmp_path / "t", [preview_route("r", {"blue-fe": 100, "green-fe": 0},
+                                                        ["green-fe"])])
+    (tree / "step-01" / "dynamographdeployment-green.yaml").write_text(
+        yamlio.dump(dgd("green", decode=0, prefill=1)))
+    [f] = [f for f in _paths(tree) if f.code == "CLU104" and "at rest" in f.message]
+    assert "step-01 at rest" in f.message and "runs no decode worker" in f.message
+    assert not [f for f in _paths(tree) if f.code == "CLU101"]  # said once, by CLU104
+
+
+def test_clu104_a_preview_left_in_the_rollback_state(tmp_path: Path) -> None:
+    step = [preview_route("r", {"blue-fe": 100, "green-fe": 0}, ["green-fe"])]
+    tree = _preview_tree(tmp_path / "t", step, rollback=[
+        preview_route("r", {"blue-fe": 100}, ["blue-fe"])])
+    found = [f for f in _paths(tree) if f.code == "CLU104"]
+    assert [f.file.split("/t/")[1] for f in found if "at rest" in f.message] == [
+        "rollback/httproute-r.yaml"]
+    assert "although this is a rollback state" in found[0].message
+    # HAProxy: the ACL left in the rollback config
+    cfg, dep = haproxy({"blue-fe": 200, "green-fe": 0}, preview="green-fe")
+    tree = _preview_tree(tmp_path / "h", [cfg, dep],
+                         rollback=list(haproxy({"blue-fe": 200}, preview="blue-fe")))
+    found = [f for f in _paths(tree) if f.code == "CLU104" and "at rest" in f.message]
+    assert len(found) == 1 and found[0].file.endswith("rollback/configmap-proxy-cfg.yaml")
+    assert "callers through HAProxy with header X-Dgd-Preview: on" in found[0].message

@@ -25,7 +25,7 @@ from dgdgen.errors import DgdgenError
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted(p.parent for p in (REPO / "examples").glob("*/rollout.yaml"))
-RENDERER_OWNED = {"CLU101", "CLU201"}
+RENDERER_OWNED = {"CLU101", "CLU104", "CLU201"}
 GITOPS_OWNED = {"CLU301", "CLU302"}  # the Argo objects `dgdgen argo` writes
 CLUSTERS = ("us-east", "eu-west", "ap-south")
 EXAMPLE_COUNT = int(os.environ.get("DGDGEN_PROPERTY_EXAMPLES", "120"))
@@ -59,6 +59,13 @@ def specs(draw: st.DrawFn) -> tuple[Path, dict[str, Any]]:
         keep = {k: v for k, v in (spec.get("traffic") or {}).items()
                 if k == "requestTimeout" or (k == "sticky" and provider == "haproxy")}
         spec["traffic"] = {**PROVIDERS[provider], **keep}
+    # a preview (header or cookie, the value given or the candidate's revision), which some
+    # providers and modes refuse (a cookie over an HTTPRoute; provider none; one shared frontend)
+    preview = draw(st.sampled_from([None, None, {"header": "X-Dgd-Preview", "value": "on"},
+                                    {"header": "x-canary"}, {"cookie": "dgd-preview",
+                                                             "value": "yes"}]))
+    if preview is not None:
+        spec.setdefault("traffic", {})["preview"] = preview
     # the fan-out: 0-3 clusters, each with a drawn wave or none (the default), so the GitOps
     # objects (ApplicationSet, workflow) are rendered and checked too; a wave layout the spec
     # refuses is a clear error like any other
@@ -84,8 +91,8 @@ def specs(draw: st.DrawFn) -> tuple[Path, dict[str, Any]]:
 def test_a_rendered_spec_breaks_no_invariant_or_is_refused(tmp_path_factory: Any,
                                                            drawn: tuple[Path, dict[str, Any]]
                                                            ) -> None:
-    from dgdgen.output import all_files
-    from dgdgen.pipeline import prepare
+    from dgdgen.pipeline.files import all_files
+    from dgdgen.pipeline.prepare import prepare
 
     example, doc = drawn
     tmp = tmp_path_factory.mktemp("spec")
@@ -104,6 +111,31 @@ def test_a_rendered_spec_breaks_no_invariant_or_is_refused(tmp_path_factory: Any
     found += [f for f in check_files(argo, str(tmp / "argo")) if f.code in GITOPS_OWNED]
     assert not found, (example.name, yamlio.dump(doc["spec"]),
                        [f"{f.code} {f.file}: {f.message}" for f in found])
+    if "preview" in doc["spec"].get("traffic", {}):
+        assert_preview_in_forward_steps_only(prepared, files)
+
+
+def assert_preview_in_forward_steps_only(prepared: Any, files: dict[str, str]) -> None:
+    """A preview the spec asks for and the renderer accepted: every forward step carries a
+    path taken by a request with the value, and it reaches the candidate's frontends alone
+    (CLU104 says the rest: its workers, the states that carry none)."""
+    from dgdgen.cluster.model import build, reaches
+    from dgdgen.cluster.transitions import states_of
+    from dgdgen.traffic.preview import of
+
+    route = of(prepared)
+    assert route is not None
+    want = route.describe()
+    for state in states_of(files, "out"):
+        paths = [r for r in reaches(build(state.objects)) if r.match]
+        if state.label.startswith("step-") and int(state.label[5:]) > 0:
+            assert paths, (state.label, "carries no preview path")
+            for r in paths:
+                assert r.match == want, (state.label, r.match, want)
+                assert {fe.dgd for fe in r.frontends} == {prepared.candidate_name}, (
+                    state.label, r.entry, [fe.name() for fe in r.frontends])
+        else:
+            assert not paths, (state.label, [r.entry for r in paths])
 
 
 def argo_objects(prepared: Any) -> dict[str, str]:

@@ -17,7 +17,7 @@ from gitops_support import EXAMPLE, Workspace, cli, git, rendered_and_pushed
 
 from dgdgen import crd, resources, yamlio
 from dgdgen.gitops import argo_files, argocd
-from dgdgen.pipeline import prepare
+from dgdgen.pipeline.prepare import prepare
 
 
 def _load(path: Path) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from gitops_support import EXAMPLE
 
 from dgdgen.gitops import argocd
 from dgdgen.gitops.argocd_api import verdict
-from dgdgen.pipeline import prepare
+from dgdgen.pipeline.prepare import prepare
 
 REV = "3f6c1e2d9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d"
 OLD = "0123456789abcdef0123456789abcdef01234567"

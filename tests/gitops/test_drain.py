@@ -20,8 +20,8 @@ from http_support import Handler, serving
 
 from dgdgen import crd, yamlio
 from dgdgen.gitops.drain import drain, inflight
-from dgdgen.output import state_files
-from dgdgen.pipeline import prepare
+from dgdgen.pipeline.files import state_files
+from dgdgen.pipeline.prepare import prepare
 from dgdgen.render import waves
 
 REPO = Path(__file__).resolve().parents[2]

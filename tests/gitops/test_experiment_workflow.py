@@ -14,7 +14,7 @@ import pytest
 from gitops_support import Workspace, cli, git, rendered_and_pushed
 
 from dgdgen.analysis.experiment import experiment_samples
-from dgdgen.pipeline import prepare
+from dgdgen.pipeline.prepare import prepare
 
 STEP1 = "    - weight: 25\n      pause: 10m\n      gate: slo\n"
 EXPERIMENT = "    experiment:\n      metric: rating\n      minimumDetectableEffect: 0.1\n"

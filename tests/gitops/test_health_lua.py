@@ -126,7 +126,7 @@ def test_lua51_binary(tmp_path: Path) -> None:
 
 def test_lua_is_the_one_in_the_argocd_cm_patch() -> None:
     from dgdgen.gitops import argocd
-    from dgdgen.pipeline import prepare
+    from dgdgen.pipeline.prepare import prepare
 
     cm = argocd.argocd_cm_patch(prepare(str(REPO / "examples" / "vllm-disagg-block-size"
                                              / "rollout.yaml")))
@@ -162,7 +162,7 @@ _OPEN_ENV = (
 
 def test_the_argocd_cm_patch_opens_the_libraries_the_clock_needs() -> None:
     from dgdgen.gitops import argocd
-    from dgdgen.pipeline import prepare
+    from dgdgen.pipeline.prepare import prepare
 
     cm = argocd.argocd_cm_patch(prepare(str(REPO / "examples" / "vllm-disagg-block-size"
                                              / "rollout.yaml")))

@@ -11,7 +11,7 @@ from gitops_support import EXAMPLE
 
 from dgdgen import yamlio
 from dgdgen.gitops import target
-from dgdgen.pipeline import prepare
+from dgdgen.pipeline.prepare import prepare
 from dgdgen.render import Manifest, render_state, waves
 
 
@@ -78,7 +78,7 @@ def test_the_static_render_drains_where_the_plan_says(example: Any) -> None:
     and `partition`, whose one frontend cannot drain, was planned with a drain; `cleanup/`
     drained the departing stable (a blue-green stable still holds the streams of the last
     step's switch) while the plan showed no drain there."""
-    from dgdgen.output import all_files
+    from dgdgen.pipeline.files import all_files
 
     p = prepare(str(example / "rollout.yaml"))
     files = all_files(p, validate=False)

@@ -19,7 +19,7 @@ from gitops_support import EXAMPLE, Workspace, cli, git, rendered_and_pushed
 
 from dgdgen import crd, yamlio
 from dgdgen.gitops import argo_files, argocd, rbac
-from dgdgen.pipeline import prepare
+from dgdgen.pipeline.prepare import prepare
 
 ANALYSIS = """  analysis:
     enabled: true
@@ -201,7 +201,7 @@ def test_no_patch_on_applications_and_no_empty_resource_names(tmp_path: Path,
 
 
 def test_app_project_allows_only_the_kinds_the_rollout_writes(tmp_path: Path) -> None:
-    from dgdgen.output import all_files
+    from dgdgen.pipeline.files import all_files
 
     p = prepare(str(_spec(tmp_path, ANALYSIS, CLUSTERS)))
     proj = argocd.app_project(p)
@@ -228,7 +228,7 @@ def test_hooks_the_workflow_waits_for_the_hook_run_and_argocd_never_retries(
         tmp_path: Path) -> None:
     pytest.importorskip("hera")
     from dgdgen.gitops.workflow import workflow_template
-    from dgdgen.output import state_files
+    from dgdgen.pipeline.files import state_files
 
     p = prepare(str(_spec(tmp_path, HOOKS, PLAIN)))
     app = argocd.application(p)

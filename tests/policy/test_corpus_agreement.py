@@ -2,7 +2,11 @@
 dgdgen.crd.cel) on every old → new pair of the checker's corpus, denies exactly where
 `dgdgen diff` reports DGD201 / DGD202 / DGD203 — except the known divergences listed here and in
 docs/policy.md, each of which must still diverge exactly as recorded (so a fix or a regression
-shows up as a failure, and the list stays true)."""
+shows up as a failure, and the list stays true).
+
+Long: the first test waits for the module's fixture, cel-python interpreting the policy on every
+case (about a minute of CPU; more beside other tests); marked `long` (tests/suite_support.py).
+"""
 
 from __future__ import annotations
 
@@ -17,10 +21,12 @@ import pytest
 
 from dgdgen.check.classify import pair_dgds
 from dgdgen.cli import main
-from dgdgen.dgd import read_dgds
+from dgdgen.model.dgd import read_dgds
 from dgdgen.policy import Options, build
 from dgdgen.policy.evaluate import evaluate
 from dgdgen.yamlio import load_file
+
+pytestmark = pytest.mark.long(minutes=2)
 
 CORPUS = os.path.join(os.path.dirname(__file__), "..", "check", "corpus")
 CASES = sorted(d for d in os.listdir(CORPUS) if os.path.isdir(os.path.join(CORPUS, d))
@@ -98,14 +104,20 @@ def diff_codes(name: str) -> tuple[str, ...]:
     return tuple(sorted({f["code"] for f in report["findings"] if f["code"] in IN_PLACE}))
 
 
-@cache
-def outcomes() -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
+Outcomes = dict[str, tuple[tuple[str, ...], tuple[str, ...]]]
+
+
+@pytest.fixture(scope="module")
+def outcomes() -> Outcomes:
+    """Every case through the policy and through `dgdgen diff`, once for the module: cel-python
+    interprets the policy's CEL for about a minute of CPU over the corpus (a module-scoped fixture
+    also keeps the module's tests on one pytest-xdist worker: tests/suite_support.py)."""
     return {name: (policy_codes(name), diff_codes(name)) for name in CASES}
 
 
 @pytest.mark.parametrize("name", CASES)
-def test_policy_denies_where_diff_reports(name: str) -> None:
-    got, want = outcomes()[name]
+def test_policy_denies_where_diff_reports(name: str, outcomes: Outcomes) -> None:
+    got, want = outcomes[name]
     if name in KNOWN_DIVERGENCES:
         policy, diff, reason = KNOWN_DIVERGENCES[name]
         assert (got, want) == (policy, diff), f"the recorded divergence changed ({reason})"
@@ -113,26 +125,26 @@ def test_policy_denies_where_diff_reports(name: str) -> None:
     assert got == want
 
 
-def test_corpus_has_denials_and_admissions() -> None:
+def test_corpus_has_denials_and_admissions(outcomes: Outcomes) -> None:
     # Not vacuous: the corpus exercises every rule and the admitted side.
-    seen = {c for got, _ in outcomes().values() for c in got}
+    seen = {c for got, _ in outcomes.values() for c in got}
     assert seen == set(IN_PLACE)
-    assert any(got == () for got, _ in outcomes().values())
+    assert any(got == () for got, _ in outcomes.values())
 
 
-def test_divergences_and_agreement_are_documented() -> None:
+def test_divergences_and_agreement_are_documented(outcomes: Outcomes) -> None:
     with open(DOCS, encoding="utf-8") as fh:
         doc = fh.read()
     for name in KNOWN_DIVERGENCES:
         assert f"`{name}`" in doc, name
-    agree = sum(1 for got, want in outcomes().values() if got == want)
+    agree = sum(1 for got, want in outcomes.values() if got == want)
     stated = re.search(r"agrees with `dgdgen diff` on \*\*(\d+) of (\d+)\*\* corpus cases", doc)
     assert stated is not None
     assert (int(stated.group(1)), int(stated.group(2))) == (agree, len(CASES)), (
         f"docs/policy.md must state the measured agreement: {agree} of {len(CASES)}")
 
 
-def test_a_second_engine_agrees() -> None:
+def test_a_second_engine_agrees(outcomes: Outcomes) -> None:
     """cel-cpp (PyPI cel-expr-python, Google's C++ CEL) decides every corpus case as cel-python
     does: the verdicts are not an artefact of one interpreter."""
     pytest.importorskip("cel_expr_python", reason="cel-expr-python (cel-cpp) not installed")
@@ -146,4 +158,4 @@ def test_a_second_engine_agrees() -> None:
         for base, head in pair_dgds(old, new):
             if base is not None:
                 codes.update(typecheck.evaluate(_policy(_version(name)), base.doc, head.doc) or ())
-        assert tuple(sorted(codes)) == outcomes()[name][0], name
+        assert tuple(sorted(codes)) == outcomes[name][0], name

@@ -13,7 +13,7 @@ import yaml
 
 from dgdgen.check import flags as check_flags
 from dgdgen.check.flags import Category, Input
-from dgdgen.generation import ANN_BASE_NAME, ANN_REVISION
+from dgdgen.model.generation import ANN_BASE_NAME, ANN_REVISION
 from dgdgen.policy import ESCAPE_ANNOTATION, Options, build, violations
 from dgdgen.policy.cost import PER_CALL_LIMIT, RUNTIME_BUDGET, estimate
 from dgdgen.policy.evaluate import evaluate
@@ -210,7 +210,7 @@ def test_policy_matches_both_served_versions_on_update_only() -> None:
 
 def test_numbers_compare_by_value_as_the_checker_compares_them() -> None:
     from dgdgen.check.classify import verdict
-    from dgdgen.dgd import parse
+    from dgdgen.model.dgd import parse
 
     _, old = _pair("vllm-block-size-disagg-v1alpha1")  # --block-size "32"
     same = copy.deepcopy(old)
@@ -227,7 +227,7 @@ def test_numbers_compare_by_value_as_the_checker_compares_them() -> None:
 
 def test_env_value_from_references_are_compared() -> None:
     from dgdgen.check.classify import verdict
-    from dgdgen.dgd import parse
+    from dgdgen.model.dgd import parse
 
     old, _ = _pair("vllm-worker-env-jinja-template")
 
@@ -247,7 +247,7 @@ def test_env_value_from_references_are_compared() -> None:
 
 def test_a_renamed_component_is_paired_by_its_role() -> None:
     from dgdgen.check.classify import verdict
-    from dgdgen.dgd import parse
+    from dgdgen.model.dgd import parse
 
     old, new = _pair("vllm-kv-connector-v1beta1")
 
@@ -273,7 +273,7 @@ _CODES = {"mdc-checksum": "DGD201", "kv-transfer": "DGD202", "runtime-version": 
 
 def _checker_codes(old: dict[str, Any], new: dict[str, Any], release: str) -> tuple[str, ...]:
     from dgdgen.check.classify import verdict
-    from dgdgen.dgd import parse
+    from dgdgen.model.dgd import parse
 
     v = verdict(parse(old), parse(new), dynamo_version=release)
     return tuple(sorted(_CODES[c] for c in v.categories))
@@ -394,7 +394,7 @@ def test_policy_follows_the_checker_on_derived_defaults(
         module: str, old: list[str], new: list[str], env_old: list[dict[str, str]] | None,
         env_new: list[dict[str, str]] | None, denied: bool) -> None:
     from dgdgen.check.classify import verdict
-    from dgdgen.dgd import read_dgds
+    from dgdgen.model.dgd import read_dgds
     from dgdgen.yamlio import load_documents_fast
 
     a, b = _worker(module, old, env_old), _worker(module, new, env_new)
@@ -436,7 +436,7 @@ def _disagg(module: str, extra: list[str]) -> dict[str, Any]:
 def test_policy_follows_the_checker_on_parser_defaults(module: str, extra: list[str],
                                                        denied: bool) -> None:
     from dgdgen.check.classify import verdict
-    from dgdgen.dgd import read_dgds
+    from dgdgen.model.dgd import read_dgds
     from dgdgen.yamlio import load_documents_fast
 
     a, b = _disagg(module, []), _disagg(module, extra)

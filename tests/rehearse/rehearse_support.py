@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 @functools.cache
-def _netns_refusal() -> str | None:
+def netns_refusal() -> str | None:
     """Why the product cannot enter its private network namespace here, or None when it can.
 
     The same mechanism `dgdgen rehearse` uses (dgdgen.runtime.netns): as root a network namespace,
@@ -45,7 +45,7 @@ def require_runtime() -> None:
         if not (shutil.which(tool) or os.path.exists(f"/usr/sbin/{tool}")
                 or os.path.exists(f"/usr/bin/{tool}")):
             pytest.skip(f"{tool} not installed")
-    refusal = _netns_refusal()
+    refusal = netns_refusal()
     if refusal:
         pytest.skip(f"ai-dynamo runtime needs a private network namespace: {refusal}")
 

@@ -10,6 +10,10 @@ The trtllm example carries its quality gate as bundled (`contains`, 40 prompts);
 example gets one here, on a copy: `exact` on 20 arithmetic prompts, `effect: 0.4` (8 scored
 pairs suffice). Each is rehearsed through its first gated step and the promotion (the later
 steps keep their weights, without bake or gate), at `--time-scale 0.02 --rate 20`.
+
+Long: each test rehearses a rollout (or its first gated step) on scaled clocks with real processes
+starting, baking and draining — 60–90 s each on two CPUs, more beside other tests — so the
+module is marked `long` (tests/suite_support.py).
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from dgdgen import yamlio
 from dgdgen.rehearse.run import ANSWER_SEED, ANSWERING_ENGINE
 from dgdgen.runtime.answerer import load_answers, reply
 
-pytestmark = [pytest.mark.slow, pytest.mark.rehearse]
+pytestmark = [pytest.mark.slow, pytest.mark.rehearse, pytest.mark.long(minutes=2)]
 
 FAST = ("--time-scale", "0.02", "--rate", "20", "--min-requests", "20")
 EXAMPLES = ("trtllm-disagg-v1beta1", "vllm-disagg-block-size")
@@ -51,6 +55,13 @@ def _spec(example: str, dest: Path) -> Path:
         spec["spec"]["analysis"]["quality"] = {
             "prompts": "arithmetic.jsonl", "model": "Qwen/Qwen3-0.6B", "scorer": "exact",
             "effect": 0.4, "maxTokens": 16, "image": "ghcr.io/dgdgen/dgdgen-promote:0.1.0"}
+    # The latency comparisons against the stable are not what this test proves (test_scenarios.py
+    # rolls back a candidate slowed 4x): the candidate serves a tenth of 20 requests/s plus the
+    # gate's prompts, whose wrong answers are shorter or longer than the right ones, so its ITL p95
+    # rests on a small, differently shaped sample; on a machine busy with other tests it was seen
+    # at 1.27x and 1.53x the stable's. At 3x a real slowdown still fails the gate; a busy machine
+    # does not, and the verdict read below is the quality gate's.
+    spec["spec"]["analysis"]["maxRegression"] = 3
     (dest / "rollout.yaml").write_text(yamlio.dump(spec))
     return dest / "rollout.yaml"
 

@@ -15,7 +15,7 @@ import pytest
 from svg_layout import SVG, assert_reads, axes
 
 from dgdgen.picture import NAMED_COLOURS, ROLE_COLOURS
-from dgdgen.pipeline import prepare
+from dgdgen.pipeline.prepare import prepare
 from dgdgen.rehearse.report import Chart, ChartState, draw_chart, worker_counts
 
 REPO = Path(__file__).resolve().parents[2]

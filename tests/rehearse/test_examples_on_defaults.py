@@ -56,7 +56,7 @@ def test_auto_minimum_is_the_first_steps_in_every_example(tmp_path: Path) -> Non
     # `auto` on the whole rollout and on its first step alone give the same minimum sample, and
     # on the defaults no gate of the whole rollout is warned about
     from dgdgen.commands.rehearse import add_arguments
-    from dgdgen.pipeline import prepare
+    from dgdgen.pipeline.prepare import prepare
     from dgdgen.rehearse.run import Options, auto_min_requests, sample_warnings
     from dgdgen.rehearse.scale import write_scaled_spec
 
@@ -88,8 +88,11 @@ def test_auto_minimum_is_the_first_steps_in_every_example(tmp_path: Path) -> Non
 
 @pytest.mark.slow
 @pytest.mark.rehearse
+@pytest.mark.long(minutes=2)
 @pytest.mark.parametrize("example", GATED)
 def test_healthy_candidate_completes_on_defaults(tmp_path: Path, example: str) -> None:
+    """Long: the defaults' time scale is the one under test, so the first step's bake runs at it
+    (90–150 s per example on two CPUs)."""
     spec = _first_step_and_promotion(example, tmp_path / "spec")
     code, data, log = rehearse(tmp_path, str(spec))
     assert "cannot collect its sample" not in log, log

@@ -2,7 +2,12 @@
 cannot measure a metric only users give (a rating), so it decides the step with
 `dgdgen experiment --record` on the samples passed with --experiment-samples, and without them
 warns before the run and stops at the step with no decision, neither promoted nor rolled back
-(docs/rehearse.md, "A/B experiment steps")."""
+(docs/rehearse.md, "A/B experiment steps").
+
+Long: each test rehearses a rollout (or its first gated step) on scaled clocks with real processes
+starting, baking and draining — 30–70 s each on two CPUs, more beside other tests — so the
+module is marked `long` (tests/suite_support.py).
+"""
 
 from __future__ import annotations
 
@@ -21,7 +26,7 @@ from dgdgen.analysis.experiment import experiment_samples
 
 NS = "{http://www.w3.org/2000/svg}"
 
-pytestmark = [pytest.mark.slow, pytest.mark.rehearse]
+pytestmark = [pytest.mark.slow, pytest.mark.rehearse, pytest.mark.long(minutes=2)]
 
 FAST = ("--time-scale", "0.02", "--rate", "10")
 

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from rehearse_support import REPO, require_runtime
 
-from dgdgen import dgd as dgdmod
+from dgdgen.model import dgd as dgdmod
 from dgdgen.check.facts import dgd_facts
-from dgdgen.pipeline import prepare
+from dgdgen.pipeline.prepare import prepare
 from dgdgen.render import dgds
 
 pytestmark = [pytest.mark.slow, pytest.mark.rehearse]

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from rehearse_support import REPO, require_runtime
 
-from dgdgen import dgd as dgdmod
+from dgdgen.model import dgd as dgdmod
 from dgdgen import yamlio
 from dgdgen.check.facts import dgd_facts
 
@@ -32,6 +32,7 @@ def _scenario(cfg: str, stable: dict[str, Any]) -> dict[str, Any]:
     from dgdgen.runtime.mocker import mocker_invocation
     from dgdgen.runtime.model import make_model_dir
     from dgdgen.runtime.procs import LocalDynamo
+    from dgdgen.traffic.runtime import RuntimeApi
 
     work = Path(tempfile.mkdtemp(prefix="dgdgen-hc-"))
     model_dir = make_model_dir(work / "model")
@@ -50,7 +51,15 @@ def _scenario(cfg: str, stable: dict[str, Any]) -> dict[str, Any]:
         ports = {"sglang-disagg-fe": [fe_old.port], "mooncake-sglang-disagg-fe": [fe_new.port]}
         try:
             proxy.apply(proxy.adapt(cfg, lambda service: ports.get(service, [])))
-            time.sleep(6)  # `inter 2s fall 2`: two failed checks take the server down
+            # `inter 2s fall 2`: two failed checks take the workerless generation's server down
+            # (after 4-6 s; polled, so that a busy machine's slower checks are waited for)
+            backend = next(line.split()[1] for line in cfg.splitlines()
+                           if line.strip().startswith("backend "))
+            api = RuntimeApi(proxy.admin_socket)
+            deadline = time.monotonic() + 60
+            while api.servers(backend)["mooncake"].up and time.monotonic() < deadline:
+                time.sleep(0.2)
+            out["mooncake_down"] = not api.servers(backend)["mooncake"].up
             results = [client.request(proxy.port, model, stream=True, max_tokens=8)
                        for _ in range(20)]
         finally:
@@ -70,5 +79,6 @@ def test_a_generation_without_workers_leaves_rotation() -> None:
     stable = yamlio.load_file(str(STEP / "dynamographdeployment-sglang-disagg.yaml"))[0].data
     assert isinstance(cm, dict) and isinstance(stable, dict)
     seen = run_isolated(_scenario, cm["data"]["haproxy.cfg"], stable, timeout=180)
+    assert seen["mooncake_down"], seen
     assert seen["served_by"] == ["nixl"], seen
     assert seen["ok"] == 20, seen

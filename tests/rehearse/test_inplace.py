@@ -6,6 +6,10 @@ Every figure asserted here comes from the run's own report: which configuration 
 request is what the frontend answered for it (``nvext.worker_id``), matched with the worker ids the
 workers' own metrics carry; the worker counts are the pods the rehearsal had available when the
 request started.
+
+Long: each test rehearses a rollout (or its first gated step) on scaled clocks with real processes
+starting, baking and draining — 15–180 s (the side-by-side run the longest) each on two CPUs, more beside other tests — so the
+module is marked `long` (tests/suite_support.py).
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from rehearse_support import REPO, rehearse, require_runtime
 
 from dgdgen import yamlio
 
-pytestmark = [pytest.mark.slow, pytest.mark.rehearse]
+pytestmark = [pytest.mark.slow, pytest.mark.rehearse, pytest.mark.long(minutes=2)]
 
 
 def _assert_failures_explained(data: dict[str, Any]) -> None:

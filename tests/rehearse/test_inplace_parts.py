@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from svg_layout import assert_reads, axes
 
-from dgdgen import dgd as dgdmod
-from dgdgen.pipeline import prepare
+from dgdgen.model import dgd as dgdmod
+from dgdgen.pipeline.prepare import prepare
 from dgdgen.rehearse.inplace import (
     InPlaceOptions,
     InPlaceOutcome,

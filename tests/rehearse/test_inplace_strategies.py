@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from dgdgen import dgd as dgdmod
+from dgdgen.model import dgd as dgdmod
 from dgdgen.check.inplace import Pace, Roll, RunBy
-from dgdgen.dgd import Role
+from dgdgen.model.dgd import Role
 from dgdgen.errors import InputError
-from dgdgen.pipeline import prepare
+from dgdgen.pipeline.prepare import prepare
 from dgdgen.rehearse.inplace import (
     InPlaceOptions,
     InPlaceOutcome,

@@ -15,6 +15,10 @@ completes. `--judge-accuracy 0.5` plays a judge that is right on half of its cal
 calibration and the gate is Inconclusive (never passed) before any generation is asked.
 Rehearsed through the first gated step and the promotion at `--time-scale 0.02 --rate 20
 --min-requests 20`.
+
+Long: each test rehearses a rollout (or its first gated step) on scaled clocks with real processes
+starting, baking and draining — 60–80 s each on two CPUs, more beside other tests — so the
+module is marked `long` (tests/suite_support.py).
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from dgdgen import yamlio
 from dgdgen.rehearse.run import ANSWER_SEED, STAND_IN_JUDGE
 from dgdgen.runtime.answerer import load_answers, reply
 
-pytestmark = [pytest.mark.slow, pytest.mark.rehearse]
+pytestmark = [pytest.mark.slow, pytest.mark.rehearse, pytest.mark.long(minutes=2)]
 
 FAST = ("--time-scale", "0.02", "--rate", "20", "--min-requests", "20")
 EXAMPLE = "vllm-disagg-block-size"
@@ -75,6 +79,13 @@ def _spec(dest: Path) -> Path:
         "judge": {"url": JUDGE_URL, "model": "judge-model",
                   "rubric": "Prefer the answer with the right sum.", "minPairs": 10,
                   "calibration": {"pairs": "calibration.jsonl", "minAgreement": 0.7}}}
+    # The latency comparisons against the stable are not what this test proves (test_scenarios.py
+    # rolls back a candidate slowed 4x): the candidate serves a tenth of 20 requests/s plus the
+    # gate's prompts, whose wrong answers are shorter or longer than the right ones, so its ITL p95
+    # rests on a small, differently shaped sample; on a machine busy with other tests it was seen
+    # at 1.27x and 1.53x the stable's. At 3x a real slowdown still fails the gate; a busy machine
+    # does not, and the verdict read below is the quality gate's.
+    spec["spec"]["analysis"]["maxRegression"] = 3
     (dest / "rollout.yaml").write_text(yamlio.dump(spec))
     return dest / "rollout.yaml"
 

@@ -2,7 +2,7 @@
 Dynamo 1.6.1 frontend and mocker: with the frontend's request migration it continues on another
 worker and the client sees one whole stream; without it the stream is cut. This is what makes a
 stable worker's short grace period (30 s by default, shorter than a long request) safe on a step
-that stops stable workers while the stable serves (dgdgen.migration, plan notes,
+that stops stable workers while the stable serves (dgdgen.render.migration, plan notes,
 docs/rehearse.md "Shrinking a generation that still serves").
 
 The processes run in a private network namespace (dgdgen.runtime.netns.run_isolated).
@@ -30,7 +30,7 @@ KILL_AFTER = 2.0  # s into the stream
 
 
 def _observe(migration_limit: int) -> dict[str, Any]:
-    from dgdgen import migration
+    from dgdgen.render import migration
     from dgdgen.runtime import client
     from dgdgen.runtime.model import make_model_dir
     from dgdgen.runtime.procs import LocalDynamo

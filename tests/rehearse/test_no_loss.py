@@ -10,6 +10,9 @@ request to another worker. The rehearsals below run the block-size example as bu
 stable frontend sets the limit: examples/SOURCES.md), at 3x the scenarios' load, 5 times in a
 row; every one must keep every request. The same runs with the stable as upstream ships it
 (``prepare(..., stable_limit=False)``) are the "before" figure in docs/rehearse.md.
+
+Long: five rehearsals in a row, because the race is one request in a few hundred; about a minute
+each, so 5–6 minutes (marked `long`, tests/suite_support.py).
 """
 
 from __future__ import annotations
@@ -20,10 +23,11 @@ import pytest
 from example_support import upstream_text
 from rehearse_support import REPO, rehearse
 
-from dgdgen import migration, yamlio
-from dgdgen.dgd import parse
+from dgdgen import yamlio
+from dgdgen.render import migration
+from dgdgen.model.dgd import parse
 
-pytestmark = [pytest.mark.slow, pytest.mark.rehearse]
+pytestmark = [pytest.mark.slow, pytest.mark.rehearse, pytest.mark.long(minutes=6)]
 
 EXAMPLE = REPO / "examples" / "vllm-disagg-block-size"
 RUNS = 5

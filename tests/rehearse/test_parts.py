@@ -3,14 +3,12 @@ translation, the HAProxy adaptation, and the doc's flag table."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from rehearse_support import REPO, experiment_spec
+from rehearse_support import REPO, experiment_spec, netns_refusal
 
 from dgdgen import yamlio
 from dgdgen.rehearse.prometheus import scrape_jobs
@@ -164,7 +162,8 @@ def test_failed_requests_are_listed_with_their_state() -> None:
     out = SimpleNamespace(options=SimpleNamespace(settle=2.0), states=states, records=[
         rec(0.5, 200), rec(5.0, 503, served=""), rec(11.5, 200, truncated=True),
         rec(15.0, 0, error="connection refused", served=""), rec(25.0, 502), rec(16.0, 200)],
-        out_of_mesh=[rec(14.0, 503, entry="out-of-mesh"), rec(14.5, 200, entry="out-of-mesh")])
+        out_of_mesh=[rec(14.0, 503, entry="out-of-mesh"), rec(14.5, 200, entry="out-of-mesh")],
+        previewed=[])
     listed = failures(out)  # type: ignore[arg-type]
     assert [(f["t"], f["state"], f["status"], f["truncated"]) for f in listed] == [
         (5.0, "step-00", 503, False), (11.5, "step-01 (traffic moving)", 200, True),
@@ -205,7 +204,7 @@ def test_summary_lines_read_as_text_not_python_dicts() -> None:
 
 def _warnings(tmp: Path, example: str, rate: float, scale: float,
               min_requests: int | None) -> list[str]:
-    from dgdgen.pipeline import prepare
+    from dgdgen.pipeline.prepare import prepare
     from dgdgen.rehearse.run import Options, sample_warnings
 
     spec = REPO / "examples" / example / "rollout.yaml"
@@ -245,41 +244,58 @@ def test_gates_that_cannot_collect_their_sample_are_named_before_the_run(tmp_pat
     assert _warnings(tmp_path, "vllm-disagg-block-size", 25.0, 0.05, 150) == []
 
 
-def test_a_stopped_replica_behind_a_service_loses_no_request(tmp_path: Path) -> None:
-    # A replica stopped before the next config leaves the Service refuses its connections; they
-    # go to another replica (kube-proxy takes a terminating pod out first). Half of these ten
-    # requests would otherwise be sent to the closed port.
+def _haproxy_or_skip() -> None:
+    """HAProxy, in a private network namespace: Proxy takes its ports from dgdgen's port scan,
+    which every process starts at the same port, so on the shared loopback a test beside another
+    (another worker's, another suite's) would bind the other's ports. The rehearsal runs there too
+    (dgdgen.runtime.netns)."""
+    from dgdgen.rehearse.proxy import haproxy_binary
+
+    if haproxy_binary() is None:
+        pytest.skip("haproxy not installed")
+    refusal = netns_refusal()
+    if refusal:
+        pytest.skip(f"no private network namespace here: {refusal}")
+
+
+def _stopped_replica(tmp: str) -> list[int]:
     import urllib.request
 
     from http_support import Handler, serving
 
-    from dgdgen.rehearse.proxy import haproxy_binary
     from dgdgen.runtime.procs import free_port
-
-    if haproxy_binary() is None:
-        pytest.skip("haproxy not installed")
 
     class Ok(Handler):
         def do_GET(self) -> None:
             self.reply(b"ok")
 
     closed = free_port()  # nothing listens here: the stopped replica
-    proxy = Proxy(tmp_path)
+    proxy = Proxy(Path(tmp))
+    statuses = []
     with serving(Ok) as live:
         try:
             proxy.apply(proxy.stand_in([("gen", 1, [int(live.rsplit(":", 1)[1]), closed])]))
-            statuses = []
             for _ in range(10):
                 with urllib.request.urlopen(f"http://127.0.0.1:{proxy.port}/", timeout=10) as r:
                     statuses.append(r.status)
-            assert statuses == [200] * 10
         finally:
             proxy.stop()
+    return statuses
+
+
+def test_a_stopped_replica_behind_a_service_loses_no_request(tmp_path: Path) -> None:
+    # A replica stopped before the next config leaves the Service refuses its connections; they
+    # go to another replica (kube-proxy takes a terminating pod out first). Half of these ten
+    # requests would otherwise be sent to the closed port.
+    from dgdgen.runtime.netns import run_isolated
+
+    _haproxy_or_skip()
+    assert run_isolated(_stopped_replica, str(tmp_path), timeout=120) == [200] * 10
 
 
 def test_an_experiment_without_samples_is_named_before_the_run_as_documented(
         tmp_path: Path) -> None:
-    from dgdgen.pipeline import prepare
+    from dgdgen.pipeline.prepare import prepare
     from dgdgen.rehearse.run import Options, experiment_warnings
 
     spec = experiment_spec(tmp_path)
@@ -320,30 +336,51 @@ def test_a_disaggregated_namespace_is_routable_once_its_prefill_router_is_active
     assert prefill_routers_active(fe, [])  # an aggregated graph has no prefill router to wait for
 
 
+def _deep_work_folder(deep: str) -> tuple[bool, str, bool]:
+    import time
+
+    from dgdgen.errors import DgdgenError
+    from dgdgen.rehearse.proxy import SOCKET_PATH_MAX
+    from dgdgen.traffic.runtime import MasterCli
+
+    proxy = Proxy(Path(deep))
+    short = (len(proxy.master_socket) <= SOCKET_PATH_MAX
+             and len(proxy.admin_socket) <= SOCKET_PATH_MAX)
+    try:
+        assert proxy.apply(proxy.stand_in([("bs16", 100, [21000])]))
+        # apply returns once HAProxy listens and its master socket is there; the master may still
+        # refuse connections while it re-executes itself after forking its worker (what
+        # Proxy._reload retries for), so ask until it answers
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                procs = MasterCli(proxy.master_socket).command("show proc")
+                break
+            except DgdgenError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+    finally:
+        proxy.stop()
+    return short, procs, proxy.run_dir.exists()
+
+
 def test_a_deep_work_folder_gets_its_sockets_where_haproxy_takes_them(tmp_path: Path) -> None:
     """HAProxy refuses a socket path past 97 bytes: a work folder that deep (a newcomer's pytest
     temp folder held the no-loss rehearsal's) runs with its sockets in a private temp folder, the
     real HAProxy starts and answers on its master socket, and the folder goes with the proxy."""
     import shutil
 
-    from dgdgen.rehearse.proxy import SOCKET_PATH_MAX, haproxy_binary
-    from dgdgen.traffic.runtime import MasterCli
+    from dgdgen.rehearse.proxy import SOCKET_PATH_MAX
+    from dgdgen.runtime.netns import run_isolated
 
-    if haproxy_binary() is None:
-        pytest.skip("haproxy is not installed (apt-get install haproxy)")
+    _haproxy_or_skip()
     deep = tmp_path / ("d" * 60) / "work"
     assert len(str(deep / "haproxy" / "run" / "master.sock")) > SOCKET_PATH_MAX
-    proxy = Proxy(deep)
-    assert len(proxy.master_socket) <= SOCKET_PATH_MAX and len(proxy.admin_socket) <= SOCKET_PATH_MAX
-    try:
-        assert proxy.apply(proxy.stand_in([("bs16", 100, [21000])]))
-        deadline = time.monotonic() + 10
-        while not os.path.exists(proxy.master_socket) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert "worker" in MasterCli(proxy.master_socket).command("show proc")
-    finally:
-        proxy.stop()
-    assert not proxy.run_dir.exists()
+    short, procs, left = run_isolated(_deep_work_folder, str(deep), timeout=120)
+    assert short
+    assert "worker" in procs, procs
+    assert not left
     shallow = Proxy(tmp_path / "w")
     assert shallow.run_dir == tmp_path / "w" / "haproxy" / "run"  # short enough: where it was
     shutil.rmtree(tmp_path / "w")

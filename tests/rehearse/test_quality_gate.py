@@ -6,6 +6,9 @@ truncation: a candidate engine with a short ``--max-model-len`` stops each answe
 plus answer fill the window, so it answers the same prompt with fewer completion tokens than
 the stable (measured: 27 instead of 48 for a 37-token prompt at --max-model-len 64). The
 ``length`` scorer sees that. The equal candidate runs the stable's configuration.
+
+Long: each test starts real frontends and mockers and sends the gate's prompts through them, some
+several times over — 40–60 s each on two CPUs, more beside other tests (marked `long`).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from dgdgen.analysis.paired import PairedVerdict, sign_test_samples
 
 pytestmark = [
     pytest.mark.rehearse,
+    pytest.mark.long(minutes=1),
     pytest.mark.skipif(not runtime.available(), reason="the Dynamo runtime is not installed"),
 ]
 

@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 from rehearse_support import REPO, require_runtime
 
-from dgdgen import dgd as dgdmod
+from dgdgen.model import dgd as dgdmod
 from dgdgen import yamlio
 from dgdgen.check.facts import dgd_facts
 

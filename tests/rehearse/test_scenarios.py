@@ -4,6 +4,10 @@ Each scenario runs `dgdgen rehearse` exactly as a user would and reads its JSON 
 report's figures are computed from what the load generator saw per request (the generation named
 by the proxy's response header, status, truncation) and from the gate verdicts that
 `dgdgen analyze --record` committed.
+
+Long: each test rehearses a rollout (or its first gated step) on scaled clocks with real processes
+starting, baking and draining — 45–150 s each on two CPUs, more beside other tests — so the
+module is marked `long` (tests/suite_support.py).
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import pytest
 from rehearse_support import REPO, rehearse
 from svg_layout import assert_reads, axes
 
-pytestmark = [pytest.mark.slow, pytest.mark.rehearse]
+pytestmark = [pytest.mark.slow, pytest.mark.rehearse, pytest.mark.long(minutes=3)]
 
 FAST = ("--time-scale", "0.02", "--rate", "20")
 HEALTHY = ("--time-scale", "0.05", "--rate", "25", "--min-requests", "150")

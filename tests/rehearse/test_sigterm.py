@@ -1,5 +1,5 @@
 """What a Dynamo 1.6.1 frontend and worker do on SIGTERM, against the real runtime: the basis of
-the termination grace period dgdgen renders (dgdgen.grace, docs/planning.md).
+the termination grace period dgdgen renders (dgdgen.render.grace, docs/planning.md).
 
 A pod that Kubernetes stops gets SIGTERM and is killed after its grace period. The claims:
 
@@ -7,7 +7,7 @@ A pod that Kubernetes stops gets SIGTERM and is killed after its grace period. T
   exits soon after it;
 * a (mocker) worker finishes the stream it is serving and exits soon after it;
 
-so a pod whose grace period covers the longest request plus dgdgen.grace.MARGIN_SECONDS loses
+so a pod whose grace period covers the longest request plus dgdgen.render.grace.MARGIN_SECONDS loses
 no stream, and one whose grace period is shorter than a stream cuts it (the process waits for the
 stream, it is the kill that ends it).
 
@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 from rehearse_support import require_runtime
 
-from dgdgen.grace import MARGIN_SECONDS
+from dgdgen.render.grace import MARGIN_SECONDS
 
 pytestmark = [pytest.mark.slow, pytest.mark.rehearse]
 

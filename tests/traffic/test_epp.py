@@ -19,11 +19,11 @@ from gen_support import REPO
 
 from dgdgen import crd
 from dgdgen.cluster import model
-from dgdgen.dgd import Role
-from dgdgen.pipeline import prepare
+from dgdgen.model.dgd import Role
+from dgdgen.pipeline.prepare import prepare
 from dgdgen.render import epp, render_state
 
-VENDOR = REPO / "templates" / epp.TEMPLATES
+VENDOR = REPO / "third_party" / epp.VENDORED
 EXAMPLE = REPO / "examples" / "trtllm-disagg-v1beta1" / "rollout.yaml"
 
 

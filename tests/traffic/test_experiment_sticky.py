@@ -20,7 +20,7 @@ from haproxy_loopback import (
     stream_once,
 )
 
-from dgdgen.pipeline import prepare
+from dgdgen.pipeline.prepare import prepare
 from dgdgen.render import render_state
 from dgdgen.traffic.weights import state_backends
 

@@ -16,8 +16,8 @@ import yaml
 from gen_support import EXAMPLES, REPO
 
 from dgdgen import crd
-from dgdgen import dgd as dgdmod
-from dgdgen.pipeline import prepare
+from dgdgen.model import dgd as dgdmod
+from dgdgen.pipeline.prepare import prepare
 from dgdgen.render import dgds
 from dgdgen.traffic.haproxy import served_model
 

@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from traffic_support import PROVIDER_SETTINGS, all_examples, spec_with
 
-from dgdgen.pipeline import prepare
+from dgdgen.pipeline.prepare import prepare
 from dgdgen.render import render_state
 from dgdgen.traffic.haproxy import MAX_WEIGHT, checksum, haproxy_weights
 from dgdgen.traffic.runtime import Current, Target, commands

@@ -62,7 +62,7 @@ def _deadline(t0: float) -> None:
 
 
 def _prepared():  # type: ignore[no-untyped-def]
-    from dgdgen.pipeline import prepare
+    from dgdgen.pipeline.prepare import prepare
 
     return prepare(str(SPEC))
 

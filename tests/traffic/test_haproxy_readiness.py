@@ -29,7 +29,7 @@ REQUESTS = 40
 
 
 def _route(tmp: Path, *, check_path: str | None) -> dict[str | None, int]:
-    from dgdgen.pipeline import prepare
+    from dgdgen.pipeline.prepare import prepare
     from dgdgen.render import render_state
     from dgdgen.traffic.haproxy import BACKEND, health_path
     from dgdgen.traffic.runtime import RuntimeApi
@@ -82,7 +82,7 @@ def _route(tmp: Path, *, check_path: str | None) -> dict[str | None, int]:
 
 
 def test_a_frontend_without_workers_gets_no_traffic(tmp_path: Path) -> None:
-    from dgdgen.pipeline import prepare
+    from dgdgen.pipeline.prepare import prepare
 
     plan = prepare(str(SPEC)).plan
     counts = _route(tmp_path / "rendered", check_path=None)
@@ -91,7 +91,7 @@ def test_a_frontend_without_workers_gets_no_traffic(tmp_path: Path) -> None:
 
 
 def test_control_health_path_keeps_the_workerless_frontend_in_rotation(tmp_path: Path) -> None:
-    from dgdgen.pipeline import prepare
+    from dgdgen.pipeline.prepare import prepare
 
     plan = prepare(str(SPEC)).plan
     counts = _route(tmp_path / "control", check_path="/health")

@@ -21,7 +21,7 @@ from haproxy_loopback import (
     stream_once,
 )
 
-from dgdgen.pipeline import prepare
+from dgdgen.pipeline.prepare import prepare
 from dgdgen.render import render_state
 from dgdgen.traffic.haproxy import BACKEND
 from dgdgen.traffic.runtime import RuntimeApi

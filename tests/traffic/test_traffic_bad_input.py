@@ -12,7 +12,7 @@ from gen_support import REPO, run_cli
 from traffic_support import spec_with
 
 from dgdgen.errors import PlanError
-from dgdgen.pipeline import prepare
+from dgdgen.pipeline.prepare import prepare
 from dgdgen.traffic.weights import MAX_BACKEND_REFS, Backend, problem, state_backends
 
 EXAMPLE = REPO / "examples" / "vllm-disagg-image-bump"

@@ -12,7 +12,7 @@ import pytest
 from traffic_support import PROVIDER_SETTINGS, all_examples, spec_with
 
 from dgdgen import crd
-from dgdgen.pipeline import prepare
+from dgdgen.pipeline.prepare import prepare
 from dgdgen.render import render_state
 from dgdgen.traffic.weights import state_backends
 

@@ -53,7 +53,7 @@ def spec_with(example: Path, tmp: Path, traffic: dict[str, Any] | None) -> Path:
         # needs it given (dgdgen.traffic.haproxy.health_path refuses to guess).
         from urllib.parse import quote
 
-        from dgdgen.pipeline import prepare
+        from dgdgen.pipeline.prepare import prepare
         from dgdgen.traffic.haproxy import served_model
 
         from dgdgen.errors import DgdgenError

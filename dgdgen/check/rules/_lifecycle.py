@@ -10,7 +10,7 @@ from dgdgen.check.facts import line_of
 from dgdgen.check.findings import Finding
 from dgdgen.check.flags import FLAG_LIFECYCLE, FlagStatus
 from dgdgen.check.rules import RuleMeta
-from dgdgen.dgd import Backend
+from dgdgen.model.dgd import Backend
 
 
 def lifecycle(ctx: Context, rule: RuleMeta, state: str) -> Iterator[Finding]:

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from dgdgen.check.context import Context
 from dgdgen.check.findings import Finding, Severity
 from dgdgen.check.rules import RuleMeta
-from dgdgen.dgd import KIND, Dgd, dynamo_namespace
+from dgdgen.model.dgd import KIND, Dgd, dynamo_namespace
 
 RULE = RuleMeta(
     code="DGD101",

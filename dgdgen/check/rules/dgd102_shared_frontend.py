@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from dgdgen.check.context import Context
 from dgdgen.check.findings import Finding, Severity
 from dgdgen.check.rules import RuleMeta
-from dgdgen.dgd import Role
+from dgdgen.model.dgd import Role
 
 RULE = RuleMeta(
     code="DGD102",

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from dgdgen.check.context import Context
 from dgdgen.check.findings import Finding, Severity
 from dgdgen.check.rules import RuleMeta
-from dgdgen.dgd import ANN_MAX_SURGE, ANN_STRATEGY, Role
+from dgdgen.model.dgd import ANN_MAX_SURGE, ANN_STRATEGY, Role
 
 GROVE_STRATEGY = "nvidia.com/grove-update-strategy"
 

@@ -8,7 +8,7 @@ from dgdgen.check.context import Context, DgdPair
 from dgdgen.check.findings import Finding, Severity
 from dgdgen.check.flags import Category
 from dgdgen.check.rules import RuleMeta
-from dgdgen.dgd import ANN_MAX_SURGE, ANN_MAX_UNAVAILABLE, ANN_STRATEGY
+from dgdgen.model.dgd import ANN_MAX_SURGE, ANN_MAX_UNAVAILABLE, ANN_STRATEGY
 
 RULE = RuleMeta(
     code="DGD106",

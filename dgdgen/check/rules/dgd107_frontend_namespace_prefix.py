@@ -8,7 +8,7 @@ from dgdgen.check.context import Context
 from dgdgen.check.facts import line_of
 from dgdgen.check.findings import Finding, Severity
 from dgdgen.check.rules import RuleMeta
-from dgdgen.dgd import Role
+from dgdgen.model.dgd import Role
 
 RULE = RuleMeta(
     code="DGD107",

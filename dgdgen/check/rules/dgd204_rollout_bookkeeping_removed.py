@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from dgdgen.check.context import Context
 from dgdgen.check.findings import Finding, Severity
 from dgdgen.check.rules import RuleMeta
-from dgdgen.dgd import ANN_WORKER_HASH_V1, ANN_WORKER_HASH_V2
+from dgdgen.model.dgd import ANN_WORKER_HASH_V1, ANN_WORKER_HASH_V2
 
 WORKER_HASH_LABEL = "nvidia.com/dynamo-worker-hash"
 

@@ -8,7 +8,7 @@ from dgdgen.check.context import Context, object_id
 from dgdgen.check.findings import Finding, Severity
 from dgdgen.check.rules import RuleMeta
 from dgdgen.check.rules._routes import backend_weight, route_rules
-from dgdgen.dgd import Role, is_dgd, parse
+from dgdgen.model.dgd import Role, is_dgd, parse
 
 INFERENCE_GROUPS = ("inference.networking.k8s.io", "inference.networking.x-k8s.io")
 

@@ -8,7 +8,7 @@ from dgdgen.check.facts import dgd_facts
 from dgdgen.check.findings import Finding, Severity
 from dgdgen.cluster.model import dgd_of
 from dgdgen.cluster.rules import InvariantMeta, Tree, object_name
-from dgdgen.parallelism import needed
+from dgdgen.model.parallelism import needed
 
 RULE = InvariantMeta(
     code="CLU102",

@@ -21,7 +21,7 @@ RULE = InvariantMeta(
         "metrics its `core-metrics-extractor` reads: by default vLLM's engine metrics "
         "(`vllm:num_requests_waiting`, `vllm:kv_cache_usage_perc`, ...; GAIE v1.5.0 "
         "`pkg/epp/framework/plugins/datalayer/extractor/metrics/extractor.go`, vendored under "
-        "templates/gaie-epp-v1.5.0/). The endpoints of a dgdgen InferencePool are Dynamo "
+        "third_party/gaie-epp-v1.5.0/). The endpoints of a dgdgen InferencePool are Dynamo "
         "frontends, which export `dynamo_frontend_queued_requests`, "
         "`dynamo_frontend_inflight_requests` and `dynamo_frontend_active_requests` and no engine "
         "or KV-cache metric (observed on the Dynamo 1.6.1 frontend, "

@@ -8,7 +8,7 @@ from typing import Any
 from dgdgen.check.findings import Finding, Severity
 from dgdgen.cluster.model import dgd_of
 from dgdgen.cluster.rules import InvariantMeta, Tree, object_name
-from dgdgen.dgd import Dgd
+from dgdgen.model.dgd import Dgd
 
 RULE = InvariantMeta(
     code="CLU201",

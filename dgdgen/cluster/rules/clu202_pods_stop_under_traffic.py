@@ -7,13 +7,13 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from dgdgen import migration
 from dgdgen.check.findings import Finding, Severity
 from dgdgen.check.suppress import parse_annotations
 from dgdgen.cluster.model import Graph, PodSet, build, reaches
 from dgdgen.cluster.rules import InvariantMeta, Tree, list_of, mapping_at, object_name
 from dgdgen.cluster.transitions import State
-from dgdgen.dgd import Role
+from dgdgen.model.dgd import Role
+from dgdgen.render import migration
 
 RULE = InvariantMeta(
     code="CLU202",
@@ -24,7 +24,7 @@ RULE = InvariantMeta(
     rationale=(
         "A stopped pod gets SIGTERM, then SIGKILL after its `terminationGracePeriodSeconds` "
         "(unset: 30 s). A Dynamo frontend or worker finishes its in-flight requests on SIGTERM "
-        "(observed on the 1.6.1 runtime, dgdgen/grace.py), but a request may run for the whole "
+        "(observed on the 1.6.1 runtime, dgdgen/render/grace.py), but a request may run for the whole "
         "request bound (the route's `timeouts.request`, HAProxy's `timeout server`, the drain "
         "hook's timeout). A generation that leaves the traffic is drained first (a Sync hook "
         "waits until its frontend has nothing in flight); one that keeps serving while it "

@@ -9,7 +9,7 @@ from dgdgen.cluster.model import Key, build, reaches
 from dgdgen.cluster.rules import InvariantMeta, Tree, object_name
 from dgdgen.cluster.rules.clu202_pods_stop_under_traffic import _args, _selector, command_line
 from dgdgen.cluster.transitions import State
-from dgdgen.dgd import Role
+from dgdgen.model.dgd import Role
 
 RULE = InvariantMeta(
     code="CLU203",

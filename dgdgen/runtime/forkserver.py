@@ -1,0 +1,212 @@
+"""Run ``dgdgen`` commands as processes of their own without paying Python's start-up each time.
+
+The rehearsal moves the rollout with the GitOps commands a user runs (``dgdgen render --into``,
+``promote``, ``analyze --record``, ``cleanup``, the drain hook's ``python -m
+dgdgen.gitops.drain``), each a process of its own with its own exit code and output. Started as
+``python -m dgdgen``, each spent most of its time starting: the interpreter and dgdgen's imports
+take about 0.8 s of CPU, the command's own work 0.3 s (docs/rehearse.md, "Where the wall time
+goes"). A fork server keeps that proof and drops the cost: one process, forked from the rehearsal
+before it starts any thread, imports what the commands need once; each command then runs in a
+fresh fork of it — its own process, with its own working folder, environment, output files and
+exit code, and nothing left over from the command before — through the module's ``__main__``, as
+``python -m`` runs it (for dgdgen, the console script's entry point).
+
+Standard library only at import time.
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib
+import json
+import locale
+import os
+import runpy
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Self
+
+_MAX = 1 << 20
+
+
+def _run_child(req: dict[str, object], out_fd: int, err_fd: int) -> int:
+    """In the forked child: become the command and run it; its exit code."""
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.dup2(out_fd, 1)
+    os.dup2(err_fd, 2)
+    for fd in (devnull, out_fd, err_fd):
+        os.close(fd)
+    # the standard streams a fresh interpreter would open on those descriptors (the server's
+    # own may be anything: a test's capture, a closed terminal)
+    encoding = locale.getpreferredencoding(False)
+    sys.stdin = open(0, encoding=encoding, closefd=False)  # noqa: SIM115
+    sys.stdout = open(1, "w", encoding=encoding, closefd=False)  # noqa: SIM115
+    sys.stderr = open(2, "w", buffering=1, encoding=encoding,  # noqa: SIM115
+                      errors="backslashreplace", closefd=False)
+    os.chdir(str(req["cwd"]))
+    env = req["env"]
+    assert isinstance(env, dict)
+    os.environ.clear()
+    os.environ.update({str(k): str(v) for k, v in env.items()})
+    argv = [str(a) for a in req["argv"]]  # type: ignore[attr-defined]
+    module = str(req["module"])
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    code: int
+    try:
+        # as `python -m MODULE`: for dgdgen, its __main__ runs the console script's entry point,
+        # which ends the process with the command's exit code once its output is flushed
+        sys.argv = [module, *argv]
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        if exc.code is not None and not isinstance(exc.code, int):
+            sys.stderr.write(f"{exc.code}\n")
+    except BaseException:  # noqa: BLE001 - as the interpreter would: a traceback, exit 1
+        import traceback
+
+        traceback.print_exc()
+        code = 1
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    return code
+
+
+def _serve(sock: socket.socket, preload: Sequence[str],
+           warm: Callable[[], object] | None) -> None:
+    for name in preload:
+        importlib.import_module(name)
+    if warm is not None:
+        try:
+            warm()
+        except Exception:  # noqa: BLE001, S110 - only a head start: each command does its own work
+            pass
+    # What is loaded now stays out of the cyclic collector's way: a command's collections would
+    # otherwise walk every inherited object and copy each page they touch (copy-on-write).
+    # The console script's threshold, as a fresh `dgdgen` runs with (dgdgen.cli.console).
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(100_000, *gc.get_threshold()[1:])
+    while True:
+        try:
+            msg, fds, _flags, _addr = socket.recv_fds(sock, _MAX, 2)
+        except OSError:
+            return
+        if not msg:
+            return
+        req = json.loads(msg)
+        pid = os.fork()
+        if pid == 0:
+            code = 70
+            try:
+                sock.close()
+                code = _run_child(req, fds[0], fds[1])
+            finally:
+                os._exit(code)
+        for fd in fds:
+            os.close(fd)
+        _, status, usage = os.wait4(pid, 0)
+        code = os.waitstatus_to_exitcode(status)
+        sock.send(json.dumps({"code": 128 - code if code < 0 else code,
+                              "cpu": usage.ru_utime + usage.ru_stime}).encode())
+
+
+def _threads() -> int:
+    """Threads of this process, native ones (a Rust library's pool) included."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return threading.active_count()
+
+
+class ForkServer:
+    """A process that runs commands as fresh forks of itself (see the module's docstring).
+
+    ``preload`` names the modules it imports; ``warm``, run once after them, may build what the
+    commands would otherwise each build on first use from the shipped code and data (pydantic's
+    deferred validators, the CRD schemas): state that is the same in every run. Nothing a
+    command computes from its input is kept: each runs in a fork taken before it.
+
+    Start it while the process is single-threaded; use it from one thread at a time (calls are
+    serialised). A server that cannot start (threads already running) runs every command as
+    ``python -m ...`` instead, which proves the same at the old cost.
+    """
+
+    def __init__(self, preload: Sequence[str] = (),
+                 warm: Callable[[], object] | None = None) -> None:
+        self._lock = threading.Lock()
+        self.pid = 0
+        # CPU time (user + system) of the commands run through the server so far
+        self.cpu_seconds = 0.0
+        self._sock: socket.socket | None = None
+        if _threads() > 1:
+            return
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                ours.close()
+                signal.signal(signal.SIGINT, signal.SIG_IGN)  # the rehearsal stops it
+                _serve(theirs, preload, warm)
+            except BaseException:  # noqa: BLE001 - a server that cannot serve just ends
+                code = 70
+            finally:
+                os._exit(code)
+        theirs.close()
+        self.pid, self._sock = pid, ours
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, t: type[BaseException] | None, e: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def run(self, module: str, argv: Sequence[str], *, cwd: Path,
+            env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        """``python -m MODULE ARGV`` in ``cwd`` with ``env`` (default: this process's), its
+        output captured as text, as :func:`subprocess.run` would return it."""
+        env = dict(os.environ if env is None else env)
+        if self._sock is None:
+            return subprocess.run([sys.executable, "-m", module, *argv], cwd=cwd, env=env,
+                                  capture_output=True, text=True, check=False)
+        with self._lock, tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+            req = {"module": module, "argv": list(argv), "cwd": str(cwd), "env": env}
+            socket.send_fds(self._sock, [json.dumps(req).encode()], [out.fileno(), err.fileno()])
+            reply = self._sock.recv(_MAX)
+            if not reply:
+                raise RuntimeError(f"the command server ended while running {module} {argv}")
+            answer = json.loads(reply)
+            code = int(answer["code"])
+            self.cpu_seconds += float(answer["cpu"])
+            out.seek(0)
+            err.seek(0)
+            stdout = out.read().decode("utf-8", "replace")
+            stderr = err.read().decode("utf-8", "replace")
+        return subprocess.CompletedProcess([module, *argv], code, stdout, stderr)
+
+    def close(self) -> None:
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+        if self.pid:
+            try:
+                os.waitpid(self.pid, 0)
+            except ChildProcessError:
+                pass
+            self.pid = 0

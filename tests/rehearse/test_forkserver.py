@@ -1,0 +1,98 @@
+"""The rehearsal's command server (dgdgen.runtime.forkserver): a GitOps command run as a fork of
+it is what `python -m dgdgen` is — the same exit code and output, its own working folder and
+environment — and nothing one command does is seen by the next."""
+
+from __future__ import annotations
+
+import multiprocessing
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from dgdgen.runtime.forkserver import ForkServer
+
+REPO = Path(__file__).resolve().parents[2]
+SPEC = REPO / "examples" / "vllm-disagg-block-size" / "rollout.yaml"
+
+PROBE = """
+import json, os, sys
+# a module every command has imported: a value left on it would reach the next command
+json.dgdgen_probe = getattr(json, "dgdgen_probe", 0) + 1
+print(json.dgdgen_probe, os.getcwd(), os.environ.get("PROBE"), sys.argv[1:])
+sys.exit(int(os.environ.get("PROBE_EXIT", "0")))
+"""
+
+
+def in_a_fork(func: Callable[..., Any], *args: Any) -> Any:
+    """``func(*args)`` in a forked child, which has one thread whatever the test process runs
+    (the server forks only from a single-threaded process)."""
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(1) as pool:
+        return pool.apply(func, args)
+
+
+def _fresh(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "dgdgen", *args], cwd=cwd, capture_output=True,
+                          text=True, check=False)
+
+
+def _forked(args_list: list[list[str]], cwd: Path) -> list[tuple[int, str, str, int]]:
+    with ForkServer(("dgdgen.cli", "dgdgen.commands.plan")) as server:
+        out = []
+        for args in args_list:
+            r = server.run("dgdgen", args, cwd=cwd)
+            out.append((r.returncode, r.stdout, r.stderr, server.pid))
+        return out
+
+
+def test_a_command_gives_what_a_fresh_interpreter_gives(tmp_path: Path) -> None:
+    cases = [["plan", str(SPEC)], ["plan", str(tmp_path / "missing.yaml")],
+             ["plan", "--no-such-flag", str(SPEC)]]
+    forked = in_a_fork(_forked, cases, tmp_path)
+    for args, (code, stdout, stderr, server) in zip(cases, forked, strict=True):
+        assert server  # it ran in the server, not as a fallback
+        fresh = _fresh(args, tmp_path)
+        assert (code, stdout, stderr) == (fresh.returncode, fresh.stdout, fresh.stderr), args
+    assert [c for c, *_ in forked] == [0, 2, 2]
+
+
+def _probe(pkg: Path, a: Path, b: Path) -> list[tuple[int, str]]:
+    sys.path.insert(0, str(pkg))
+    with ForkServer(("json",)) as server:
+        assert server.pid
+        first = server.run("dgdgen_probe_mod", ["x"], cwd=a, env={"PROBE": "one"})
+        second = server.run("dgdgen_probe_mod", ["y", "z"], cwd=b,
+                            env={"PROBE": "two", "PROBE_EXIT": "3"})
+    return [(first.returncode, first.stdout), (second.returncode, second.stdout)]
+
+
+def test_each_command_starts_from_the_server_not_from_the_command_before(
+        tmp_path: Path) -> None:
+    pkg = tmp_path / "lib"
+    pkg.mkdir()
+    (pkg / "dgdgen_probe_mod.py").write_text(PROBE)
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    first, second = in_a_fork(_probe, pkg, a, b)
+    assert first == (0, f"1 {a} one ['x']\n")
+    assert second == (3, f"1 {b} two ['y', 'z']\n")
+
+
+def test_with_a_thread_running_it_starts_fresh_interpreters(tmp_path: Path) -> None:
+    """Forking a process with threads can copy a lock another thread holds: then every command
+    runs as `python -m` instead, with the same result."""
+    stop = threading.Event()
+    t = threading.Thread(target=stop.wait)
+    t.start()
+    try:
+        with ForkServer(("dgdgen.cli",)) as server:
+            assert server.pid == 0
+            r = server.run("dgdgen", ["plan", str(SPEC)], cwd=tmp_path)
+    finally:
+        stop.set()
+        t.join()
+    assert r.returncode == 0 and r.stdout == _fresh(["plan", str(SPEC)], tmp_path).stdout

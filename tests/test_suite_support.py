@@ -1,0 +1,120 @@
+"""The suite's own scheduling and time limit (tests/conftest.py, tests/suite_support.py), run on
+a small suite of its own in a scratch folder, with the real conftest and pytest-xdist: a test past
+the limit fails unless marked `long` with a docstring that says why, named tests run in one
+process, and the tests sharing a module-scoped fixture share one worker and one set-up."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from gen_support import REPO
+
+CONFTEST = f"""
+import sys
+sys.path.insert(0, {str(REPO / "tests")!r})
+exec(compile(open({str(REPO / "tests" / "conftest.py")!r}).read(), "conftest.py", "exec"))
+"""
+
+TIMING = '''
+import time
+
+import pytest
+
+
+def test_quick():
+    pass
+
+
+def test_slow():
+    time.sleep(1.5)  # past the 1 s limit the run sets
+
+
+@pytest.mark.long
+def test_slow_marked():
+    """Long: sleeps past the limit on purpose."""
+    time.sleep(1.5)
+
+
+@pytest.mark.long
+def test_marked_without_a_reason():
+    """Says nothing about its time."""
+'''
+
+SHARED = '''
+import os
+
+import pytest
+
+
+@pytest.fixture(scope="module")
+def once():
+    with open(os.environ["SETUPS"], "a") as fh:
+        fh.write(os.environ.get("PYTEST_XDIST_WORKER", "main") + "\\n")
+
+
+@pytest.mark.parametrize("n", range(6))
+def test_shares(once, n):
+    pass
+
+
+@pytest.mark.parametrize("n", range(6))
+def test_alone(n):
+    pass
+'''
+
+
+def _suite(tmp: Path) -> Path:
+    (tmp / "conftest.py").write_text(CONFTEST)
+    (tmp / "test_timing.py").write_text(TIMING)
+    (tmp / "test_shared.py").write_text(SHARED)
+    return tmp
+
+
+def _run(tmp: Path, *args: str) -> tuple[dict[str, str], str]:
+    """Outcome by test name (from JUnit XML), and the output."""
+    xml = tmp / "out.xml"
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("PYTEST_") and k != "DGDGEN_REQUIRE_COMPONENTS"}  # ours, if a worker
+    env.update(DGDGEN_TEST_LIMIT_SECONDS="1", SETUPS=str(tmp / "setups"))
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(tmp),
+         "--junitxml", str(xml), *args], cwd=tmp, env=env, capture_output=True, text=True,
+        timeout=300, check=False)
+    outcomes = {}
+    for case in ET.parse(xml).getroot().iter("testcase"):
+        failed = case.find("failure") is not None or case.find("error") is not None
+        outcomes[case.get("name", "")] = "failed" if failed else "passed"
+    return outcomes, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_a_test_past_the_limit_fails_unless_marked_long_with_a_reason(
+        tmp_path: Path, workers: str) -> None:
+    _suite(tmp_path)
+    outcomes, out = _run(tmp_path, "-n", workers, "test_timing.py")
+    assert outcomes == {"test_quick": "passed", "test_slow": "failed",
+                        "test_slow_marked": "passed",
+                        "test_marked_without_a_reason": "failed"}, out
+    assert "past the suite's limit of 1 s" in out
+    assert "without a docstring saying why" in out
+
+
+def test_named_tests_run_in_one_process_and_a_folder_on_workers(tmp_path: Path) -> None:
+    _suite(tmp_path)
+    outcomes, out = _run(tmp_path, "test_shared.py::test_shares")
+    assert set(outcomes.values()) == {"passed"} and len(outcomes) == 6, out
+    assert (tmp_path / "setups").read_text() == "main\n", out
+    (tmp_path / "setups").unlink()
+    outcomes, out = _run(tmp_path, "test_shared.py")
+    assert set(outcomes.values()) == {"passed"} and len(outcomes) == 12, out
+    # on the workers, and the module-scoped fixture set up once: its tests went to one worker
+    [worker] = (tmp_path / "setups").read_text().split()
+    assert worker.startswith("gw"), out
+    (tmp_path / "setups").unlink()
+    _, out = _run(tmp_path, "-p", "no:xdist", "test_shared.py")
+    assert (tmp_path / "setups").read_text() == "main\n", out
