@@ -157,12 +157,16 @@ def cases(work: Path, large: bool) -> list[tuple[str, Callable[[], list[str]]]]:
     def sized(mb: float, kind: str, command: str) -> Callable[[], list[str]]:
         """A DGD of ``mb`` MB: its env list (``kind`` well-formed), then a flow list left open
         at its end (``malformed``: libyaml reads all of it before it finds the error), or as
-        many small mappings (``dense``: the most nodes per byte)."""
+        many small mappings (``dense``), or of empty flow lists in one flow list (``flow-lists``:
+        the most events per byte)."""
         def make() -> list[str]:
             d = fresh(f"{kind}-{mb}-{command}")
             if kind == "dense":
                 text = dgd.replace("spec:\n", "spec:\n  x-dense:\n"
                                    + "  - {a: 1}\n" * int(mb * 1_000_000 / 11), 1)
+            elif kind == "flow-lists":  # the most events per byte: `[]` after `[]`
+                text = dgd.replace("spec:\n", "spec:\n  x-flow: ["
+                                   + ", ".join(["[]"] * int(mb * 1_000_000 / 4)) + "]\n", 1)
             else:
                 text = dgd.replace("      envs:\n", "      envs:\n" + env_entries(mb), 1)
             if kind == "malformed":
@@ -252,6 +256,8 @@ def cases(work: Path, large: bool) -> list[tuple[str, Callable[[], list[str]]]]:
                             sized(mb, kind, command)))
     for command in ("verify", "check"):
         out.append((f"8 MB of `- {{a: 1}}` in a DGD (`{command}`)", sized(8, "dense", command)))
+        out.append((f"8 MB of `[[], [], …]` in a DGD (`{command}`)",
+                    sized(8, "flow-lists", command)))
     out += [
         ("8 MB stable DGD with an alias (`validate`)",
          edited("alias-8", "dgd.yaml", "      envs:\n",

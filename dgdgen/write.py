@@ -11,10 +11,13 @@ staging folder is touched before the swap. A symlink to an earlier output is wri
 (``.NAME.new-*`` / ``.NAME.old-*``) are removed by the next run; a live run holds a lock on its
 own, so two runs never remove each other's.
 
-The marker file a write leaves in the tree lists the files it wrote. A folder is replaced only
-when everything in it is listed there: a file someone put into an earlier output (a picture, the
-output of another command) is never deleted silently — the write is refused, exit 2, unless
-``force``. For the same reason a write into a folder inside an earlier output is refused.
+The marker file a write leaves in the tree lists the files it wrote, each with the sha256 of what
+it wrote. A folder is replaced only when everything in it is listed there and still holds what
+was written: a file someone put into an earlier output (a picture, the output of another
+command), edited since, or listed by a marker someone else wrote (an older marker that names
+files without their content proves nothing) is never deleted silently — the write is refused,
+exit 2, unless ``force``. For the same reason a write into a folder inside an earlier output is
+refused.
 """
 
 from __future__ import annotations
@@ -24,8 +27,11 @@ import ctypes
 import ctypes.util
 import errno
 import fcntl
+import hashlib
 import os
+import re
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator, Mapping
 
@@ -166,23 +172,75 @@ def _rendered_ancestor(target: str) -> str | None:
 
 
 _MARKER_HEAD = ("This directory is written by dgdgen (render -o, argo -o) and replaced on every "
-                "run. The files it wrote:\n")
+                "run. The files it wrote, each after the sha256 of what it wrote:\n")
+_MARKER_BYTES = 4 * 1024 * 1024  # a render lists a few thousand files at most
+_SHA256_LINE = re.compile(r"([0-9a-f]{64})  (.+)")
 
 
-def _marker_text(rels: list[str]) -> str:
-    return _MARKER_HEAD + "".join(f"{rel}\n" for rel in rels)
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
-def _recorded(target: str) -> set[str] | None:
-    """The files the marker of ``target`` lists; None when it lists none (an older marker)."""
+def _marker_text(files: Mapping[str, str]) -> str:
+    return _MARKER_HEAD + "".join(f"{_sha256(text.encode('utf-8'))}  {rel}\n"
+                                  for rel, text in sorted(files.items()))
+
+
+def _read_plain(path: str, limit: int) -> bytes | None:
+    """The bytes of a regular file (never through a symlink, never past ``limit``), or None."""
     try:
-        with open(os.path.join(target, MARKER), encoding="utf-8") as fh:
-            text = fh.read()
-    except (OSError, UnicodeDecodeError):
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks: list[bytes] = []
+        total = 0
+        while True:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - total))
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > limit:
+                return None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _recorded(target: str) -> dict[str, str] | None:
+    """The files the marker of ``target`` lists, each with the sha256 of what dgdgen wrote;
+    None when it proves nothing (a marker of an older dgdgen, listing names only, or one that
+    is not dgdgen's)."""
+    raw = _read_plain(os.path.join(target, MARKER), _MARKER_BYTES)
+    try:
+        text = raw.decode("utf-8") if raw is not None else ""
+    except UnicodeDecodeError:
         return None
     if not text.startswith(_MARKER_HEAD):
         return None
-    return set(text[len(_MARKER_HEAD):].splitlines())
+    out = {}
+    for line in text[len(_MARKER_HEAD):].splitlines():
+        m = _SHA256_LINE.fullmatch(line)
+        if m is None:
+            return None
+        out[m.group(2)] = m.group(1)
+    return out
+
+
+def _holds(target: str, rel: str, sha: str) -> bool:
+    """Whether ``target/rel`` is a regular file (not behind a symlink) holding what the marker
+    says dgdgen wrote there."""
+    here = target
+    for part in rel.split(os.sep)[:-1]:
+        here = os.path.join(here, part)
+        if os.path.islink(here):
+            return False
+    data = _read_plain(os.path.join(target, rel), 1 << 30)
+    return data is not None and _sha256(data) == sha
 
 
 def _present(target: str) -> list[str]:
@@ -234,9 +292,9 @@ def _check_replaceable(target: str, shown: str) -> None:
     recorded = _recorded(target)
     if recorded is None:
         raise InputError(
-            "output directory was written by an older dgdgen that did not list its files, so "
-            "what else it holds is unknown; refusing to replace it (pass --force to replace it "
-            "anyway)",
+            "output directory was written by an older dgdgen that did not record what it wrote "
+            "(or its .dgdgen-render is not dgdgen's), so nothing proves its files are dgdgen's; "
+            "refusing to replace it (pass --force to replace it anyway, once)",
             location=Location(shown),
         )
     foreign = [p for p in _present(target) if p not in recorded]
@@ -246,6 +304,15 @@ def _check_replaceable(target: str, shown: str) -> None:
             f"output directory holds {len(foreign)} file(s) that dgdgen did not write there "
             f"({', '.join(foreign[:3])}{more}); replacing the folder would delete them: move "
             "them out, or pass --force to replace it anyway",
+            location=Location(shown),
+        )
+    changed = [p for p in _present(target) if not _holds(target, p, recorded[p])]
+    if changed:
+        more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
+        raise InputError(
+            f"output directory holds {len(changed)} file(s) that no longer hold what dgdgen "
+            f"wrote there ({', '.join(changed[:3])}{more}: edited, or replaced); replacing the "
+            "folder would delete them: move them out, or pass --force to replace it anyway",
             location=Location(shown),
         )
 
@@ -282,7 +349,7 @@ def write_tree(target: str, files: Mapping[str, str], *, force: bool = False) ->
                 with open(path, "w", encoding="utf-8", newline="\n") as fh:
                     fh.write(text)
             with open(os.path.join(staging, MARKER), "w", encoding="utf-8") as fh:
-                fh.write(_marker_text(sorted(rels)))
+                fh.write(_marker_text(rels))
             os.chmod(staging, mode)  # mkdtemp makes 0700; the output gets a folder's usual mode
             fsync_dir(staging)
             if os.path.isdir(target) and _exchange(staging, target):

@@ -328,6 +328,37 @@ def test_ruamel_reads_only_small_streams() -> None:
                                      f"YAML 1.2 reader, which takes files of at most {cap:,} "
                                      f"bytes; this one is {len(large):,}"), err.value
 
+@pytest.mark.parametrize("shape", ["[[], [], ...] on one line", "- [a, b] per line",
+                                   "- {a: 1} per line"])
+@pytest.mark.parametrize("reader", ["load_documents", "load_documents_fast"])
+def test_libyaml_parses_a_long_file_of_flow_collections_once(
+        shape: str, reader: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A DGD made of short flow lists (8 MB: 16 s of `verify`) was parsed twice: its flow
+    brackets could not rule out deep nesting, so the event pass parsed it before the reader
+    did, though the readers check the depth as they go. Once now; deeper than the limit is
+    still refused where it is (test_hostile_input.test_deep_nesting_is_refused)."""
+    import yaml
+
+    from dgdgen import yamlio
+    from dgdgen.yamlio import yaml11, yaml12
+
+    yaml12._yaml12_loader()  # the readers' own parsers, made first
+    yaml11._packed_setup()
+
+    class SecondParse(yaml.CSafeLoader):  # type: ignore[misc]
+        def __init__(self, stream: object) -> None:
+            raise AssertionError("libyaml parsed the text a second time (the event pass)")
+
+    monkeypatch.setattr(yaml, "CSafeLoader", SecondParse)
+    item = {"[[], [], ...] on one line": None, "- [a, b] per line": "  - [a, b]\n",
+            "- {a: 1} per line": "  - {a: 1}\n"}[shape]
+    body = ("  x: [" + ", ".join(["[]"] * 20_000) + "]\n" if item is None
+            else "  x:\n" + item * 10_000)
+    text = DGD.replace("spec:\n", "spec:\n" + body, 1)
+    docs = getattr(yamlio, reader)(text, "dgd.yaml")
+    assert len(docs[0].data["spec"]["x"]) in (10_000, 20_000)
+
+
 # --------------------------------------------------------------------------- object size
 
 

@@ -80,12 +80,13 @@ def test_render_into_a_folder_it_may_not_write(work: Path) -> None:
 def test_symlink_to_an_earlier_output_is_written_through(work: Path) -> None:
     spec = str(work / "rollout.yaml")
     assert cli("render", spec, "-o", str(work / "first")).code == 0
-    (work / "first" / "plan.json").write_text("stale\n")
+    earlier = (work / "first" / "plan.json").stat().st_ino
     os.symlink("first", work / "link")
     r = cli("render", spec, "-o", str(work / "link"))
     assert r.code == 0, r.err
     assert os.path.islink(work / "link") and os.readlink(work / "link") == "first"
-    assert (work / "first" / "plan.json").read_text() != "stale\n"  # replaced through the link
+    # replaced through the link: the folder it names holds new files
+    assert (work / "first" / "plan.json").stat().st_ino != earlier
     assert [n for n in os.listdir(work) if ".new-" in n or ".old-" in n] == []
 
 
@@ -111,8 +112,15 @@ def test_a_file_no_dgdgen_write_put_there_is_never_deleted(work: Path) -> None:
     # --force replaces it, and the next plain render is allowed again
     assert cli("render", spec, "-o", str(out), "--force").code == 0
     assert not (out / "plan.svg").exists() and not (out / "notes").exists()
-    (out / "plan.json").write_text("edited by hand\n")  # a file dgdgen wrote is its own
     assert cli("render", spec, "-o", str(out)).code == 0
+    # a file dgdgen wrote, edited by hand since, is no longer only dgdgen's
+    (out / "plan.json").write_text("edited by hand\n")
+    before = snapshot(work)
+    r = cli("render", spec, "-o", str(out))
+    assert r.code == 2 and "1 file(s) that no longer hold what dgdgen wrote there (plan.json" \
+        in r.err, r.err
+    _unchanged(work, before)
+    assert cli("render", spec, "-o", str(out), "--force").code == 0
 
 
 def test_an_output_whose_marker_lists_no_files_is_not_replaced(work: Path) -> None:
@@ -122,8 +130,44 @@ def test_an_output_whose_marker_lists_no_files_is_not_replaced(work: Path) -> No
         "This directory is written by `dgdgen render`; it is replaced on every run.\n")
     (out / "x.yaml").write_text("kind: ConfigMap\n")
     r = cli("render", str(work / "rollout.yaml"), "-o", str(out))
-    assert r.code == 2 and "did not list its files" in r.err, r.err
+    assert r.code == 2 and "did not record what it wrote" in r.err, r.err
     assert (out / "x.yaml").read_text() == "kind: ConfigMap\n"
+
+
+@pytest.mark.parametrize("marker", ["names-only", "wrong-hash", "symlinked-file"])
+def test_a_planted_marker_does_not_give_the_teams_files_away(work: Path, marker: str) -> None:
+    """A folder of the team's own files, and a `.dgdgen-render` someone planted listing them:
+    as an older dgdgen wrote it (names only, no content hashes), with hashes that are not the
+    files', or listing a symlink. `render -o` into it is refused without --force, nothing is
+    deleted."""
+    import hashlib
+
+    out = work / "team"
+    out.mkdir()
+    (out / "deployment.yaml").write_text("kind: Deployment  # the team's own\n")
+    (out / "notes").mkdir()
+    (out / "notes" / "runbook.md").write_text("call the on-call\n")
+    head = ("This directory is written by dgdgen (render -o, argo -o) and replaced on every "
+            "run. The files it wrote")
+    names = ["deployment.yaml", "notes/runbook.md"]
+    if marker == "names-only":
+        text = head + ":\n" + "".join(f"{n}\n" for n in names)
+    elif marker == "wrong-hash":
+        text = head + ", each after the sha256 of what it wrote:\n" + "".join(
+            f"{hashlib.sha256(n.encode()).hexdigest()}  {n}\n" for n in names)
+    else:
+        (work / "secret.yaml").write_text("kind: Secret\n")
+        (out / "deployment.yaml").unlink()
+        (out / "deployment.yaml").symlink_to(work / "secret.yaml")
+        real = {"deployment.yaml": work / "secret.yaml", "notes/runbook.md": out / names[1]}
+        text = head + ", each after the sha256 of what it wrote:\n" + "".join(
+            f"{hashlib.sha256(real[n].read_bytes()).hexdigest()}  {n}\n" for n in names)
+    (out / ".dgdgen-render").write_text(text)
+    before = snapshot(work)
+    r = cli("render", str(work / "rollout.yaml"), "-o", str(out))
+    assert r.code == 2, r.err
+    assert "--force" in r.err and "Traceback" not in r.err
+    _unchanged(work, before)
 
 
 def test_output_folder_has_a_folders_usual_mode(work: Path) -> None:

@@ -32,6 +32,7 @@ from typing import Any
 import jsonschema
 
 from dgdgen.errors import InputError, Location
+from dgdgen.yamlio import read_text
 
 SCORERS = (
     "exact", "prefix", "contains", "regex", "json", "toolcall", "untruncated", "length",
@@ -56,10 +57,18 @@ class Answer:
 
 def jsonl_objects(path: Path, text: str | None, expected: str,
                   ) -> Iterator[tuple[int, Location, dict[str, Any]]]:
-    """The objects of a JSON Lines file (the prompt set, the judge's calibration set), one a line,
-    blank lines skipped, with their line number and location; an :class:`InputError` at the
-    first line that is not JSON or not an object (``expected`` names its keys)."""
-    body = path.read_text(encoding="utf-8") if text is None else text
+    """The objects of a JSON Lines file (the prompt set, the judge's calibration set, an
+    experiment's samples), one a line, blank lines skipped, with their line number and location;
+    an :class:`InputError` at the first line that is not JSON (nested too deeply, a number wider
+    than Python reads) or not an object (``expected`` names its keys). Without ``text`` the file
+    is read as every input is: a regular file, up to the input size limit, UTF-8."""
+    if text is None:
+        if path.is_dir():
+            raise InputError("is a directory, expected a JSON Lines file",
+                             location=Location(str(path)))
+        body = read_text(str(path))
+    else:
+        body = text
     for n, raw in enumerate(body.splitlines(), start=1):
         if not raw.strip():
             continue
@@ -68,6 +77,10 @@ def jsonl_objects(path: Path, text: str | None, expected: str,
             obj = json.loads(raw)
         except json.JSONDecodeError as e:
             raise InputError(f"not JSON: {e.msg}", location=Location(str(path), n, e.colno)) from None
+        except RecursionError:
+            raise InputError("JSON nested too deeply", location=where) from None
+        except ValueError as e:  # an integer of more digits than Python converts
+            raise InputError(f"not JSON dgdgen reads: {e}"[:200], location=where) from None
         if not isinstance(obj, dict):
             raise InputError(f"expected a JSON object with {expected}", location=where)
         yield n, where, obj

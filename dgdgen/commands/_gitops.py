@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from dgdgen.gitops.target import Outcome, Target
 
+Premise = tuple[str | None, str | None]  # (work tree, its HEAD) when the command started
+
 
 def add_target(p: argparse.ArgumentParser, *, push: bool = True) -> None:
     p.add_argument("spec", metavar="SPEC", help="rollout spec file")
@@ -46,10 +48,25 @@ def skip_gate(p_args: argparse.Namespace) -> str | None:
     return reason
 
 
-def target(args: argparse.Namespace) -> Target:
+def premise(into: str | None) -> Premise:
+    """The work tree ``--into`` (else the current directory) is in, and its HEAD: read first,
+    before the command imports or reads anything else (the imports alone take about a second),
+    so that a command another one overtakes meanwhile finds out once it holds the writer lock,
+    and of two commands that overlap only one commits (dgdgen.gitops.transaction)."""
+    import os
+
+    from dgdgen.gitops import repo  # git and the standard library only
+
+    top = repo.toplevel(os.path.abspath(into) if into else os.getcwd())
+    return top, repo.head_or_none(top) if top else None
+
+
+def target(args: argparse.Namespace, early: Premise | None = None) -> Target:
+    """The rollout ``args`` name; ``early`` is :func:`premise` as the command read it first."""
+    early = early if early is not None else premise(args.into)
     from dgdgen.gitops.target import open_target
 
-    return open_target(args.spec, args.into)
+    return open_target(args.spec, args.into, early=early)
 
 
 def report(out: Outcome) -> int:

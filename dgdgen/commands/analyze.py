@@ -7,6 +7,8 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
+from dgdgen.commands import _gitops
+
 if TYPE_CHECKING:
     from dgdgen.analysis.calibration import Calibration
     from dgdgen.analysis.gates import StepGate
@@ -24,6 +26,11 @@ else to measure is Inconclusive (exit 3), never a pass.
 
 exit codes: 0 Successful, 1 Failed (or a measurement Error), 2 bad input or usage (also an
 unreachable Prometheus), 3 Inconclusive (too little traffic to judge).
+
+Prometheus' answers are untrusted input: the gate's queries together end within
+--prometheus-timeout (default 60 s; a Prometheus that has not answered by then is unreachable,
+exit 2, whatever it is still sending), and an answer over --prometheus-max-bytes (default 16M)
+or not of the shape Prometheus gives is that metric's measurement Error.
 
 With --print-run, print the step's standalone AnalysisRun (metadata.generateName) instead, for a
 workflow to create: dgdgen analyze SPEC --step N --print-run | kubectl create -f -
@@ -70,6 +77,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--prometheus", metavar="URL",
         help="Prometheus base URL (default: spec.analysis.prometheus)",
+    )
+    p.add_argument(
+        "--prometheus-timeout", type=float, default=60.0, metavar="SECONDS",
+        help="the gate's Prometheus queries together end within this (default: 60); past it "
+        "Prometheus is unreachable (exit 2)",
+    )
+    p.add_argument(
+        "--prometheus-max-bytes", default="16M", metavar="SIZE",
+        help="the largest answer read of one query (e.g. 512k, 16M; default: 16M); a larger "
+        "one is that metric's measurement Error",
     )
     p.add_argument(
         "--time", metavar="TIME",
@@ -128,6 +145,8 @@ def _time(text: str | None) -> float | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # --record: the premise before the imports (see commands._gitops.premise)
+    early = _gitops.premise(args.record) if args.record and not args.calibrate else None
     import json
 
     from dgdgen import yamlio
@@ -174,13 +193,15 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--record: one cluster's verdict does not pass the gate of every "
                          "cluster in spec.gitops.clusters; run each cluster, then record the "
                          "result with dgdgen gate")
+    seconds, max_bytes = _query_limits(args)
     # a --record target that is not a rendered Git tree is refused before Prometheus is asked
-    target = _record_target(args) if args.record else None
+    target = _record_target(args, early) if args.record else None
     url = args.prometheus or analysis.prometheus
     if not url and any(gates.METRICS[n].family != "probe" for n in sg.metrics):
         raise InputError("no Prometheus address: pass --prometheus URL or set "
                          "spec.analysis.prometheus")
     at = _time(args.time)
+    deadline: prom.Deadline | None = None  # starts with the first query
     rows: list[dict[str, object]] = []
     for name in sg.metrics:
         if name == "probe":
@@ -199,8 +220,10 @@ def run(args: argparse.Namespace) -> int:
         metric = gates.resolve_args(
             gates.argo_metric(analysis, name, sg.timing,
                               cluster_label=gates.cluster_label(prepared)), arg_map)
+        deadline = deadline or prom.Deadline.after(seconds)
         try:
-            value = prom.query(url, metric["provider"]["prometheus"]["query"], at=at)
+            value = prom.query(url, metric["provider"]["prometheus"]["query"], at=at,
+                               deadline=deadline, max_bytes=max_bytes)
         except prom.PromError as exc:
             if exc.unreachable:
                 raise InputError(str(exc)) from None
@@ -226,6 +249,26 @@ def run(args: argparse.Namespace) -> int:
     if verdict == expr.SUCCESSFUL:
         return 0
     return EXIT_INCONCLUSIVE if verdict == expr.INCONCLUSIVE else EXIT_FAILED
+
+
+def _query_limits(args: argparse.Namespace) -> tuple[float, int]:
+    """The seconds the gate's queries may take together and the largest answer read."""
+    import math
+
+    from dgdgen.errors import InputError
+    from dgdgen.yamlio.limits import parse_size
+
+    seconds = args.prometheus_timeout
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise InputError(f"--prometheus-timeout: expected a positive number of seconds, got "
+                         f"{seconds:g}")
+    try:
+        max_bytes = parse_size(args.prometheus_max_bytes)
+    except ValueError as exc:
+        raise InputError(f"--prometheus-max-bytes: {exc}") from None
+    if max_bytes < 1:
+        raise InputError("--prometheus-max-bytes: expected at least 1 byte")
+    return seconds, max_bytes
 
 
 def _calibrate(args: argparse.Namespace) -> int:
@@ -302,11 +345,11 @@ _RESULT = {"Successful": "passed", "Failed": "failed", "Error": "failed",
            "Inconclusive": "inconclusive"}
 
 
-def _record_target(args: argparse.Namespace) -> Target:
+def _record_target(args: argparse.Namespace, early: _gitops.Premise | None) -> Target:
     from dgdgen.errors import InputError
     from dgdgen.gitops import target
 
-    t = target.open_target(args.spec, args.record)
+    t = target.open_target(args.spec, args.record, early=early)
     if t.top is None:
         raise InputError(f"--record: {t.into} is not inside a Git work tree",
                          hint="render it first: dgdgen render SPEC --into PATH --init")

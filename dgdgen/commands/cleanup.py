@@ -24,8 +24,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    early = _gitops.premise(args.into)  # before the imports: see _gitops.premise
     from dgdgen.gitops import actions
 
     return _gitops.report(actions.cleanup(
-        _gitops.target(args), push=args.push, skip_gate=_gitops.skip_gate(args)
+        _gitops.target(args, early), push=args.push, skip_gate=_gitops.skip_gate(args)
     ))

@@ -7,6 +7,8 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
+from dgdgen.commands import _gitops
+
 if TYPE_CHECKING:
     from dgdgen.analysis.experiment import Decision
     from dgdgen.plan.load import LoadedSpec
@@ -51,43 +53,58 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def read_samples(path: str, stable: str, candidate: str, *, flag: str = "--samples"
                  ) -> tuple[list[float], list[float]]:
     """(stable values, candidate values); one clear error at file:line for a bad line (``flag``:
-    the option that named the file, in the error)."""
-    import json
-    import math
+    the option that named the file, in the error). The file is read as every input is (a
+    regular file, up to the input size limit), one typed object a line."""
+    from pathlib import Path
 
-    from dgdgen.errors import InputError, Location
+    from dgdgen.analysis.scorers import jsonl_objects
+    from dgdgen.errors import InputError
 
-    try:
-        with open(path, encoding="utf-8") as fh:
-            lines = fh.read().splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{flag}: cannot read {path}: {exc}") from None
     out: dict[str, list[float]] = {"stable": [], "candidate": []}
     names = {stable: "stable", candidate: "candidate", "stable": "stable",
              "candidate": "candidate"}
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            doc = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"not JSON: {exc.msg}", location=Location(path, n)) from None
-        if not isinstance(doc, dict) or set(doc) != {"generation", "value"}:
-            raise InputError("expected an object with exactly `generation` and `value`",
-                             location=Location(path, n))
-        gen, value = doc["generation"], doc["value"]
-        if gen not in names:
-            raise InputError(f"generation: expected {stable!r}, {candidate!r}, 'stable' or "
-                             f"'candidate', got {gen!r}", location=Location(path, n))
-        if isinstance(value, bool) or not isinstance(value, (int, float)) \
-                or not math.isfinite(value):
-            raise InputError(f"value: expected a finite number, got {value!r}",
-                             location=Location(path, n))
-        out[names[gen]].append(float(value))
+    try:
+        for _n, where, doc in jsonl_objects(Path(path), None, "exactly `generation` and `value`"):
+            if set(doc) != {"generation", "value"}:
+                raise InputError("expected an object with exactly `generation` and `value`",
+                                 location=where)
+            gen, value = doc["generation"], doc["value"]
+            if not isinstance(gen, str) or gen not in names:
+                raise InputError(f"expected {stable!r}, {candidate!r}, 'stable' or "
+                                 f"'candidate', got {json_shown(gen)}", location=where,
+                                 field=("generation",))
+            if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                    or not _finite(value):
+                raise InputError(f"expected a finite number, got {json_shown(value)}",
+                                 location=where, field=("value",))
+            out[names[gen]].append(float(value))
+    except InputError as exc:
+        if exc.location is None or exc.location.line is None:  # the file itself
+            raise InputError(f"{flag}: {exc.message}", location=exc.location,
+                             hint=exc.hint) from None
+        raise
     for role, values in out.items():
         if not values:
             raise InputError(f"{flag}: {path} has no value of the {role} generation")
     return out["stable"], out["candidate"]
+
+
+def _finite(value: float) -> bool:
+    """Whether a JSON number is a finite float (an integer too wide for one is not)."""
+    import math
+
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:
+        return False
+
+
+def json_shown(value: object) -> str:
+    """A value of a samples line as the line wrote it, cut short."""
+    import json
+
+    text = json.dumps(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def result_of(loaded: LoadedSpec, d: Decision) -> str:
@@ -103,6 +120,8 @@ def result_of(loaded: LoadedSpec, d: Decision) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    # --record: the premise before the imports (see commands._gitops.premise)
+    early = _gitops.premise(args.record) if args.record else None
     import json
 
     from dgdgen.analysis import experiment as ex
@@ -123,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
     if args.record:
         from dgdgen.gitops import target as gitops_target
 
-        target = gitops_target.open_target(args.spec, args.record)
+        target = gitops_target.open_target(args.spec, args.record, early=early)
         if target.top is None:
             raise InputError(f"--record: {target.into} is not inside a Git work tree")
         _idx, cur, _prev = gitops_target.current(target)

@@ -32,8 +32,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    early = _gitops.premise(args.into)  # before the imports: see _gitops.premise
     from dgdgen.gitops import actions
 
     return _gitops.report(actions.record_gate(
-        _gitops.target(args), args.result, step=args.step, message=args.message, push=args.push
+        _gitops.target(args, early), args.result, step=args.step, message=args.message, push=args.push
     ))

@@ -32,7 +32,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    early = _gitops.premise(args.into)  # before the imports: see _gitops.premise
     from dgdgen.gitops import actions
 
-    return _gitops.report(actions.pause(_gitops.target(args), args.reason, by=args.by,
+    return _gitops.report(actions.pause(_gitops.target(args, early), args.reason, by=args.by,
                                         push=args.push))

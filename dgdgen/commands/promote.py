@@ -41,8 +41,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    early = _gitops.premise(args.into)  # before the imports: see _gitops.premise
     from dgdgen.gitops import actions
 
     return _gitops.report(actions.promote(
-        _gitops.target(args), args.to, push=args.push, skip_gate=_gitops.skip_gate(args)
+        _gitops.target(args, early), args.to, push=args.push, skip_gate=_gitops.skip_gate(args)
     ))

@@ -7,6 +7,7 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
+from dgdgen.commands import _gitops
 from dgdgen.commands._common import state_selector
 
 if TYPE_CHECKING:
@@ -100,6 +101,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # --into: the premise before the imports (see _gitops.premise)
+    early = _gitops.premise(args.into) if args.into else None
     from dgdgen.commands._common import progress
     from dgdgen.errors import InputError
     from dgdgen.pipeline.files import all_files, state_files
@@ -116,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
     if (args.into or args.stdout) and len(specs) != 1:
         raise InputError("--into and --stdout take exactly one SPEC")
     if args.into:
-        return _into(args, specs[0])
+        return _into(args, specs[0], early)
     if args.stdout:
         return _stdout(args, specs[0])
     plans = [prepare(path) for path in progress(specs, "planning")]
@@ -140,11 +143,11 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _into(args: argparse.Namespace, spec: str) -> int:
+def _into(args: argparse.Namespace, spec: str, early: _gitops.Premise | None) -> int:
     from dgdgen.gitops import actions, status
     from dgdgen.gitops.target import open_target
 
-    target = open_target(spec, args.into)
+    target = open_target(spec, args.into, early=early)
     if args.init and target.top is not None \
             and os.path.realpath(target.top) != os.path.realpath(target.into):
         from dgdgen.errors import InputError, Location

@@ -28,6 +28,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    early = _gitops.premise(args.into)  # before the imports: see _gitops.premise
     from dgdgen.gitops import actions
 
-    return _gitops.report(actions.rollback(_gitops.target(args), push=args.push))
+    return _gitops.report(actions.rollback(_gitops.target(args, early), push=args.push))

@@ -241,6 +241,18 @@ def sync_index(top: str, entries: Sequence[tuple[str, str | None]], commit: str)
     git(top, "update-index", "-q", "--refresh", check=False)
 
 
+def committed(top: str, path: str) -> bool:
+    """Whether anything at or under ``path`` (relative to ``top``) is in HEAD's tree or git's
+    index: it arrived in (or is on its way into) a commit."""
+    env = {"GIT_LITERAL_PATHSPECS": "1"}
+    if git(top, "ls-files", "-z", "--cached", "--", path, env=env).stdout:
+        return True
+    if head_or_none(top) is None:
+        return False
+    return bool(git(top, "ls-tree", "-r", "-z", "--name-only", "HEAD", "--", path,
+                    env=env).stdout)
+
+
 def show(top: str, rev: str, path: str) -> str | None:
     """``path`` (relative to ``top``) as ``rev`` holds it, or None."""
     r = git(top, "cat-file", "blob", f"{rev}:{path}", check=False)

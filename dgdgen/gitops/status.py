@@ -40,9 +40,12 @@ def check(t: Target) -> list[str]:
     diffs = tree.drift(t.into, files, index.to_text(), label=t.repo_path, old=idx)
     if os.path.lexists(os.path.join(t.into, STAGING)):
         prefix = "" if t.repo_path == "." else t.repo_path.rstrip("/") + "/"
-        diffs.append(f"--- a/{prefix}{STAGING}\n+++ b/{prefix}{STAGING}\n"
-                     "@@ an interrupted write is pending here: the next dgdgen command that "
-                     "writes finishes or discards it @@\n")
+        what = ("a folder committed in Git, which dgdgen never commits: writing commands "
+                "refuse until it is removed from the repository"
+                if t.top is not None and repo.committed(t.top, _in_repo(t, STAGING)) else
+                "an interrupted write is pending here: the next dgdgen command that writes "
+                "finishes or discards it")
+        diffs.append(f"--- a/{prefix}{STAGING}\n+++ b/{prefix}{STAGING}\n@@ {what} @@\n")
     return diffs
 
 
@@ -101,6 +104,9 @@ def _pending(t: Target) -> str | None:
     with it (status reads; it never finishes or discards anything itself)."""
     if not os.path.lexists(os.path.join(t.into, STAGING)):
         return None
+    if t.top is not None and repo.committed(t.top, _in_repo(t, STAGING)):
+        return (f"{STAGING} is committed in Git, so it is not an interrupted write of "
+                "dgdgen's; writing commands refuse until it is removed from the repository")
     journal = tree.read_journal(t.into)
     if journal is None:
         return "a write stopped while staging (nothing changed); the next writing command " \
@@ -118,6 +124,10 @@ def _pending(t: Target) -> str | None:
             "command discards it"
     return (f"{what}: staged for commit {journal.commit[:12]}, which HEAD neither is nor "
             f"follows; writing commands refuse until {STAGING} is checked and removed")
+
+
+def _in_repo(t: Target, rel: str) -> str:
+    return rel if t.repo_path == "." else f"{t.repo_path}/{rel}"
 
 
 def status(t: Target) -> Status:

@@ -54,21 +54,58 @@ def default_into(prepared: Prepared) -> str:
     return g.path or f"deploy/{prepared.plan.rollout}"
 
 
-def open_target(spec: str, into: str | None) -> Target:
+def open_target(spec: str, into: str | None,
+                early: tuple[str | None, str | None] | None = None) -> Target:
+    """The rollout of ``spec`` rendered in ``into``; ``early`` is the work tree and HEAD as the
+    command found them when it started (read here when not given)."""
+    # The premise first: HEAD before the spec is read and anything is decided, so a command that
+    # another one overtakes finds out once it holds the writer lock (transaction.writing). A
+    # command reads it before its imports (commands._gitops.premise): those alone take a second.
+    if early is None:
+        early_top = repo.toplevel(os.path.abspath(into) if into else os.getcwd())
+        early_head = repo.head_or_none(early_top) if early_top else None
+    else:
+        early_top, early_head = early
     from dgdgen.pipeline.prepare import prepare
     from dgdgen.write import resolve_target
 
-    # The premise first: HEAD before the spec is read and anything is decided, so a command that
-    # another one overtakes finds out once it holds the writer lock (transaction.writing).
-    early_top = repo.toplevel(os.path.abspath(into) if into else os.getcwd())
-    early_head = repo.head_or_none(early_top) if early_top else None
     prepared = prepare(spec)
-    path = resolve_target(into or default_into(prepared), what="--into path")
+    given = into or default_into(prepared)
+    _refuse_symlinked(given)
+    path = resolve_target(given, what="--into path")
     _refuse_odd_path(path, into)
     top = repo.toplevel(path)
     premise = early_head if top is not None and top == early_top else (
         repo.head_or_none(top) if top else None)
     return Target(prepared, path, top, premise)
+
+
+def _refuse_symlinked(given: str) -> None:
+    """A rollout's directory, or a folder above it, that is a symlink inside a Git work tree is
+    refused: a commit can point it anywhere (another rollout's folder, whose files a promotion
+    would then replace and delete, or a folder outside the repository, whose files `status` and
+    `render --check` would read). Symlinks below the directory are refused file by file
+    (:func:`dgdgen.gitops.tree.confined`); symlinks above the work tree (``/tmp`` on some
+    systems) are the machine's own, and followed."""
+    here = os.path.abspath(given)
+    while True:
+        parent = os.path.dirname(here)
+        if parent == here:
+            return
+        if os.path.islink(here):
+            top = repo.toplevel(parent)
+            if top is not None:
+                link = os.path.normpath(os.path.join(
+                    os.path.relpath(os.path.realpath(parent), top), os.path.basename(here)))
+                raise InputError(
+                    f"{link} is a symlink inside the Git work tree {top}; a rollout's directory "
+                    "is never read or written through a symlink, which a commit can point "
+                    "anywhere; nothing was done",
+                    location=Location(given),
+                    hint="give --into (or spec.gitops.path) the folder itself, not a path "
+                    "through a symlink",
+                )
+        here = parent
 
 
 def _refuse_odd_path(path: str, given: str | None) -> None:

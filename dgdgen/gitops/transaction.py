@@ -135,9 +135,13 @@ class Session:
 
 
 def _recover(s: Session) -> None:
-    """Finish or discard what a killed write left in the directory."""
+    """Finish or discard what a killed write left in the directory. A staging folder that
+    arrived in a commit is never acted on: dgdgen never commits one, so it is not a write of
+    dgdgen's (a pull request planted it)."""
     if not os.path.lexists(os.path.join(s.into, STAGING)):
         return
+    if s.top is not None:
+        refuse_committed_staging(s.top, s.repo_path(STAGING), s.into)
     journal = tree.read_journal(s.into)
     if journal is None:
         tree.discard(s.into)
@@ -182,6 +186,19 @@ def _recover(s: Session) -> None:
         hint=f"if HEAD was moved on purpose (a reset, a rebase), remove {STAGING}: HEAD's "
         "files are then the current ones",
     )
+
+
+def refuse_committed_staging(top: str, rel: str, into: str) -> None:
+    """Refuse a staging folder that is in Git (HEAD's tree or git's index): dgdgen never commits
+    one, so it came with someone's commit, and nothing in it is trusted."""
+    if repo.committed(top, rel):
+        raise InputError(
+            f"{STAGING} is committed in Git; dgdgen never commits it, so it is not an "
+            "interrupted write of dgdgen's (a commit put it there) and nothing in it is acted "
+            "on; nothing was touched",
+            location=Location(os.path.join(into, STAGING)),
+            hint=f"remove it from the repository (git rm -r {rel}) and commit",
+        )
 
 
 def _check_premise(s: Session, premise: str | None) -> str | None:

@@ -33,7 +33,7 @@ import shutil
 import signal
 import stat
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from dgdgen.errors import InputError, Location
@@ -50,14 +50,20 @@ from dgdgen.gitops.index import (
 from dgdgen.write import fsync_dir
 
 JOURNAL = "JOURNAL"
+JOURNAL_FORMAT = 2  # 2: each path with the state it had and will have (its proof)
 MAX_FILE_BYTES = 64 * 1024 * 1024  # an owned file read back to compare it (rendered: a few kB)
-_SHA1 = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")  # a Git object id (SHA-1 or SHA-256 repository)
+_SHA1 = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+_SHA256 = re.compile(r"[0-9a-f]{64}")  # a Git object id (SHA-1 or SHA-256 repository)
 # Test hook: ``stage:N``, ``apply:N``, ``commit:1``, ``ref:1`` or ``index:1`` sends SIGKILL to
 # this process at that point, so tests can prove what an interrupted write leaves behind.
 _KILL_ENV = "DGDGEN_TEST_KILL_AT"
 # A string the directory never holds as a file's text: a path that is a symlink, a directory, a
 # FIFO or device where a file should be. Never read, never shown, never equal to a render.
 NOT_A_FILE = "\0<not a regular file: not read>\0"
+BINARY = "<binary file>\n"  # how an undecodable file reads (dgdgen never writes one)
+# A file's state as the journal records it: absent (None), a digest of its text, or this for a
+# path that is not a regular file (a symlink, folder or device: replaced, never read)
+OTHER = "other"
 
 
 def confined(directory: str, rel: str) -> str | None:
@@ -115,7 +121,7 @@ def read_owned(directory: str, rel: str, *, limit: int = MAX_FILE_BYTES) -> str 
     try:
         return b"".join(chunks).decode("utf-8")
     except UnicodeDecodeError:
-        return "<binary file>\n"
+        return BINARY
 
 
 def read_index(directory: str) -> Index | None:
@@ -170,9 +176,24 @@ def _staging(directory: str) -> str | None:
     return path
 
 
+def state_of(text: str | None) -> str | None:
+    """What the journal records of a file read with :func:`read_owned`: None when absent,
+    :data:`OTHER` when not a regular file, else the digest of its text (an undecodable file
+    has no digest that proves anything: :data:`OTHER` too)."""
+    if text is None:
+        return None
+    if text is NOT_A_FILE or text == BINARY:
+        return OTHER
+    return digest(text)
+
+
 @dataclass(frozen=True)
 class Journal:
-    """What an interrupted write still has to do, as the staging folder records it."""
+    """What an interrupted write still has to do, as the staging folder records it, with the
+    proof of what it may touch: ``before`` holds the state of every path it replaces or
+    removes as the write found it (None: absent, :data:`OTHER`: not a regular file, else the
+    digest of its text), ``after`` the digest of every staged file. A file is replaced or
+    removed only while it is still in its ``before`` state."""
 
     write: tuple[str, ...]
     delete: tuple[str, ...]
@@ -180,10 +201,18 @@ class Journal:
     parent: str | None = None  # HEAD the commit was made on (None: the first commit)
     intent: str = ""  # the command that wrote it (a rerun of the same command only finishes it)
     subject: str = ""
+    before: Mapping[str, str | None] = field(default_factory=dict)
+    after: Mapping[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {"write": list(self.write), "delete": list(self.delete), "commit": self.commit,
+        return {"format": JOURNAL_FORMAT,
+                "write": [[r, self.before.get(r), self.after[r]] for r in self.write],
+                "delete": [[r, self.before[r]] for r in self.delete], "commit": self.commit,
                 "parent": self.parent, "intent": self.intent, "subject": self.subject}
+
+
+def _state_problem(v: object) -> bool:
+    return not (v is None or v == OTHER or (isinstance(v, str) and _SHA256.fullmatch(v)))
 
 
 def read_journal(directory: str) -> Journal | None:
@@ -200,30 +229,53 @@ def read_journal(directory: str) -> Journal | None:
         doc = json.loads(text) if text is not NOT_A_FILE else None
     except (ValueError, RecursionError):
         doc = None
-    problem = "" if isinstance(doc, dict) else "not a JSON object"
-    if isinstance(doc, dict):
-        lists = [doc.get("write"), doc.get("delete")]
-        if not all(isinstance(x, list) and len(x) <= MAX_FILES for x in lists):
-            problem = "write/delete are not lists"
-        else:
-            bad = [p for x in lists for p in x if path_problem(p) is not None]  # type: ignore[union-attr]
-            if bad:
-                problem = f"{path_problem(bad[0])}: {shown(bad[0])}"
-        for key in ("commit", "parent"):
-            v = doc.get(key)
-            if v is not None and not (isinstance(v, str) and _SHA1.fullmatch(v)):
-                problem = problem or f"{key} is not a commit id"
-        for key in ("intent", "subject"):
-            if not isinstance(doc.get(key, ""), str):
-                problem = problem or f"{key} is not a string"
+    problem = _journal_problem(doc)
     if problem:
         raise InputError(
             f"the journal of an interrupted write is not one dgdgen wrote ({problem}); nothing "
             "was touched", location=Location(where),
             hint=f"check and remove {STAGING} by hand")
     assert isinstance(doc, dict)
-    return Journal(tuple(doc["write"]), tuple(doc["delete"]), doc.get("commit"),
-                   doc.get("parent"), doc.get("intent", ""), doc.get("subject", ""))
+    writes, deletes = doc["write"], doc["delete"]
+    before: dict[str, str | None] = {r: b for r, b, _a in writes}
+    before.update({r: b for r, b in deletes})
+    return Journal(tuple(r for r, _b, _a in writes), tuple(r for r, _b in deletes),
+                   doc.get("commit"), doc.get("parent"), doc.get("intent", ""),
+                   doc.get("subject", ""), before, {r: a for r, _b, a in writes})
+
+
+def _journal_problem(doc: object) -> str:
+    """Why ``doc`` is not a journal dgdgen writes (empty when it is one)."""
+    if not isinstance(doc, dict):
+        return "not a JSON object"
+    if doc.get("format") != JOURNAL_FORMAT or isinstance(doc.get("format"), bool):
+        return "an unknown format (a write of another dgdgen version, or not dgdgen's)"
+    writes, deletes = doc.get("write"), doc.get("delete")
+    if not (isinstance(writes, list) and isinstance(deletes, list)
+            and len(writes) + len(deletes) <= MAX_FILES):
+        return "write/delete are not lists"
+    for entry in writes:
+        if not (isinstance(entry, list) and len(entry) == 3) or _state_problem(entry[1]) \
+                or not (isinstance(entry[2], str) and _SHA256.fullmatch(entry[2])):
+            return "a write is not [path, state before, sha256 after]"
+    for entry in deletes:
+        if not (isinstance(entry, list) and len(entry) == 2) or not (
+                isinstance(entry[1], str) and _SHA256.fullmatch(entry[1])):
+            return "a removal is not [path, sha256 of what is removed]"
+    paths = [e[0] for e in writes] + [e[0] for e in deletes]
+    bad = [p for p in paths if path_problem(p) is not None]
+    if bad:
+        return f"{path_problem(bad[0])}: {shown(bad[0])}"
+    if len(set(paths)) != len(paths):
+        return "a path is listed twice"
+    for key in ("commit", "parent"):
+        v = doc.get(key)
+        if v is not None and not (isinstance(v, str) and _SHA1.fullmatch(v)):
+            return f"{key} is not a commit id"
+    for key in ("intent", "subject"):
+        if not isinstance(doc.get(key, ""), str):
+            return f"{key} is not a string"
+    return ""
 
 
 def discard(directory: str) -> bool:
@@ -235,12 +287,41 @@ def discard(directory: str) -> bool:
     return True
 
 
+def _require_proof(directory: str, staging: str, journal: Journal) -> None:
+    """Refuse, before anything is touched, a journal whose paths do not hold what it says:
+    every path still to be replaced must be as the write found it, every staged file as it was
+    staged, every path still to be removed must hold what dgdgen wrote there. So a journal
+    touches only files it proves dgdgen wrote (or found absent), whoever wrote the journal."""
+    files = os.path.join(staging, "files")
+    wrong = []
+    for rel in journal.write:
+        staged = read_owned(files, rel)
+        if staged is None:
+            continue  # already moved by an earlier, interrupted apply
+        if state_of(staged) != journal.after.get(rel) or \
+                state_of(read_owned(directory, rel)) != journal.before.get(rel):
+            wrong.append(rel)
+    for rel in journal.delete:
+        have = read_owned(directory, rel)
+        if have is not None and state_of(have) != journal.before.get(rel):
+            wrong.append(rel)
+    if wrong:
+        raise InputError(
+            f"the interrupted write in {STAGING} would replace or remove {len(wrong)} file(s) "
+            "that do not hold what it found there (edited since, or the journal is not "
+            "dgdgen's): " + ", ".join(shown(r) for r in wrong[:5])
+            + (" …" if len(wrong) > 5 else "") + "; nothing was touched",
+            location=Location(os.path.join(staging, JOURNAL)),
+            hint=f"check the files; remove {STAGING} by hand to keep them as they are")
+
+
 def apply(directory: str) -> Journal:
     """Apply the journalled write in ``directory`` (idempotent: files moved by an earlier,
     interrupted apply are skipped); the journal stays until :func:`discard` removes it."""
     journal = read_journal(directory)
     staging = _staging(directory)
     assert journal is not None and staging is not None
+    _require_proof(directory, staging, journal)
     count = 0
     for rel in journal.write:
         src = confined(os.path.join(staging, "files"), rel)
@@ -325,6 +406,7 @@ class Staged:
     files: dict[str, str]  # every file of the new render (relative path → text)
     change: Change
     index_text: str
+    before: dict[str, str | None]  # the state of each path written or removed, as found
 
     @property
     def staging(self) -> str:
@@ -370,8 +452,7 @@ def stage(directory: str, files: Mapping[str, str], index: Index, *, force: bool
             hint="move them away, or pass --force to take them over",
         )
     to_delete = sorted(r for r in set(owned) - set(rels) if current[r] is not None)
-    changed = [r for r in to_delete
-               if current[r] is NOT_A_FILE or digest(current[r] or "") != owned[r]]
+    changed = [r for r in to_delete if state_of(current[r]) != owned[r]]
     if changed:
         raise InputError(
             f"{len(changed)} file(s) due for removal no longer hold what dgdgen wrote there "
@@ -413,8 +494,9 @@ def stage(directory: str, files: Mapping[str, str], index: Index, *, force: bool
         shutil.rmtree(staging, ignore_errors=True)
         raise
     unchanged = tuple(sorted(set(rels) - set(to_write)))
+    before = {r: state_of(current[r]) for r in (*to_write, *to_delete)}
     return Staged(directory, rels, Change(tuple(to_write), tuple(to_delete), unchanged),
-                  index_text)
+                  index_text, before)
 
 
 def seal(staged: Staged, *, commit: str | None = None, parent: str | None = None,
@@ -422,7 +504,8 @@ def seal(staged: Staged, *, commit: str | None = None, parent: str | None = None
     """Write the journal: the commit point of the write (before it, the next write discards the
     staging; after it, the next write applies it — in Git, once ``commit`` is HEAD)."""
     journal = Journal(staged.change.written, staged.change.removed, commit, parent, intent,
-                      subject)
+                      subject, staged.before,
+                      {r: digest(staged.files[r]) for r in staged.change.written})
     tmp = os.path.join(staged.staging, JOURNAL + ".tmp")
     try:
         with open(tmp, "w", encoding="utf-8") as fh:

@@ -83,8 +83,8 @@ def load_documents(text: str, file: str, *, packed: bool = False) -> list[Docume
     verify``): a stream of plain data keeps its positions packed
     (:class:`~dgdgen.yamlio.doc.PackedPositions`), read by
     :func:`dgdgen.yamlio.yaml12.packed12`; the same documents, data and positions otherwise."""
-    # The limits first: libyaml's composer must never see an alias bomb or a nesting deep enough
-    # to crash it; the event pass runs where a cheap scan cannot rule those out.
+    # The limits first: no alias bomb is ever expanded, no tag outside the plain types read; the
+    # event pass runs where a cheap scan cannot rule those out (the readers check the depth).
     full = check_limits(text, file, always=False)
     with _collector_paused():
         if packed:

@@ -185,13 +185,6 @@ def _starts_a_node(text: str, indicator: str) -> bool:
     return False
 
 
-# libyaml's C composer recurses on the C stack: about 20,000 nested levels crash the process
-# (measured: 20,000 compose, 50,000 segfault); it composes the key of an unsupported mapping key
-# (dgdgen.yamlio.ruamel._collection_key_error). Below this bound the event pass can be left out:
-# the loaders build from events and check the depth as they go (dgdgen.yamlio.events.Builder).
-_C_SAFE_DEPTH = 2000
-_INDENT = re.compile(r"^[ \t]*", re.MULTILINE)
-_MARKERS = re.compile(r"^[ \t]*((?:[-?:][ \t]+)+)", re.MULTILINE)  # `- - ` / `? ` / `: ` runs
 # an anchor that begins a word, then a tag (`key: &a !!binary ...`: a node's properties come in
 # either order), which _starts_a_node does not see; the literal `&` first keeps the search at C
 # speed, and only an anchor that begins a word is tried, so it stays linear in the text's size
@@ -211,33 +204,17 @@ def _tag_after_anchor(text: str) -> bool:
 
 
 def _may_exceed(text: str) -> bool:
-    """False when ``text`` certainly has no alias and no tag, and cannot nest deep enough to
-    endanger the C composer, so the event pass can be skipped: the bulk checker's common case
-    (an anchor without an alias costs nothing; the depth limit is then checked by the walk)."""
+    """False when ``text`` certainly has no alias and no tag, so the event pass can be skipped:
+    the loaders build from libyaml's events and check the depth as they go, at the same line and
+    column (dgdgen.yamlio.events.Builder, dgdgen.yamlio.yaml11._packed11), and libyaml's own
+    bound on open flow collections reads as the same refusal (dgdgen.yamlio.errors). Nothing
+    composes with libyaml's C composer, which recurses on the C stack (20,000 levels compose,
+    50,000 crash), but ruamel.yaml's path, after the complete event pass. Counting the text's
+    possible depth here sent every long file of flow lists through a second parse: 8 MB of
+    `[]` cost twice the reading itself."""
     if _starts_a_node(text, "*") or _starts_a_node(text, "!"):
         return True
-    if "&" in text and "!" in text and _tag_after_anchor(text):
-        return True
-    # every nesting level needs a line or a flow bracket of its own, or a `- `/`? `/`: ` on one
-    # line: a count of them bounds the depth. Each of those indicators ends in a space of its
-    # own, so the spaces bound them too, and the text's length bounds all of them: no count at
-    # all for a short file (most DGDs), one count of a character instead of three of a pair
-    # for a file of a few kB.
-    if len(text) + 2 <= _C_SAFE_DEPTH:
-        return False
-    flow = text.count("[") + text.count("{")
-    lines = text.count("\n")
-    if lines + flow + text.count(" ") + 2 <= _C_SAFE_DEPTH:
-        return False
-    bound = lines + flow + text.count("- ") + text.count("? ") + text.count(": ")
-    if bound + 2 <= _C_SAFE_DEPTH:
-        return False
-    # A long file: a block collection nested in another starts deeper (a list may share its
-    # key's indentation, but not twice in a row) or after `- `/`? `/`: ` on the same line, so
-    # the distinct indentations and the longest run of indicators bound the depth too.
-    indents = len(set(map(len, _INDENT.findall(text))))
-    markers = max(map(len, _MARKERS.findall(text)), default=0)
-    return flow + 2 * indents + 2 * markers + 2 > _C_SAFE_DEPTH
+    return "&" in text and "!" in text and _tag_after_anchor(text)
 
 
 def check_limits(text: str, file: str, *, always: bool = True) -> bool:

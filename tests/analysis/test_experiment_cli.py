@@ -4,6 +4,7 @@ carried by the promote / rollback commit (Dgdgen-Experiment trailer) and shown b
 from __future__ import annotations
 
 import json
+import os
 import random
 import shutil
 import subprocess
@@ -115,6 +116,55 @@ def test_bad_samples_line_is_named(tmp_path: Path) -> None:
     r = run_cli("experiment", str(spec), "--samples", str(bad))
     assert r.returncode == 2 and f"{bad}:2" in r.stderr and "v999" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+# A samples line a hostile or broken exporter could write: (line, what the error says).
+HOSTILE_LINES = {
+    "deep": ('{"generation": "stable", "value": ' + "[" * 100_000 + "]" * 100_000 + "}",
+             "nested too deeply"),
+    "generation-list": ('{"generation": ["stable"], "value": 1}', "generation: expected"),
+    "generation-object": ('{"generation": {"a": 1}, "value": 1}', "generation: expected"),
+    "digits-5000": ('{"generation": "stable", "value": ' + "9" * 5000 + "}",
+                    "not JSON dgdgen reads"),
+    "digits-400": ('{"generation": "stable", "value": ' + "9" * 400 + "}",
+                   "value: expected a finite number, got 9999"),
+    "value-list": ('{"generation": "stable", "value": [1]}', "value: expected a finite number"),
+    "not-object": ("[1, 2]", "expected a JSON object"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE_LINES))
+def test_hostile_samples_line_is_one_located_error(tmp_path: Path, case: str) -> None:
+    line, says = HOSTILE_LINES[case]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"generation": "v060", "value": 3}\n' + line + "\n")
+    r = run_cli("experiment", str(_spec(tmp_path)), "--samples", str(bad))
+    assert r.returncode == 2, r.stderr
+    assert "Traceback" not in r.stderr and "internal error" not in r.stderr
+    assert f"{bad}:2" in r.stderr and says in r.stderr, r.stderr
+    assert len(r.stderr) < 1000  # the line is not echoed whole
+
+
+def test_samples_are_read_as_every_input_is(tmp_path: Path) -> None:
+    """Only a regular file, only up to the input size limit (--max-input-size raises it):
+    /dev/zero would never end, a FIFO would block."""
+    spec = str(_spec(tmp_path))
+    r = run_cli("experiment", spec, "--samples", "/dev/zero")
+    assert r.returncode == 2 and "not a regular file" in r.stderr, r.stderr
+    fifo = tmp_path / "fifo.jsonl"
+    os.mkfifo(fifo)
+    r = run_cli("experiment", spec, "--samples", str(fifo))
+    assert r.returncode == 2 and "not a regular file" in r.stderr, r.stderr
+    r = run_cli("experiment", spec, "--samples", str(tmp_path))
+    assert r.returncode == 2 and "is a directory" in r.stderr, r.stderr
+    samples = _samples(tmp_path, 1)
+    with samples.open("a") as fh:
+        fh.write("\n" * 64 * 1024)  # blank lines: read, then skipped
+    r = run_cli("experiment", spec, "--samples", str(samples), "--max-input-size", "64k")
+    assert r.returncode == 2 and "over the limit of 65536 bytes" in r.stderr, r.stderr
+    assert "--samples" in r.stderr
+    r = run_cli("experiment", spec, "--samples", str(samples), "--max-input-size", "128k")
+    assert r.returncode == 0, r.stderr
 
 
 def test_haproxy_experiment_needs_stickiness(tmp_path: Path) -> None:

@@ -256,23 +256,99 @@ def test_planted_journal_is_refused_and_touches_nothing(scene: Scene) -> None:
     scene.merge("a staging folder")
     before = scene.before()
     spec, into = str(scene.ws.spec), str(scene.ws.into)
-    for args in [("rollback", spec, "--into", into), ("render", spec, "--into", into),
-                 ("status", spec, "--into", into)]:
+    for args in [("rollback", spec, "--into", into), ("render", spec, "--into", into)]:
         r = cli(*args)
         assert r.code == 2, (args, r.err)
-        assert "journal" in r.err and "not one dgdgen wrote" in r.err
+        assert ".dgdgen-staging is committed in Git" in r.err and "nothing was touched" in r.err
         scene.unchanged(before)
+    r = cli("status", spec, "--into", into)
+    assert r.code == 1 and "committed in Git" in r.out, r.out + r.err
     r = cli("render", spec, "--into", into, "--check")  # a staging folder is never "up to date"
-    assert r.code == 1 and "interrupted write is pending" in r.out
+    assert r.code == 1 and "a folder committed in Git, which dgdgen never commits" in r.out
     scene.unchanged(before)
 
 
+def _journal(**extra: object) -> str:
+    doc: dict[str, object] = {"format": 2, "write": [], "delete": [], "commit": None,
+                              "parent": None, "intent": "render --into", "subject": ""}
+    doc.update(extra)
+    return json.dumps(doc)
+
+
+@pytest.mark.parametrize("shape", ["old-format", "new-format", "committed-commit"])
+def test_a_journal_that_arrives_in_a_commit_is_never_trusted(scene: Scene, shape: str) -> None:
+    """A pull request commits a well-formed journal of an "interrupted write" that removes a file
+    of the rollout's directory dgdgen never owned (with its true hash); the operator has an
+    uncommitted edit of another one. The next writing command touches neither: it refuses the
+    staging folder before anything else, and the dirty tree is reported as dirty."""
+    import hashlib
+
+    ws = scene.ws
+    theirs = ws.into / "team-notes.yaml"  # the team's own file in the rollout's directory
+    theirs.write_text("kind: TeamNotes\n")
+    dgd = _candidate_dgd(ws).name
+    sha = hashlib.sha256(b"kind: TeamNotes\n").hexdigest()
+    if shape == "old-format":
+        journal = json.dumps({"write": [], "delete": [theirs.name, dgd], "commit": None})
+    elif shape == "new-format":
+        journal = _journal(delete=[[theirs.name, sha]])
+    else:  # names the commit HEAD is now, so recovery would "finish" it
+        journal = _journal(delete=[[theirs.name, sha]], commit=ws.head(), parent=None)
+    (ws.into / ".dgdgen-staging").mkdir()
+    (ws.into / ".dgdgen-staging" / "JOURNAL").write_text(journal)
+    scene.merge("a pull request")
+    edited = ws.into / dgd
+    edited.write_text(edited.read_text() + "# the operator's uncommitted edit\n")
+    before = _tree(ws.work)
+    spec, into = str(ws.spec), str(ws.into)
+    for args in [("rollback", spec, "--into", into),
+                 ("promote", spec, "--into", into, "--skip-gate", "--reason", "t"),
+                 ("gate", spec, "--into", into, "--result", "passed"),
+                 ("render", spec, "--into", into, "--commit"),
+                 ("render", spec, "--into", into)]:
+        r = cli(*args)
+        assert r.code == 2, (args, r.out, r.err)
+        assert ".dgdgen-staging is committed in Git" in r.err, (args, r.err)
+        assert _tree(ws.work) == before
+    assert theirs.read_text() == "kind: TeamNotes\n"
+    assert edited.read_text().endswith("# the operator's uncommitted edit\n")
+
+
+def test_a_journal_touches_only_files_it_proves_dgdgen_wrote(ws: Workspace) -> None:
+    """Outside Git (nothing arrives in a commit there), a journal written in place of a killed
+    render's, removing a file of the directory dgdgen never owned and replacing another with
+    the true hash of neither: the next write refuses it, and both files stay."""
+    import hashlib
+
+    spec, into = str(ws.spec), str(ws.into)
+    assert cli("render", spec, "--into", into).code == 0
+    theirs = ws.into / "team-notes.yaml"
+    theirs.write_text("kind: TeamNotes\n")
+    [owned, *_] = sorted(p for p in ws.into.glob("*.yaml") if p != theirs)
+    kept = owned.read_text()
+    staging = ws.into / ".dgdgen-staging"
+    (staging / "files").mkdir(parents=True)
+    (staging / "files" / owned.name).write_text("kind: Replaced\n")
+    (staging / "JOURNAL").write_text(_journal(
+        delete=[[theirs.name, "0" * 64]],
+        write=[[owned.name, "1" * 64, hashlib.sha256(b"kind: Replaced\n").hexdigest()]]))
+    r = cli("render", spec, "--into", into)
+    assert r.code == 2, r.err
+    assert "do not hold what it found there" in r.err and "nothing was touched" in r.err
+    assert theirs.name in r.err and owned.name in r.err
+    assert theirs.read_text() == "kind: TeamNotes\n" and owned.read_text() == kept
+
+
 def test_staging_that_is_a_symlink_is_refused(scene: Scene) -> None:
-    (scene.ws.into / ".dgdgen-staging").symlink_to(scene.outside, target_is_directory=True)
-    scene.merge("a staging symlink")
+    link = scene.ws.into / ".dgdgen-staging"
+    link.symlink_to(scene.outside, target_is_directory=True)
     before = scene.before()
     r = cli("rollback", str(scene.ws.spec), "--into", str(scene.ws.into))
     assert r.code == 2 and "not a folder dgdgen made" in r.err
+    scene.merge("a staging symlink")
+    before = scene.before()
+    r = cli("rollback", str(scene.ws.spec), "--into", str(scene.ws.into))
+    assert r.code == 2 and "committed in Git" in r.err
     scene.unchanged(before)
 
 
@@ -286,3 +362,107 @@ def test_gitops_path_inside_dot_git_is_refused(ws: Workspace) -> None:
     r = cli("render", str(ws.spec), "--into", str(ws.work / ".git" / "x"))
     assert r.code == 2 and "inside a .git folder" in r.err
     assert not (ws.work / ".git" / "x").exists()
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    """Every file under ``root`` (symlinks as their target), git's directory left out."""
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d != ".git"]
+        for name in filenames + [d for d in dirnames if Path(dirpath, d).is_symlink()]:
+            p = Path(dirpath, name)
+            rel = str(p.relative_to(root))
+            out[rel] = b"-> " + os.readlink(p).encode() if p.is_symlink() else p.read_bytes()
+    return out
+
+
+def _planted_rollout(index: dict[str, object], folder: Path, secret: bool = False) -> str:
+    """``folder`` made to look like this rollout's directory: the index, listing one file of
+    the team's (or one that holds the secret) with its true hash. Returns that file's name."""
+    import hashlib
+
+    folder.mkdir(parents=True, exist_ok=True)
+    name = "team-config.yaml"
+    text = (SECRET + "\n") if secret else "kind: TeamOwn\n"
+    (folder / name).write_text(text)
+    doc = dict(index)
+    doc["files"] = {name: hashlib.sha256(text.encode()).hexdigest()}
+    (folder / INDEX).write_text(json.dumps(doc, indent=2) + "\n")
+    return name
+
+
+@pytest.mark.parametrize("which", ["rollout-folder", "parent-folder"])
+def test_a_symlinked_rollout_folder_inside_the_repository_is_refused(scene: Scene,
+                                                                      which: str) -> None:
+    """A pull request turns the rollout's folder (or its parent) into a symlink to another
+    folder of the repository that looks like the rollout's: every command refuses, and nothing
+    there is written, deleted or committed."""
+    ws = scene.ws
+    index = scene.index()
+    git(ws.work, "rm", "-q", "-r", str(ws.into))
+    if which == "rollout-folder":
+        team = ws.work / "team"
+        name = _planted_rollout(index, team)
+        ws.into.parent.mkdir(exist_ok=True)  # git took the emptied folder away
+        ws.into.symlink_to("../team", target_is_directory=True)
+    else:
+        team = ws.work / "team" / "qwen-router"
+        name = _planted_rollout(index, team)
+        assert not (ws.work / "deploy").exists()  # git took the emptied folder away
+        (ws.work / "deploy").symlink_to("team", target_is_directory=True)
+    scene.merge("a symlinked rollout folder")
+    before, head = _tree(ws.work), ws.head()
+    for args in _commands(ws):
+        r = cli(*args)
+        assert r.code == 2, (args, r.out, r.err)
+        assert "is a symlink inside the Git work tree" in r.err, (args, r.err)
+        assert "Traceback" not in r.err and "internal error" not in r.err
+        assert _tree(ws.work) == before and ws.head() == head
+    assert (team / name).read_text() == "kind: TeamOwn\n"
+
+
+def test_a_rollout_folder_symlinked_outside_the_repository_is_neither_read_nor_shown(
+        scene: Scene, tmp_path: Path) -> None:
+    """The same symlink to a folder outside the repository: `render --check` must not print a
+    file there, `status` must not report the outside path, and nothing there is touched."""
+    ws = scene.ws
+    outside = tmp_path / "elsewhere" / "rollout"
+    _planted_rollout(scene.index(), outside, secret=True)
+    git(ws.work, "rm", "-q", "-r", str(ws.into))
+    ws.into.parent.mkdir(exist_ok=True)
+    ws.into.symlink_to(outside, target_is_directory=True)
+    scene.merge("a rollout folder that points outside")
+    before, outside_before, head = _tree(ws.work), _tree(outside), ws.head()
+    for args in _commands(ws):
+        r = cli(*args, "--format", "json") if args[0] == "status" else cli(*args)
+        assert r.code == 2, (args, r.out, r.err)
+        assert "is a symlink inside the Git work tree" in r.err
+        assert SECRET not in r.out + r.err and str(outside) not in r.out + r.err, (args, r.err)
+        assert _tree(ws.work) == before and _tree(outside) == outside_before
+        assert ws.head() == head
+
+
+def test_a_symlink_above_the_repository_is_followed(ws: Workspace, tmp_path: Path) -> None:
+    """The machine's own symlinks above the work tree (``/tmp`` → ``/private/tmp``) are not the
+    repository's: a path through one works as the real path does."""
+    link = tmp_path / "via-link"
+    link.symlink_to(ws.work, target_is_directory=True)
+    into = link / ws.into.relative_to(ws.work)
+    spec = link / ws.spec.relative_to(ws.work)
+    r = cli("render", str(spec), "--into", str(into), "--commit")
+    assert r.code == 0, r.err
+    assert (ws.into / INDEX).is_file()
+
+
+def test_an_undecodable_file_is_never_owned(scene: Scene) -> None:
+    """An undecodable file reads as a placeholder text; an index listing the placeholder's hash
+    for a binary file of the team's must not get it removed (dgdgen never writes one)."""
+    import hashlib
+
+    blob = scene.ws.into / "team-logo.bin"
+    blob.write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe")
+    scene.plant_files(**{blob.name: hashlib.sha256(b"<binary file>\n").hexdigest()})
+    before = scene.before()
+    r = cli("rollback", str(scene.ws.spec), "--into", str(scene.ws.into))
+    assert r.code == 2 and "no longer hold what dgdgen wrote" in r.err and blob.name in r.err
+    scene.unchanged(before)

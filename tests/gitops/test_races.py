@@ -194,3 +194,63 @@ def test_pairs_started_together_keep_a_linear_whole_state_history(
     assert all("committed " in err for err in committed)
     assert len(_whole_states(ws, base)) == len(committed)
     assert git(ws.work, "status", "--porcelain") == ""
+
+
+# Runs dgdgen as `python -m dgdgen` does, but stops the process when it first imports the module
+# PAUSE_IMPORT names (creating the marker file, waiting until the test removes it): a command
+# caught in the middle of its imports, the second or so a Python command spends before its work.
+_PAUSED_IMPORT = """
+import importlib.abc, os, runpy, sys, time
+
+MODULE, MARKER = os.environ["PAUSE_IMPORT"].split(":", 1)
+
+
+class Pause(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == MODULE:
+            sys.meta_path.remove(self)
+            with open(MARKER, "w") as fh:
+                fh.write(str(os.getpid()))
+            deadline = time.monotonic() + 120
+            while os.path.exists(MARKER) and time.monotonic() < deadline:
+                time.sleep(0.01)
+        return None
+
+
+sys.meta_path.insert(0, Pause())
+runpy.run_module("dgdgen", run_name="__main__", alter_sys=True)
+"""
+
+OVERTAKEN = [("rollback", "gate"), ("gate", "promote"), ("render", "rollback")]
+
+
+@pytest.mark.parametrize(("paused", "other"), OVERTAKEN,
+                         ids=[f"{a}-overtaken-by-{b}" for a, b in OVERTAKEN])
+def test_a_command_overtaken_while_it_imports_does_not_commit(
+    templates: dict[int, Workspace], tmp_path: Path, paused: str, other: str
+) -> None:
+    """The first command is started, and stopped while it imports pydantic (the spec's models:
+    before it has read the spec or the rollout); the second runs to its commit meanwhile. The
+    first started before that commit, so its premise is the state before it, and it must not
+    act on a state nobody asked it to act on (a gate result meant for the step just left, a
+    rollback over a record its caller never saw): it exits 2, and only the second commits."""
+    ws = _copy(templates[1], tmp_path / "repo")
+    base = ws.head()
+    marker = tmp_path / "importing"
+    argv = _argv(ws, AT_STEP_1[paused])
+    a = subprocess.Popen([sys.executable, "-c", _PAUSED_IMPORT, *argv[3:]],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=_env(PAUSE_IMPORT=f"pydantic:{marker}"))
+    deadline = time.monotonic() + 120
+    while not marker.exists():
+        assert a.poll() is None, a.communicate()
+        assert time.monotonic() < deadline, f"{paused} never imported pydantic"
+        time.sleep(0.01)
+    b = _run(ws, AT_STEP_1[other])
+    assert b.returncode == 0, b.stderr
+    marker.unlink()
+    _out, err = a.communicate(timeout=120)
+    assert a.returncode == 2, err
+    assert "the rollout changed after this command started" in err and "nothing was done" in err
+    assert len(_whole_states(ws, base)) == 1
+    assert git(ws.work, "status", "--porcelain") == ""
