@@ -12,6 +12,7 @@ workers made aggregated workers (no example ships one)."""
 from __future__ import annotations
 
 import copy
+import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -155,6 +156,19 @@ def _edit(doc: dict[str, Any], flag: str, value: str, where: str) -> dict[str, A
             continue
         _set_flag(main, flag, value)
     return out
+
+
+def as_shell(text: str) -> str:
+    """The same DGD with every worker started by one ``sh -c`` chain (``set -e && exec python3
+    -m dynamo.X ...``) instead of a command and an argument list."""
+    doc = yaml.safe_load(text)
+    for _, comp, main in _components(doc):
+        if _role(comp, main) == "frontend" or not main.get("command"):
+            continue
+        words = [str(w) for w in [*main["command"], *(main.get("args") or [])]]
+        main["command"] = ["/bin/sh", "-c"]
+        main["args"] = ["set -e && exec " + " ".join(shlex.quote(w) for w in words)]
+    return _dump(doc)
 
 
 def _dump(doc: dict[str, Any]) -> str:

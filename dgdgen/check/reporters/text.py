@@ -98,6 +98,8 @@ def render(report: Report, *, color: bool = False, verbose: bool = False) -> str
         mode = "isolation required" if required else "safe in place"
         if v.beside is not None:
             mode += f", isolated beside {v.beside}"
+        if v.renamed_from is not None:
+            mode += f", renamed from {v.renamed_from}"
         shown = ", ".join(v.categories)
         if assumed:  # fail safe: what the checker cannot decide is assumed to change
             shown += ("; " if shown else "") + "assumed: " + ", ".join(assumed)
