@@ -27,6 +27,11 @@ def explain_hint(code: str) -> str:
     return f"`dgdgen rules explain {code}`"
 
 
+def help_line(f: Finding) -> str:
+    """The one line of what to do under a finding's headline."""
+    return f"  help: {f.help}; {explain_hint(f.code)}"
+
+
 def render(report: Report, *, color: bool = False, verbose: bool = False) -> str:
     def paint(code: str, text: str) -> str:
         return f"{code}{text}{_RESET}" if color else text
@@ -133,7 +138,7 @@ def render(report: Report, *, color: bool = False, verbose: bool = False) -> str
         summary = f"{alone}; {summary}"
     lines += verdicts
     lines.append(paint(_BOLD, summary))
-    return "".join(f"{part}\n" for line in lines for part in _fit(line))
+    return "".join(f"{part}\n" for line in lines for part in fit(line))
 
 
 def _count(n: int, what: str) -> str:
@@ -142,7 +147,7 @@ def _count(n: int, what: str) -> str:
     return f"{n} {what}" + ("" if n == 1 else "s")
 
 
-def _fit(line: str) -> list[str]:
+def fit(line: str) -> list[str]:
     """``line`` as is, or — longer than :data:`MAX_LINE` (a long path before a headline) —
     broken where the headline says its consequence (the last ``: `` that leaves a first part
     short enough), else between words; the rest indented."""
