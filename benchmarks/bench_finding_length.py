@@ -27,9 +27,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests" / "check"))
 
-from single_flag_edits import LAYOUTS, Case, cases  # noqa: E402
+from single_flag_edits import LAYOUTS, Case, cases
 
-from dgdgen.cli import main as cli  # noqa: E402
+from dgdgen.cli import main as cli
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,8 @@ def main() -> None:
     with_findings = [r for r in runs if r.findings]
     per = [r.per_finding for r in with_findings]
     longest = [r.longest_line for r in runs]
-    details = [len(str(f["details"])) for r in with_findings for f in r.findings]
+    # (a report from before findings had `details` held the whole text in `message`)
+    details = [len(str(f.get("details", f["message"]))) for r in with_findings for f in r.findings]
     findings = sum(len(r.findings) for r in with_findings)
     print(f"{len(runs)} runs of `dgdgen diff` ({len(cases())} edits × {len(LAYOUTS)} layouts), "
           f"{len(with_findings)} with findings, {findings} findings")

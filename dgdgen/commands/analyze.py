@@ -319,9 +319,8 @@ def _record_target(args: argparse.Namespace) -> Target:
 
 def _record(target: Target, args: argparse.Namespace, verdict: str,
             rows: list[dict[str, object]]) -> None:
-    from dgdgen.gitops import actions
-
     from dgdgen.analysis.gateline import verdict_line
+    from dgdgen.gitops import actions
 
     # the result keeps what failed and by how much (the same line the table ends with)
     message = f"dgdgen analyze: {verdict_line(verdict, rows)}"
