@@ -44,8 +44,15 @@ class Finding:
     key: str = ""  # what the finding is about, stable across line moves (for the fingerprint)
     suppressed: bool = False
     suppression_reason: str | None = None
-    # The end of ``message`` that explains the rule rather than this finding (what the operator
-    # does with an in-place change): the text report prints it once per rule and run.
+    # Say it short, then deep (STYLE.md principle 12): ``message`` is the headline a reviewer
+    # reads at a glance (what changed, the consequence in a few words); ``details`` the whole
+    # finding — mechanics, release and worker-backing specifics, sources — for ``--verbose``, the
+    # JSON ``details`` field, SARIF's message markdown and JUnit's failure text ("" when the
+    # headline says it all); ``help`` one short line of what to do.
+    details: str = ""
+    help: str = ""
+    # The end of ``details`` that explains the rule rather than this finding (what the operator
+    # does with an in-place change): the verbose text report prints it once per rule and run.
     explanation: str = ""
 
     @property
@@ -67,6 +74,8 @@ class Finding:
             "severity": self.severity.value,
             "category": self.category,
             "message": self.message,
+            "details": self.details or self.message,
+            "help": self.help,
             "file": self.file,
             "line": self.line,
             "column": self.column,

@@ -327,6 +327,13 @@ class Target:
         ahead = " (from source, not run)" if from_source(self.release) else ""
         return f"Dynamo {self.release}{ahead}, {self.run_by.label} ({self.namespaces.label})"
 
+    def brief(self) -> str:
+        """:meth:`describe` in fewer words, for a report's summary line."""
+        ns = ("hashed worker namespaces" if self.namespaces is Namespaces.HASHED
+              else "one shared namespace")
+        who = "unmanaged workers" if self.run_by is RunBy.UNMANAGED else self.run_by.label
+        return f"Dynamo {self.release}, {who}, {ns}"
+
 
 def namespaces_for(release: str, run_by: RunBy) -> Namespaces:
     since = HASHED_SINCE[run_by]
@@ -643,6 +650,87 @@ def roll_consequence(category: Category, roll: Roll, *, rename: bool = False,
     if note and "not run" not in effect:
         parts.append(f"[{note}]")
     return " ".join(parts)
+
+
+# --------------------------------------------------------------------------- headlines
+
+# The same consequences in a few words, for a finding's headline (STYLE.md principle 12): the
+# texts above stay whole in the finding's details, the rule pages and SARIF's help. The release
+# and worker backing are not repeated here: a report says them once per run (:func:`roll_summary`).
+SHARED_MDC_SHORT: dict[str, str] = {
+    "1.3": "the frontend skips the new workers: ready but idle, capacity shrinks",
+    "1.4": "the frontend skips the new workers: ready but idle, capacity shrinks",
+    "1.5": "the frontend tears the model down while both checksums serve",
+    "1.6": "the frontend rejects the new workers: capacity shrinks, then traffic flips",
+}
+# A release without a short text of its own (a table that gained a release): still short, and
+# the details say what that release does.
+SHARED_MDC_SHORT_OTHER = "the frontend meets two checksums for one model (see --verbose)"
+HASHED_MDC_SHORT = "old and new configuration serve side by side, ungated"
+HASHED_KV_SHORT = "the new KV setup serves a growing share, ungated"
+HASHED_KV_SPLIT_SHORT = ("new decode workers cannot read new prefill's KV: every request of the "
+                         "new generation fails")
+SHARED_KV_SHORT = "old decode workers get new prefill's KV: transfers fail"
+RUNTIME_SHORT = "new frontends serve old workers (and the reverse) during the roll, ungated"
+RUNTIME_WORKERS_SHORT = "one frontend serves the old and the new worker runtime, ungated"
+RUNTIME_FRONTEND_SHORT = "new frontends serve the unchanged workers, ungated"
+RENAME_SHORT = "clients of the old name get 404 once the last old worker goes"
+MODEL_REMOVED_SHORT = "the model's clients get 404 once the last old worker goes"
+PENDING_SHORT = "nothing rolls until pods are deleted; then"
+
+
+def headline(category: Category, release: str, namespaces: Namespaces, *,
+             rename: bool = False, replaced: frozenset[str] = BOTH,
+             split: tuple[str, str, str] | None = None) -> str | None:
+    """:func:`consequence` in a few words, for a finding's headline."""
+    if rename:
+        return RENAME_SHORT
+    hashed = namespaces is Namespaces.HASHED
+    if category is Category.MDC:
+        return HASHED_MDC_SHORT if hashed else SHARED_MDC_SHORT.get(release,
+                                                                     SHARED_MDC_SHORT_OTHER)
+    if category is Category.KV:
+        if hashed and split is not None:
+            return HASHED_KV_SPLIT_SHORT
+        return HASHED_KV_SHORT if hashed else SHARED_KV_SHORT
+    if category is Category.RUNTIME:
+        if WORKERS not in replaced:
+            return RUNTIME_FRONTEND_SHORT
+        return RUNTIME_WORKERS_SHORT if FRONTEND not in replaced else RUNTIME_SHORT
+    return None
+
+
+def roll_headline(category: Category, roll: Roll, *, rename: bool = False,
+                  replaced: frozenset[str] = BOTH,
+                  split: tuple[str, str, str] | None = None) -> str:
+    """:func:`roll_consequence` in a few words: the consequence alone (how the roll goes is
+    :func:`roll_summary`'s, said once per DGD)."""
+    short = headline(category, roll.target.release, roll.namespaces, rename=rename,
+                     replaced=replaced, split=split) or ""
+    if category is Category.RUNTIME and WORKERS not in replaced:
+        return short
+    if not roll.strategy.automatic:
+        return f"{PENDING_SHORT} {short}" if short else PENDING_SHORT
+    return short
+
+
+def roll_summary(roll: Roll) -> str:
+    """How an in-place roll of one DGD goes, in one line: where the new workers register, the
+    strategy's pace, and the disaggregated gap where it can arise — the context every in-place
+    finding of the DGD shares, said once."""
+    s = roll.strategy
+    where = ("a new hash-suffixed namespace" if roll.hashed
+             else "the same Dynamo namespace as the old ones")
+    pace = (f"{s.name}: maxSurge {s.max_surge} / maxUnavailable {s.max_unavailable}"
+            if s.automatic and roll.strategy.pace is not Pace.AS_REPLACED
+            else "nothing rolls until pods are deleted" if not s.automatic
+            else "as the pods are replaced")
+    text = f"the new workers register in {where} ({pace})"
+    if gap_text(roll) is not None:
+        text += "; prefill and decode roll apart: 503s possible in between"
+    elif s.together and roll.disaggregated:
+        text += "; prefill and decode replaced together"
+    return text
 
 
 def table(category: Category) -> tuple[tuple[str, str, str], ...]:

@@ -362,11 +362,11 @@ def _record_target(args: argparse.Namespace, early: _gitops.Premise | None) -> T
 
 def _record(target: Target, args: argparse.Namespace, verdict: str,
             rows: list[dict[str, object]]) -> None:
+    from dgdgen.analysis.gateline import verdict_line
     from dgdgen.gitops import actions
 
-    bad = [f"{r['metric']} {r['phase']}" for r in rows
-           if r["phase"] not in ("Successful", "Skipped")]
-    message = f"dgdgen analyze: {verdict}" + (f" ({', '.join(bad)})" if bad else "")
+    # the result keeps what failed and by how much (the same line the table ends with)
+    message = f"dgdgen analyze: {verdict_line(verdict, rows)}"
     out = actions.record_gate(target, _RESULT[verdict],
                               step=args.step, message=message, push=args.push)
     sys.stderr.write(out.message if out.message.endswith("\n") else out.message + "\n")
@@ -382,11 +382,9 @@ def _bound(condition: str) -> str:
 
 
 def _fmt(value: object) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, list):
-        return "[" + ", ".join(f"{v:.6g}" for v in value) + "]"
-    return f"{value:.6g}" if isinstance(value, float) else str(value)
+    from dgdgen.analysis.gateline import figure
+
+    return figure(value)
 
 
 def _table(sg: StepGate, rows: list[dict[str, object]], verdict: str) -> str:
@@ -404,5 +402,8 @@ def _table(sg: StepGate, rows: list[dict[str, object]], verdict: str) -> str:
         lines.append("  ".join(c.ljust(widths[i]) for i, c in enumerate(r)).rstrip())
         if j == 0:
             lines.append("  ".join("-" * w for w in widths))
-    lines += ["", f"verdict: {verdict}"]
+    from dgdgen.analysis.gateline import VERDICT, verdict_line
+
+    # the verdict names each metric that did not pass, with its figure and threshold
+    lines += ["", VERDICT + verdict_line(verdict, rows)]
     return "\n".join(lines) + "\n"

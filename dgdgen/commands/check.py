@@ -84,6 +84,11 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
                              "the repository root)")
     parser.add_argument("--color", choices=("auto", "always", "never"), default="auto",
                         help="colour in text output (default: auto, on a TTY)")
+    parser.add_argument("--verbose", "-v", action="store_true",
+                        help="text output: each finding whole — what the operator would do "
+                             "with the change on your release and worker backing, why, the "
+                             "sources, the full fix (default: one headline and one help line; "
+                             "the JSON and SARIF reports always hold the whole text)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -173,7 +178,8 @@ def emit(report: Any, args: argparse.Namespace) -> None:
     rendered = []
     for i, fmt in enumerate(formats):
         target = outputs[i] if i < len(outputs) else None
-        text = render(fmt, report, color=color and target is None and fmt == "text")
+        text = render(fmt, report, color=color and target is None and fmt == "text",
+                      verbose=args.verbose)
         rendered.append((target, text))
     for target, text in rendered:  # write only after every format rendered
         if target is None or target == "-":

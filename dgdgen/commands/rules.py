@@ -9,7 +9,8 @@ HELP = "list the checker's rules, or explain one"
 DESCRIPTION = """\
 `dgdgen rules list` prints every rule: code, slug, severity, whether it needs a base revision,
 and its summary. `dgdgen rules explain CODE` prints one rule's documentation (what, why with
-the upstream citation, a failing and a passing example, the fix). CODE may be a slug.
+the upstream citation, a failing and a passing example, the fix). CODE may be a slug, or an
+invariant of the rendered objects that `verify` and `render` report (CLU101 ...).
 """
 
 
@@ -37,5 +38,19 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "list":
         sys.stdout.write(docs.listing(json_format=args.format == "json"))
         return 0
-    sys.stdout.write(docs.explain(args.code))
+    invariant = _invariant(args.code)
+    sys.stdout.write(invariant if invariant is not None else docs.explain(args.code))
     return 0
+
+
+def _invariant(code_or_slug: str) -> str | None:
+    """The page of the invariant ``code_or_slug`` (CLU rules, which `dgdgen verify` and
+    `render` report), or None when it names none."""
+    from dgdgen.cluster.docs import page
+    from dgdgen.cluster.rules.registry import RULES
+
+    for module in RULES.values():
+        meta = module.RULE
+        if code_or_slug.upper() == meta.code or code_or_slug.lower() == meta.slug:
+            return page(meta)
+    return None

@@ -203,13 +203,19 @@ def _invariants(paths: list[str], out: TextIO) -> int:
     """Print the invariants' findings on the rendered trees among ``paths``; the number of
     errors."""
     from dgdgen.check.findings import Severity
+    from dgdgen.check.reporters.text import fit, help_line
     from dgdgen.cluster.check import check_tree
 
     errors = 0
+    helped: set[str] = set()  # each invariant's help once per run
     for root in rendered_trees(paths):
         for f in check_tree(root):
             label = f"{f.severity.value}: " if f.severity is not Severity.ERROR else ""
-            out.write(f"{f.file}:{f.line}:{f.column}: {f.object}: {label}{f.code} {f.slug}: "
-                      f"{f.message}\n")
+            out.writelines(f"{part}\n" for part in fit(
+                f"{f.file}:{f.line}:{f.column}: {f.object}: {label}{f.code} {f.slug}: "
+                f"{f.message}"))
+            if f.help and f.code not in helped:
+                helped.add(f.code)
+                out.write(help_line(f) + "\n")
             errors += f.severity is Severity.ERROR
     return errors

@@ -560,6 +560,10 @@ def _record_gate(t: Target, s: transaction.Session, result: str, step: int | Non
     previous = state_of(t, idx.previous)
     files = state_files(t.prepared, state, previous)
     subject = f"gate {state.gate} of {_title(state)}: {result}"
+    if result != "passed" and message.strip():
+        # what failed on the line that says so (from `analyze --record`: each metric that did
+        # not pass, its figure and threshold; dgdgen/analysis/gateline.py)
+        subject += f" ({' '.join(message.split())})"
     body = [message.strip()] if message.strip() else []
     text = _subject(t, subject) + "\n\n" + "\n".join(body + [f"traffic: {_weights(state)}"]) \
         + "\n" + _trailers(t, state)

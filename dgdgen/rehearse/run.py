@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from dgdgen import yamlio
+from dgdgen.analysis.gateline import from_output
 from dgdgen.cluster.model import mounted_config_maps
 from dgdgen.model.generation import LABEL_ROLE
 from dgdgen.pipeline.prepare import prepare
@@ -744,7 +745,9 @@ class Rehearsal:
         obs.verdict = VERDICTS.get(r.returncode, f"error (exit {r.returncode})")
         obs.analyze_output = (r.stdout + r.stderr).strip()
         self.event(f"{obs.label}: gate {obs.gate} {obs.verdict}")
-        self.say(f"[{obs.label}] gate {obs.gate}: {obs.verdict}")
+        # the line `dgdgen analyze` ends with: a gate that did not pass names each metric
+        # that did not, with its figure and threshold (report.md has the whole table)
+        self.say(f"[{obs.label}] gate {obs.gate}: {from_output(r.stdout, obs.verdict)}")
         return r.returncode
 
     def _experiment(self, obs: StateObservation, n: int) -> int:

@@ -110,6 +110,22 @@ def test_analyze_verdict_and_exit_code(prometheus: str, tmp_path: Path, case: st
                     prometheus, "--time", at)
     assert table.returncode == code
     assert f"verdict: {verdict}" in table.stdout
+    # a gate that did not pass names, on its verdict line, each metric that did not, with its
+    # figure and threshold (the JSON's metrics, formatted by dgdgen/analysis/gateline.py)
+    last = table.stdout.rstrip().splitlines()[-1]
+    bad = [m for m in out["metrics"] if m["phase"] not in ("Successful", "Skipped")]
+    if verdict == "Successful":
+        assert last == "verdict: Successful" and not bad
+    else:
+        assert bad and last.startswith(f"verdict: {verdict} — ")
+        for m in bad:
+            assert f"{m['metric']} {m['phase']}: " in last, last
+    if case == "ttft-50pct-worse":
+        [row] = [m for m in bad if m["metric"] == "ttft-p95-vs-stable"]
+        shown = "[" + ", ".join(f"{float(v):.6g}" for v in row["value"]) + "]"
+        assert f"ttft-p95-vs-stable Failed: {shown} (pass if " in last, last
+    if case == "no-traffic":
+        assert "requests Inconclusive: " in last, last
 
 
 def test_unreachable_prometheus_is_exit_2(tmp_path: Path) -> None:
@@ -146,6 +162,11 @@ def test_analyze_records_the_gate_in_git(prometheus: str, tmp_path: Path, case: 
                          text=True, check=True).stdout
     expected = "passed" if case == "healthy" else "failed"
     assert expected in log and f"dgdgen analyze: {verdict}" in log
+    subject = log.splitlines()[0]
+    if case != "healthy":  # the commit (and the console) say what failed on the line itself
+        assert ": failed (dgdgen analyze: Failed — " in subject, subject
+        assert "ttft-p95-vs-stable Failed: " in subject and "pass if" in subject, subject
+        assert "ttft-p95-vs-stable Failed: " in r.stderr
     status = json.loads(run_cli("status", spec, "--into", into, "--format", "json").stdout)
     assert expected in json.dumps(status)
     promote = run_cli("promote", spec, "--into", into, env=env)

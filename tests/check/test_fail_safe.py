@@ -126,8 +126,13 @@ def test_adding_a_context_length_fails_with_isolation_assumed(tmp_path: Path) ->
     assert report["categories"] == [] and report["assumed"] == ["mdc-checksum"]
     [f] = [f for f in report["findings"] if f["code"] == "DGD205"]
     assert f["severity"] == "error" and not f["suppressed"]
-    assert "--model-config DIR" in f["message"] and "max_position_embeddings" in f["message"]
-    assert "dgdgen.dev/ignore-DGD205" in f["message"]
+    # the category of the input it could not resolve, the headline short, the whole in details
+    assert f["category"] == "mdc-checksum"
+    assert f["message"] == ("worker --max-model-len (unset)→16384: unset, the model's files "
+                            "decide: mdc-checksum change assumed")
+    assert "--model-config DIR" in f["details"] and "max_position_embeddings" in f["details"]
+    assert "dgdgen.dev/ignore-DGD205" in f["details"]
+    assert "--model-config DIR" in f["help"]
     assert not any(f["code"] == "DGD201" for f in report["findings"])
     [v] = report["verdicts"]
     assert v["isolation_required"] is True and v["assumed"] == ["mdc-checksum"]
@@ -135,7 +140,8 @@ def test_adding_a_context_length_fails_with_isolation_assumed(tmp_path: Path) ->
     code, text = diff(tmp_path, *ADDED, fmt="text")
     assert code == 1
     assert "isolation required (assumed: mdc-checksum)" in text
-    assert "error DGD205 derived-default-in-place" in text
+    assert "error DGD205 worker --max-model-len (unset)→16384" in text
+    assert "help: give `--model-config DIR`" in text
     code, sarif = diff(tmp_path, *ADDED, fmt="sarif")
     props = sarif["runs"][0]["properties"]
     assert props["isolationRequired"] is True and props["assumed"] == ["mdc-checksum"]
@@ -158,7 +164,7 @@ def test_the_model_config_settles_it_exactly(tmp_path: Path) -> None:
     assert report["assumed"] == []
     assert [f["code"] for f in report["findings"]] == ["DGD201"]
     assert "unset, vllm derives 40960 (the max_position_embeddings of" in \
-        report["findings"][0]["message"]
+        report["findings"][0]["details"]
 
 
 def test_the_tokenizer_caps_vllm_s_derived_length(tmp_path: Path) -> None:
@@ -207,8 +213,8 @@ def test_trtllm_context_length_is_not_settled_by_the_files(tmp_path: Path) -> No
     code, report = diff(tmp_path, old, new, "--model-config", str(d))
     assert code == 1 and report["assumed"] == ["mdc-checksum"]
     [f] = report["findings"]
-    assert "BuildConfig.max_seq_len" in f["message"]
-    assert "set it on both revisions" in f["message"] and "--model-config" not in f["message"]
+    assert "BuildConfig.max_seq_len" in f["details"]
+    assert "set it on both revisions" in f["details"] and "--model-config" not in f["details"]
 
 
 @pytest.mark.parametrize(("config", "why"), [
@@ -223,7 +229,7 @@ def test_what_vllm_derives_in_more_ways_stays_assumed(tmp_path: Path, config: di
                                                       why: str) -> None:
     code, report = diff(tmp_path, *ADDED, "--model-config", str(model_dir(tmp_path, **config)))
     assert code == 1 and report["assumed"] == ["mdc-checksum"]
-    assert why in report["findings"][0]["message"]
+    assert why in report["findings"][0]["details"]
 
 
 def test_llama3_rope_and_an_unlimited_tokenizer_leave_the_length(tmp_path: Path) -> None:
@@ -252,7 +258,7 @@ def test_a_model_config_for_one_of_several_models_does_not_apply(tmp_path: Path)
                         "--model-config", str(d))
     assert code == 1 and report["assumed"] == ["mdc-checksum"]
     [f] = [f for f in report["findings"] if f["code"] == "DGD205"]
-    assert "gives one model's files, but the workers serve" in f["message"]
+    assert "gives one model's files, but the workers serve" in f["details"]
 
 
 @pytest.mark.parametrize(("setup", "message"), [
@@ -326,6 +332,9 @@ def test_dtype_set_on_one_side_of_a_disaggregated_graph_is_assumed(
     assert data["isolation_required"] is True
     codes = [f["code"] for f in data["findings"]]
     assert codes.count("DGD205") == 2 and "DGD202" not in codes, data["findings"]
+    # the input it could not resolve is a KV-transfer one, on both roles
+    assert {(f["component"], f["category"]) for f in data["findings"]} == {
+        ("VllmDecodeWorker", "kv-transfer"), ("VllmPrefillWorker", "kv-transfer")}
     assert code == 1
 
 
@@ -368,3 +377,54 @@ def test_the_config_file_names_the_model_and_settles_by_suppression(tmp_path: Pa
     (tmp_path / ".dgdgen.yaml").write_text("check:\n  model-config: [qwen]\n")
     code, _, err = run("diff", str(tmp_path / "old.yaml"), str(tmp_path / "new.yaml"))
     assert code == 2 and ".dgdgen.yaml:2:" in err and "check.model-config" in err, err
+
+
+# --------------------------------------------------------------------------- categories
+
+# A fail-safe finding carries the category of the input it could not resolve, so a consumer of
+# the report tells an unresolved card input from an unresolved KV-transfer one. Expected by
+# hand from the flag tables' sources (dgdgen/check/flags.py): the context length feeds the card
+# on every backend (mdc-checksum); the model dtype (vLLM, SGLang) feeds the KV cache a
+# disaggregated graph hands over (kv-transfer) and nothing an aggregated one compares.
+FAIL_SAFE = {
+    ("vllm", "--max-model-len"): ("mdc-checksum", "mdc-checksum"),
+    ("vllm", "--dtype"): (None, "kv-transfer"),
+    ("sglang", "--context-length"): ("mdc-checksum", "mdc-checksum"),
+    ("sglang", "--dtype"): (None, "kv-transfer"),
+    ("trtllm", "--max-seq-len"): ("mdc-checksum", "mdc-checksum"),
+}
+
+
+def _fail_safe_cases(backend: str) -> list[Any]:
+    from single_flag_edits import cases
+
+    return [c for c in cases() if (c.base.backend, c.flag) in FAIL_SAFE
+            and c.base.backend == backend]
+
+
+@pytest.mark.parametrize("backend", ["vllm", "sglang", "trtllm"])
+@pytest.mark.parametrize("shell", [False, True], ids=["arg-list", "sh-c-chain"])
+def test_fail_safe_findings_carry_the_category_they_could_not_resolve(
+        tmp_path: Path, backend: str, shell: bool) -> None:
+    """On the bundled examples' DGDs (aggregated and disaggregated, v1alpha1 and v1beta1),
+    with the flag in an argument list or inside an `sh -c` chain: every DGD205 finding has the
+    expected category, and every worker the edit touched has one (category F1 = 1)."""
+    from single_flag_edits import as_shell
+
+    found = expected = hits = 0
+    for case in _fail_safe_cases(backend):
+        old, new = (as_shell(case.old), as_shell(case.new)) if shell else (case.old, case.new)
+        _, report = diff(tmp_path, old, new)
+        got = {(f["component"], f["category"]) for f in report["findings"]
+               if f["code"] == "DGD205"}
+        category = FAIL_SAFE[(backend, case.flag)][case.base.disaggregated]
+        # the flag, or the engine key a TRT-LLM flag lands in (--max-seq-len: max_seq_len)
+        fields = {case.flag, "engine:" + case.flag.lstrip("-").replace("-", "_")}
+        workers = {ch["component"] for v in report["verdicts"] for ch in v["changes"]
+                   if ch["field"] in fields}
+        want = {(w, category) for w in workers} if category else set()
+        assert workers, case.id  # the edit was read (from the list or the shell string)
+        assert got == want, case.id
+        assert report["assumed"] == ([category] if category else []), case.id
+        found, expected, hits = found + len(got), expected + len(want), hits + len(got & want)
+    assert expected and hits == found == expected  # precision = recall = F1 = 1

@@ -108,7 +108,8 @@ def test_diff_policy_and_config_say_the_same(run_by: str, release: str, texts: t
             "--workers-run-by", run_by)
     assert d.returncode == 1, d.stderr
     report = json.loads(d.stdout)
-    by_code = {f["code"]: f["message"] for f in report["findings"]}
+    # the whole consequence in the finding's details (its headline says it short)
+    by_code = {f["code"]: f["details"] for f in report["findings"]}
     assert texts[0] in by_code["DGD201"] and texts[1] in by_code["DGD202"]
     # The same from the config file.
     (tmp_path / ".dgdgen.yaml").write_text(
@@ -130,6 +131,9 @@ def test_config_refuses_an_unknown_backing(tmp_path: Path) -> None:
 def test_the_text_report_names_the_target() -> None:
     r = run("diff", str(CORPUS / "old.yaml"), str(CORPUS / "new.yaml"),
             "--workers-run-by", "grove", "--dynamo-version", "1.5")
+    assert "Dynamo 1.5, Grove-backed workers, hashed worker namespaces" in r.stdout
+    r = run("diff", str(CORPUS / "old.yaml"), str(CORPUS / "new.yaml"),
+            "--workers-run-by", "grove", "--dynamo-version", "1.5", "--verbose")
     assert "Dynamo 1.5, Grove-backed workers (hash-suffixed worker namespaces)" in r.stdout
 
 
@@ -164,8 +168,9 @@ def test_a_model_no_worker_serves_any_more_breaks_clients_everywhere(tmp_path: P
                 "json", "--workers-run-by", run_by)
         assert r.returncode == 1, r.stderr
         found = [f for f in json.loads(r.stdout)["findings"] if f["code"] == "DGD201"]
-        assert len(found) == 1 and MODEL_REMOVED in found[0]["message"], found
+        assert len(found) == 1 and MODEL_REMOVED in found[0]["details"], found
         assert "llama" in found[0]["message"] and found[0]["severity"] == "error"
+        assert "404" in found[0]["message"]
     # Removing a worker whose model another worker still serves is no such change.
     twin = WORKER.format(name="a", served="qwen") + WORKER.format(name="b", served="qwen")
     (tmp_path / "old.yaml").write_text(DGD.format(components=twin))
@@ -256,7 +261,7 @@ def test_the_image_bump_text_names_only_what_is_replaced(
     r = run("diff", str(tmp_path / "old.yaml"), str(tmp_path / "new.yaml"), "--format", "json",
             "--workers-run-by", run_by)
     assert r.returncode == 1, r.stderr
-    found = [f["message"] for f in json.loads(r.stdout)["findings"] if f["code"] == "DGD203"]
+    found = [f["details"] for f in json.loads(r.stdout)["findings"] if f["code"] == "DGD203"]
     assert found and all(says in m and never not in m for m in found), found
     if worker == "1.6.0":  # no worker rolls: no worker pace, no prefill:decode caveat
         assert not any("maxSurge" in m or "prefill:decode" in m for m in found), found
@@ -269,7 +274,7 @@ def test_a_prefill_only_kv_edit_fails_the_new_generation_in_hashed_namespaces(
     namespace, where they cannot read the new prefill workers' blocks: DGD202 says the new
     generation fails (not that transfers "stay within a generation"), and DGD108 names the
     disagreement. One shared namespace keeps its own text."""
-    from dgdgen.check.inplace import HASHED_KV_SPLIT
+    from dgdgen.check.inplace import HASHED_KV_SPLIT, HASHED_KV_SPLIT_SHORT
 
     case = REPO / "tests" / "check" / "corpus" / "vllm-kv-cache-dtype-auto-disagg"
     old = (case / "new.yaml").read_text()  # both roles at `--kv-cache-dtype auto`
@@ -282,18 +287,21 @@ def test_a_prefill_only_kv_edit_fails_the_new_generation_in_hashed_namespaces(
     r = run("diff", str(tmp_path / "old.yaml"), str(tmp_path / "new.yaml"), "--format", "json")
     assert r.returncode == 1, r.stderr
     findings = json.loads(r.stdout)["findings"]
-    dgd202 = [f["message"] for f in findings if f["code"] == "DGD202"]
+    dgd202 = [f["details"] for f in findings if f["code"] == "DGD202"]
     split = HASHED_KV_SPLIT.format(what="KV cache dtype", prefill="fp8", decode="auto")
     assert dgd202 and all(split in m for m in dgd202), dgd202
     assert all(HASHED_KV not in m for m in dgd202)
+    # the headline says it in a few words: the new generation fails every request
+    assert all(f["message"] == "VllmPrefillWorker --kv-cache-dtype auto→fp8: "
+               + HASHED_KV_SPLIT_SHORT for f in findings if f["code"] == "DGD202")
     assert any(f["code"] == "DGD108" for f in findings)
     r = run("diff", str(tmp_path / "old.yaml"), str(tmp_path / "new.yaml"), "--format", "json",
             "--workers-run-by", "unmanaged")
-    shared = [f["message"] for f in json.loads(r.stdout)["findings"] if f["code"] == "DGD202"]
+    shared = [f["details"] for f in json.loads(r.stdout)["findings"] if f["code"] == "DGD202"]
     assert shared and all(SHARED_KV in m for m in shared), shared
     # an edit of both roles keeps them agreeing: the hashed text without the split
     both = new.replace("- --kv-cache-dtype\n            - auto", "- --kv-cache-dtype\n            - fp8")
     (tmp_path / "new.yaml").write_text(both)
     r = run("diff", str(tmp_path / "old.yaml"), str(tmp_path / "new.yaml"), "--format", "json")
-    msgs = [f["message"] for f in json.loads(r.stdout)["findings"] if f["code"] == "DGD202"]
+    msgs = [f["details"] for f in json.loads(r.stdout)["findings"] if f["code"] == "DGD202"]
     assert msgs and all(HASHED_KV in m for m in msgs), msgs

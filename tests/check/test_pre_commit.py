@@ -60,8 +60,11 @@ def test_pre_commit_try_repo(tmp_path: Path) -> None:
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1, out
     line = head.splitlines().index('          - "32"') + 1
-    assert f"sglang.yaml:{line}:" in out and "DGD201 mdc-change-in-place" in out, out
-    assert "DGD202 kv-transfer-change-in-place" in out
+    assert f"sglang.yaml:{line}:13: error DGD201 decode --page-size 16→32: " in out, out
+    assert "error DGD202 decode --page-size 16→32: " in out
+    # what the hook prints reads in a terminal: a headline per finding, no line over 200
+    report = [x for x in out.splitlines() if x.startswith(("sglang.yaml", "  help:"))]
+    assert len(report) == 8 and max(map(len, out.splitlines())) <= 200, out
 
     # A replicas-only change passes.
     (repo / "sglang.yaml").write_text(base.replace("    replicas: 1\n    type: decode",
@@ -109,7 +112,7 @@ def test_pre_commit_local_hook_from_the_docs(tmp_path: Path) -> None:
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1, out
     line = head.splitlines().index('          - "32"') + 1
-    assert f"sglang.yaml:{line}:" in out and "DGD201 mdc-change-in-place" in out, out
+    assert f"sglang.yaml:{line}:13: error DGD201 decode --page-size 16→32: " in out, out
 
     (repo / "sglang.yaml").write_text(base.replace("    replicas: 1\n    type: decode",
                                                    "    replicas: 2\n    type: decode"))

@@ -15,7 +15,7 @@ from worker_support import shell_worker, worker_component
 
 from dgdgen import runtime
 from dgdgen.check.flags import ALIASES_KEY, NEWEST, RELEASES, normalize_release
-from dgdgen.check.inplace import HASHED_MDC, SHARED_MDC
+from dgdgen.check.inplace import HASHED_MDC, HASHED_MDC_SHORT, SHARED_MDC, SHARED_MDC_SHORT
 from dgdgen.check.releases import (
     DEFAULT,
     RELEASE_FACTS,
@@ -107,19 +107,32 @@ EXPECTED = {
 }
 
 
+SHORT = {HASHED_MDC: HASHED_MDC_SHORT, **{SHARED_MDC[r]: SHARED_MDC_SHORT[r] for r in RELEASES}}
+
+
+def test_every_release_has_a_short_consequence() -> None:
+    """A release added to the tables needs its headline words too (else the generic one)."""
+    assert set(SHARED_MDC) == set(SHARED_MDC_SHORT) == set(RELEASES)
+
+
 @pytest.mark.parametrize("release", RELEASES)
 @pytest.mark.parametrize("run_by", ["deployment", "grove", "lws", "unmanaged"])
 def test_dgd201_message_says_the_consequence_of_the_targeted_release(release: str,
                                                                     run_by: str) -> None:
     report = json.loads(diff("--dynamo-version", release, "--workers-run-by", run_by))
     assert report["workers_run_by"] == run_by
-    messages = [f["message"] for f in report["findings"] if f["code"] == "DGD201"]
-    assert messages
+    found = [f for f in report["findings"] if f["code"] == "DGD201"]
+    assert found
     expected = EXPECTED[(release, run_by)]
     others = {HASHED_MDC, *SHARED_MDC.values()} - {expected}
-    for m in messages:
-        assert expected in m
-        assert not any(t in m for t in others)
+    # the whole consequence in the details, the same in a few words in the headline
+    short = SHORT[expected]
+    other_short = {SHORT[t] for t in others} - {short}
+    for f in found:
+        assert expected in f["details"]
+        assert not any(t in f["details"] for t in others)
+        assert f["message"].endswith(": " + short), f["message"]
+        assert not any(t in f["message"] for t in other_short)
 
 
 @pytest.mark.parametrize(("release", "run_by"), [("1.5", "deployment"), ("1.6", "deployment"),

@@ -34,7 +34,8 @@ def _dgd201(tmp_path: Path, backend: str, served: str | None) -> list[str]:
     with contextlib.redirect_stdout(out):
         main(["diff", str(tmp_path / "old.yaml"), str(tmp_path / "new.yaml"), "--format",
               "json"])
-    return [f["message"] for f in json.loads(out.getvalue())["findings"]
+    # the whole text (the details): what the change does on the target
+    return [f["details"] for f in json.loads(out.getvalue())["findings"]
             if f["code"] == "DGD201"]
 
 

@@ -56,7 +56,8 @@ def _diff(tmp_path: Path, *args: str, annotation: str | None = None,
     r = run("diff", old, new, "--format", "json", *args, cwd=cwd)
     assert r.returncode == 1, r.stderr
     report = json.loads(r.stdout)
-    messages = [f["message"] for f in report["findings"] if f["code"] in ("DGD201", "DGD202")]
+    # the whole text: how the strategy replaces the pods is behind the headline
+    messages = [f["details"] for f in report["findings"] if f["code"] in ("DGD201", "DGD202")]
     assert messages
     (verdict,) = report["verdicts"]
     strategy = verdict["update_strategy"]
@@ -124,6 +125,12 @@ def test_the_option_and_the_annotation_change_the_strategy(tmp_path: Path) -> No
 def test_on_delete_says_nothing_rolls_until_pods_are_deleted(tmp_path: Path) -> None:
     messages, strategy = _diff(tmp_path, "--workers-run-by", "grove", annotation="OnDelete")
     assert strategy["rolls_before_pods_are_deleted"] is False
+    old, new = _pair(tmp_path, "OnDelete")
+    headlines = [f["message"] for f in json.loads(run(
+        "diff", old, new, "--format", "json", "--workers-run-by", "grove").stdout)["findings"]
+        if f["code"] in ("DGD201", "DGD202")]
+    assert headlines and all(": nothing rolls until pods are deleted; then " in h
+                             for h in headlines), headlines
     for m in messages:
         assert m.split("applied in place: ", 1)[1].startswith(
             f"Grove OnDelete, set by the DGD's {ANN} annotation: nothing rolls until you "

@@ -98,12 +98,20 @@ def test_quality_gate_catches_a_degraded_candidate(tmp_path: Path, example: str,
                       if re.match(r"^[a-z][a-z0-9-]+ +(\[\S*\]|-) +(Failed|Inconclusive) ",
                                   line)]
         assert not_passed == ["quality"], report_md
+        # the console says it too, on the line that says Failed: the metric and its figures
+        [said] = [line for line in log.splitlines() if re.search(r"\] gate \S+: Failed", line)]
+        assert re.search(rf"\] gate \S+: Failed — quality Failed: .*\b0 wins, {wrong} losses, "
+                         rf"\d+ ties\b.*\bp=[\d.e-]+", said), said
+        quality_row = next(line for line in report_md.splitlines()
+                           if line.startswith("quality ") and "Failed" in line)
+        assert said.split("quality Failed: ", 1)[1] in quality_row, (said, quality_row)
     else:
         assert code == 0, log
         assert data["result"] == "completed"
         assert [s["verdict"] for s in gated] == ["Successful"], gated
         assert data["states"][-1]["state"] == "cleanup"
         assert f"0 wins, 0 losses, {len(table)} ties" in report_md, report_md
+        assert re.search(r"\] gate \S+: Successful$", log, re.MULTILINE), log
     assert data["failed"] == 0 and data["truncated"] == 0, data["failures"]
 
 

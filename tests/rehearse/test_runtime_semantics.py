@@ -115,7 +115,7 @@ def _in_place(stable: dict[str, Any], candidate: dict[str, Any],
 def _dgd201_messages(tmp_path: Path, stable: dict[str, Any], candidate: dict[str, Any],
                      *extra: str) -> list[str]:
     """`dgdgen diff` of the same change applied in place (the candidate under the stable's
-    name): DGD201's messages."""
+    name): DGD201's whole texts (the JSON details)."""
     in_place = copy.deepcopy(candidate)
     in_place["metadata"] = copy.deepcopy(stable["metadata"])
     (tmp_path / "old.yaml").write_text(yamlio.dump(stable))
@@ -124,7 +124,7 @@ def _dgd201_messages(tmp_path: Path, stable: dict[str, Any], candidate: dict[str
                         str(tmp_path / "new.yaml"), "--format", "json", *extra],
                        capture_output=True, text=True, check=False)
     assert r.returncode == 1, r.stderr
-    return [f["message"] for f in json.loads(r.stdout)["findings"] if f["code"] == "DGD201"]
+    return [f["details"] for f in json.loads(r.stdout)["findings"] if f["code"] == "DGD201"]
 
 
 def test_in_place_checksum_change_in_one_namespace_is_rejected_and_flagged(

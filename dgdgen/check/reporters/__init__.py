@@ -18,9 +18,11 @@ REPORTERS: dict[str, str] = {
 
 
 class Reporter(Protocol):
-    def render(self, report: Report, *, color: bool = False) -> str: ...
+    def render(self, report: Report, *, color: bool = False, verbose: bool = False) -> str: ...
 
 
-def render(name: str, report: Report, *, color: bool = False) -> str:
+def render(name: str, report: Report, *, color: bool = False, verbose: bool = False) -> str:
+    """``verbose``: the text report's whole findings; the other formats always carry them
+    (JSON ``details``, SARIF message markdown and rule help, JUnit failure text)."""
     module: Reporter = importlib.import_module(REPORTERS[name])
-    return module.render(report, color=color)
+    return module.render(report, color=color, verbose=verbose)

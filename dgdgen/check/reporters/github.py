@@ -1,6 +1,8 @@
 """GitHub Actions workflow commands: ``::error file=F,line=L,col=C,title=T::message``
 (docs.github.com, "Workflow commands for GitHub Actions": data escapes %, CR, LF; property values
-also escape ':' and ',')."""
+also escape ':' and ','). An annotation is read beside the diff: the title is the rule, the
+message the finding's headline and one ``help:`` line; the whole text is in the JSON and SARIF
+reports and on the rule's page."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ def escape_property(text: str) -> str:
     return escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def render(report: Report, *, color: bool = False) -> str:
+def render(report: Report, *, color: bool = False, verbose: bool = False) -> str:
     lines = []
     for f in report.findings:
         level = "notice" if f.suppressed else LEVEL[f.severity]
@@ -26,8 +28,8 @@ def render(report: Report, *, color: bool = False) -> str:
         message = f"{f.message} [{f.object}]"
         if f.suppressed:
             message += f" suppressed: {f.suppression_reason}"
-        elif f.remediation:
-            message += f"\nFix: {f.remediation}"
+        elif f.help:
+            message += f"\nhelp: {f.help}; `dgdgen rules explain {f.code}`"
         props = ",".join((f"file={escape_property(f.file)}", f"line={f.line}",
                           f"col={f.column}", f"title={escape_property(title)}"))
         lines.append(f"::{level} {props}::{escape_data(message)}")

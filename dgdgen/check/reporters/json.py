@@ -8,5 +8,5 @@ import json as _json
 from dgdgen.check.engine import Report
 
 
-def render(report: Report, *, color: bool = False) -> str:
+def render(report: Report, *, color: bool = False, verbose: bool = False) -> str:
     return _json.dumps(report.to_dict(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"

@@ -9,7 +9,7 @@ from dgdgen.check.engine import Report
 from dgdgen.check.findings import Finding
 
 
-def render(report: Report, *, color: bool = False) -> str:
+def render(report: Report, *, color: bool = False, verbose: bool = False) -> str:
     suites = ET.Element("testsuites", name="dgdgen check")
     suite = ET.SubElement(suites, "testsuite", name="dgdgen")
     by_file: dict[str, list[Finding]] = {f: [] for f in report.files}
@@ -33,7 +33,7 @@ def render(report: Report, *, color: bool = False) -> str:
                 failure = ET.SubElement(case, "failure", type=f.severity.value,
                                         message=f"{f.code}: {f.message}")
                 failure.text = (f"{f.file}:{f.line}:{f.column} {f.object}\n"
-                                f"{f.message}\nFix: {f.remediation}")
+                                f"{f.details or f.message}\nFix: {f.remediation}")
                 failures += 1
     for el in (suites, suite):
         el.set("tests", str(tests))

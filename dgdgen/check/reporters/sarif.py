@@ -17,7 +17,7 @@ SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 DOCS = "docs/rules/{code}.md"
 
 
-def render(report: Report, *, color: bool = False) -> str:
+def render(report: Report, *, color: bool = False, verbose: bool = False) -> str:
     codes = [m.RULE.code for m in report.rules] or sorted(RULES)
     index = {code: i for i, code in enumerate(codes)}
     rules = []
@@ -43,7 +43,10 @@ def render(report: Report, *, color: bool = False) -> str:
         result: dict[str, object] = {
             "ruleId": f.code,
             "level": LEVEL[f.severity],
-            "message": {"text": f"{f.message} [{f.object}]"},
+            # short text for the alert list; the whole finding as its markdown (SARIF 2.1.0
+            # §3.11: a viewer that renders Markdown shows it instead of the text)
+            "message": {"text": f"{f.message} [{f.object}]",
+                        "markdown": f"{f.message} [{f.object}]\n\n{f.details or f.message}"},
             "locations": [{
                 "physicalLocation": {
                     "artifactLocation": {"uri": quote(f.file.replace("\\", "/"))},

@@ -32,6 +32,9 @@ class RuleMeta:
     # namespaces (dgdgen.check.inplace, the one model): shown in the docs and, for the targeted
     # release and backing, in the SARIF help text and the finding messages.
     in_place: bool = False
+    # What to do, in a few words: the one `help:` line under a finding's headline (the full
+    # ``remediation`` is behind --verbose, in JSON and on the rule's page).
+    help: str = ""
 
     def consequence(self, release: str, namespaces: Namespaces) -> str | None:
         if not self.in_place or self.category is None:
@@ -42,11 +45,17 @@ class RuleMeta:
 
     def finding(self, *, file: str, line: int | None, column: int | None, message: str,
                 object: str, component: str | None = None, key: str = "",
-                explanation: str = "") -> Finding:
+                details: str = "", explanation: str = "", category: str | None = None,
+                help: str = "") -> Finding:
+        """``message`` is the headline; ``details`` the whole text when the headline leaves
+        some out; ``category`` the finding's own where the rule has none (DGD205 carries the
+        category of the input it could not resolve)."""
         return Finding(
             file=file, line=line or 1, column=column or 1, code=self.code, slug=self.slug,
-            severity=self.severity, message=message, object=object, category=self.category,
-            component=component, remediation=self.remediation, key=key, explanation=explanation,
+            severity=self.severity, message=message, object=object,
+            category=category or self.category, component=component,
+            remediation=self.remediation, key=key, details=details, help=help or self.help,
+            explanation=explanation,
         )
 
     def matches(self, selector: str) -> bool:

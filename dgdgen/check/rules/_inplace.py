@@ -11,7 +11,15 @@ from dgdgen.check.classify import MODEL_REMOVED_FIELD, Change, runtime_replaced
 from dgdgen.check.context import Context, DgdPair
 from dgdgen.check.findings import Finding
 from dgdgen.check.flags import Category
-from dgdgen.check.inplace import BOTH, MODEL_REMOVED, RENAME_FIELDS, roll_consequence
+from dgdgen.check.headline import what_changed
+from dgdgen.check.inplace import (
+    BOTH,
+    MODEL_REMOVED,
+    MODEL_REMOVED_SHORT,
+    RENAME_FIELDS,
+    roll_consequence,
+    roll_headline,
+)
 from dgdgen.check.pd import mismatches
 from dgdgen.check.rules import RuleMeta
 
@@ -21,6 +29,7 @@ REMEDIATION = (
     "generation becomes its own DGD in its own Dynamo namespace, traffic moves in gated steps "
     "that can stop and roll back). Or revert the change."
 )
+HELP = "roll it out gated (`dgdgen plan`), or revert"
 
 
 def in_place(ctx: Context, rule: RuleMeta, category: Category) -> Iterator[Finding]:
@@ -38,16 +47,20 @@ def in_place(ctx: Context, rule: RuleMeta, category: Category) -> Iterator[Findi
             if change.category is not category or change.assumed:
                 continue  # assumed changes are DGD205's
             if change.field == MODEL_REMOVED_FIELD:
-                effect = MODEL_REMOVED  # the same on every release and namespace layout
+                # the same on every release and namespace layout
+                effect, short = MODEL_REMOVED, MODEL_REMOVED_SHORT
             else:
                 rename = category is Category.MDC and (
                     change.field in RENAME_FIELDS or _served_name_changes(pair, change))
                 effect = roll_consequence(category, roll, rename=rename,
                                           replaced=replaced or BOTH, split=split)
+                short = roll_headline(category, roll, rename=rename,
+                                      replaced=replaced or BOTH, split=split)
             line, col = ctx.location_of_change(pair, change)
             yield rule.finding(
                 file=pair.head.file, line=line, column=col,
-                message=f"{change.component}: {change.reason}; applied in place{renamed}: "
+                message=f"{what_changed(change)}: {short}",
+                details=f"{change.component}: {change.reason}; applied in place{renamed}: "
                         f"{effect}",
                 object=pair.head.object, component=change.component,
                 key=change.key, explanation=effect,

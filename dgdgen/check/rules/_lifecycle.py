@@ -43,6 +43,8 @@ def lifecycle(ctx: Context, rule: RuleMeta, state: str) -> Iterator[Finding]:
                 yield rule.finding(
                     file=h.file, line=line, column=col,
                     message=(f"{comp.name}: {raw} is {state} for {comp.backend.value} in "
+                             f"Dynamo {ctx.release}; use {status.replacement}"),
+                    details=(f"{comp.name}: {raw} is {state} for {comp.backend.value} in "
                              f"Dynamo {ctx.release}; use {status.replacement} "
                              f"({status.cite})"),
                     object=h.object, component=comp.name, key=raw,

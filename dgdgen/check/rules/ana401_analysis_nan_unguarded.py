@@ -26,6 +26,7 @@ RULE = RuleMeta(
         "Guard the value: `len(result) > 0 && !isNaN(result[0]) && result[0] <= {{args.max}}` "
         "(no data fails) or `isNaN(result[0]) || ...` (no data passes, deliberately)."
     ),
+    help="guard the value with `!isNaN(result[0])` (no data fails) or `isNaN(result[0]) ||`",
 )
 
 

@@ -27,6 +27,7 @@ RULE = RuleMeta(
         "`len(result) == 0 || ...` (empty passes); or make the query return a sample "
         "(`... or vector(0)`), knowing it hides a missing generation."
     ),
+    help="test `len(result) > 0 &&` (empty fails) or `len(result) == 0 ||` first",
 )
 
 _VECTOR_FALLBACK = re.compile(r"\bor\s+(on\s*\([^)]*\)\s*)?vector\s*\(", re.IGNORECASE)

@@ -21,6 +21,7 @@ RULE = RuleMeta(
     ),
     remediation=f'Write the reason after the code: `{ANNOTATION}: "DGD105: dev cluster, a '
                 'capacity gap is acceptable"`.',
+    help='give the suppression a reason: `dgdgen.dev/ignore: "CODE: why"`',
 )
 
 

@@ -33,6 +33,7 @@ RULE = RuleMeta(
         "`qwen-canary`), or put them in different Kubernetes namespaces. `dgdgen render` "
         "generates non-overlapping generation names."
     ),
+    help="rename one DGD so neither name is a prefix of the other",
 )
 
 

@@ -27,6 +27,7 @@ RULE = RuleMeta(
         "Give each model its own frontend in its DGD (drop globalDynamoNamespace) and route "
         "between frontends with an HTTPRoute or HAProxy; `dgdgen render` generates this layout."
     ),
+    help="give each model its own frontend and route between frontends",
 )
 
 

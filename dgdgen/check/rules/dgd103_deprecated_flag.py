@@ -22,6 +22,7 @@ RULE = RuleMeta(
         "spellings during an image bump turns one risky change into two."
     ),
     remediation="Switch to the replacement the message names, in a change of its own.",
+    help="switch to the replacement, in a change of its own",
 )
 
 

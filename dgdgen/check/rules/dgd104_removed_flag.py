@@ -21,6 +21,7 @@ RULE = RuleMeta(
         "--disaggregation-mode prefill) (ai-dynamo/dynamo@2a6da14c8 components/src/dynamo/{vllm,sglang}/args.py, trtllm/backend_args.py)."
     ),
     remediation="Replace the flag as the message says before rolling out the new release.",
+    help="replace the flag before rolling out the new release",
 )
 
 

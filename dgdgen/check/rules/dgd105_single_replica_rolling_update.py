@@ -38,6 +38,7 @@ RULE = RuleMeta(
         "components: `nvidia.com/deployment-rolling-update-max-surge: \"1\"`), or roll out "
         "into a separate generation with `dgdgen plan`."
     ),
+    help="run two replicas, allow a surge, or roll out with `dgdgen plan`",
 )
 
 

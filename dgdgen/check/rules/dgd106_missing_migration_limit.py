@@ -29,6 +29,7 @@ RULE = RuleMeta(
         "Set a migration limit on the frontend, e.g. args `--migration-limit 3` or env "
         "`DYN_MIGRATION_LIMIT=3`."
     ),
+    help="set `--migration-limit 3` (or DYN_MIGRATION_LIMIT) on the frontend",
 )
 
 _ROLLOUT_ANNOTATIONS = (ANN_MAX_SURGE, ANN_MAX_UNAVAILABLE, ANN_STRATEGY)

@@ -37,6 +37,7 @@ RULE = RuleMeta(
         "move traffic between generations with `dgdgen render` (each generation has its own "
         "DGD, frontend and Dynamo namespace, and an HTTPRoute or HAProxy splits the traffic)."
     ),
+    help="remove the prefix; split traffic between generations instead",
 )
 
 _SPELLINGS = ("--namespace-prefix",)

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 from dgdgen.check.context import Context
 from dgdgen.check.findings import Finding, Severity
+from dgdgen.check.headline import clip
 from dgdgen.check.pd import mismatches
 from dgdgen.check.rules import RuleMeta
 
@@ -41,6 +42,7 @@ RULE = RuleMeta(
     remediation=(
         "Give the prefill and the decode workers the same value (or leave it unset on both)."
     ),
+    help="give prefill and decode the same value, or leave it unset on both",
 )
 
 
@@ -55,7 +57,10 @@ def check(ctx: Context) -> Iterator[Finding]:
             shown = "/".join(m.key.keys)
             yield RULE.finding(
                 file=h.file, line=loc.line, column=loc.column,
-                message=f"{m.key.what} ({shown}) differs between prefill {m.prefill.name!r} "
+                message=f"{m.key.what} differs: prefill {m.prefill.name} "
+                        f"{clip(m.prefill_value)}, decode {m.decode.name} "
+                        f"{clip(m.decode_value)}: decode cannot read prefill's KV",
+                details=f"{m.key.what} ({shown}) differs between prefill {m.prefill.name!r} "
                         f"({m.prefill_value}{'' if m.prefill_setting else ', the default'}) and "
                         f"decode {m.decode.name!r} ({m.decode_value}"
                         f"{'' if m.decode_setting else ', the default'}): the decode worker "

@@ -30,6 +30,7 @@ RULE = RuleMeta(
         "Keep the ConfigMap (or Secret manifest) next to the DGD so it is checked with it, or "
         "suppress with the reason where the object is managed elsewhere."
     ),
+    help="check the ConfigMap or Secret with the DGD, or suppress with a reason",
 )
 
 

@@ -9,7 +9,7 @@ from dgdgen.check.findings import Finding, Severity
 from dgdgen.check.flags import Category
 from dgdgen.check.inplace import RENAME
 from dgdgen.check.rules import RuleMeta
-from dgdgen.check.rules._inplace import REMEDIATION, in_place
+from dgdgen.check.rules._inplace import HELP, REMEDIATION, in_place
 
 RULE = RuleMeta(
     code="DGD201",
@@ -35,6 +35,7 @@ RULE = RuleMeta(
         "and on the release (--dynamo-version)."
     ),
     remediation=REMEDIATION,
+    help=HELP,
     needs_base=True,
     category=Category.MDC.value,
     in_place=True,

@@ -8,7 +8,7 @@ from dgdgen.check.context import Context
 from dgdgen.check.findings import Finding, Severity
 from dgdgen.check.flags import Category
 from dgdgen.check.rules import RuleMeta
-from dgdgen.check.rules._inplace import REMEDIATION, in_place
+from dgdgen.check.rules._inplace import HELP, REMEDIATION, in_place
 
 RULE = RuleMeta(
     code="DGD202",
@@ -31,6 +31,7 @@ RULE = RuleMeta(
         "of real traffic grows as the roll goes on."
     ),
     remediation=REMEDIATION,
+    help=HELP,
     needs_base=True,
     category=Category.KV.value,
     in_place=True,

@@ -8,7 +8,7 @@ from dgdgen.check.context import Context
 from dgdgen.check.findings import Finding, Severity
 from dgdgen.check.flags import Category
 from dgdgen.check.rules import RuleMeta
-from dgdgen.check.rules._inplace import REMEDIATION, in_place
+from dgdgen.check.rules._inplace import HELP, REMEDIATION, in_place
 
 RULE = RuleMeta(
     code="DGD203",
@@ -28,6 +28,7 @@ RULE = RuleMeta(
         "for a bump of both."
     ),
     remediation=REMEDIATION,
+    help=HELP,
     needs_base=True,
     category=Category.RUNTIME.value,
     in_place=True,

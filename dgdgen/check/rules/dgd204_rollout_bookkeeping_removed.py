@@ -28,6 +28,7 @@ RULE = RuleMeta(
         "Keep the annotations the live object carries (apply with server-side apply, or tell "
         "Argo CD to ignore them with ignoreDifferences) instead of deleting them from the manifest."
     ),
+    help="keep the annotations the live object carries (server-side apply)",
     needs_base=True,
 )
 

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 from dgdgen.check.context import Context
 from dgdgen.check.findings import Finding, Severity
+from dgdgen.check.headline import what_changed
 from dgdgen.check.rules import RuleMeta
 
 RULE = RuleMeta(
@@ -47,6 +48,7 @@ RULE = RuleMeta(
         "is 16384\"` on the DGD): a suppression with a reason settles the assumption and "
         "stays in every report. Otherwise roll the change out with dgdgen (`plan` / `render`)."
     ),
+    help="give `--model-config DIR`, or set the flag on both revisions",
     needs_base=True,
 )
 
@@ -59,9 +61,15 @@ def check(ctx: Context) -> Iterator[Finding]:
             if not change.assumed:
                 continue
             line, col = ctx.location_of_change(pair, change)
+            # The finding carries the category of the input it could not resolve, so a
+            # consumer of the report tells an unresolved card input from a KV-transfer one.
+            category = change.category.value
             yield RULE.finding(
                 file=pair.head.file, line=line, column=col,
-                message=f"{change.component}: {change.reason}. Isolation required (assumed "
-                        f"{change.category.value}): {change.assumed}",
+                message=f"{what_changed(change)}: unset, the model's files decide: "
+                        f"{category} change assumed",
+                details=f"{change.component}: {change.reason}. Isolation required (assumed "
+                        f"{category}): {change.assumed}",
                 object=pair.head.object, component=change.component, key=change.key,
+                category=category,
             )

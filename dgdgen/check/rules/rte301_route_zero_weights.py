@@ -22,6 +22,7 @@ RULE = RuleMeta(
     ),
     remediation="Give at least one backend of the rule a weight above 0 (the stable generation "
                 "during a rollback).",
+    help="give one backend a weight above 0",
 )
 
 

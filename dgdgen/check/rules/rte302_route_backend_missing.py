@@ -29,6 +29,7 @@ RULE = RuleMeta(
         "Render the backend's Service / InferencePool (or its DGD frontend) with the route, or "
         "set the backend's weight to 0 until it exists."
     ),
+    help="render the backend with the route, or give it weight 0",
 )
 
 

@@ -27,12 +27,16 @@ class InvariantMeta:
     rationale: str  # why, with the finding that motivated it and the upstream citation
     remediation: str
     finding_of: str = ""  # the review finding that motivated it
+    help: str = ""  # what to do, in a few words: the `help:` line under a finding's headline
 
     def finding(self, *, file: str, line: int | None, column: int | None, message: str,
-                object: str, key: str = "") -> Finding:
+                object: str, key: str = "", details: str = "") -> Finding:
+        """``message`` is the headline; ``details`` the whole text when the headline leaves
+        some out."""
         return Finding(file=file, line=line or 1, column=column or 1, code=self.code,
                        slug=self.slug, severity=self.severity, message=message, object=object,
-                       remediation=self.remediation, key=key)
+                       remediation=self.remediation, key=key, details=details,
+                       help=self.help)
 
 
 @dataclass

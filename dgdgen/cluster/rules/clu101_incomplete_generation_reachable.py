@@ -36,6 +36,7 @@ RULE = InvariantMeta(
         "until its paths have moved, or give the frontend a readiness probe on "
         "`/v1/models/{model}/ready`."
     ),
+    help="point the path at the generation that serves, or keep its workers",
     finding_of="the fourth review, finding 1: at the 100 % step the GAMMA parent Service still "
                "selected the stable frontend, whose workers were scaled to 0",
 )

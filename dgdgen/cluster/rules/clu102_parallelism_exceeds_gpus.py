@@ -28,6 +28,7 @@ RULE = InvariantMeta(
         "Give the component the GPUs its parallelism needs with the change "
         "(`spec.candidate.components.<name>.gpus`), or keep the parallelism."
     ),
+    help="give the component the GPUs its parallelism needs",
     finding_of="the fourth review, finding 2: `isolation: auto` called a vLLM "
                "--tensor-parallel-size 1 → 2 change safe to roll in place while the new pods "
                "asked for 1 GPU",

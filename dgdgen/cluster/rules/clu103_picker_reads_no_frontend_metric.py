@@ -36,6 +36,7 @@ RULE = InvariantMeta(
         "dynamo_frontend_inflight_requests`), as dgdgen renders (docs/traffic.md); drop the "
         "KV-cache and LoRA scorers."
     ),
+    help="score with queue / running-requests scorers on the frontend's gauges",
     finding_of="the fourth review, finding 7: the InferencePool's picker was GAIE's stock one, "
                "with scorers reading model-server metrics Dynamo frontends do not export",
 )

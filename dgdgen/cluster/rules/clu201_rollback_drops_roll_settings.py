@@ -29,6 +29,7 @@ RULE = InvariantMeta(
         "Carry the forward state's roll settings into the rollback state's DGD (dgdgen's "
         "in-place rollback does), or set them in the stable DGD itself."
     ),
+    help="carry the roll settings into the rollback state's DGD",
     finding_of="the fourth review, finding 4: the in-place rollback state dropped the "
                "rolling-update annotations the forward state added",
 )

@@ -37,6 +37,7 @@ RULE = InvariantMeta(
         "`traffic.requestTimeout`, or acknowledge the cut with a reason on the DGD: "
         "`metadata.annotations: {dgdgen.dev/ignore: \"CLU202: <why>\"}`."
     ),
+    help="give pods a termination grace period of at least the request bound",
     finding_of="the fourth review, finding 8: a serving stable shrank under traffic with the "
                "default 30 s termination grace against a 610 s request bound, with only a note",
 )

@@ -36,6 +36,7 @@ RULE = InvariantMeta(
         "providers), or move pooled clients with an L7 provider (`gateway-api`, `gamma` inside "
         "the mesh, `inference-pool`, `haproxy`), which picks a backend per request."
     ),
+    help="render the drain with `--l4-switch`, or use an L7 provider",
     finding_of="the fourth review, finding 5: the switch Service and the GAMMA parent moved only "
                "new connections, and the drain called the old generation drained after four "
                "idle polls while pooled clients still used it",

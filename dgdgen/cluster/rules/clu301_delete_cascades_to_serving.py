@@ -28,6 +28,7 @@ RULE = InvariantMeta(
         "running, to be removed on purpose) and set "
         "`spec.syncPolicy.preserveResourcesOnDeletion: true` on ApplicationSets."
     ),
+    help="leave the finalizer off; preserve resources on ApplicationSet deletion",
     finding_of="the fourth review, finding 6: the ApplicationSet and Application carried "
                "resources-finalizer.argocd.argoproj.io without preserveResourcesOnDeletion",
 )

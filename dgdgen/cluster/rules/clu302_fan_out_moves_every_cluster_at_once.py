@@ -36,6 +36,7 @@ RULE = InvariantMeta(
         "each wave at the commit and runs its AnalysisRuns before the next wave moves "
         "(docs/gitops.md, \"Several clusters\")."
     ),
+    help="leave `automated` off; move the clusters in waves",
     finding_of="the fourth review, finding 6: multi-cluster fan-out, one commit moved every "
                "cluster at once (no canary cluster)",
 )
