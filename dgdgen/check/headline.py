@@ -52,7 +52,7 @@ def _values(old: str | None, new: str | None) -> str:
     return f"{around(o)}→{around(n)}"
 
 
-def _images(old: str | None, new: str | None) -> str:
+def images(old: str | None, new: str | None) -> str:
     """Two image references, shown by what differs: the tag (or digest) alone when the
     repository is the same."""
     if old is not None and new is not None:
@@ -67,7 +67,7 @@ def what_changed(change: Change) -> str:
     """``VllmPrefillWorker --kv-cache-dtype (unset)→fp8``: the component and the change."""
     field = change.field
     if field == "image":
-        what = _images(change.old, change.new)
+        what = images(change.old, change.new)
     elif field.startswith("env:"):
         what = f"env {field[4:]} {_values(change.old, change.new)}"
     elif field == "served-model":  # a worker component removed with the last of its model

@@ -662,6 +662,7 @@ SHARED_MDC_SHORT: dict[str, str] = {
     "1.4": "the frontend skips the new workers: ready but idle, capacity shrinks",
     "1.5": "the frontend tears the model down while both checksums serve",
     "1.6": "the frontend rejects the new workers: capacity shrinks, then traffic flips",
+    "1.7": "the frontend rejects the new workers: capacity shrinks, then traffic flips",
 }
 # A release without a short text of its own (a table that gained a release): still short, and
 # the details say what that release does.

@@ -418,7 +418,7 @@ def test_checker_verdict_matches_the_runtime(probe: Probe, truth: dict[str, dict
     assert ("DGD201" in codes) == runtime_isolates, (probe.name, codes, seen)
     assert report["isolation_required"] == runtime_isolates, (probe.name, report, seen)
     assert report["worker_namespaces"] == "shared"
-    for m in [f["message"] for f in report["findings"] if f["code"] == "DGD201"]:
+    for m in [f["details"] for f in report["findings"] if f["code"] == "DGD201"]:
         expected = RENAME if probe.head_name else SHARED_MDC["1.6"]
         assert expected in m and HASHED_MDC not in m, (probe.name, m)
 
@@ -436,7 +436,7 @@ def test_checker_consequence_matches_the_operators_hashed_roll(
     assert seen["incumbent_args"] != seen["candidate_args"], seen
     report = dgdgen_diff(tmp_path, probe)
     assert report["worker_namespaces"] == "hashed"
-    messages = [f["message"] for f in report["findings"] if f["code"] == "DGD201"]
+    messages = [f["details"] for f in report["findings"] if f["code"] == "DGD201"]
     if probe.head_name:
         assert seen["verdict"] == "separate-model" and seen["candidate"] == 0, seen
         after = seen["after_last_old_worker"]
@@ -467,7 +467,7 @@ def test_a_pinned_endpoint_defeats_the_suffix_and_the_checker_says_so(
     assert seen["candidate"] == 0 and seen["ok"] == REQUESTS, seen
     assert seen["namespaces"] == [f"{HASHED_PREFIX}-{PINNED.name}"], seen
     report = dgdgen_diff(tmp_path, PINNED)
-    messages = [f["message"] for f in report["findings"] if f["code"] == "DGD201"]
+    messages = [f["details"] for f in report["findings"] if f["code"] == "DGD201"]
     assert messages, report
     for m in messages:
         assert SHARED_MDC["1.6"] in m and HASHED_MDC not in m, m
@@ -546,7 +546,7 @@ def test_a_new_served_name_leaves_the_old_name_without_workers(
     after = seen["after_last_old_worker"]
     assert seen["verdict"] == "separate-model" and not seen["rejected_logged"], seen
     assert after["ok"] == 0 and after["candidate"] == 0, after
-    messages = [f["message"] for f in dgdgen_diff(tmp_path, probe)["findings"]
+    messages = [f["details"] for f in dgdgen_diff(tmp_path, probe)["findings"]
                 if f["code"] == "DGD201"]
     assert messages and all(RENAME in m for m in messages), messages
 

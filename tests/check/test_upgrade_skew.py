@@ -63,13 +63,19 @@ def test_a_bump_from_1_5_to_1_7_is_a_finding_that_names_the_skipped_minor(
     assert r.returncode == 1, r.stderr
     lines = [ln for ln in r.stdout.splitlines() if "error DGD206" in ln]
     assert len(lines) == 2  # the frontend and the worker
-    for ln in lines:
-        assert "error DGD206 runtime-upgrade-skips-minor" in ln
-        assert "(Dynamo 1.5) →" in ln and "(Dynamo 1.7) skips Dynamo 1.6" in ln
-        assert "only within a minor release or to the adjacent one" in ln
-    # the long text once per run (the second finding points at the first), the fix on the object line
-    assert r.stdout.count("the v1.7.0 release page") == 1
-    assert "Go through the adjacent minor" in r.stdout
+    for ln in lines:  # a headline: what changed, the consequence in a few words
+        assert "image :1.5.1→:1.7.0 skips Dynamo 1.6: an upgrade path Dynamo does not support" \
+            in ln and len(ln) - len(str(tmp_path)) < 160, ln
+    assert r.stdout.count("help: go one minor at a time") == 1  # once per rule
+    # --verbose: the whole text; the long part once per run, the fix on the object line
+    r = _diff(tmp_path, (f"{RUNTIME}:1.5.1", f"{RUNTIME}:1.5.1"),
+              (f"{RUNTIME}:1.7.0", f"{RUNTIME}:1.7.0"), "--select", "DGD206", "--verbose")
+    text = " ".join(r.stdout.split())
+    assert text.count("(Dynamo 1.5) → nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.7.0 (Dynamo 1.7) "
+                      "skips Dynamo 1.6") == 2, r.stdout
+    assert "only within a minor release or to the adjacent one" in text
+    assert text.count("the v1.7.0 release page") == 1
+    assert "Go through the adjacent minor" in text
 
 
 def test_json_carries_the_finding_on_the_image_line(tmp_path: Path) -> None:
@@ -82,6 +88,7 @@ def test_json_carries_the_finding_on_the_image_line(tmp_path: Path) -> None:
     # the frontend stays on 1.5 while the workers go to 1.7: the bump finding says it, the
     # skew is not said a second time
     assert "skips Dynamo 1.6" in f["message"]
+    assert "(Dynamo 1.5) → nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.7.0 (Dynamo 1.7)" in f["details"]
 
 
 def test_adjacent_and_patch_upgrades_pass(tmp_path: Path) -> None:
@@ -96,9 +103,10 @@ def test_a_tag_without_a_release_is_said_once_and_fails_nothing(tmp_path: Path) 
     r = _diff(tmp_path, (f"{RUNTIME}:1.5.1",) * 2, (f"{RUNTIME}:latest",) * 2,
               "--select", "DGD206")
     assert r.returncode == 0, r.stdout
-    lines = [ln for ln in r.stdout.splitlines() if "DGD206" in ln]
+    lines = [ln for ln in r.stdout.splitlines() if "DGD206" in ln and "help:" not in ln]
     assert len(lines) == 1 and "info DGD206" in lines[0], r.stdout
-    assert "(and 1 more)" in lines[0] and "names no Dynamo release" in lines[0]
+    text = " ".join(r.stdout.split())
+    assert "image :1.5.1→:latest (and 1 more): no Dynamo release in the tag" in text
 
 
 @pytest.mark.parametrize(("image", "minor"), [

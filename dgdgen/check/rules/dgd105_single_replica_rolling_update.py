@@ -55,14 +55,16 @@ def _reason(comp_annotations: dict[str, str], dgd_annotations: dict[str, str], m
     return None
 
 
-def _no_surge(ctx: Context, pair: DgdPair) -> str | None:
-    """Why the operator's roll of this DGD's workers never surges (Grove / LWS backing), or
-    None (Deployment-backed: the annotations decide; OnDelete: nothing rolls by itself)."""
+def _no_surge(ctx: Context, pair: DgdPair) -> tuple[str, str] | None:
+    """Why the operator's roll of this DGD's workers never surges (Grove / LWS backing), in a
+    few words and whole, or None (Deployment-backed: the annotations decide; OnDelete: nothing
+    rolls by itself)."""
     roll = ctx.roll(pair)
     s = roll.strategy
     if roll.run_by not in (RunBy.GROVE, RunBy.LWS) or not s.automatic or s.max_surge != "0":
         return None
-    return (f"{roll.run_by.label} are rolled by {s.name} without surge (Dynamo "
+    return (f"{s.name} without surge",
+            f"{roll.run_by.label} are rolled by {s.name} without surge (Dynamo "
             f"{roll.target.release}; a zero-downtime roll needs at least 2 replicas per worker "
             "component)")
 
@@ -70,23 +72,28 @@ def _no_surge(ctx: Context, pair: DgdPair) -> str | None:
 def check(ctx: Context) -> Iterator[Finding]:
     for pair in ctx.dgds:
         h = pair.head
-        backing: list[str | None] = []  # computed once per DGD, when a worker needs it
+        backing: list[tuple[str, str] | None] = []  # once per DGD, when a worker needs it
         for comp in h.components.values():
             if comp.replicas != 1 or not (comp.is_worker or comp.role is Role.FRONTEND):
                 continue
-            reason = _reason(dict(comp.annotations), dict(h.annotations), comp.multinode)
-            if reason is None and comp.is_worker:
+            said = _reason(dict(comp.annotations), dict(h.annotations), comp.multinode)
+            reasons = None if said is None else (said, said)
+            if reasons is None and comp.is_worker:
                 if not backing:
                     backing.append(_no_surge(ctx, pair))
-                reason = backing[0]
-            if reason is None:
+                reasons = backing[0]
+            if reasons is None:
                 continue
+            short, reason = reasons
             written = h.dgd.pod(comp.name).replicas_written
             path = comp.path + (("replicas",) if written else ())
             loc = h.dgd.location(path)
             yield RULE.finding(
                 file=h.file, line=loc.line, column=loc.column,
-                message=f"{comp.name}: 1 replica and {reason}: capacity drops to zero during "
+                message=f"{comp.name}: 1 replica and {short}: capacity drops to zero during "
                         "a rollout",
+                details="" if short == reason else (
+                    f"{comp.name}: 1 replica and {reason}: capacity drops to zero during a "
+                    "rollout"),
                 object=h.object, component=comp.name, key=comp.name,
             )

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from dgdgen.check.context import Context, DgdPair
 from dgdgen.check.facts import ComponentFacts, DgdFacts
 from dgdgen.check.findings import Finding, Severity
+from dgdgen.check.headline import images
 from dgdgen.check.releases import ImageRelease, image_release, skipped
 from dgdgen.check.rules import RuleMeta
 from dgdgen.model.dgd import Role
@@ -21,6 +22,9 @@ LONG = (
     "of the other runtime — a pairing no release is tested with (Dynamo documents only an N-2 "
     "frontend/worker window, #13886)")
 SKEW_SHORT = "the frontend and workers would run non-adjacent minor releases during the roll"
+# The headlines' consequence, in a few words (the texts above stay whole in the details).
+HEADLINE = "an upgrade path Dynamo does not support"
+SKEW_HEADLINE = "a frontend and workers two minors apart serve together during the roll"
 
 RULE = RuleMeta(
     code="DGD206",
@@ -45,6 +49,7 @@ RULE = RuleMeta(
         "the next — each as a gated rollout (`dgdgen plan` / `render`), never two minors in one "
         "edit. Keep the frontend and the workers within one minor of each other at every step."
     ),
+    help="go one minor at a time, each a gated rollout (`dgdgen plan`)",
 )
 
 
@@ -77,7 +82,7 @@ def _side_releases(d: DgdFacts, role: str) -> dict[tuple[int, int], ComponentFac
 
 
 def check(ctx: Context) -> Iterator[Finding]:
-    unreadable: list[tuple[DgdPair, ComponentFacts, str]] = []
+    unreadable: list[tuple[DgdPair, ComponentFacts, tuple[str | None, str | None]]] = []
     for pair in ctx.dgds:
         h = pair.head
         bumped = False
@@ -92,7 +97,7 @@ def check(ctx: Context) -> Iterator[Finding]:
                 ro, rn = _release(old), _release(new)
                 if ro.minor is None or rn.minor is None:
                     if ro.dynamo or rn.dynamo:
-                        unreadable.append((pair, new, f"{old.image} → {new.image}"))
+                        unreadable.append((pair, new, (old.image, new.image)))
                     continue
                 gap = skipped(ro.minor, rn.minor)
                 if gap is None:
@@ -102,7 +107,9 @@ def check(ctx: Context) -> Iterator[Finding]:
                 yield RULE.finding(
                     file=h.file, line=line, column=col, object=h.object, component=name,
                     key=f"skip\x1f{name}\x1f{ro.text}\x1f{rn.text}",
-                    message=f"{name}: image {_label(old, ro)} → {_label(new, rn)} skips "
+                    message=f"{name} {images(old.image, new.image)} skips Dynamo {gap}: "
+                            f"{HEADLINE}",
+                    details=f"{name}: image {_label(old, ro)} → {_label(new, rn)} skips "
                             f"Dynamo {gap}: {SHORT} — {LONG}",
                     explanation=LONG)
         if bumped:
@@ -133,7 +140,9 @@ def check(ctx: Context) -> Iterator[Finding]:
         yield RULE.finding(
             file=h.file, line=line, column=col, object=h.object, component=at.name,
             key=f"skew\x1f{fc.name}\x1f{wc.name}",
-            message=f"frontend {fc.name} {_label(fc, _release(fc))} and worker {wc.name} "
+            message=f"{fc.name} on Dynamo {_release(fc).text}, {wc.name} on "
+                    f"{_release(wc).text} (skipping {gap}): {SKEW_HEADLINE}",
+            details=f"frontend {fc.name} {_label(fc, _release(fc))} and worker {wc.name} "
                     f"{_label(wc, _release(wc))}: {SKEW_SHORT} (Dynamo {gap} between them): "
                     f"{SHORT} — {LONG}",
             explanation=LONG)
@@ -147,5 +156,8 @@ def check(ctx: Context) -> Iterator[Finding]:
             slug=RULE.slug, severity=Severity.INFO, object=pair.head.object, component=c.name,
             key="unreadable", remediation="tag runtime images with their Dynamo release "
             "(e.g. vllm-runtime:1.7.0), or set the component's runtimeVersionOverride",
-            message=f"{c.name}: image {what}{more}: the tag names no Dynamo release, so "
-                    "whether the change skips a minor cannot be checked")
+            message=f"{c.name} {images(*what)}{more}: no Dynamo release in the tag, so a "
+                    "skipped minor cannot be checked",
+            details=f"{c.name}: image {what[0]} → {what[1]}{more}: the tag names no Dynamo "
+                    "release, so whether the change skips a minor cannot be checked",
+            help="tag runtime images with their Dynamo release, or set runtimeVersionOverride")
