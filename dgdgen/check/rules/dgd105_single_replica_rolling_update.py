@@ -63,10 +63,10 @@ def _no_surge(ctx: Context, pair: DgdPair) -> tuple[str, str] | None:
     s = roll.strategy
     if roll.run_by not in (RunBy.GROVE, RunBy.LWS) or not s.automatic or s.max_surge != "0":
         return None
-    return (f"{s.name} without surge",
-            f"{roll.run_by.label} are rolled by {s.name} without surge (Dynamo "
-            f"{roll.target.release}; a zero-downtime roll needs at least 2 replicas per worker "
-            "component)")
+    whole = (f"{roll.run_by.label} are rolled by {s.name} without surge (Dynamo "
+             f"{roll.target.release}; a zero-downtime roll needs at least 2 replicas per worker "
+             "component)")
+    return f"{s.name} without surge", whole
 
 
 def check(ctx: Context) -> Iterator[Finding]:
