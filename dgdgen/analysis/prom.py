@@ -179,9 +179,16 @@ def _number(v: Any, where: str) -> float:
         try:
             return float(v[1])
         except ValueError:
-            pass
+            raise PromError(f"Prometheus answered with {where} whose value is not a number: "
+                            f"{_short(v[1])}") from None
     raise PromError(f"Prometheus answered with {where} that is not [time, \"number\"]: "
-                    f"{json.dumps(v)[:80]}")
+                    f"{_short(v)}")
+
+
+def _short(value: Any) -> str:
+    """A value of an answer, in a message: its JSON, at most 60 characters."""
+    text = json.dumps(value, default=str)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def shape(data: Any) -> Value:
@@ -239,7 +246,7 @@ def query(base_url: str, promql: str, *, at: float | None = None,
                         + (f": {str(detail)[:300]}" if detail else ""))
     doc = _json(body)
     if not isinstance(doc, dict):
-        raise PromError("Prometheus answered with JSON that is not an object")
+        raise PromError(f"Prometheus answered with JSON that is not an object: {_short(doc)}")
     if doc.get("status") != "success":
         raise PromError(f"{str(doc.get('errorType', 'error'))[:80]}: "
                         f"{str(doc.get('error', ''))[:300]}")

@@ -41,7 +41,7 @@ def _bodies() -> dict[str, tuple[bytes, str]]:
         "value-string": (data("vector", [{"value": "0.5"}]), "not [time, \"number\"]"),
         "value-object": (data("vector", [{"value": [1, {"a": 1}]}]), "not [time, \"number\"]"),
         "value-number": (data("vector", [{"value": [1, 0.5]}]), "not [time, \"number\"]"),
-        "value-junk": (data("vector", [{"value": [1, "fast"]}]), "not [time, \"number\"]"),
+        "value-junk": (data("vector", [{"value": [1, "fast"]}]), "whose value is not a number: \"fast\""),
         "scalar-short": (data("scalar", [1]), "not [time, \"number\"]"),
         "matrix-values": (data("matrix", [{"values": "x"}]), "not a list of series"),
         "result-type-list": (data(["vector"], []), "not supported"),  # type: ignore[arg-type]
