@@ -29,7 +29,9 @@ from dgdgen.errors import InputError
 EXIT = {"Successful": 0, "Failed": 1, "Inconclusive": 3}
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, rubric: str | None = None) -> int:
+    """The gate as the rendered Job runs it. ``rubric``: the judge's rubric itself, for a caller
+    in this process (``dgdgen analyze``), in place of ``--rubric-file``: nothing is written."""
     ap = argparse.ArgumentParser(prog="python -m dgdgen.analysis.quality_gate")
     ap.add_argument("--prompts", type=Path, required=True)
     ap.add_argument("--stable", required=True)
@@ -67,7 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     except (InputError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    if a.scorer == "judge" and not (a.judge_url and a.judge_model and a.rubric_file):
+    if a.scorer == "judge" and not (a.judge_url and a.judge_model
+                                    and (a.rubric_file or rubric is not None)):
         print("error: --scorer judge needs --judge-url, --judge-model and --rubric-file",
               file=sys.stderr)
         return 2
@@ -75,7 +78,8 @@ def main(argv: list[str] | None = None) -> int:
         print("error: --scorer regex needs --pattern", file=sys.stderr)
         return 2
     if a.scorer == "judge":
-        judge = Judge(a.judge_url, a.judge_model, a.rubric_file.read_text(encoding="utf-8"),
+        text = rubric if rubric is not None else a.rubric_file.read_text(encoding="utf-8")
+        judge = Judge(a.judge_url, a.judge_model, text,
                       a.seed, api_key=os.environ.get("DGDGEN_JUDGE_API_KEY"),
                       timeout=a.timeout, max_calls=a.max_calls)
         verdict, line = judged_gate(a, prompts, labelled, judge)

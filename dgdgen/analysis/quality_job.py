@@ -212,7 +212,6 @@ def run_local(
     the repository (``judge_url`` in place of the spec's judge)."""
     import contextlib
     import io
-    import tempfile
 
     from dgdgen.analysis import quality_gate
 
@@ -225,25 +224,26 @@ def run_local(
         urls["candidate-url"] = candidate_url
     load_prompt_set(loaded)
     load_calibration_set(loaded)
-    with tempfile.TemporaryDirectory(prefix="dgdgen-quality-") as tmp:
-        local = {f"{MOUNT}/{PROMPTS_KEY}": str(prompt_path(loaded))}
-        if q.judge is not None:
-            rubric = Path(tmp) / RUBRIC_KEY
-            rubric.write_text(q.judge.rubric, encoding="utf-8")
-            local[f"{MOUNT}/{RUBRIC_KEY}"] = str(rubric)
-        calibration = calibration_path(loaded)
-        if calibration is not None:
-            local[f"{MOUNT}/{CALIBRATION_KEY}"] = str(calibration)
-        argv: list[str] = []
-        for a in command(q, preview.gate_headers(prepared))[3:]:
-            if judge_url and argv[-1:] == ["--judge-url"]:
-                a = judge_url
-            a = local.get(a, a)
-            for k in ("stable-url", "candidate-url"):
-                a = a.replace("{{args." + k + "}}", urls[k])
-            argv.append(a)
-        out, err = io.StringIO(), io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = quality_gate.main(argv)
+    # Run in this process, so nothing is written: the rubric the Job mounts is handed over as
+    # text (a temp file for it outlived a SIGKILLed analyze), the prompt and calibration sets
+    # are read where they lie.
+    local = {f"{MOUNT}/{PROMPTS_KEY}": str(prompt_path(loaded))}
+    calibration = calibration_path(loaded)
+    if calibration is not None:
+        local[f"{MOUNT}/{CALIBRATION_KEY}"] = str(calibration)
+    argv: list[str] = []
+    for a in command(q, preview.gate_headers(prepared))[3:]:
+        if judge_url and argv[-1:] == ["--judge-url"]:
+            a = judge_url
+        if argv[-1:] == ["--rubric-file"]:
+            argv.pop()  # the rubric goes over as text
+            continue
+        a = local.get(a, a)
+        for k in ("stable-url", "candidate-url"):
+            a = a.replace("{{args." + k + "}}", urls[k])
+        argv.append(a)
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = quality_gate.main(argv, rubric=None if q.judge is None else q.judge.rubric)
     detail = (out.getvalue() + err.getvalue()).strip().splitlines()
     return PHASES.get(code, "Error"), detail[-1] if detail else f"exit {code}"

@@ -13,6 +13,7 @@ import contextlib
 import http.client
 import io
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -437,3 +438,38 @@ def test_analyze_step_runs_the_rendered_gate_with_the_calibration(
             assert got == code, out + err
             (row,) = json.loads(out)["metrics"]
             assert row["phase"] == phase and says in row["detail"], row
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+def test_analyze_killed_mid_gate_leaves_nothing_in_the_temp_folder(tmp_path: Path,
+                                                                   sig: int) -> None:
+    """`dgdgen analyze` runs the quality gate in its own process with nothing written: killed
+    while the gate waits on an answer (SIGKILL: no clean-up runs; SIGTERM: Python's default,
+    none either), its temp folder holds nothing of it. (It wrote the judge's rubric to a
+    `dgdgen-quality-*` folder, which a kill left behind.)"""
+    asked = threading.Event()
+    release = threading.Event()
+
+    def slow(prompt: str) -> str:
+        asked.set()
+        release.wait(60)
+        return right(prompt)
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    with generation(right) as s, generation(slow) as c, stand_in() as judge:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "dgdgen", "analyze", str(EXAMPLE / "rollout.yaml"), "--step",
+             "1", "--stable-url", s.url, "--candidate-url", c.url, "--judge-url", judge.url],
+            cwd=REPO, env={**os.environ, "TMPDIR": str(scratch)},
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            assert asked.wait(120), "the gate never asked the candidate"
+            proc.send_signal(sig)
+            assert proc.wait(30) == -sig
+        finally:
+            release.set()
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert sorted(p.name for p in scratch.iterdir()) == []
