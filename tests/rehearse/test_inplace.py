@@ -188,18 +188,21 @@ def test_one_shared_namespace_rejects_the_new_workers(tmp_path: Path) -> None:
     assert "prefilled by a worker of one configuration and decoded by a worker of the other" in md
 
 
+@pytest.mark.long(minutes=6)
 def test_side_by_side_caps_the_slow_candidate_at_the_first_step(tmp_path: Path) -> None:
+    """Four rehearsals (in place and gated, healthy and slow) on the healthy scenario's clock:
+    5-6 minutes, so it starts among the first."""
     require_runtime()
     report = tmp_path / "report"
     proc = subprocess.run(
         [sys.executable, "-m", "dgdgen", "rehearse",
          str(REPO / "examples/vllm-disagg-block-size/rollout.yaml"), "--side-by-side",
-         # 150 requests a gate window, as the healthy scenario collects: the gates read a TTFT
-         # p99, which over 30 requests is their slowest one, and one request a busy machine
-         # delayed (5.8x the stable's, docs/rehearse.md) rolled the healthy candidate back in
-         # CI; time scale 0.03 is the shortest whose first step collects 150 at 25 requests/s
-         # (at 0.02 the window held 117: Inconclusive, rolled back as well)
-         "--time-scale", "0.03", "--rate", "25", "--min-requests", "150", "--pod-startup", "3",
+         # The healthy scenario's sample and clock (test_scenarios.HEALTHY): the gates read a
+         # TTFT p99, which over 30 requests is their slowest one, and one request a busy
+         # machine delayed (5.8x the stable's, docs/rehearse.md) rolled the healthy candidate
+         # back in CI; 150 requests a window need time scale 0.05 at 25 requests/s (at 0.02
+         # and 0.03 the candidate's window held 117-123: Inconclusive, rolled back as well)
+         "--time-scale", "0.05", "--rate", "25", "--min-requests", "150", "--pod-startup", "3",
          "--report", str(report), "--workdir", str(tmp_path / "w")],
         capture_output=True, text=True, timeout=900, cwd=tmp_path, check=False)
     log = proc.stdout + proc.stderr
