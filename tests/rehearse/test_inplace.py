@@ -190,8 +190,8 @@ def test_one_shared_namespace_rejects_the_new_workers(tmp_path: Path) -> None:
 
 @pytest.mark.long(minutes=6)
 def test_side_by_side_caps_the_slow_candidate_at_the_first_step(tmp_path: Path) -> None:
-    """Four rehearsals (in place and gated, healthy and slow) on the healthy scenario's clock:
-    5-6 minutes, so it starts among the first."""
+    """Long: four rehearsals (in place and gated, healthy and slow) on the healthy scenario's
+    clock, 5-6 minutes, so it starts among the first."""
     require_runtime()
     report = tmp_path / "report"
     proc = subprocess.run(
