@@ -215,10 +215,11 @@ class StartFailed(RuntimeError):
     """A local process did not become ready; the message carries its log tail."""
 
 
-# A pod's open-file limit is high (containerd and CRI-O hand containers a 1048576 soft limit); a
-# login shell's is often 1024, which a Dynamo frontend beside its peers outgrows: it then exits
-# with "Too many open files (os error 24)" before /health answers. The processes a rehearsal
-# starts inherit the raised limit, as a pod's would have it.
+# A login shell's soft open-file limit is often 1024, below what a rehearsal's processes may hold
+# together (sockets, logs, the runtime's watches); the soft limit is raised towards the hard one,
+# as a program may (Go's runtime does so at start), so they are bounded by the machine, not by
+# the shell that started the rehearsal. The processes it starts inherit the raised limit. (The
+# "Too many open files" a frontend met in CI was the inotify limit: :func:`limit_hint`.)
 OPEN_FILES_WANTED = 65536
 
 
@@ -238,8 +239,8 @@ def raise_open_file_limit(wanted: int = OPEN_FILES_WANTED) -> int:
 class LocalDynamo:
     """Starts and stops local Dynamo processes sharing one discovery folder.
 
-    Use as a context manager: every process still running is stopped on exit. The open-file
-    limit is raised first (:func:`raise_open_file_limit`), as a pod's is.
+    Use as a context manager: every process still running is stopped on exit. The soft
+    open-file limit is raised first (:func:`raise_open_file_limit`).
     """
 
     def __init__(self, workdir: Path, *, python: str | None = None) -> None:

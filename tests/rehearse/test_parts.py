@@ -393,9 +393,9 @@ def test_a_deep_work_folder_gets_its_sockets_where_haproxy_takes_them(tmp_path: 
         shutil.rmtree(short_work)
 
 
-def test_processes_start_with_a_pods_open_file_limit(tmp_path: Path) -> None:
-    """A shell's soft open-file limit is often 1024; the processes a rehearsal starts get a pod's
-    (at most the hard limit), so a frontend beside its peers does not run out."""
+def test_processes_start_with_a_raised_open_file_limit(tmp_path: Path) -> None:
+    """A shell's soft open-file limit is often 1024; the processes a rehearsal starts get 65,536
+    (at most the hard limit), whatever the shell that started it had."""
     import resource
 
     from dgdgen.runtime.procs import OPEN_FILES_WANTED
