@@ -202,6 +202,10 @@ def main() -> int:
                     help="rehearse each example N times and add the median row")
     ap.add_argument("examples", nargs="*")
     args = ap.parse_args()
+    for ex in args.examples:  # a bundled example's spec, as the usage line shows
+        if not ex.startswith("examples/") or not (REPO / ex).is_file():
+            ap.error(f"{ex}: expected a bundled example's spec, e.g. "
+                     "examples/vllm-disagg-block-size/rollout.yaml")
     examples = args.examples or sorted(
         str(p.relative_to(REPO)) for p in (REPO / "examples").glob("*/rollout.yaml")
     )
