@@ -37,10 +37,20 @@ def _families(text: str) -> dict[str, tuple[str, list[tuple[dict[str, str], floa
 
 
 def _scenario() -> dict[str, Any]:
+    """The scenario in a private temp folder, removed with it (one was left per run)."""
+    import shutil
+
+    work = Path(tempfile.mkdtemp(prefix="dgdgen-epp-"))
+    try:
+        return _scenario_in(work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _scenario_in(work: Path) -> dict[str, Any]:
     from dgdgen.runtime.model import make_model_dir
     from dgdgen.runtime.procs import LocalDynamo, http_get
 
-    work = Path(tempfile.mkdtemp(prefix="dgdgen-epp-"))
     model_dir = make_model_dir(work / "model")
     out: dict[str, Any] = {}
     with LocalDynamo(work) as rt:
