@@ -15,6 +15,7 @@ import http.client
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -251,6 +252,12 @@ class LocalDynamo:
         (workdir / "logs").mkdir(parents=True, exist_ok=True)
         (workdir / "home").mkdir(parents=True, exist_ok=True)
         (workdir / "kv").mkdir(parents=True, exist_ok=True)
+        # The temp folder of every process started here: each Dynamo 1.6.1 frontend and worker
+        # leaves a logging configuration ``tmpXXXXXXXX.json`` in its temp folder and never removes
+        # it (``dynamo/runtime/logging.py``, a NamedTemporaryFile with delete=False;
+        # dgdgen/runtime/scratch.py). Here it goes with the processes, on the way out.
+        self.tmp = workdir / "tmp"
+        self.tmp.mkdir(parents=True, exist_ok=True)
         self._counter = 0
 
     def __enter__(self) -> Self:
@@ -259,7 +266,10 @@ class LocalDynamo:
     def __exit__(
         self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self.stop_all()
+        try:
+            self.stop_all()
+        finally:
+            shutil.rmtree(self.tmp, ignore_errors=True)
 
     def base_env(self) -> dict[str, str]:
         env = {
@@ -269,6 +279,7 @@ class LocalDynamo:
         }
         env.update(
             HOME=str(self.workdir / "home"),
+            TMPDIR=str(self.tmp),
             HF_HUB_OFFLINE="1",
             TRANSFORMERS_OFFLINE="1",
             DYN_DISCOVERY_BACKEND="file",

@@ -6,7 +6,8 @@ folder inside: the Kubernetes API's token folders, HAProxy's socket folder, Prom
 scratch Git repository, and what the Dynamo runtime writes to the temp folder on its own (each
 1.6.1 frontend and worker leaves a logging configuration ``tmpXXXXXXXX.json`` there:
 ``dynamo/runtime/logging.py`` ``configure_sglang_logging``, a NamedTemporaryFile with
-``delete=False``) all land in it. The folder is removed on every exit path the rehearsal sees
+``delete=False``; :class:`dgdgen.runtime.procs.LocalDynamo` points them at a ``tmp`` folder of
+its work folder, which it removes when they stop) all land in it. The folder is removed on every exit path the rehearsal sees
 (success, failure, Ctrl-C, SIGTERM).
 
 A SIGKILL gives no exit path: then the folder stays, and the next rehearsal (or

@@ -5,12 +5,15 @@ namespace (as root, or inside an unprivileged user namespace where the kernel al
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -88,3 +91,15 @@ def experiment_spec(tmp: Path) -> Path:
     shutil.copy(example / "dgd.yaml", folder / "dgd.yaml")
     (folder / "rollout.yaml").write_text(text)
     return folder / "rollout.yaml"
+
+
+@contextlib.contextmanager
+def short_workdir(prefix: str) -> Iterator[Path]:
+    """A private folder at the top of the temp folder, removed with everything in it on the way
+    out. The runtime proofs put their Dynamo processes' sockets and discovery files in it, and
+    pytest's own temp folders (deep under xdist) can be too long for a UNIX socket's path."""
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)

@@ -5,16 +5,14 @@ operator's default ``/health`` passes throughout (the reason for the rendered pr
 
 from __future__ import annotations
 
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
-from rehearse_support import REPO, require_runtime
+from rehearse_support import REPO, require_runtime, short_workdir
 
-from dgdgen.model import dgd as dgdmod
 from dgdgen.check.facts import dgd_facts
+from dgdgen.model import dgd as dgdmod
 from dgdgen.pipeline.prepare import prepare
 from dgdgen.render import dgds
 
@@ -42,25 +40,25 @@ def _scenario(candidate: dict[str, Any], path: str) -> dict[str, Any]:
     from dgdgen.runtime.model import make_model_dir
     from dgdgen.runtime.procs import LocalDynamo, http_get
 
-    work = Path(tempfile.mkdtemp(prefix="dgdgen-ready-"))
-    model_dir = make_model_dir(work / "model")
-    d = dgdmod.parse(candidate)
-    ns = dgdmod.dynamo_namespace("inference", d.name)
-    out: dict[str, Any] = {}
-    with LocalDynamo(work) as rt:
-        fe = rt.frontend(ns)
-        rt.wait_frontend_up(fe)
-        time.sleep(2)  # a discovery round: still no worker
-        out["empty"] = (http_get(fe.port, path)[0], http_get(fe.port, "/health")[0])
-        workers = [rt.mocker(ns, mocker_invocation(c, model_dir=model_dir).args)
-                   for c in dgd_facts(d).workers()]
-        out["served"] = _until(lambda: (s, http_get(fe.port, "/health")[0])
-                               if _passes(s := http_get(fe.port, path)[0]) else None)
-        for w in workers:
-            rt.stop(w)
-        out["gone"] = _until(lambda: (s, http_get(fe.port, "/health")[0])
-                             if not _passes(s := http_get(fe.port, path)[0]) else None)
-    return out
+    with short_workdir("dgdgen-ready-") as work:
+        model_dir = make_model_dir(work / "model")
+        d = dgdmod.parse(candidate)
+        ns = dgdmod.dynamo_namespace("inference", d.name)
+        out: dict[str, Any] = {}
+        with LocalDynamo(work) as rt:
+            fe = rt.frontend(ns)
+            rt.wait_frontend_up(fe)
+            time.sleep(2)  # a discovery round: still no worker
+            out["empty"] = (http_get(fe.port, path)[0], http_get(fe.port, "/health")[0])
+            workers = [rt.mocker(ns, mocker_invocation(c, model_dir=model_dir).args)
+                       for c in dgd_facts(d).workers()]
+            out["served"] = _until(lambda: (s, http_get(fe.port, "/health")[0])
+                                   if _passes(s := http_get(fe.port, path)[0]) else None)
+            for w in workers:
+                rt.stop(w)
+            out["gone"] = _until(lambda: (s, http_get(fe.port, "/health")[0])
+                                 if not _passes(s := http_get(fe.port, path)[0]) else None)
+        return out
 
 
 def test_rendered_probe_follows_the_model() -> None:

@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import os
 import signal
-import tempfile
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
-from rehearse_support import require_runtime
+from rehearse_support import require_runtime, short_workdir
 
 pytestmark = [pytest.mark.slow, pytest.mark.rehearse]
 
@@ -35,37 +33,37 @@ def _observe(migration_limit: int) -> dict[str, Any]:
     from dgdgen.runtime.model import make_model_dir
     from dgdgen.runtime.procs import LocalDynamo
 
-    work = Path(tempfile.mkdtemp(prefix="dgdgen-kill-"))
-    model_dir = make_model_dir(work / "model")
-    args = ["--model-path", str(model_dir), "--model-name", MODEL, "--block-size", "16",
-            "--speedup-ratio", "0.05"]
-    got: dict[str, Any] = {}
-    with LocalDynamo(work) as rt:
-        env = {migration.ENV: str(migration_limit)} if migration_limit else {}
-        fe = rt.frontend(NS, env=env)
-        w1 = rt.mocker(NS, args, name="w1")
-        rt.wait_frontend_up(fe)
-        rt.wait_worker_ready(w1)
-        rt.wait_model_ready(fe, MODEL, workers=1)
+    with short_workdir("dgdgen-kill-") as work:
+        model_dir = make_model_dir(work / "model")
+        args = ["--model-path", str(model_dir), "--model-name", MODEL, "--block-size", "16",
+                "--speedup-ratio", "0.05"]
+        got: dict[str, Any] = {}
+        with LocalDynamo(work) as rt:
+            env = {migration.ENV: str(migration_limit)} if migration_limit else {}
+            fe = rt.frontend(NS, env=env)
+            w1 = rt.mocker(NS, args, name="w1")
+            rt.wait_frontend_up(fe)
+            rt.wait_worker_ready(w1)
+            rt.wait_model_ready(fe, MODEL, workers=1)
 
-        def stream() -> None:
-            got["outcome"] = client.request(fe.port, MODEL, stream=True, max_tokens=TOKENS,
-                                            timeout=120)
+            def stream() -> None:
+                got["outcome"] = client.request(fe.port, MODEL, stream=True, max_tokens=TOKENS,
+                                                timeout=120)
 
-        t = threading.Thread(target=stream)
-        t.start()
-        # a second worker the stream can move to, up before the first one is killed
-        w2 = rt.mocker(NS, args, name="w2")
-        rt.wait_worker_ready(w2)
-        rt.wait_model_ready(fe, MODEL, workers=2)
-        time.sleep(KILL_AFTER)
-        assert t.is_alive(), "the stream ended before the kill"
-        os.killpg(w1.popen.pid, signal.SIGKILL)  # the grace period ran out
-        t.join(130)
-        rt.procs.remove(w1)
-    o = got["outcome"]
-    return {"ok": o.ok, "truncated": o.truncated, "tokens": o.tokens, "error": o.error,
-            "status": o.status}
+            t = threading.Thread(target=stream)
+            t.start()
+            # a second worker the stream can move to, up before the first one is killed
+            w2 = rt.mocker(NS, args, name="w2")
+            rt.wait_worker_ready(w2)
+            rt.wait_model_ready(fe, MODEL, workers=2)
+            time.sleep(KILL_AFTER)
+            assert t.is_alive(), "the stream ended before the kill"
+            os.killpg(w1.popen.pid, signal.SIGKILL)  # the grace period ran out
+            t.join(130)
+            rt.procs.remove(w1)
+        o = got["outcome"]
+        return {"ok": o.ok, "truncated": o.truncated, "tokens": o.tokens, "error": o.error,
+                "status": o.status}
 
 
 @pytest.mark.parametrize("limit", [0, 3])

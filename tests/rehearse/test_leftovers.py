@@ -220,7 +220,9 @@ def test_the_runtime_helpers_end_with_the_process_that_started_them(tmp_path: Pa
         env = {**os.environ, "TMPDIR": str(tmp), "PYTHONPATH": str(REPO)}
         out = tmp_path / "out.txt"
         with open(out, "wb") as fh:
-            proc = subprocess.Popen([sys.executable, "-c", HELPERS, str(tmp_path / "work")],
+            # the work folder inside the private TMPDIR: LocalDynamo gives its processes a
+            # temp folder of their own in it (work/dynamo/tmp), found there by processes_of
+            proc = subprocess.Popen([sys.executable, "-c", HELPERS, str(tmp / "work")],
                                     env=env, stdout=fh, stderr=subprocess.STDOUT,
                                     stdin=subprocess.DEVNULL)
         try:
@@ -241,3 +243,29 @@ def test_the_runtime_helpers_end_with_the_process_that_started_them(tmp_path: Pa
         for pid in processes_of(tmp):
             os.kill(pid, signal.SIGKILL)
         subprocess.run(["rm", "-rf", str(tmp)], check=False)
+
+
+def test_the_dynamo_processes_leave_nothing_in_the_temp_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each Dynamo 1.6.1 frontend and worker writes a logging configuration (tmpXXXXXXXX.json) to
+    its temp folder and never removes it; LocalDynamo gives them a temp folder of its own, removed
+    with them. (The suite left about 400 such files in /tmp a run before.)"""
+    require_runtime()
+    from dgdgen.runtime.model import make_model_dir
+    from dgdgen.runtime.procs import LocalDynamo
+
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    work = tmp_path / "work"
+    with LocalDynamo(work) as rt:
+        fe = rt.frontend("inference-tmp")
+        w = rt.mocker("inference-tmp", ["--model-path", str(make_model_dir(work / "model")),
+                                        "--model-name", "tiny"])
+        rt.wait_frontend_up(fe)
+        rt.wait_worker_ready(w)
+        written = sorted(p.name for p in rt.tmp.iterdir())
+        # what the processes wrote is in LocalDynamo's own temp folder, not the caller's
+        assert any(n.startswith("tmp") and n.endswith(".json") for n in written), written
+    assert list(tmp.iterdir()) == []
+    assert not rt.tmp.exists()

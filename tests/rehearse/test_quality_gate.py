@@ -13,10 +13,8 @@ several times over — 40–60 s each on two CPUs, more beside other tests (mark
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
-
 import pytest
+from rehearse_support import short_workdir
 
 from dgdgen import runtime
 from dgdgen.analysis.paired import PairedVerdict, sign_test_samples
@@ -39,29 +37,29 @@ def _gate(candidate_args: list[str], n: int) -> PairedVerdict:
     from dgdgen.runtime.model import make_model_dir
     from dgdgen.runtime.procs import LocalDynamo
 
-    work = Path(tempfile.mkdtemp(prefix="dgdgen-quality-"))
-    model_dir = make_model_dir(work / "model")
-    base = ["--model-path", str(model_dir), "--model-name", MODEL, "--block-size", "16"]
-    with LocalDynamo(work) as rt:
-        urls = {}
-        for ns, extra in (("stable", []), ("cand", candidate_args)):
-            fe = rt.frontend(ns)
-            w = rt.mocker(ns, base + extra, name=f"w-{ns}")
-            rt.wait_frontend_up(fe)
-            rt.wait_worker_ready(w)
-            rt.wait_model_ready(fe, MODEL, workers=1)
-            urls[ns] = f"http://127.0.0.1:{fe.port}"
-        prompts = [Prompt(f"Say something about item {i}.", None, i + 1) for i in range(n)]
-        out = collect(prompts, stable_url=urls["stable"], candidate_url=urls["cand"],
-                      model=MODEL, max_tokens=MAX_TOKENS, seed=1, timeout=30)
-    pairs = []
-    for o in out:
-        assert o.error is None, o.error
-        assert o.stable is not None and o.candidate is not None
-        s, c = score("length", o.prompt, o.stable), score("length", o.prompt, o.candidate)
-        assert s is not None and c is not None
-        pairs.append((s, c))
-    return paired_verdict(pairs, max_loss_share=SHARE, effect=EFFECT)
+    with short_workdir("dgdgen-quality-") as work:
+        model_dir = make_model_dir(work / "model")
+        base = ["--model-path", str(model_dir), "--model-name", MODEL, "--block-size", "16"]
+        with LocalDynamo(work) as rt:
+            urls = {}
+            for ns, extra in (("stable", []), ("cand", candidate_args)):
+                fe = rt.frontend(ns)
+                w = rt.mocker(ns, base + extra, name=f"w-{ns}")
+                rt.wait_frontend_up(fe)
+                rt.wait_worker_ready(w)
+                rt.wait_model_ready(fe, MODEL, workers=1)
+                urls[ns] = f"http://127.0.0.1:{fe.port}"
+            prompts = [Prompt(f"Say something about item {i}.", None, i + 1) for i in range(n)]
+            out = collect(prompts, stable_url=urls["stable"], candidate_url=urls["cand"],
+                          model=MODEL, max_tokens=MAX_TOKENS, seed=1, timeout=30)
+        pairs = []
+        for o in out:
+            assert o.error is None, o.error
+            assert o.stable is not None and o.candidate is not None
+            s, c = score("length", o.prompt, o.stable), score("length", o.prompt, o.candidate)
+            assert s is not None and c is not None
+            pairs.append((s, c))
+        return paired_verdict(pairs, max_loss_share=SHARE, effect=EFFECT)
 
 
 def test_truncating_candidate_fails_equal_passes_too_few_inconclusive() -> None:
@@ -100,46 +98,46 @@ def _analyze(candidate_args: list[str], n: int, judge: str | None = None
     from dgdgen.runtime.model import make_model_dir
     from dgdgen.runtime.procs import LocalDynamo
 
-    work = Path(tempfile.mkdtemp(prefix="dgdgen-quality-"))
-    repo = work / "repo"
-    repo.mkdir()
-    (repo / ".git").mkdir()
-    example = REPO / "examples" / "vllm-agg-blue-green"
-    shutil.copy(example / "dgd.yaml", repo / "dgd.yaml")
-    with contextlib.ExitStack() as stack:
-        judge_url = stack.enter_context(stand_in_judge(judge)) if judge else None
-        scorer = "length" if judge_url is None else (
-            "judge\n      judge:\n        url: " + judge_url + "\n        model: judge-model\n"
-            "        rubric: " + RUBRIC + "\n        apiKey: {name: judge, key: token}")
-        text = (example / "rollout.yaml").read_text().replace("gate: smoke", "gate: quality")
-        text = text.replace("      smoke: [probe]\n", "      smoke: [probe]\n    quality:\n"
-                            "      prompts: prompts.jsonl\n      model: " + MODEL + "\n"
-                            "      scorer: " + scorer + "\n      maxTokens: " + str(MAX_TOKENS)
-                            + "\n      effect: " + str(EFFECT) + "\n      seed: 1\n"
-                            "      image: registry.example/dgdgen:1\n")
-        (repo / "rollout.yaml").write_text(text)
-        (repo / "prompts.jsonl").write_text("".join(
-            f'{{"prompt": "Say something about item {i}."}}\n' for i in range(n)))
-        model_dir = make_model_dir(work / "model")
-        base = ["--model-path", str(model_dir), "--model-name", MODEL, "--block-size", "16"]
-        rt = stack.enter_context(LocalDynamo(work))
-        urls = {}
-        for ns, extra in (("stable", []), ("cand", candidate_args)):
-            fe = rt.frontend(ns)
-            w = rt.mocker(ns, base + extra, name=f"w-{ns}")
-            rt.wait_frontend_up(fe)
-            rt.wait_worker_ready(w)
-            rt.wait_model_ready(fe, MODEL, workers=1)
-            urls[ns] = f"http://127.0.0.1:{fe.port}"
-        # in a cluster the key comes from the Secret (secretKeyRef); here, from the environment
-        os.environ["DGDGEN_JUDGE_API_KEY"] = JUDGE_KEY
-        out = io.StringIO()
-        with contextlib.redirect_stdout(out):
-            code = main(["analyze", str(repo / "rollout.yaml"), "--step", "1",
-                         "--stable-url", urls["stable"], "--candidate-url", urls["cand"],
-                         "--format", "json"])
-        asked = list(StandInJudge.requests) if judge else []
-    return code, out.getvalue(), asked
+    with short_workdir("dgdgen-quality-") as work:
+        repo = work / "repo"
+        repo.mkdir()
+        (repo / ".git").mkdir()
+        example = REPO / "examples" / "vllm-agg-blue-green"
+        shutil.copy(example / "dgd.yaml", repo / "dgd.yaml")
+        with contextlib.ExitStack() as stack:
+            judge_url = stack.enter_context(stand_in_judge(judge)) if judge else None
+            scorer = "length" if judge_url is None else (
+                "judge\n      judge:\n        url: " + judge_url + "\n        model: judge-model\n"
+                "        rubric: " + RUBRIC + "\n        apiKey: {name: judge, key: token}")
+            text = (example / "rollout.yaml").read_text().replace("gate: smoke", "gate: quality")
+            text = text.replace("      smoke: [probe]\n", "      smoke: [probe]\n    quality:\n"
+                                "      prompts: prompts.jsonl\n      model: " + MODEL + "\n"
+                                "      scorer: " + scorer + "\n      maxTokens: " + str(MAX_TOKENS)
+                                + "\n      effect: " + str(EFFECT) + "\n      seed: 1\n"
+                                "      image: registry.example/dgdgen:1\n")
+            (repo / "rollout.yaml").write_text(text)
+            (repo / "prompts.jsonl").write_text("".join(
+                f'{{"prompt": "Say something about item {i}."}}\n' for i in range(n)))
+            model_dir = make_model_dir(work / "model")
+            base = ["--model-path", str(model_dir), "--model-name", MODEL, "--block-size", "16"]
+            rt = stack.enter_context(LocalDynamo(work))
+            urls = {}
+            for ns, extra in (("stable", []), ("cand", candidate_args)):
+                fe = rt.frontend(ns)
+                w = rt.mocker(ns, base + extra, name=f"w-{ns}")
+                rt.wait_frontend_up(fe)
+                rt.wait_worker_ready(w)
+                rt.wait_model_ready(fe, MODEL, workers=1)
+                urls[ns] = f"http://127.0.0.1:{fe.port}"
+            # in a cluster the key comes from the Secret (secretKeyRef); here, from the environment
+            os.environ["DGDGEN_JUDGE_API_KEY"] = JUDGE_KEY
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                code = main(["analyze", str(repo / "rollout.yaml"), "--step", "1",
+                             "--stable-url", urls["stable"], "--candidate-url", urls["cand"],
+                             "--format", "json"])
+            asked = list(StandInJudge.requests) if judge else []
+        return code, out.getvalue(), asked
 
 
 def test_analyze_runs_the_rendered_quality_gate() -> None:

@@ -22,17 +22,16 @@ import copy
 import json
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from rehearse_support import REPO, require_runtime
+from rehearse_support import REPO, require_runtime, short_workdir
 
-from dgdgen.model import dgd as dgdmod
 from dgdgen import yamlio
 from dgdgen.check.facts import dgd_facts
+from dgdgen.model import dgd as dgdmod
 
 pytestmark = [pytest.mark.slow, pytest.mark.rehearse]
 
@@ -59,57 +58,57 @@ def _workers(doc: dict[str, Any], model_dir: Path) -> list[tuple[str, tuple[str,
 
 def _in_place(stable: dict[str, Any], candidate: dict[str, Any],
               hashed: bool = False) -> dict[str, Any]:
-    work = Path(tempfile.mkdtemp(prefix="dgdgen-inplace-"))
-    from dgdgen.runtime import client, metrics
-    from dgdgen.runtime.model import make_model_dir
-    from dgdgen.runtime.procs import LocalDynamo, count_ready_workers, prefill_routers_active
+    with short_workdir("dgdgen-inplace-") as work:
+        from dgdgen.runtime import client, metrics
+        from dgdgen.runtime.model import make_model_dir
+        from dgdgen.runtime.procs import LocalDynamo, count_ready_workers, prefill_routers_active
 
-    model_dir = make_model_dir(work / "model")
-    ns = dgdmod.dynamo_namespace("inference", stable["metadata"]["name"])
-    out: dict[str, Any] = {}
-    # The operator's layout: the frontend selects by prefix, each worker generation carries its
-    # worker hash as DYN_NAMESPACE_WORKER_SUFFIX.
-    old_env = {"DYN_NAMESPACE_WORKER_SUFFIX": "0ld0ld00"} if hashed else {}
-    new_env = {"DYN_NAMESPACE_WORKER_SUFFIX": "4e704e70"} if hashed else {}
-    with LocalDynamo(work) as rt:
-        fe = rt.frontend(prefix=ns) if hashed else rt.frontend(ns)
-        old = [rt.mocker(ns, args, env=old_env, name=f"old-{n}")
-               for n, args in _workers(stable, model_dir)]
-        rt.wait_frontend_up(fe)
-        for w in old:
-            rt.wait_worker_ready(w)
-        model = rt.wait_model_ready(fe, "Qwen/Qwen3-0.6B", workers=len(old))["model"]
-        new = [rt.mocker(ns, args, env=new_env, name=f"new-{n}")
-               for n, args in _workers(candidate, model_dir)]
-        out["new_health"] = [rt.wait_worker_ready(w)["status"] for w in new]
-        # Hashed: wait until the frontend can route to both namespaces. It lists a namespace as
-        # soon as one of its workers registers, and its /ready answer counts both worker types
-        # a few milliseconds before it activates the namespace's prefill router ("Prefill
-        # router target activated ... namespace=…" in its log): a disaggregated request it
-        # routes there in between fails with 503 "no backend worker available" (seen 1 run in
-        # about 30 on a loaded machine; the operator's roll meets the same window,
-        # docs/rehearse.md). Two listed namespaces are not yet side-by-side serving.
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            if "Rejected incompatible workers" in fe.log_text():
-                break
-            ready = rt.model_ready(fe, model) or {}
-            if (hashed and len(ready.get("namespaces") or {}) == 2
-                    and count_ready_workers(ready) >= len(old) + len(new)
-                    and prefill_routers_active(fe, ready["namespaces"])):
-                break
-            time.sleep(0.2)
-        out["workers_counted"] = count_ready_workers(rt.model_ready(fe, model) or {})
-        out["workers_started"] = len(old) + len(new)
-        out["namespaces"] = sorted((rt.model_ready(fe, model) or {}).get("namespaces") or {})
-        out["rejected_log"] = [ln for ln in fe.log_text().splitlines()
-                               if "Rejected incompatible workers" in ln]
-        results = [client.request(fe.port, model, stream=i % 2 == 0, max_tokens=8)
-                   for i in range(20)]
-        out["ok"] = sum(r.ok for r in results)
-        out["old_served"] = [metrics.worker_requests(w) for w in old]
-        out["new_served"] = [metrics.worker_requests(w) for w in new]
-    return out
+        model_dir = make_model_dir(work / "model")
+        ns = dgdmod.dynamo_namespace("inference", stable["metadata"]["name"])
+        out: dict[str, Any] = {}
+        # The operator's layout: the frontend selects by prefix, each worker generation carries its
+        # worker hash as DYN_NAMESPACE_WORKER_SUFFIX.
+        old_env = {"DYN_NAMESPACE_WORKER_SUFFIX": "0ld0ld00"} if hashed else {}
+        new_env = {"DYN_NAMESPACE_WORKER_SUFFIX": "4e704e70"} if hashed else {}
+        with LocalDynamo(work) as rt:
+            fe = rt.frontend(prefix=ns) if hashed else rt.frontend(ns)
+            old = [rt.mocker(ns, args, env=old_env, name=f"old-{n}")
+                   for n, args in _workers(stable, model_dir)]
+            rt.wait_frontend_up(fe)
+            for w in old:
+                rt.wait_worker_ready(w)
+            model = rt.wait_model_ready(fe, "Qwen/Qwen3-0.6B", workers=len(old))["model"]
+            new = [rt.mocker(ns, args, env=new_env, name=f"new-{n}")
+                   for n, args in _workers(candidate, model_dir)]
+            out["new_health"] = [rt.wait_worker_ready(w)["status"] for w in new]
+            # Hashed: wait until the frontend can route to both namespaces. It lists a namespace as
+            # soon as one of its workers registers, and its /ready answer counts both worker types
+            # a few milliseconds before it activates the namespace's prefill router ("Prefill
+            # router target activated ... namespace=…" in its log): a disaggregated request it
+            # routes there in between fails with 503 "no backend worker available" (seen 1 run in
+            # about 30 on a loaded machine; the operator's roll meets the same window,
+            # docs/rehearse.md). Two listed namespaces are not yet side-by-side serving.
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline:
+                if "Rejected incompatible workers" in fe.log_text():
+                    break
+                ready = rt.model_ready(fe, model) or {}
+                if (hashed and len(ready.get("namespaces") or {}) == 2
+                        and count_ready_workers(ready) >= len(old) + len(new)
+                        and prefill_routers_active(fe, ready["namespaces"])):
+                    break
+                time.sleep(0.2)
+            out["workers_counted"] = count_ready_workers(rt.model_ready(fe, model) or {})
+            out["workers_started"] = len(old) + len(new)
+            out["namespaces"] = sorted((rt.model_ready(fe, model) or {}).get("namespaces") or {})
+            out["rejected_log"] = [ln for ln in fe.log_text().splitlines()
+                                   if "Rejected incompatible workers" in ln]
+            results = [client.request(fe.port, model, stream=i % 2 == 0, max_tokens=8)
+                       for i in range(20)]
+            out["ok"] = sum(r.ok for r in results)
+            out["old_served"] = [metrics.worker_requests(w) for w in old]
+            out["new_served"] = [metrics.worker_requests(w) for w in new]
+        return out
 
 
 def _dgd201_messages(tmp_path: Path, stable: dict[str, Any], candidate: dict[str, Any],
@@ -170,48 +169,48 @@ def test_in_place_checksum_change_in_hashed_namespaces_is_served_side_by_side_an
 
 
 def _prefix(stable: dict[str, Any], other: dict[str, Any], prefix: str) -> dict[str, Any]:
-    work = Path(tempfile.mkdtemp(prefix="dgdgen-prefix-"))
-    from dgdgen.runtime import client, metrics
-    from dgdgen.runtime.model import make_model_dir
-    from dgdgen.runtime.procs import LocalDynamo
+    with short_workdir("dgdgen-prefix-") as work:
+        from dgdgen.runtime import client, metrics
+        from dgdgen.runtime.model import make_model_dir
+        from dgdgen.runtime.procs import LocalDynamo
 
-    model_dir = make_model_dir(work / "model")
-    out: dict[str, Any] = {}
-    with LocalDynamo(work) as rt:
-        fe = rt.frontend(prefix=prefix)
-        groups = {}
-        for doc in (stable, other):
-            ns = dgdmod.dynamo_namespace("inference", doc["metadata"]["name"])
-            groups[ns] = [rt.mocker(ns, a, name=f"{ns}-{n}") for n, a in _workers(doc, model_dir)]
-        rt.wait_frontend_up(fe)
-        for ws in groups.values():
-            for w in ws:
-                rt.wait_worker_ready(w)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            ready = rt.model_ready(fe, "Qwen/Qwen3-0.6B") or {}
-            if len(ready.get("namespaces") or {}) == 2:
-                break
-            time.sleep(0.2)
-        out["namespaces"] = sorted((rt.model_ready(fe, "Qwen/Qwen3-0.6B") or {})
-                                   .get("namespaces", {}))
-        # The frontend lists a namespace as soon as its workers register; on a loaded machine
-        # one request in 30 once failed right after that. Requests go out until three in a row
-        # succeed (at most 30 s), then the 30 that are counted.
-        out["warmup_failures"] = []
-        streak, deadline = 0, time.monotonic() + 30
-        while streak < 3 and time.monotonic() < deadline:
-            r = client.request(fe.port, "Qwen/Qwen3-0.6B", stream=True, max_tokens=8)
-            streak = streak + 1 if r.ok else 0
-            if not r.ok:
-                out["warmup_failures"].append(r.as_dict())
-        results = [client.request(fe.port, "Qwen/Qwen3-0.6B", stream=True, max_tokens=8)
-                   for _ in range(30)]
-        out["ok"] = sum(r.ok for r in results)
-        out["failures"] = [r.as_dict() for r in results if not r.ok]
-        out["served"] = {ns: sum(metrics.worker_requests(w) for w in ws)
-                         for ns, ws in groups.items()}
-    return out
+        model_dir = make_model_dir(work / "model")
+        out: dict[str, Any] = {}
+        with LocalDynamo(work) as rt:
+            fe = rt.frontend(prefix=prefix)
+            groups = {}
+            for doc in (stable, other):
+                ns = dgdmod.dynamo_namespace("inference", doc["metadata"]["name"])
+                groups[ns] = [rt.mocker(ns, a, name=f"{ns}-{n}") for n, a in _workers(doc, model_dir)]
+            rt.wait_frontend_up(fe)
+            for ws in groups.values():
+                for w in ws:
+                    rt.wait_worker_ready(w)
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                ready = rt.model_ready(fe, "Qwen/Qwen3-0.6B") or {}
+                if len(ready.get("namespaces") or {}) == 2:
+                    break
+                time.sleep(0.2)
+            out["namespaces"] = sorted((rt.model_ready(fe, "Qwen/Qwen3-0.6B") or {})
+                                       .get("namespaces", {}))
+            # The frontend lists a namespace as soon as its workers register; on a loaded machine
+            # one request in 30 once failed right after that. Requests go out until three in a row
+            # succeed (at most 30 s), then the 30 that are counted.
+            out["warmup_failures"] = []
+            streak, deadline = 0, time.monotonic() + 30
+            while streak < 3 and time.monotonic() < deadline:
+                r = client.request(fe.port, "Qwen/Qwen3-0.6B", stream=True, max_tokens=8)
+                streak = streak + 1 if r.ok else 0
+                if not r.ok:
+                    out["warmup_failures"].append(r.as_dict())
+            results = [client.request(fe.port, "Qwen/Qwen3-0.6B", stream=True, max_tokens=8)
+                       for _ in range(30)]
+            out["ok"] = sum(r.ok for r in results)
+            out["failures"] = [r.as_dict() for r in results if not r.ok]
+            out["served"] = {ns: sum(metrics.worker_requests(w) for w in ws)
+                             for ns, ws in groups.items()}
+        return out
 
 
 def test_prefix_selection_crosses_generations_and_is_flagged(tmp_path: Path) -> None:

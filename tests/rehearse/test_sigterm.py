@@ -18,14 +18,12 @@ from __future__ import annotations
 
 import os
 import signal
-import tempfile
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
-from rehearse_support import require_runtime
+from rehearse_support import require_runtime, short_workdir
 
 from dgdgen.render.grace import MARGIN_SECONDS
 
@@ -79,24 +77,24 @@ def _observe() -> dict[str, Any]:
     from dgdgen.runtime.model import make_model_dir
     from dgdgen.runtime.procs import LocalDynamo
 
-    work = Path(tempfile.mkdtemp(prefix="dgdgen-sigterm-"))
-    model_dir = make_model_dir(work / "model")
-    # --speedup-ratio below 1 slows the mocker down: one stream lasts seconds
-    args = ["--model-path", str(model_dir), "--model-name", MODEL, "--block-size", "16",
-            "--speedup-ratio", "0.05"]
-    out: dict[str, Any] = {}
-    with LocalDynamo(work) as rt:
-        fe = rt.frontend(NS)
-        w1 = rt.mocker(NS, args, name="w1")
-        rt.wait_frontend_up(fe)
-        rt.wait_worker_ready(w1)
-        rt.wait_model_ready(fe, MODEL, workers=1)
-        out["worker"] = _stream_through_sigterm(rt, fe, w1)
-        w2 = rt.mocker(NS, args, name="w2")
-        rt.wait_worker_ready(w2)
-        rt.wait_model_ready(fe, MODEL, workers=1)
-        out["frontend"] = _stream_through_sigterm(rt, fe, fe)
-    return out
+    with short_workdir("dgdgen-sigterm-") as work:
+        model_dir = make_model_dir(work / "model")
+        # --speedup-ratio below 1 slows the mocker down: one stream lasts seconds
+        args = ["--model-path", str(model_dir), "--model-name", MODEL, "--block-size", "16",
+                "--speedup-ratio", "0.05"]
+        out: dict[str, Any] = {}
+        with LocalDynamo(work) as rt:
+            fe = rt.frontend(NS)
+            w1 = rt.mocker(NS, args, name="w1")
+            rt.wait_frontend_up(fe)
+            rt.wait_worker_ready(w1)
+            rt.wait_model_ready(fe, MODEL, workers=1)
+            out["worker"] = _stream_through_sigterm(rt, fe, w1)
+            w2 = rt.mocker(NS, args, name="w2")
+            rt.wait_worker_ready(w2)
+            rt.wait_model_ready(fe, MODEL, workers=1)
+            out["frontend"] = _stream_through_sigterm(rt, fe, fe)
+        return out
 
 
 def test_frontend_and_worker_finish_their_stream_on_sigterm_then_exit() -> None:
