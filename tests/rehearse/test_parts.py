@@ -430,3 +430,20 @@ def test_a_frontend_out_of_inotify_instances_is_explained() -> None:
     hint = limit_hint(tail)
     assert "fs.inotify.max_user_instances" in hint and "each Dynamo frontend holds 10" in hint
     assert limit_hint("Exception: address already in use") == ""
+
+
+def test_dynamo_processes_capture_no_error_backtraces_unless_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With RUST_BACKTRACE=1 inherited, every error the Rust core creates would capture a
+    backtrace (2-3 MB more RSS per frontend, docs/rehearse.md "Memory"): the local processes get
+    RUST_LIB_BACKTRACE=0, which leaves panics' backtraces on; a caller's own value is kept."""
+    from dgdgen.runtime.procs import LocalDynamo
+
+    monkeypatch.setenv("RUST_BACKTRACE", "1")
+    monkeypatch.delenv("RUST_LIB_BACKTRACE", raising=False)
+    env = LocalDynamo(tmp_path).base_env()
+    assert env["RUST_LIB_BACKTRACE"] == "0" and env["RUST_BACKTRACE"] == "1"
+    monkeypatch.setenv("RUST_LIB_BACKTRACE", "1")
+    assert LocalDynamo(tmp_path).base_env()["RUST_LIB_BACKTRACE"] == "1"
+
