@@ -447,3 +447,28 @@ def test_dynamo_processes_capture_no_error_backtraces_unless_asked(
     monkeypatch.setenv("RUST_LIB_BACKTRACE", "1")
     assert LocalDynamo(tmp_path).base_env()["RUST_LIB_BACKTRACE"] == "1"
 
+
+def test_prometheus_starts_with_a_smaller_go_heap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Prometheus runs with GOGC=25 and GOMAXPROCS=1 (about 7 MB less RSS, docs/rehearse.md
+    "Memory") unless the caller's environment sets them; its other variables pass through."""
+    from dgdgen.rehearse import prometheus as prom_mod
+
+    monkeypatch.delenv("GOGC", raising=False)
+    monkeypatch.setenv("GOMAXPROCS", "2")
+    seen: dict[str, dict[str, str]] = {}
+
+    class FakePopen:
+        def __init__(self, argv: list[str], **kw: object) -> None:
+            env = kw["env"]
+            assert isinstance(env, dict)
+            seen["env"] = env
+            self.pid = 0
+
+    monkeypatch.setattr(prom_mod.subprocess, "Popen", FakePopen)
+    prom_mod.Prometheus(tmp_path, time_scale=0.05).start()
+    env = seen["env"]
+    assert env["GOGC"] == "25" and env["GOMAXPROCS"] == "2"
+    assert env["PATH"] == prom_mod.os.environ["PATH"]
+    assert prom_mod.prometheus_env({})["GOMAXPROCS"] == "1"
