@@ -91,6 +91,23 @@ def scrape_jobs(
     return jobs, targets
 
 
+# Go runtime settings for the local Prometheus, unless the caller's environment sets them: a
+# heap grown to 25 % over the live data instead of 100 % (GOGC), and one scheduler thread
+# (GOMAXPROCS; it scrapes about ten loopback targets once a second). Measured with 9 scrape jobs
+# over a frontend and two workers for 60 s: 58 → 51 MB RSS, 0.65 → 0.69 s CPU. A memory limit
+# (GOMEMLIMIT=16-24MiB) took 49-50 MB but its collector then ran all the time (4-6 s CPU).
+GO_RUNTIME_ENV = {"GOGC": "25", "GOMAXPROCS": "1"}
+
+
+def prometheus_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment Prometheus is started with: ``base`` (default: this process's) with
+    :data:`GO_RUNTIME_ENV` for the variables it does not set."""
+    env = dict(os.environ if base is None else base)
+    for key, value in GO_RUNTIME_ENV.items():
+        env.setdefault(key, value)
+    return env
+
+
 class Prometheus:
     def __init__(self, workdir: Path, *, time_scale: float) -> None:
         self.dir = workdir / "prometheus"
@@ -160,7 +177,7 @@ class Prometheus:
                  f"--web.listen-address=127.0.0.1:{self.port}",
                  "--storage.tsdb.retention.time=1d", "--log.level=warn"],
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                start_new_session=True, cwd=self.dir,
+                start_new_session=True, cwd=self.dir, env=prometheus_env(),
             )
         finally:
             log.close()

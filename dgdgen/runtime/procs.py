@@ -291,6 +291,12 @@ class LocalDynamo:
             DYN_SYSTEM_HOST="127.0.0.1",
             DYN_EVENT_PLANE_HOST="127.0.0.1",
         )
+        # With RUST_BACKTRACE=1 (a developer's shell, CI) every error the Rust core creates also
+        # captures a backtrace, which reads the library's unwind tables into the process: 2-3 MB
+        # more RSS per frontend, nothing the rehearsal shows. RUST_LIB_BACKTRACE=0 turns off only
+        # those captures; a panic still prints its backtrace (std::backtrace reads
+        # RUST_LIB_BACKTRACE before RUST_BACKTRACE). A caller's own setting wins.
+        env.setdefault("RUST_LIB_BACKTRACE", "0")
         return env
 
     def _spawn(

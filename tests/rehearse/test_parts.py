@@ -430,3 +430,45 @@ def test_a_frontend_out_of_inotify_instances_is_explained() -> None:
     hint = limit_hint(tail)
     assert "fs.inotify.max_user_instances" in hint and "each Dynamo frontend holds 10" in hint
     assert limit_hint("Exception: address already in use") == ""
+
+
+def test_dynamo_processes_capture_no_error_backtraces_unless_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With RUST_BACKTRACE=1 inherited, every error the Rust core creates would capture a
+    backtrace (2-3 MB more RSS per frontend, docs/rehearse.md "Memory"): the local processes get
+    RUST_LIB_BACKTRACE=0, which leaves panics' backtraces on; a caller's own value is kept."""
+    from dgdgen.runtime.procs import LocalDynamo
+
+    monkeypatch.setenv("RUST_BACKTRACE", "1")
+    monkeypatch.delenv("RUST_LIB_BACKTRACE", raising=False)
+    env = LocalDynamo(tmp_path).base_env()
+    assert env["RUST_LIB_BACKTRACE"] == "0" and env["RUST_BACKTRACE"] == "1"
+    monkeypatch.setenv("RUST_LIB_BACKTRACE", "1")
+    assert LocalDynamo(tmp_path).base_env()["RUST_LIB_BACKTRACE"] == "1"
+
+
+def test_prometheus_starts_with_a_smaller_go_heap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Prometheus runs with GOGC=25 and GOMAXPROCS=1 (about 7 MB less RSS, docs/rehearse.md
+    "Memory") unless the caller's environment sets them; its other variables pass through."""
+    from dgdgen.rehearse import prometheus as prom_mod
+
+    monkeypatch.delenv("GOGC", raising=False)
+    monkeypatch.setenv("GOMAXPROCS", "2")
+    seen: dict[str, dict[str, str]] = {}
+
+    class FakePopen:
+        def __init__(self, argv: list[str], **kw: object) -> None:
+            env = kw["env"]
+            assert isinstance(env, dict)
+            seen["env"] = env
+            self.pid = 0
+
+    monkeypatch.setattr(prom_mod.subprocess, "Popen", FakePopen)
+    prom_mod.Prometheus(tmp_path, time_scale=0.05).start()
+    env = seen["env"]
+    assert env["GOGC"] == "25" and env["GOMAXPROCS"] == "2"
+    assert env["PATH"] == prom_mod.os.environ["PATH"]
+    assert prom_mod.prometheus_env({})["GOMAXPROCS"] == "1"
