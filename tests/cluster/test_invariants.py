@@ -459,3 +459,24 @@ def test_clu104_a_preview_left_in_the_rollback_state(tmp_path: Path) -> None:
     found = [f for f in _paths(tree) if f.code == "CLU104" and "at rest" in f.message]
     assert len(found) == 1 and found[0].file.endswith("rollback/configmap-proxy-cfg.yaml")
     assert "callers through HAProxy with header X-Dgd-Preview: on" in found[0].message
+
+
+@pytest.mark.parametrize("ready_check", [True, False])
+def test_a_checked_path_whose_every_frontend_is_incomplete(tmp_path: Path,
+                                                           ready_check: bool) -> None:
+    """A proxy whose ready-path health check takes out every frontend it has (the generation runs
+    prefill workers alone: the 1.6.1 frontend answers its ready path 503) leaves nothing to serve:
+    CLU101 says so once for the path. Without the ready-path check the frontend stays in and
+    answers every request 503: CLU101 names it and the role its generation lacks."""
+    cfg, dep = haproxy({"blue-fe": 100}, ready_check=ready_check)
+    _write(tmp_path / "t" / "step-00", dgd("blue", decode=0, prefill=1),
+           service("blue-fe", "blue"), cfg, dep)
+    found = [f for f in check_tree(str(tmp_path / "t")) if f.code == "CLU101"]
+    assert len(found) == 1, [f.message for f in found]
+    message = found[0].message
+    if ready_check:
+        assert "no frontend whose generation is complete (its health check takes every one out)" \
+            in message, message
+    else:
+        assert "frontend blue/Frontend" in message and "runs no decode worker" in message, message
+        assert "health check takes" not in message
