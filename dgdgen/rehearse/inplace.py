@@ -368,8 +368,10 @@ class InPlaceRehearsal:
                 self.say(f"load: {opts.rate:g} requests/s at the frontend Service (port "
                          f"{proxy.port})")
                 self._sleep(opts.before)
-                edit_at = self.now()
-                self._snapshot("edit applied")
+                # the edit's time is its snapshot's: the segment before it ends exactly there
+                # (read twice, the clock moved between them, and rounded in the report the
+                # stable's segment could end a hundredth of a second after the edit)
+                edit_at = self._snapshot("edit applied")
                 pace = roll.strategy.pace
                 if pace is Pace.ON_DELETE:
                     self.event(f"edit applied in place: {roll.strategy.name} — nothing rolls "
@@ -383,9 +385,8 @@ class InPlaceRehearsal:
                         self._roll_coherent(rolled + sorted(fe_changed), proxy)
                     else:
                         self._roll(rolled, fe_changed, budgets, proxy)
-                    rolled_at = self.now()
                     self.event("roll done: every old pod replaced")
-                    self._snapshot("roll done")
+                    rolled_at = self._snapshot("roll done")
                 self._sleep(opts.after)
                 load.stop()
                 self.say(f"load stopped: {len(load.records)} requests")
@@ -647,13 +648,16 @@ class InPlaceRehearsal:
         proxy.kind = "service"
         proxy.apply(proxy.stand_in(backends))
 
-    def _snapshot(self, text: str) -> None:
+    def _snapshot(self, text: str) -> float:
+        """Record the available workers now; the time recorded."""
         workers: dict[str, dict[str, int]] = {}
         for p in self.pods:
             if p.role.is_worker and p.available is not None and p.stopped is None:
                 comp = workers.setdefault(p.config, {})
                 comp[p.component] = comp.get(p.component, 0) + 1
-        self.snapshots.append(Snapshot(self.now(), workers, text))
+        t = self.now()
+        self.snapshots.append(Snapshot(t, workers, text))
+        return t
 
     def _sleep(self, seconds: float) -> None:
         end = self.now() + seconds

@@ -16,6 +16,7 @@ from dgdgen.pipeline.prepare import prepare
 from dgdgen.rehearse.inplace import (
     InPlaceOptions,
     InPlaceOutcome,
+    InPlaceRehearsal,
     Snapshot,
     component_budget,
     edited_dgd,
@@ -236,3 +237,18 @@ def test_side_by_side_hands_the_experiment_samples_to_the_gated_runs(
             spec=REPO / "examples/vllm-disagg-block-size/rollout.yaml", workdir=tmp_path / "w",
             report=tmp_path / "r", experiment_samples=samples), lambda _: None)
     assert [o.experiment_samples for o in seen] == [samples]
+
+
+def test_the_edit_and_the_roll_are_timed_by_their_snapshots() -> None:
+    """The edit's and the roll's times are their snapshots' own, read once: the stable's segment
+    ends exactly at the edit. (Read again after the snapshot, the clock had moved, and rounded to
+    a hundredth in the report the segment before the edit could end after it: the end-to-end test
+    then found no segment before the edit.)"""
+    import itertools
+
+    clock = itertools.count(start=1.004, step=0.003)
+    r = object.__new__(InPlaceRehearsal)
+    r.pods, r.snapshots = [], []
+    r.now = lambda: next(clock)  # type: ignore[method-assign]
+    t = r._snapshot("edit applied")
+    assert r.snapshots[-1].t == t
