@@ -13,6 +13,9 @@ several times over — 40–60 s each on two CPUs, more beside other tests (mark
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import pytest
 from rehearse_support import short_workdir
 
@@ -30,25 +33,33 @@ MAX_TOKENS = 48
 SHARE, EFFECT = 0.5, 0.25
 
 
+def _serve(rt: Any, work: Path, candidate_args: list[str]) -> dict[str, str]:
+    """The stable and the candidate, each a frontend and one mocker in a Dynamo namespace of its
+    own, both ready: their frontends' URLs by name ("stable", "cand")."""
+    from dgdgen.runtime.model import make_model_dir
+
+    base = ["--model-path", str(make_model_dir(work / "model")), "--model-name", MODEL,
+            "--block-size", "16"]
+    urls = {}
+    for ns, extra in (("stable", []), ("cand", candidate_args)):
+        fe = rt.frontend(ns)
+        w = rt.mocker(ns, base + extra, name=f"w-{ns}")
+        rt.wait_frontend_up(fe)
+        rt.wait_worker_ready(w)
+        rt.wait_model_ready(fe, MODEL, workers=1)
+        urls[ns] = f"http://127.0.0.1:{fe.port}"
+    return urls
+
+
 def _gate(candidate_args: list[str], n: int) -> PairedVerdict:
     from dgdgen.analysis.paired import paired_verdict
     from dgdgen.analysis.quality import collect
     from dgdgen.analysis.scorers import Prompt, score
-    from dgdgen.runtime.model import make_model_dir
     from dgdgen.runtime.procs import LocalDynamo
 
     with short_workdir("dgdgen-quality-") as work:
-        model_dir = make_model_dir(work / "model")
-        base = ["--model-path", str(model_dir), "--model-name", MODEL, "--block-size", "16"]
         with LocalDynamo(work) as rt:
-            urls = {}
-            for ns, extra in (("stable", []), ("cand", candidate_args)):
-                fe = rt.frontend(ns)
-                w = rt.mocker(ns, base + extra, name=f"w-{ns}")
-                rt.wait_frontend_up(fe)
-                rt.wait_worker_ready(w)
-                rt.wait_model_ready(fe, MODEL, workers=1)
-                urls[ns] = f"http://127.0.0.1:{fe.port}"
+            urls = _serve(rt, work, candidate_args)
             prompts = [Prompt(f"Say something about item {i}.", None, i + 1) for i in range(n)]
             out = collect(prompts, stable_url=urls["stable"], candidate_url=urls["cand"],
                           model=MODEL, max_tokens=MAX_TOKENS, seed=1, timeout=30)
@@ -95,7 +106,6 @@ def _analyze(candidate_args: list[str], n: int, judge: str | None = None
     from judge_support import StandInJudge, stand_in_judge
 
     from dgdgen.cli import main
-    from dgdgen.runtime.model import make_model_dir
     from dgdgen.runtime.procs import LocalDynamo
 
     with short_workdir("dgdgen-quality-") as work:
@@ -118,17 +128,8 @@ def _analyze(candidate_args: list[str], n: int, judge: str | None = None
             (repo / "rollout.yaml").write_text(text)
             (repo / "prompts.jsonl").write_text("".join(
                 f'{{"prompt": "Say something about item {i}."}}\n' for i in range(n)))
-            model_dir = make_model_dir(work / "model")
-            base = ["--model-path", str(model_dir), "--model-name", MODEL, "--block-size", "16"]
             rt = stack.enter_context(LocalDynamo(work))
-            urls = {}
-            for ns, extra in (("stable", []), ("cand", candidate_args)):
-                fe = rt.frontend(ns)
-                w = rt.mocker(ns, base + extra, name=f"w-{ns}")
-                rt.wait_frontend_up(fe)
-                rt.wait_worker_ready(w)
-                rt.wait_model_ready(fe, MODEL, workers=1)
-                urls[ns] = f"http://127.0.0.1:{fe.port}"
+            urls = _serve(rt, work, candidate_args)
             # in a cluster the key comes from the Secret (secretKeyRef); here, from the environment
             os.environ["DGDGEN_JUDGE_API_KEY"] = JUDGE_KEY
             out = io.StringIO()
