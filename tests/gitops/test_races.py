@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from gitops_support import GIT_ENV, Workspace, cli, git, make_workspace
+from gitops_support import GIT_ENV, Result, Workspace, cli, git, make_workspace
 
 # The commands that write, by name: the arguments after SPEC --into DIR.
 AT_STEP_1 = {
@@ -93,9 +93,14 @@ def _paused(ws: Workspace, args: list[str], point: str, marker: Path) -> subproc
     return proc
 
 
-def _run(ws: Workspace, args: list[str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(_argv(ws, args), capture_output=True, text=True, env=_env(),
-                          timeout=120, check=False)
+def _run(ws: Workspace, args: list[str]) -> Result:
+    """The command that meets the paused one: run in this process (the test's process is as
+    much a process of its own as a fresh ``python -m dgdgen``: the writer lock and the premise
+    are on the repository, not in memory), which spares a Python start-up per race."""
+    with pytest.MonkeyPatch.context() as mp:
+        for k, v in GIT_ENV.items():
+            mp.setenv(k, v)
+        return cli(args[0], str(ws.spec), "--into", str(ws.into), *args[1:])
 
 
 def _whole_states(ws: Workspace, since: str) -> list[str]:
@@ -110,10 +115,11 @@ def _whole_states(ws: Workspace, since: str) -> list[str]:
         try:
             spec = probe / ws.spec.relative_to(ws.work)
             into = probe / ws.into.relative_to(ws.work)
-            r = subprocess.run(
-                [sys.executable, "-m", "dgdgen", "render", str(spec), "--into", str(into),
-                 "--check"], capture_output=True, text=True, env=_env(), timeout=120, check=False)
-            assert r.returncode == 0, f"{sha} is not a whole rendered state: {r.stdout}{r.stderr}"
+            with pytest.MonkeyPatch.context() as mp:
+                for k, v in GIT_ENV.items():
+                    mp.setenv(k, v)
+                r = cli("render", str(spec), "--into", str(into), "--check")
+            assert r.code == 0, f"{sha} is not a whole rendered state: {r.out}{r.err}"
         finally:
             git(ws.work, "worktree", "remove", "--force", str(probe))
     return [line.split()[0] for line in commits]
@@ -147,9 +153,9 @@ def test_second_command_while_the_first_holds_the_lock(
     marker.unlink()
     _out, err = a.communicate(timeout=120)
     assert a.returncode == 0, err
-    assert b.returncode == 2, b.stderr
-    assert "another dgdgen command is writing this repository" in b.stderr
-    assert f"dgdgen {commands[first][0]}" in b.stderr  # names the holder
+    assert b.code == 2, b.err
+    assert "another dgdgen command is writing this repository" in b.err
+    assert f"dgdgen {commands[first][0]}" in b.err  # names the holder
     assert len(_whole_states(ws, base)) == 1
     assert git(ws.work, "status", "--porcelain") == ""
 
@@ -165,7 +171,7 @@ def test_second_command_whose_premise_a_first_one_replaced(
     marker = tmp_path / "premise"
     b = _paused(ws, commands[second], "premise", marker)  # read HEAD, not yet locked
     a = _run(ws, commands[first])
-    assert a.returncode == 0, a.stderr
+    assert a.code == 0, a.err
     marker.unlink()
     _out, err = b.communicate(timeout=120)
     assert b.returncode == 2, err
@@ -247,7 +253,7 @@ def test_a_command_overtaken_while_it_imports_does_not_commit(
         assert time.monotonic() < deadline, f"{paused} never imported pydantic"
         time.sleep(0.01)
     b = _run(ws, AT_STEP_1[other])
-    assert b.returncode == 0, b.stderr
+    assert b.code == 0, b.err
     marker.unlink()
     _out, err = a.communicate(timeout=120)
     assert a.returncode == 2, err
