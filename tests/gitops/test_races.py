@@ -2,7 +2,10 @@
 says what happened — never two commits where one undoes the other.
 
 Real processes, interleaved exactly with the test hook DGDGEN_TEST_PAUSE_AT (the process stops at
-a named point until the test lets it go), in the two windows a race can fall into:
+a named point until the test lets it go), in the two windows a race can fall into — the paused
+command a process of its own, the one that meets it run in the test's process (the writer lock
+and the premise live on the repository, so the test's process is as separate a writer as a fresh
+one, without a Python start-up per race):
 
 * ``locked``: the first command holds the writer lock when the second starts — the second fails
   at once;

@@ -11,9 +11,9 @@ stable frontend sets the limit: examples/SOURCES.md), at 3x the scenarios' load,
 row; every one must keep every request. The same runs with the stable as upstream ships it
 (``prepare(..., stable_limit=False)``) are the "before" figure in docs/rehearse.md.
 
-Long: five rehearsals in a row, because the race is one request in a few hundred around a stop
-(about one stop in ten lost one, docs/rehearse.md); about 35 s each, so 3–4 minutes (marked
-`long`, tests/suite_support.py).
+Long: five rehearsals in a row, because the race is rare (in docs/rehearse.md's runs of the
+stable as upstream ships it, one stop in ten lost a request); about 35 s each, so 3–4 minutes
+(marked `long`, tests/suite_support.py).
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from example_support import upstream_text
 from rehearse_support import REPO, rehearse
 
 from dgdgen import yamlio
-from dgdgen.render import migration
 from dgdgen.model.dgd import parse
+from dgdgen.render import migration
 
 pytestmark = [pytest.mark.slow, pytest.mark.rehearse, pytest.mark.long(minutes=4)]
 
