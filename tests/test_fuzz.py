@@ -160,6 +160,16 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("fuzz")
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _cel_environment_first() -> None:
+    """cel-python raises the recursion limit (to 2500) when dgdgen first builds its CEL
+    environment in a process; built inside a hypothesis test, hypothesis warns that it will not
+    reset the limit. Built here first, on whichever worker runs this module, it never is."""
+    from dgdgen.crd.cel import _environment
+
+    _environment()
+
+
 def _fresh(sandbox: Path) -> Path:
     d = Path(sandbox) / f"case-{len(os.listdir(sandbox))}"
     d.mkdir()
