@@ -87,7 +87,7 @@ from dgdgen.rehearse.cluster import ApplyError
 from dgdgen.rehearse.load import Load, Record
 from dgdgen.rehearse.proxy import Proxy
 from dgdgen.runtime.metrics import scrape
-from dgdgen.runtime.mocker import mocker_invocation
+from dgdgen.runtime.mocker import mocker_invocation, rehearsal_flags
 from dgdgen.runtime.model import make_model_dir
 from dgdgen.runtime.procs import LocalDynamo, Proc, count_ready_workers
 
@@ -524,10 +524,7 @@ class InPlaceRehearsal:
 
     def _start_worker(self, name: str, config: str, index: int) -> Pod:
         cf = self.facts[config].components[name]
-        extra: dict[str, str] = {}
-        if config == "candidate" and self.opts.candidate_slowdown != 1.0:
-            ratio = f"{1.0 / self.opts.candidate_slowdown:g}"
-            extra = {"--speedup-ratio": ratio, "--decode-speedup-ratio": ratio}
+        extra = rehearsal_flags(self.opts.candidate_slowdown if config == "candidate" else 1.0)
         inv = mocker_invocation(cf, model_dir=self.model_dir, extra=extra)
         self.model = self.model or inv.served_model_name
         env = {}

@@ -36,6 +36,7 @@ from dgdgen.rehearse.prometheus import Prometheus
 from dgdgen.rehearse.proxy import Proxy, route_backends, route_preview
 from dgdgen.rehearse.scale import ScaledSpec, write_scaled_spec
 from dgdgen.runtime.forkserver import ForkServer
+from dgdgen.runtime.mocker import rehearsal_flags
 from dgdgen.runtime.model import make_model_dir
 from dgdgen.runtime.procs import LocalDynamo, Proc, memory_kb
 from dgdgen.spec import TrafficProvider
@@ -320,7 +321,8 @@ def judge_note(accuracy: float | None) -> str | None:
 def engine_note(answering: bool, candidate_quality: float) -> str:
     """What answered the requests, for every report."""
     if not answering:
-        return "workers: dynamo.mocker (simulated timing, empty answers)"
+        return ("workers: dynamo.mocker (simulated timing, with a 0.09 s KV transfer between "
+                "prefill and decode: docs/rehearse.md, Engine flags; empty answers)")
     return (f"workers: {ANSWERING_ENGINE}; the candidate answers "
             f"{candidate_quality:.0%} of the prompts wrongly, the stable none")
 
@@ -435,10 +437,7 @@ class Rehearsal:
         judge_accuracy = opts.judge_accuracy if judge_scored(prepared) else None
 
         def extra(revision: str) -> dict[str, str]:
-            out = {}
-            if revision == candidate_rev and slow != 1.0:
-                ratio = f"{1.0 / slow:g}"
-                out = {"--speedup-ratio": ratio, "--decode-speedup-ratio": ratio}
+            out = rehearsal_flags(slow if revision == candidate_rev else 1.0)
             if answers is not None:
                 wrong = opts.candidate_quality if revision == candidate_rev else 0.0
                 out.update({"--answers": str(answers), "--wrong-fraction": f"{wrong:g}",

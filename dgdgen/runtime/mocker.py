@@ -147,6 +147,36 @@ def served_model_name(comp: ComponentFacts) -> str:
     return comp.served_model_name or "model"
 
 
+# The rehearsal's simulated KV transfer between a prefill and a decode worker: the load's prompt
+# (about 27 tokens with the local model's chat template) at 1 MB a token over 0.3 GB/s, about
+# 0.09 s, spent beside the engines (no worker queues for it). It is there for the latency gates,
+# not to model a network: the 1.6.1 frontend's TTFT buckets end at 0.022, 0.047, 0.1 and 0.22 s
+# (docs/facts: log-spaced, 2.1x apart), and the gates compare quantiles interpolated within them.
+# The mocker alone answers a disaggregated stream's first token in about 30 ms, with a tail of
+# scheduling delays past the 0.047 s edge on a busy machine, so one generation's p99 could land a
+# bucket above the other's — a healthy candidate rolled back at 1.3-1.9x the stable's TTFT p99
+# (docs/performance.md). With the transfer every first token comes at 0.11-0.16 s, inside the
+# 0.1-0.22 s bucket for both generations; a candidate slowed down by --candidate-slowdown (its
+# speedup ratios, which leave the transfer as it is) still fails the TTFT and ITL comparisons.
+# Slowing the engines instead cannot do it: a prefill of 0.1 s makes the workers of a busy step
+# queue (docs/performance.md, the table of speed ratios). Aggregated workers transfer nothing.
+REHEARSAL_KV_TRANSFER: Mapping[str, str] = {
+    "--kv-transfer-bandwidth": "0.3",
+    "--kv-bytes-per-token": "1000000",
+}
+
+
+def rehearsal_flags(slowdown: float = 1.0) -> dict[str, str]:
+    """The mocker flags the rehearsal adds to each worker it runs: the simulated KV transfer
+    (:data:`REHEARSAL_KV_TRANSFER`) and, for a worker ``slowdown`` times slower, the speedup
+    ratios ``1/slowdown`` (prefill and decode)."""
+    out = dict(REHEARSAL_KV_TRANSFER)
+    if slowdown != 1.0:
+        ratio = f"{1.0 / slowdown:g}"
+        out.update({"--speedup-ratio": ratio, "--decode-speedup-ratio": ratio})
+    return out
+
+
 def disaggregation_mode(comp: ComponentFacts) -> str:
     s = comp.flags.get("--disaggregation-mode")
     if s is not None and s.value in ("prefill", "decode"):
