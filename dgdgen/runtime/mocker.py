@@ -151,13 +151,15 @@ def served_model_name(comp: ComponentFacts) -> str:
 # (about 27 tokens with the local model's chat template) at 1 MB a token over 0.3 GB/s, about
 # 0.09 s, spent beside the engines (no worker queues for it). It is there for the latency gates,
 # not to model a network: the 1.6.1 frontend's TTFT buckets end at 0.022, 0.047, 0.1 and 0.22 s
-# (docs/facts: log-spaced, 2.1x apart), and the gates compare quantiles interpolated within them.
+# (ai-dynamo 1.6.1 defaults: 18 log-spaced buckets from 0.001 to 480 s, 2.1x apart), and the gates
+# compare quantiles Prometheus interpolates within them.
 # The mocker alone answers a disaggregated stream's first token in about 30 ms, with a tail of
 # scheduling delays past the 0.047 s edge on a busy machine, so one generation's p99 could land a
 # bucket above the other's — a healthy candidate rolled back at 1.3-1.9x the stable's TTFT p99
 # (docs/performance.md). With the transfer every first token comes at 0.11-0.16 s, inside the
-# 0.1-0.22 s bucket for both generations; a candidate slowed down by --candidate-slowdown (its
-# speedup ratios, which leave the transfer as it is) still fails the TTFT and ITL comparisons.
+# 0.1-0.22 s bucket for both generations (tests/rehearse/test_mocker_timing.py reads the real
+# frontend's histogram); a candidate slowed down four times by --candidate-slowdown still fails
+# the block-size example's TTFT and ITL comparisons (measured: docs/rehearse.md, Engine flags).
 # Slowing the engines instead cannot do it: a prefill of 0.1 s makes the workers of a busy step
 # queue (docs/performance.md, the table of speed ratios). Aggregated workers transfer nothing.
 REHEARSAL_KV_TRANSFER: Mapping[str, str] = {
