@@ -89,7 +89,13 @@ from dgdgen.rehearse.proxy import Proxy
 from dgdgen.runtime.metrics import scrape
 from dgdgen.runtime.mocker import mocker_invocation, rehearsal_flags
 from dgdgen.runtime.model import make_model_dir
-from dgdgen.runtime.procs import LocalDynamo, Proc, count_ready_workers
+from dgdgen.runtime.procs import (
+    LocalDynamo,
+    Proc,
+    count_ready_workers,
+    prefill_namespaces,
+    prefill_routers_active,
+)
 
 # The operator's defaults when a component has no rolling-update annotation (Dynamo's operator
 # guide, "Rolling Updates": maxSurge 25 %, maxUnavailable 25 %, as a Deployment's).
@@ -586,8 +592,15 @@ class InPlaceRehearsal:
             if not data or not data.get("ready"):
                 return False
             others = [self.rt.model_ready(fe.proc, self.model) for fe in self._frontends()]
-            return count_ready_workers(data) >= max(
-                (count_ready_workers(o) for o in others if o), default=0)
+            if count_ready_workers(data) < max(
+                    (count_ready_workers(o) for o in others if o), default=0):
+                return False
+            # and can route to them: the 1.6.1 frontend lists a disaggregated namespace's workers
+            # before it activates that namespace's prefill router, and answers 503 to a request
+            # routed there in between (prefill_routers_active) — milliseconds on a quiet machine,
+            # half a second on a busy one. A real pod's readiness probe comes seconds later; the
+            # Service here would move at once (as the gated rehearsal's waves wait, cluster.py).
+            return prefill_routers_active(pod.proc, prefill_namespaces(data))
         from dgdgen.runtime.procs import http_json
 
         health = http_json(pod.proc.system_port, "/health")

@@ -285,7 +285,8 @@ def to_json(out: InPlaceOutcome) -> dict[str, Any]:
                       else round(s.observed, 1)} for s in segs],
         "gaps": gap_summary(out),
         "events": [{"t": round(t, 2), "event": e} for t, e in out.events],
-        "failures": [{"t": round(r.start, 2), "servedBy": served_config(out, r),
+        "failures": [{"t": round(r.start, 2), "seconds": round(r.outcome.duration, 2),
+                      "servedBy": served_config(out, r),
                       "stream": r.outcome.stream, "status": r.outcome.status,
                       "truncated": r.outcome.truncated, "error": r.outcome.error}
                      for r in recs if not r.outcome.ok][:50],

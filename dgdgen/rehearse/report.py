@@ -309,7 +309,8 @@ MAX_FAILURES_LISTED = 50
 
 
 def failures(out: Outcome) -> list[dict[str, Any]]:
-    """The failed and truncated requests, each with when it started, in which state (or while
+    """The failed and truncated requests, each with when it started and how long it took, in
+    which state (or while
     the traffic of a state was moving or settling: then not in the state's row), what served
     it and what the client saw."""
     listed = []
@@ -321,8 +322,8 @@ def failures(out: Outcome) -> list[dict[str, Any]]:
         if state is not None:
             settled = state.traffic_moved + out.options.settle
             when = state.label if r.start >= settled else f"{state.label} (traffic moving)"
-        listed.append({"t": round(r.start, 2), "state": when, "entry": r.entry,
-                       "servedBy": r.outcome.served_by,
+        listed.append({"t": round(r.start, 2), "seconds": round(r.outcome.duration, 2),
+                       "state": when, "entry": r.entry, "servedBy": r.outcome.served_by,
                        "stream": r.outcome.stream, "status": r.outcome.status,
                        "truncated": r.outcome.truncated, "error": r.outcome.error})
         if len(listed) >= MAX_FAILURES_LISTED:
