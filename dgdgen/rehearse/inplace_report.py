@@ -408,13 +408,14 @@ def to_markdown(out: InPlaceOutcome, data: dict[str, Any]) -> str:
     lines += ["", "![chart](chart.svg)", "", "## Events", "", "| t (s) | event |", "| ---: | --- |",
               *[f"| {e['t']} | {e['event']} |" for e in data["events"]], ""]
     if data["failures"]:
-        lines += ["## Failed requests", "", "| start (s) | served by | what the client saw |",
-                  "| ---: | --- | --- |"]
+        lines += ["## Failed requests", "",
+                  "| start (s) | took (s) | served by | what the client saw |",
+                  "| ---: | ---: | --- | --- |"]
         for f in data["failures"]:
             what = "truncated stream" if f["truncated"] else f"HTTP {f['status']}"
             if f["error"]:
                 what += f": {f['error']}"
-            lines.append(f"| {f['t']} | {f['servedBy'] or '—'} | {what} |")
+            lines.append(f"| {f['t']} | {f['seconds']} | {f['servedBy'] or '—'} | {what} |")
         lines.append("")
     return "\n".join(lines)
 

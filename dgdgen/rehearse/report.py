@@ -420,14 +420,15 @@ def to_markdown(out: Outcome, rows: list[StateRow], data: dict[str, Any]) -> str
               "", *_out_of_mesh_lines(data), *_preview_lines(data), "![chart](chart.svg)", ""]
     if data["failures"]:
         lines += ["## Failed requests", "",
-                  "| start (s) | state | served by | what the client saw |",
-                  "| ---: | --- | --- | --- |"]
+                  "| start (s) | took (s) | state | served by | what the client saw |",
+                  "| ---: | ---: | --- | --- | --- |"]
         for f in data["failures"]:
             what = "truncated stream" if f["truncated"] else f"HTTP {f['status']}"
             if f["error"]:
                 what += f": {f['error']}"
             state = f["state"] + _ENTRY_NOTE.get(f.get("entry", ""), "")
-            lines.append(f"| {f['t']} | {state} | {f['servedBy'] or '—'} | {what} |")
+            lines.append(f"| {f['t']} | {f['seconds']} | {state} | {f['servedBy'] or '—'} "
+                         f"| {what} |")
         lines.append("")
     gated = [s for s in out.states if s.analyze_output]
     if gated:
