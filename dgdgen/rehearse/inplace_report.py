@@ -412,9 +412,8 @@ def to_markdown(out: InPlaceOutcome, data: dict[str, Any]) -> str:
                   "| start (s) | took (s) | served by | what the client saw |",
                   "| ---: | ---: | --- | --- |"]
         for f in data["failures"]:
-            what = "truncated stream" if f["truncated"] else f"HTTP {f['status']}"
-            if f["error"]:
-                what += f": {f['error']}"
+            what = ("truncated stream" if f["truncated"] else f"HTTP {f['status']}") + (
+                f": {f['error']}" if f["error"] else "")
             lines.append(f"| {f['t']} | {f['seconds']} | {f['servedBy'] or '—'} | {what} |")
         lines.append("")
     return "\n".join(lines)
