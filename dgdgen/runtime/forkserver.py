@@ -123,7 +123,7 @@ def _serve(sock: socket.socket, preload: Sequence[str],
                               "cpu": usage.ru_utime + usage.ru_stime}).encode())
 
 
-def _threads() -> int:
+def threads() -> int:
     """Threads of this process, native ones (a Rust library's pool) included."""
     try:
         return len(os.listdir("/proc/self/task"))
@@ -151,7 +151,7 @@ class ForkServer:
         # CPU time (user + system) of the commands run through the server so far
         self.cpu_seconds = 0.0
         self._sock: socket.socket | None = None
-        if _threads() > 1:
+        if threads() > 1:
             return
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         for stream in (sys.stdout, sys.stderr):
