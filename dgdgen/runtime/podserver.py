@@ -35,10 +35,7 @@ from __future__ import annotations
 import gc
 import importlib
 import json
-import locale
-import logging
 import os
-import runpy
 import selectors
 import signal
 import socket
@@ -51,7 +48,12 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
-from dgdgen.runtime.forkserver import threads
+from dgdgen.runtime.forkserver import (
+    exit_child,
+    fork_server,
+    open_standard_streams,
+    run_as_main,
+)
 
 _MAX = 1 << 20
 # What a pod server imports: the entry modules pull in every library they need; the entry
@@ -73,11 +75,7 @@ def _run_pod(req: dict[str, object], log_fd: int) -> int:
     signal.signal(signal.SIGINT, signal.default_int_handler)
     for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD):
         signal.signal(sig, signal.SIG_DFL)
-    encoding = locale.getpreferredencoding(False)
-    sys.stdin = open(0, encoding=encoding, closefd=False)  # noqa: SIM115
-    sys.stdout = open(1, "w", encoding=encoding, closefd=False)  # noqa: SIM115
-    sys.stderr = open(2, "w", buffering=1, encoding=encoding,  # noqa: SIM115
-                      errors="backslashreplace", closefd=False)
+    open_standard_streams()
     cwd = str(req["cwd"])
     os.chdir(cwd)
     env = req["env"]
@@ -96,32 +94,7 @@ def _run_pod(req: dict[str, object], log_fd: int) -> int:
     sys.orig_argv = [sys.executable, "-m", module, *argv]  # a module that re-executes itself
     for name in [n for n in sys.modules if _is_entry(n, req["entries"])]:  # type: ignore[arg-type]
         del sys.modules[name]  # one the caller had imported: `python -m` runs it afresh
-    code: int
-    try:
-        sys.argv = [module, *argv]
-        runpy.run_module(module, run_name="__main__", alter_sys=True)
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-        if exc.code is not None and not isinstance(exc.code, int):
-            sys.stderr.write(f"{exc.code}\n")
-    except KeyboardInterrupt:  # as the interpreter: the traceback, then the signal's own end
-        import traceback
-
-        traceback.print_exc()
-        code = -signal.SIGINT
-    except BaseException:  # noqa: BLE001 - as the interpreter would: a traceback, exit 1
-        import traceback
-
-        traceback.print_exc()
-        code = 1
-    logging.shutdown()  # what a fresh interpreter's exit does for the module's log handlers
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
-    return code
+    return run_as_main(module, argv)
 
 
 def _is_entry(name: str, entries: Sequence[str]) -> bool:
@@ -208,11 +181,8 @@ def _serve(sock: socket.socket, preload: Sequence[str], entries: Sequence[str],
                         os.setsid()
                         os.close(ready_w)  # its process group exists before its PID is known
                         code = _run_pod(req, fds[0])
-                        if code < 0:
-                            signal.signal(-code, signal.SIG_DFL)
-                            os.kill(os.getpid(), -code)
                     finally:
-                        os._exit(code)
+                        exit_child(code)
                 os.close(ready_w)
                 os.read(ready_r, 1)
                 os.close(ready_r)
@@ -271,26 +241,10 @@ class PodServer:
         self._early: dict[int, int] = {}  # exits reported before their start was answered
         self._sock: socket.socket | None = None
         self._reader: threading.Thread | None = None
-        if threads() > 1:
-            return
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        for stream in (sys.stdout, sys.stderr):
-            stream.flush()
-        pid = os.fork()
-        if pid == 0:
-            code = 0
-            try:
-                ours.close()
-                # it ends when its socket closes (the rehearsal closes it, or ends)
-                for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-                    signal.signal(sig, signal.SIG_IGN)
-                _serve(theirs, preload, self.entries, dict(env))
-            except BaseException:  # noqa: BLE001 - a server that cannot serve just ends
-                code = 70
-            finally:
-                os._exit(code)
-        theirs.close()
-        self.pid, self._sock = pid, ours
+        # it ends when its socket closes (the rehearsal closes it, or ends)
+        self.pid, self._sock = fork_server(
+            lambda sock: _serve(sock, preload, self.entries, dict(env)),
+            ignore=(signal.SIGINT, signal.SIGTERM, signal.SIGHUP))
 
     def __enter__(self) -> Self:
         return self
