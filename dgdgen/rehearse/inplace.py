@@ -89,10 +89,12 @@ from dgdgen.rehearse.proxy import Proxy
 from dgdgen.runtime.metrics import scrape
 from dgdgen.runtime.mocker import mocker_invocation, rehearsal_flags
 from dgdgen.runtime.model import make_model_dir
+from dgdgen.runtime.podserver import PodServer
 from dgdgen.runtime.procs import (
     LocalDynamo,
     Proc,
     count_ready_workers,
+    inherited_env,
     prefill_namespaces,
     prefill_routers_active,
 )
@@ -315,6 +317,11 @@ class InPlaceRehearsal:
     # ------------------------------------------------------------------ main
 
     def run(self) -> InPlaceOutcome:
+        # forked first, while this process has no other thread (dgdgen.runtime.podserver)
+        with PodServer(inherited_env()) as self.podserver:
+            return self._run()
+
+    def _run(self) -> InPlaceOutcome:
         opts = self.opts
         prepared = prepare(str(opts.spec))
         self.prepared = prepared
@@ -351,7 +358,7 @@ class InPlaceRehearsal:
         self.say(f"update strategy: {strategy_line(roll)}")
         proxy = Proxy(workdir)
         load: Load | None = None
-        with LocalDynamo(workdir / "dynamo") as rt:
+        with LocalDynamo(workdir / "dynamo", pods=self.podserver) as rt:
             self.rt = rt
             try:
                 # the stable DGD as it runs today

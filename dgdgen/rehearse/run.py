@@ -38,7 +38,8 @@ from dgdgen.rehearse.scale import ScaledSpec, write_scaled_spec
 from dgdgen.runtime.forkserver import ForkServer
 from dgdgen.runtime.mocker import rehearsal_flags
 from dgdgen.runtime.model import make_model_dir
-from dgdgen.runtime.procs import LocalDynamo, Proc, memory_kb
+from dgdgen.runtime.podserver import PodServer
+from dgdgen.runtime.procs import LocalDynamo, Proc, inherited_env, memory_kb
 from dgdgen.spec import TrafficProvider
 from dgdgen.traffic import preview
 
@@ -186,6 +187,8 @@ class _Sampler(threading.Thread):
     def run(self) -> None:
         while not self.stopped.wait(1.0):
             pids = [p.popen.pid for p in list(self.rt.procs) if p.alive()] + self.extra()
+            if self.rt.pods is not None and self.rt.pods.pid:  # what they fork from
+                pids.append(self.rt.pods.pid)
             rss, pss, _ = memory_kb(pids)
             self.rss_peak = max(self.rss_peak, rss / 1024)
             self.pss_peak = max(self.pss_peak, pss / 1024)
@@ -387,7 +390,8 @@ class Rehearsal:
         # forked first, while this process has no other thread (dgdgen.runtime.forkserver);
         # reading the spec once builds the validators every command would build on first use
         spec = str(self.opts.spec)
-        with ForkServer(COMMAND_MODULES, warm=lambda: prepare(spec)) as self.commands:
+        with (ForkServer(COMMAND_MODULES, warm=lambda: prepare(spec)) as self.commands,
+              PodServer(inherited_env()) as self.pods):
             return self._run()
 
     def _run(self) -> Outcome:
@@ -461,7 +465,7 @@ class Rehearsal:
         self.parent = parent_service(prepared)
         proxy = Proxy(workdir)
         prom = Prometheus(workdir, time_scale=opts.time_scale)
-        with LocalDynamo(workdir / "dynamo") as rt:
+        with LocalDynamo(workdir / "dynamo", pods=self.pods) as rt:
             if answers is not None and judge_accuracy is not None:
                 self.judge_url = self._start_judge(rt, answers, judge_accuracy)
             cluster = LocalCluster(rt, model_dir=model_dir,

@@ -20,6 +20,7 @@ import gc
 import importlib
 import json
 import locale
+import logging
 import os
 import runpy
 import signal
@@ -36,6 +37,55 @@ from typing import Self
 _MAX = 1 << 20
 
 
+def open_standard_streams() -> None:
+    """In a forked child whose descriptors 0-2 are set: the standard streams a fresh interpreter
+    would open on them (the server's own may be anything: a test's capture, a closed terminal)."""
+    encoding = locale.getpreferredencoding(False)
+    sys.stdin = open(0, encoding=encoding, closefd=False)  # noqa: SIM115
+    sys.stdout = open(1, "w", encoding=encoding, closefd=False)  # noqa: SIM115
+    sys.stderr = open(2, "w", buffering=1, encoding=encoding,  # noqa: SIM115
+                      errors="backslashreplace", closefd=False)
+
+
+def run_as_main(module: str, argv: list[str]) -> int:
+    """Run ``module`` as ``python -m MODULE ARGV`` would, in this (forked) process; the exit code
+    the interpreter would end with (negative: the signal it would end by)."""
+    code: int
+    try:
+        sys.argv = [module, *argv]
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        if exc.code is not None and not isinstance(exc.code, int):
+            sys.stderr.write(f"{exc.code}\n")
+    except KeyboardInterrupt:  # as the interpreter: the traceback, then the signal's own end
+        import traceback
+
+        traceback.print_exc()
+        code = -signal.SIGINT
+    except BaseException:  # noqa: BLE001 - as the interpreter would: a traceback, exit 1
+        import traceback
+
+        traceback.print_exc()
+        code = 1
+    logging.shutdown()  # what the interpreter's exit does for the module's log handlers
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    return code
+
+
+def exit_child(code: int) -> None:
+    """End a forked child with ``code`` as :func:`run_as_main` gave it (never returns)."""
+    if code < 0:
+        signal.signal(-code, signal.SIG_DFL)
+        os.kill(os.getpid(), -code)
+    os._exit(code & 0xFF)
+
+
 def _run_child(req: dict[str, object], out_fd: int, err_fd: int) -> int:
     """In the forked child: become the command and run it; its exit code."""
     devnull = os.open(os.devnull, os.O_RDONLY)
@@ -44,44 +94,17 @@ def _run_child(req: dict[str, object], out_fd: int, err_fd: int) -> int:
     os.dup2(err_fd, 2)
     for fd in (devnull, out_fd, err_fd):
         os.close(fd)
-    # the standard streams a fresh interpreter would open on those descriptors (the server's
-    # own may be anything: a test's capture, a closed terminal)
-    encoding = locale.getpreferredencoding(False)
-    sys.stdin = open(0, encoding=encoding, closefd=False)  # noqa: SIM115
-    sys.stdout = open(1, "w", encoding=encoding, closefd=False)  # noqa: SIM115
-    sys.stderr = open(2, "w", buffering=1, encoding=encoding,  # noqa: SIM115
-                      errors="backslashreplace", closefd=False)
+    open_standard_streams()
     os.chdir(str(req["cwd"]))
     env = req["env"]
     assert isinstance(env, dict)
     os.environ.clear()
     os.environ.update({str(k): str(v) for k, v in env.items()})
-    argv = [str(a) for a in req["argv"]]  # type: ignore[attr-defined]
-    module = str(req["module"])
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    code: int
-    try:
-        # as `python -m MODULE`: for dgdgen, its __main__ runs the console script's entry point,
-        # which ends the process with the command's exit code once its output is flushed
-        sys.argv = [module, *argv]
-        runpy.run_module(module, run_name="__main__", alter_sys=True)
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-        if exc.code is not None and not isinstance(exc.code, int):
-            sys.stderr.write(f"{exc.code}\n")
-    except BaseException:  # noqa: BLE001 - as the interpreter would: a traceback, exit 1
-        import traceback
-
-        traceback.print_exc()
-        code = 1
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
-    return code
+    # as `python -m MODULE`: for dgdgen, its __main__ runs the console script's entry point,
+    # which ends the process with the command's exit code once its output is flushed
+    return run_as_main(str(req["module"]), [str(a) for a in req["argv"]])  # type: ignore[attr-defined]
 
 
 def _serve(sock: socket.socket, preload: Sequence[str],
@@ -114,7 +137,7 @@ def _serve(sock: socket.socket, preload: Sequence[str],
                 sock.close()
                 code = _run_child(req, fds[0], fds[1])
             finally:
-                os._exit(code)
+                exit_child(code)
         for fd in fds:
             os.close(fd)
         _, status, usage = os.wait4(pid, 0)
@@ -123,12 +146,38 @@ def _serve(sock: socket.socket, preload: Sequence[str],
                               "cpu": usage.ru_utime + usage.ru_stime}).encode())
 
 
-def _threads() -> int:
+def threads() -> int:
     """Threads of this process, native ones (a Rust library's pool) included."""
     try:
         return len(os.listdir("/proc/self/task"))
     except OSError:
         return threading.active_count()
+
+
+def fork_server(serve: Callable[[socket.socket], None], *,
+                ignore: Sequence[int]) -> tuple[int, socket.socket | None]:
+    """Fork a server process that runs ``serve`` on its end of a socket pair and ends when it
+    returns, ignoring the signals ``ignore`` names; (its PID, this process's end). (0, None) when
+    this process runs other threads: a fork could copy a lock one of them holds."""
+    if threads() > 1:
+        return 0, None
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            ours.close()
+            for sig in ignore:
+                signal.signal(sig, signal.SIG_IGN)
+            serve(theirs)
+        except BaseException:  # noqa: BLE001 - a server that cannot serve just ends
+            code = 70
+        finally:
+            os._exit(code)
+    theirs.close()
+    return pid, ours
 
 
 class ForkServer:
@@ -151,24 +200,9 @@ class ForkServer:
         # CPU time (user + system) of the commands run through the server so far
         self.cpu_seconds = 0.0
         self._sock: socket.socket | None = None
-        if _threads() > 1:
-            return
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        for stream in (sys.stdout, sys.stderr):
-            stream.flush()
-        pid = os.fork()
-        if pid == 0:
-            code = 0
-            try:
-                ours.close()
-                signal.signal(signal.SIGINT, signal.SIG_IGN)  # the rehearsal stops it
-                _serve(theirs, preload, warm)
-            except BaseException:  # noqa: BLE001 - a server that cannot serve just ends
-                code = 70
-            finally:
-                os._exit(code)
-        theirs.close()
-        self.pid, self._sock = pid, ours
+        # the rehearsal stops it: a terminal's Ctrl-C to the process group is not for it
+        self.pid, self._sock = fork_server(lambda sock: _serve(sock, preload, warm),
+                                           ignore=(signal.SIGINT,))
 
     def __enter__(self) -> Self:
         return self

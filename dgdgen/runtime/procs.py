@@ -25,7 +25,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
+
+if TYPE_CHECKING:
+    from dgdgen.runtime.podserver import PodProcess, PodServer
 
 _PORTS = range(20000, 32000)
 # Where this process starts looking: spread by its PID, so two processes that share a loopback
@@ -93,8 +96,8 @@ def _ns_pid(host_pid: int) -> int | None:
 
 
 def proc_pids(children: Iterable[int]) -> dict[int, int]:
-    """The number under /proc of each of this process's children, by the PID this process knows
-    it by: the same, unless this process is the first of a PID namespace of its own (a rehearsal,
+    """The number under /proc of each of this process's children (or grandchildren), by the PID
+    this process knows it by: the same, unless this process is the first of a PID namespace of its own (a rehearsal,
     :func:`dgdgen.runtime.netns.fork_first_process`) while /proc is the host's — then read off
     its children's ``NSpid``."""
     wanted = set(children)
@@ -105,20 +108,27 @@ def proc_pids(children: Iterable[int]) -> dict[int, int]:
     if me == os.getpid():
         return {pid: pid for pid in wanted}
     out: dict[int, int] = {}
+    # children, and their children: a pod server's forks (dgdgen.runtime.podserver)
+    for host in [h for c in _host_children(me) for h in (c, *_host_children(c))]:
+        ns = _ns_pid(host)
+        if ns in wanted:
+            out[ns] = host
+    return out
+
+
+def _host_children(host_pid: int) -> list[int]:
+    """The children of a process, by their PIDs in /proc."""
+    out: list[int] = []
     try:
-        tasks = os.listdir(f"/proc/{me}/task")
+        tasks = os.listdir(f"/proc/{host_pid}/task")
     except OSError:
         return out
     for task in tasks:
         try:
-            with open(f"/proc/{me}/task/{task}/children", encoding="utf-8") as fh:
-                listed = fh.read().split()
-        except OSError:
+            with open(f"/proc/{host_pid}/task/{task}/children", encoding="utf-8") as fh:
+                out += [int(h) for h in fh.read().split()]
+        except (OSError, ValueError):
             continue
-        for host in listed:
-            ns = _ns_pid(int(host))
-            if ns in wanted:
-                out[ns] = int(host)
     return out
 
 
@@ -155,7 +165,7 @@ class Proc:
     name: str
     kind: str  # "frontend" | "worker" | "server" (another HTTP server of the rehearsal's)
     namespace: str | None
-    popen: subprocess.Popen[bytes]
+    popen: subprocess.Popen[bytes] | PodProcess
     log_path: Path
     port: int = 0  # frontend HTTP port
     system_port: int = 0  # worker system (health, metrics) port
@@ -237,6 +247,15 @@ def raise_open_file_limit(wanted: int = OPEN_FILES_WANTED) -> int:
     return soft
 
 
+def inherited_env() -> dict[str, str]:
+    """What every local Dynamo process keeps of this process's environment: all but Dynamo's own
+    settings (``DYN_*``, set per process) and ``PYTHONPATH``; offline model hubs."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("DYN_", "VIRTUAL_ENV_PROMPT")) and k != "PYTHONPATH"}
+    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    return env
+
+
 class LocalDynamo:
     """Starts and stops local Dynamo processes sharing one discovery folder.
 
@@ -244,7 +263,8 @@ class LocalDynamo:
     open-file limit is raised first (:func:`raise_open_file_limit`).
     """
 
-    def __init__(self, workdir: Path, *, python: str | None = None) -> None:
+    def __init__(self, workdir: Path, *, python: str | None = None,
+                 pods: PodServer | None = None) -> None:
         raise_open_file_limit()
         self.workdir = workdir
         self.python = python or sys.executable
@@ -259,6 +279,9 @@ class LocalDynamo:
         self.tmp = workdir / "tmp"
         self.tmp.mkdir(parents=True, exist_ok=True)
         self._counter = 0
+        # ``pods``: the modules it serves start as forks of it (dgdgen.runtime.podserver), when
+        # they run this interpreter; every other process as ``python -m``. Its owner closes it.
+        self.pods = pods if self.python == sys.executable else None
 
     def __enter__(self) -> Self:
         return self
@@ -272,16 +295,10 @@ class LocalDynamo:
             shutil.rmtree(self.tmp, ignore_errors=True)
 
     def base_env(self) -> dict[str, str]:
-        env = {
-            k: v
-            for k, v in os.environ.items()
-            if not k.startswith(("DYN_", "VIRTUAL_ENV_PROMPT")) and k != "PYTHONPATH"
-        }
+        env = inherited_env()
         env.update(
             HOME=str(self.workdir / "home"),
             TMPDIR=str(self.tmp),
-            HF_HUB_OFFLINE="1",
-            TRANSFORMERS_OFFLINE="1",
             DYN_DISCOVERY_BACKEND="file",
             DYN_FILE_KV=str(self.workdir / "kv"),
             DYN_REQUEST_PLANE="tcp",
@@ -305,16 +322,21 @@ class LocalDynamo:
         self._counter += 1
         log_path = self.workdir / "logs" / f"{self._counter:03d}-{name}.log"
         log = open(log_path, "wb")  # noqa: SIM115 - the child owns it
+        popen: subprocess.Popen[bytes] | PodProcess
         try:
-            popen = subprocess.Popen(
-                argv,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                cwd=self.workdir,
-                start_new_session=True,
-            )
+            if self.pods is not None and argv[1:2] == ["-m"] and self.pods.serves(argv[2]):
+                popen = self.pods.spawn(argv[2], argv[3:], cwd=self.workdir, env=env,
+                                        log=log.fileno())
+            else:
+                popen = subprocess.Popen(
+                    argv,
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    cwd=self.workdir,
+                    start_new_session=True,
+                )
         finally:
             log.close()
         proc = Proc(name=name, kind=kind, namespace=namespace, popen=popen, log_path=log_path)

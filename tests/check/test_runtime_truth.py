@@ -216,12 +216,16 @@ def run_probes(workdir: str) -> dict[str, dict[str, Any]]:
     frontend that serves every namespace, then every probe (and the pinned endpoint) in
     hash-suffixed worker namespaces behind a prefix frontend, as the operator runs them."""
     from dgdgen.runtime.model import make_model_dir
-    from dgdgen.runtime.procs import LocalDynamo
+    from dgdgen.runtime.podserver import PodServer
+    from dgdgen.runtime.procs import LocalDynamo, inherited_env
 
     work = Path(workdir)
-    dirs = {k: make_model_dir(work / "models" / k, **v) for k, v in DIRS.items()}  # type: ignore[arg-type]
     out: dict[str, dict[str, Any]] = {}
-    with LocalDynamo(work / "dynamo") as dyn:
+    # the probes' hundred-odd workers start as forks of a server that imported Dynamo once
+    # (dgdgen.runtime.podserver), forked before the tokenizer library starts its threads
+    with PodServer(inherited_env()) as pods, LocalDynamo(work / "dynamo", pods=pods) as dyn:
+        dirs = {k: make_model_dir(work / "models" / k, **v)  # type: ignore[arg-type]
+                for k, v in DIRS.items()}
         fe = dyn.frontend()
         dyn.wait_frontend_up(fe)
         for p in (*PROBES, COPY):

@@ -73,17 +73,19 @@ def _stream_through_sigterm(rt: Any, fe: Any, target: Any) -> dict[str, Any]:
     return out
 
 
-def _observe() -> dict[str, Any]:
+def _observe(forked: bool) -> dict[str, Any]:
     from dgdgen.runtime.model import make_model_dir
-    from dgdgen.runtime.procs import LocalDynamo
+    from dgdgen.runtime.podserver import PodServer
+    from dgdgen.runtime.procs import LocalDynamo, inherited_env
 
-    with short_workdir("dgdgen-sigterm-") as work:
+    with short_workdir("dgdgen-sigterm-") as work, PodServer(inherited_env()) as pods:
+        assert pods.pid
         model_dir = make_model_dir(work / "model")
         # --speedup-ratio below 1 slows the mocker down: one stream lasts seconds
         args = ["--model-path", str(model_dir), "--model-name", MODEL, "--block-size", "16",
                 "--speedup-ratio", "0.05"]
         out: dict[str, Any] = {}
-        with LocalDynamo(work) as rt:
+        with LocalDynamo(work, pods=pods if forked else None) as rt:
             fe = rt.frontend(NS)
             w1 = rt.mocker(NS, args, name="w1")
             rt.wait_frontend_up(fe)
@@ -97,11 +99,14 @@ def _observe() -> dict[str, Any]:
         return out
 
 
-def test_frontend_and_worker_finish_their_stream_on_sigterm_then_exit() -> None:
+@pytest.mark.parametrize("forked", [False, True], ids=["fresh", "forked"])
+def test_frontend_and_worker_finish_their_stream_on_sigterm_then_exit(forked: bool) -> None:
+    """Fresh: started as `python -m`; forked: as the rehearsal starts them, from its pod server
+    (dgdgen.runtime.podserver)."""
     require_runtime()
     from dgdgen.runtime.netns import run_isolated
 
-    seen = run_isolated(_observe, timeout=300)
+    seen = run_isolated(_observe, forked, timeout=300)
     for kind in ("worker", "frontend"):
         s = seen[kind]
         # the stream was cut by nothing: it ran on for seconds after SIGTERM, to its end

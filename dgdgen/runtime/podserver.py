@@ -1,0 +1,346 @@
+"""Start the rehearsal's Dynamo processes as forks of one process that imported Dynamo once.
+
+Each frontend and mocker a rehearsal runs is ``python -m dynamo.frontend`` / ``dynamo.mocker``, a
+"pod" of its own, and a rehearsal starts dozens of them. Started from a bare interpreter, each
+spends about 0.45 s of CPU importing Dynamo's Python packages (its pydantic models, the Rust core)
+before it does anything of its own (docs/performance.md, "What a rehearsal's fixed part costs").
+A pod server imports them once; each process then starts as a fork of it and keeps what the
+proof needs of a pod:
+
+* its own process: PID, session and process group (a stop signals the group, as a kubelet's
+  does), working folder, environment (replaced whole, so the fork's own ``DYN_*`` variables
+  and ``TMPDIR`` are the ones read), log (standard output and error), exit code, and a command
+  line that reads as the ``python -m`` command it stands for (``ps``, /proc/PID/cmdline:
+  setproctitle);
+* the module run as ``python -m`` runs it, through its ``__main__``; the entry packages
+  (``dynamo.frontend``, ``dynamo.mocker``) are never imported by the server, only the libraries
+  they load (found in a throwaway fork), so what they do at import time (the mocker sets
+  ``DYN_COMPUTE_THREADS`` there) happens in the fork, in its environment. What the fork inherits
+  is only what the server imported: modules of libraries, nothing run (no runtime, no thread, no
+  socket; Python's ``random`` reseeds on fork);
+* nothing else of the server: descriptors other than its log are closed, the temp folder is read
+  again from its ``TMPDIR``, signal handlers and mask are a fresh interpreter's.
+
+The server is forked while the calling process has no other thread (a fork of a threaded process
+is unsafe) and never starts one. It reaps each fork and reports its exit status over its socket;
+:class:`PodProcess` is what :class:`subprocess.Popen` is to the rest of the rehearsal (``pid``,
+``returncode``, ``poll``, ``wait``). When the caller closes the server (or dies: the rehearsal
+runs in a PID namespace of its own, :mod:`dgdgen.runtime.netns`), every fork still running is
+killed. A server that cannot start runs each process with :class:`subprocess.Popen` instead,
+which proves the same at the old cost.
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib
+import json
+import os
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Self
+
+from dgdgen.runtime.forkserver import (
+    exit_child,
+    fork_server,
+    open_standard_streams,
+    run_as_main,
+)
+
+_MAX = 1 << 20
+# What a pod server imports: the entry modules pull in every library they need; the entry
+# packages themselves are then forgotten, so each fork imports them afresh (module docstring).
+DYNAMO_PRELOAD = ("dynamo.frontend.main", "dynamo.mocker.main", "dgdgen.runtime.answerer",
+                  "setproctitle")
+DYNAMO_ENTRY_PACKAGES = ("dynamo.frontend", "dynamo.mocker", "dgdgen.runtime.answerer")
+
+
+def _run_pod(req: dict[str, object], log_fd: int) -> int:
+    """In the fork (already in a session of its own): become ``python -m MODULE ARGV`` and run
+    it; its exit code."""
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.dup2(log_fd, 1)
+    os.dup2(log_fd, 2)
+    os.closerange(3, os.sysconf("SC_OPEN_MAX"))  # the server's socket, its pidfds, the log's
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD):
+        signal.signal(sig, signal.SIG_DFL)
+    open_standard_streams()
+    cwd = str(req["cwd"])
+    os.chdir(cwd)
+    env = req["env"]
+    assert isinstance(env, dict)
+    os.environ.clear()
+    os.environ.update({str(k): str(v) for k, v in env.items()})
+    tempfile.tempdir = None  # read again from this fork's TMPDIR
+    module = str(req["module"])
+    argv = [str(a) for a in req["argv"]]  # type: ignore[attr-defined]
+    import setproctitle
+
+    setproctitle.setproctitle(" ".join([sys.executable, "-m", module, *argv]))
+    # as a fresh `python -m` builds it: the working folder, PYTHONPATH, the installation's
+    extra = [os.path.abspath(p) for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    sys.path[:] = [cwd, *extra, *req["base_path"]]  # type: ignore[misc]
+    sys.orig_argv = [sys.executable, "-m", module, *argv]  # a module that re-executes itself
+    for name in [n for n in sys.modules if _is_entry(n, req["entries"])]:  # type: ignore[arg-type]
+        del sys.modules[name]  # one the caller had imported: `python -m` runs it afresh
+    return run_as_main(module, argv)
+
+
+def _is_entry(name: str, entries: Sequence[str]) -> bool:
+    return name in entries or name.startswith(tuple(e + "." for e in entries))
+
+
+def _libraries(preload: Sequence[str], entries: Sequence[str]) -> list[str]:
+    """The modules importing ``preload`` loads, in the order they were loaded, less the entry
+    packages': found in a throwaway fork, so the entry modules' own code never runs here."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 70
+        try:
+            os.close(r)
+            for name in preload:
+                importlib.import_module(name)
+            with os.fdopen(w, "w") as fh:
+                json.dump([n for n in sys.modules if not _is_entry(n, entries)], fh)
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(w)
+    with os.fdopen(r) as fh:
+        text = fh.read()
+    _, status = os.waitpid(pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise RuntimeError(f"importing {', '.join(preload)} failed")
+    names: list[str] = json.loads(text)
+    return names
+
+
+def _serve(sock: socket.socket, preload: Sequence[str], entries: Sequence[str],
+           env: Mapping[str, str]) -> None:
+    # the forks' environment while the libraries import (one that reads a variable at import
+    # reads what a fresh process would)
+    # the search path a fresh interpreter starts from: this one's, less its first entry (the
+    # caller's script folder or working folder) and what its PYTHONPATH added
+    added = {os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p}
+    # setproctitle finds the command line's memory now, before the environment changes
+    import setproctitle
+
+    setproctitle.setproctitle(setproctitle.getproctitle())
+    base_path = [p for p in sys.path[1:] if os.path.abspath(p) not in added]
+    os.environ.clear()
+    os.environ.update(env)
+    for name in _libraries(preload, entries):
+        if name not in sys.modules:
+            try:
+                importlib.import_module(name)
+            except Exception:  # noqa: BLE001, S112 - one a fork can still import for itself
+                continue
+    gc.collect()
+    gc.freeze()  # what is loaded now stays out of the forks' collections (copy-on-write)
+    sock.send(b'{"ready": true}')
+    sel = selectors.DefaultSelector()
+    sel.register(sock, selectors.EVENT_READ, None)
+    running: dict[int, int] = {}  # pidfd → pid
+    try:
+        while True:
+            for key, _ in sel.select():
+                if key.data is not None:  # a fork ended: reap it, say so
+                    sel.unregister(key.fd)
+                    os.close(key.fd)
+                    pid = running.pop(key.fd)
+                    _, status = os.waitpid(pid, 0)
+                    sock.send(json.dumps({"exit": pid,
+                                          "code": os.waitstatus_to_exitcode(status)}).encode())
+                    continue
+                try:
+                    msg, fds, _flags, _addr = socket.recv_fds(sock, _MAX, 1)
+                except OSError:
+                    msg, fds = b"", []
+                if not msg:
+                    return
+                req = json.loads(msg)
+                req.update(entries=list(entries), base_path=base_path)
+                ready_r, ready_w = os.pipe()
+                pid = os.fork()
+                if pid == 0:
+                    code = 70
+                    try:
+                        os.close(ready_r)
+                        os.setsid()
+                        os.close(ready_w)  # its process group exists before its PID is known
+                        code = _run_pod(req, fds[0])
+                    finally:
+                        exit_child(code)
+                os.close(ready_w)
+                os.read(ready_r, 1)
+                os.close(ready_r)
+                os.close(fds[0])
+                pidfd = os.pidfd_open(pid)
+                running[pidfd] = pid
+                sel.register(pidfd, selectors.EVENT_READ, pid)
+                sock.send(json.dumps({"pid": pid}).encode())
+    finally:
+        for pidfd, pid in running.items():
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            os.waitpid(pid, 0)
+            os.close(pidfd)
+
+
+class PodProcess:
+    """A process started by a :class:`PodServer`: what :class:`subprocess.Popen` offers of one
+    (``args``, ``pid``, ``returncode``, ``poll``, ``wait``)."""
+
+    def __init__(self, server: PodServer, args: list[str], pid: int) -> None:
+        self.args = args
+        self.pid = pid
+        self.returncode: int | None = None
+        self._server = server
+
+    def poll(self) -> int | None:
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        with self._server.exited:
+            if not self._server.exited.wait_for(lambda: self.returncode is not None, timeout):
+                raise subprocess.TimeoutExpired(self.args, timeout or 0.0)
+        assert self.returncode is not None
+        return self.returncode
+
+
+class PodServer:
+    """A process that starts ``python -m MODULE`` processes as forks of itself (module docstring).
+
+    ``env`` is the environment the forks start from (their own is given with each start), set in
+    the server before it imports ``preload``. Create it while the process is single-threaded;
+    :meth:`spawn` may then be called from any thread. Closing it kills what is still running.
+    """
+
+    def __init__(self, env: Mapping[str, str], preload: Sequence[str] = DYNAMO_PRELOAD,
+                 entries: Sequence[str] = DYNAMO_ENTRY_PACKAGES) -> None:
+        self.entries = tuple(entries)
+        self.pid = 0
+        self.exited = threading.Condition()
+        self._lock = threading.Lock()  # one start at a time: its reply is the next "pid"
+        self._started: list[int] = []
+        self._procs: dict[int, PodProcess] = {}
+        self._early: dict[int, int] = {}  # exits reported before their start was answered
+        self._sock: socket.socket | None = None
+        self._reader: threading.Thread | None = None
+        # it ends when its socket closes (the rehearsal closes it, or ends)
+        self.pid, self._sock = fork_server(
+            lambda sock: _serve(sock, preload, self.entries, dict(env)),
+            ignore=(signal.SIGINT, signal.SIGTERM, signal.SIGHUP))
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, t: type[BaseException] | None, e: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def serves(self, module: str) -> bool:
+        return self._sock is not None and module in self.entries
+
+    def spawn(self, module: str, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str],
+              log: int) -> PodProcess | subprocess.Popen[bytes]:
+        """``python -m MODULE ARGV`` in its own session, in ``cwd`` with exactly ``env``, its
+        standard output and error on the descriptor ``log`` (the caller keeps and closes it)."""
+        args = [sys.executable, "-m", module, *argv]
+        if not self.serves(module):
+            return subprocess.Popen(args, env=dict(env), stdin=subprocess.DEVNULL, stdout=log,
+                                    stderr=subprocess.STDOUT, cwd=cwd, start_new_session=True)
+        req = {"module": module, "argv": list(argv), "cwd": str(cwd), "env": dict(env)}
+        with self._lock:
+            if self._reader is None and not self._ready():
+                return self.spawn(module, argv, cwd=cwd, env=env, log=log)
+            assert self._sock is not None
+            socket.send_fds(self._sock, [json.dumps(req).encode()], [log])
+            with self.exited:
+                if not self.exited.wait_for(lambda: self._started or self._sock is None, 60):
+                    raise RuntimeError(f"the pod server did not start {module}")
+                if not self._started:
+                    raise RuntimeError(f"the pod server ended before starting {module}")
+                pid = self._started.pop(0)
+                proc = PodProcess(self, args, pid)
+                if pid in self._early:
+                    proc.returncode = self._early.pop(pid)
+                else:
+                    self._procs[pid] = proc
+        return proc
+
+    def _ready(self) -> bool:
+        """Wait for the server to have imported what it preloads, then read its replies in a
+        thread of this process; False (and every start a ``python -m`` from now on) when it
+        could not import them (a library missing, say)."""
+        assert self._sock is not None
+        try:
+            ready = self._sock.recv(_MAX)
+        except OSError:
+            ready = b""
+        if not ready:
+            self.close()
+            return False
+        self._reader = threading.Thread(target=self._read, name="pod-server", daemon=True)
+        self._reader.start()
+        return True
+
+    def _read(self) -> None:
+        sock = self._sock
+        assert sock is not None
+        while True:
+            try:
+                msg = sock.recv(_MAX)
+            except OSError:
+                msg = b""
+            with self.exited:
+                if not msg:  # the server ended: nothing it started runs any more
+                    for proc in self._procs.values():
+                        if proc.returncode is None:
+                            proc.returncode = -signal.SIGKILL
+                    self._procs.clear()
+                    self.exited.notify_all()
+                    return
+                data = json.loads(msg)
+                if "pid" in data:
+                    self._started.append(int(data["pid"]))
+                else:
+                    pid, code = int(data["exit"]), int(data["code"])
+                    ended = self._procs.pop(pid, None)
+                    if ended is None:
+                        self._early[pid] = code
+                    else:
+                        ended.returncode = code
+                self.exited.notify_all()
+
+    def close(self) -> None:
+        if self._sock is not None:
+            try:
+                self._sock.shutdown(socket.SHUT_WR)  # the server kills what runs, then ends
+            except OSError:
+                pass
+        if self.pid:
+            try:
+                os.waitpid(self.pid, 0)
+            except ChildProcessError:
+                pass
+            self.pid = 0
+        if self._reader is not None:
+            self._reader.join(5)
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None

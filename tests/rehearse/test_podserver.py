@@ -1,0 +1,226 @@
+"""The rehearsal's pod server (dgdgen.runtime.podserver): a process started as a fork of it is
+what `python -m MODULE` started with `subprocess.Popen(start_new_session=True)` is — its own
+session and process group, exactly its environment, its working folder and temp folder, its
+command line, only its log open, the entry module imported afresh, its exit code or the signal
+that ended it — and the real Dynamo frontend and mocker serve as forks of it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rehearse_support import require_runtime, short_workdir
+from test_forkserver import in_a_fork
+
+from dgdgen.runtime.podserver import PodProcess, PodServer
+
+PROBE = """
+import json, os, signal, sys, tempfile, time
+import dgdgen_pod_lib
+# module-level code of the entry module: it runs in every fork, never in the server
+dgdgen_pod_lib.imports += 1
+if __name__ == "__main__":
+    with open(os.environ["PROBE_OUT"], "w") as fh:
+        json.dump({
+            "pid": os.getpid(), "sid": os.getsid(0), "pgid": os.getpgid(0), "cwd": os.getcwd(),
+            "env": dict(os.environ), "argv": sys.argv, "tmp": tempfile.gettempdir(),
+            "fds": sorted(int(f) for f in os.listdir("/proc/self/fd")),
+            "cmdline": open("/proc/self/cmdline", "rb").read().decode().replace("\\0", " ").strip(),
+            "imports": dgdgen_pod_lib.imports, "lib_loaded_in": dgdgen_pod_lib.loaded_in,
+            "sigint": str(signal.getsignal(signal.SIGINT)),
+            "sigterm": str(signal.getsignal(signal.SIGTERM)),
+            "mask": sorted(int(s) for s in signal.pthread_sigmask(signal.SIG_BLOCK, [])),
+            "stdin": sys.stdin.read(),
+        }, fh)
+    print("to stdout", flush=True)
+    print("to stderr", file=sys.stderr, flush=True)
+    if os.environ.get("PROBE_SLEEP"):
+        time.sleep(float(os.environ["PROBE_SLEEP"]))
+    sys.exit(int(os.environ.get("PROBE_EXIT", "0")))
+"""
+LIB = "import os\nimports = 0\nloaded_in = os.getpid()\n"
+
+
+def _lib(tmp: Path) -> Path:
+    pkg = tmp / "lib"
+    pkg.mkdir()
+    (pkg / "dgdgen_pod_probe.py").write_text(PROBE)
+    (pkg / "dgdgen_pod_lib.py").write_text(LIB)
+    return pkg
+
+
+def _start(server: PodServer | None, pkg: Path, work: Path, name: str,
+           **env: str) -> tuple[Any, Path, Path]:
+    out, log = work / f"{name}.json", work / f"{name}.log"
+    # LC_ALL: a fresh interpreter in the C locale would add LC_CTYPE to its environment (PEP 538);
+    # the rehearsal's processes inherit the caller's locale variables either way
+    full = {"PATH": os.environ["PATH"], "PYTHONPATH": str(pkg), "TMPDIR": str(work),
+            "LC_ALL": "C.UTF-8", "PROBE_OUT": str(out), **env}
+    with open(log, "wb") as fh:
+        if server is None:
+            proc: Any = subprocess.Popen(
+                [sys.executable, "-m", "dgdgen_pod_probe", "a", "b c"], env=full, cwd=work,
+                stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT,
+                start_new_session=True)
+        else:
+            proc = server.spawn("dgdgen_pod_probe", ["a", "b c"], cwd=work, env=full,
+                                log=fh.fileno())
+    return proc, out, log
+
+
+def _run_all(pkg: Path, work: Path, via_server: bool) -> dict[str, Any]:
+    """In a single-threaded fork: the probe run to its end, with an exit code, and stopped by
+    SIGTERM and by SIGKILL; what each saw and how it ended."""
+    sys.path.insert(0, str(pkg))
+    server = PodServer({"PATH": os.environ["PATH"], "SERVER_ONLY": "1"},
+                       preload=("dgdgen_pod_lib", "dgdgen_pod_probe", "setproctitle"),
+                       entries=("dgdgen_pod_probe",)) if via_server else None
+    try:
+        if server is not None:
+            assert server.pid, "the server did not start"
+        seen: dict[str, Any] = {}
+        for name, env in (("plain", {}), ("exit3", {"PROBE_EXIT": "3"})):
+            proc, out, log = _start(server, pkg, work / "a" if name == "plain" else work / "b",
+                                    name, **env)
+            code = proc.wait(60)
+            seen[name] = {"code": code, "poll": proc.poll(), "seen": json.loads(out.read_text()),
+                          "log": log.read_text(), "type": type(proc).__name__}
+        for name, sig in (("term", signal.SIGTERM), ("kill", signal.SIGKILL)):
+            proc, out, log = _start(server, pkg, work / "a", name, PROBE_SLEEP="60")
+            deadline = time.monotonic() + 30
+            while not out.exists() and time.monotonic() < deadline:
+                time.sleep(0.02)
+            try:
+                proc.wait(0.2)
+                timed_out = False
+            except subprocess.TimeoutExpired:
+                timed_out = True
+            running = proc.poll() is None
+            os.killpg(proc.pid, sig)
+            seen[name] = {"timed_out": timed_out, "running": running, "code": proc.wait(30)}
+        # closing the server kills what still runs
+        if server is not None:
+            proc, out, _ = _start(server, pkg, work / "a", "left", PROBE_SLEEP="60")
+            while not out.exists():
+                time.sleep(0.02)
+            left = proc.pid
+            server.close()
+            seen["left"] = {"code": proc.poll(), "gone": not Path(f"/proc/{left}").exists()}
+        return seen
+    finally:
+        if server is not None:
+            server.close()
+
+
+def test_a_pod_is_what_a_fresh_interpreter_is(tmp_path: Path) -> None:
+    pkg = _lib(tmp_path)
+    results = {}
+    for via in (False, True):
+        work = tmp_path / ("server" if via else "fresh")
+        (work / "a").mkdir(parents=True)
+        (work / "b").mkdir()
+        results[via] = in_a_fork(_run_all, pkg, work, via)
+    fresh, forked = results[False], results[True]
+    assert forked["plain"]["type"] == "PodProcess" and fresh["plain"]["type"] == "Popen"
+    for name in ("plain", "exit3"):
+        f, s = fresh[name], forked[name]
+        assert (f["code"], f["poll"]) == (s["code"], s["poll"]) == ((0, 0) if name == "plain"
+                                                                    else (3, 3))
+        assert f["log"] == s["log"] == "to stdout\nto stderr\n"
+        # the two runs' folders differ by name only
+        fs = json.loads(json.dumps(f["seen"]).replace("/fresh/", "/server/"))
+        ss = s["seen"]
+        for seen in (fs, ss):
+            assert seen["sid"] == seen["pgid"] == seen["pid"]  # a session of its own
+            assert seen["argv"][1:] == ["a", "b c"]
+            # the standard streams, and nothing else but the probe's own file and listing
+            assert seen["fds"] == [0, 1, 2, 3, 4]
+            assert seen["stdin"] == ""
+        # the same environment (nothing of the server's: SERVER_ONLY), folders, command line,
+        # signal handling, and the entry module imported afresh in the fork
+        for key in ("env", "tmp", "argv", "sigint", "sigterm", "mask", "imports"):
+            assert fs[key] == ss[key], key
+        assert "SERVER_ONLY" not in ss["env"] and ss["imports"] == 1
+        assert fs["cwd"] == ss["cwd"]
+        assert fs["cmdline"].endswith("-m dgdgen_pod_probe a b c")
+        assert ss["cmdline"] == f"{sys.executable} -m dgdgen_pod_probe a b c"
+        # the library was imported by the server, not by the fork
+        assert ss["lib_loaded_in"] != ss["pid"] and fs["lib_loaded_in"] == fs["pid"]
+    for name, sig in (("term", signal.SIGTERM), ("kill", signal.SIGKILL)):
+        assert fresh[name] == forked[name] == {"timed_out": True, "running": True,
+                                               "code": -sig}, name
+    assert forked["left"] == {"code": -signal.SIGKILL, "gone": True}
+
+
+def _threaded(pkg: Path, work: Path) -> tuple[int, str]:
+    stop = threading.Event()
+    t = threading.Thread(target=stop.wait)
+    t.start()
+    try:
+        with PodServer({}, preload=("dgdgen_pod_lib",), entries=("dgdgen_pod_probe",)) as server:
+            proc, _, log = _start(server, pkg, work, "t")
+            return server.pid, f"{type(proc).__name__} {proc.wait(60)} {log.read_text()}"
+    finally:
+        stop.set()
+        t.join()
+
+
+def _missing(pkg: Path, work: Path) -> tuple[int, str]:
+    with PodServer({}, preload=("dgdgen_no_such_module",),
+                   entries=("dgdgen_pod_probe",)) as server:
+        proc, _, log = _start(server, pkg, work, "m")
+        return server.pid, f"{type(proc).__name__} {proc.wait(60)} {log.read_text()}"
+
+
+def test_without_a_usable_server_each_process_is_a_fresh_interpreter(tmp_path: Path) -> None:
+    """Forking a process with threads can copy a lock another thread holds, and a server whose
+    imports fail serves nothing: then every process starts as `python -m`, with the same result."""
+    pkg = _lib(tmp_path)
+    assert in_a_fork(_threaded, pkg, tmp_path) == (0, "Popen 0 to stdout\nto stderr\n")
+    assert in_a_fork(_missing, pkg, tmp_path) == (0, "Popen 0 to stdout\nto stderr\n")
+
+
+def _dynamo_pods() -> dict[str, Any]:
+    from dgdgen.runtime.client import request
+    from dgdgen.runtime.model import make_model_dir
+    from dgdgen.runtime.procs import LocalDynamo, inherited_env, proc_pids
+
+    with short_workdir("dgdgen-pods-") as work, PodServer(inherited_env()) as pods:
+        assert pods.pid  # forked before make_model_dir starts the tokenizer's threads
+        model_dir = make_model_dir(work / "model")
+        with LocalDynamo(work / "rt", pods=pods) as rt:
+            fe = rt.frontend("ns")
+            w = rt.mocker("ns", ["--model-path", str(model_dir), "--model-name", "m"], name="w")
+            rt.wait_frontend_up(fe)
+            rt.wait_worker_ready(w)
+            rt.wait_model_ready(fe, "m", workers=1)
+            outcome = request(fe.port, "m", stream=True, max_tokens=8)
+            host = proc_pids([fe.popen.pid, w.popen.pid])  # the PIDs under the host's /proc
+            cmd = {p.name: Path(f"/proc/{host[p.popen.pid]}/cmdline").read_bytes().decode()
+                   for p in (fe, w)}
+            kinds = {type(p.popen).__name__ for p in (fe, w)}
+            rt.stop(w)
+            code = w.popen.returncode
+        return {"ok": outcome.ok, "tokens": outcome.tokens, "cmd": cmd, "kinds": kinds,
+                "code": code}
+
+
+@pytest.mark.runtime
+def test_the_dynamo_frontend_and_mocker_serve_as_forks() -> None:
+    require_runtime()
+    from dgdgen.runtime.netns import run_isolated
+
+    seen = run_isolated(_dynamo_pods, timeout=120)
+    assert seen["kinds"] == {PodProcess.__name__}
+    assert seen["ok"] and seen["tokens"] == 8, seen
+    assert seen["code"] == 0  # SIGTERM: it stops cleanly, as a fresh one does
+    assert any(" -m dynamo.frontend " in c for c in seen["cmd"].values()), seen["cmd"]
+    assert any(" -m dynamo.mocker --model-path " in c for c in seen["cmd"].values()), seen["cmd"]
