@@ -32,6 +32,7 @@ which proves the same at the old cost.
 
 from __future__ import annotations
 
+import atexit
 import gc
 import importlib
 import json
@@ -94,7 +95,19 @@ def _run_pod(req: dict[str, object], log_fd: int) -> int:
     sys.orig_argv = [sys.executable, "-m", module, *argv]  # a module that re-executes itself
     for name in [n for n in sys.modules if _is_entry(n, req["entries"])]:  # type: ignore[arg-type]
         del sys.modules[name]  # one the caller had imported: `python -m` runs it afresh
-    return run_as_main(module, argv)
+    code = run_as_main(module, argv)
+    # then what the interpreter's exit runs before the process ends: it waits for the threads
+    # the module started and calls the exit hooks the libraries registered when the server
+    # imported them (Dynamo's core lets its runtime's tasks finish there: without them a worker
+    # stopped by SIGTERM ended before its last stream's final frame reached the frontend)
+    threading._shutdown()  # type: ignore[attr-defined]
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    return code
 
 
 def _is_entry(name: str, entries: Sequence[str]) -> bool:
@@ -131,6 +144,8 @@ def _serve(sock: socket.socket, preload: Sequence[str], entries: Sequence[str],
            env: Mapping[str, str]) -> None:
     # the forks' environment while the libraries import (one that reads a variable at import
     # reads what a fresh process would)
+    # no exit hook of the process it was forked from: a fork runs those its own imports register
+    atexit._clear()
     # the search path a fresh interpreter starts from: this one's, less its first entry (the
     # caller's script folder or working folder) and what its PYTHONPATH added
     added = {os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p}

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import shutil
 import subprocess
 import sys
@@ -45,19 +44,12 @@ def _assert_failures_explained(data: dict[str, Any]) -> None:
     worker just as it got SIGTERM can fail with 503 (and, in a disaggregated graph, one routed to
     an old decode worker whose namespace just lost its last prefill worker). The rehearsal reports
     such a request and exits 1; anything else would be a fault of the rehearsal itself (a frontend
-    switch, a Service without a ready pod). A stopped worker finishes what it serves, so no
-    stream is cut but one prefilled in the old namespace just before its last decode worker
-    stopped: its first token came from the prefill worker, and no decode worker was left to go on
-    (docs/rehearse.md, "The disaggregated gap")."""
+    switch, a Service without a ready pod). No stream may be cut: a stopped worker finishes what
+    it serves."""
+    assert data["truncated"] == 0, data["failures"]
     stops = [e["t"] for e in data["events"] if e["event"].startswith("stop stable-")
              and not e["event"].startswith("stop stable-frontend")]
-    last_decode = max((e["t"] for e in data["events"]
-                       if re.match(r"stop stable-\S*decode", e["event"], re.IGNORECASE)),
-                      default=None)
-    for f in [f for f in data["failures"] if f["truncated"]]:
-        assert f["servedBy"] == "stable" and last_decode is not None, (f, last_decode)
-        assert f["t"] <= last_decode <= f["t"] + f["seconds"] + 0.05, (f, last_decode)
-    for f in [f for f in data["failures"] if not f["truncated"]]:
+    for f in data["failures"]:
         # in flight at a stop: a 503 comes while the request is routed (before any token) —
         # in a disaggregated graph to its decode worker only after the prefill and the KV
         # transfer (dgdgen.runtime.mocker.REHEARSAL_KV_TRANSFER), so the stop can come a few
@@ -247,8 +239,8 @@ def test_side_by_side_caps_the_slow_candidate_at_the_first_step(tmp_path: Path) 
     # proof that no request is lost there; this test compares exposure.)
     assert runs[("gated", "healthy")]["result"].startswith("completed"), runs[("gated", "healthy")]
     assert runs[("in-place", "healthy")]["candidatePeakSharePercent"] == 100.0
-    for r in result["runs"]:  # in place, a truncated stream must be explained (below)
-        assert r["truncated"] == 0 or r["strategy"] == "in-place", r
+    for r in result["runs"]:
+        assert r["truncated"] == 0, r
     assert gated["failed"] == 0, gated  # nothing serving shrinks before its rollback
     # In place, prefill and decode roll as two Deployments: between the last old prefill pod
     # going and the last old decode pod going, the old namespace has decode workers and no

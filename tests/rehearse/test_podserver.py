@@ -6,6 +6,7 @@ that ended it — and the real Dynamo frontend and mocker serve as forks of it."
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import signal
@@ -28,6 +29,8 @@ import dgdgen_pod_lib
 # module-level code of the entry module: it runs in every fork, never in the server
 dgdgen_pod_lib.imports += 1
 if __name__ == "__main__":
+    import atexit
+    atexit.register(lambda: open(os.environ["PROBE_OUT"] + ".atexit", "w").close())
     with open(os.environ["PROBE_OUT"], "w") as fh:
         json.dump({
             "pid": os.getpid(), "sid": os.getsid(0), "pgid": os.getpgid(0), "cwd": os.getcwd(),
@@ -80,6 +83,8 @@ def _run_all(pkg: Path, work: Path, via_server: bool) -> dict[str, Any]:
     """In a single-threaded fork: the probe run to its end, with an exit code, and stopped by
     SIGTERM and by SIGKILL; what each saw and how it ended."""
     sys.path.insert(0, str(pkg))
+    # an exit hook of the process the server forks from: no fork may run it
+    atexit.register(lambda: (work / "inherited-hook-ran").touch())
     server = PodServer({"PATH": os.environ["PATH"], "SERVER_ONLY": "1"},
                        preload=("dgdgen_pod_lib", "dgdgen_pod_probe", "setproctitle"),
                        entries=("dgdgen_pod_probe",)) if via_server else None
@@ -92,7 +97,8 @@ def _run_all(pkg: Path, work: Path, via_server: bool) -> dict[str, Any]:
                                     name, **env)
             code = proc.wait(60)
             seen[name] = {"code": code, "poll": proc.poll(), "seen": json.loads(out.read_text()),
-                          "log": log.read_text(), "type": type(proc).__name__}
+                          "log": log.read_text(), "type": type(proc).__name__,
+                          "own_hook_ran": Path(f"{out}.atexit").exists()}
         for name, sig in (("term", signal.SIGTERM), ("kill", signal.SIGKILL)):
             proc, out, log = _start(server, pkg, work / "a", name, PROBE_SLEEP="60")
             deadline = time.monotonic() + 30
@@ -114,6 +120,7 @@ def _run_all(pkg: Path, work: Path, via_server: bool) -> dict[str, Any]:
             left = proc.pid
             server.close()
             seen["left"] = {"code": proc.poll(), "gone": not Path(f"/proc/{left}").exists()}
+        seen["inherited_hook_ran"] = (work / "inherited-hook-ran").exists()
         return seen
     finally:
         if server is not None:
@@ -135,6 +142,7 @@ def test_a_pod_is_what_a_fresh_interpreter_is(tmp_path: Path) -> None:
         assert (f["code"], f["poll"]) == (s["code"], s["poll"]) == ((0, 0) if name == "plain"
                                                                     else (3, 3))
         assert f["log"] == s["log"] == "to stdout\nto stderr\n"
+        assert f["own_hook_ran"] and s["own_hook_ran"]  # the interpreter's exit, hooks and all
         # the two runs' folders differ by name only
         fs = json.loads(json.dumps(f["seen"]).replace("/fresh/", "/server/"))
         ss = s["seen"]
@@ -158,6 +166,7 @@ def test_a_pod_is_what_a_fresh_interpreter_is(tmp_path: Path) -> None:
         assert fresh[name] == forked[name] == {"timed_out": True, "running": True,
                                                "code": -sig}, name
     assert forked["left"] == {"code": -signal.SIGKILL, "gone": True}
+    assert not forked["inherited_hook_ran"] and not fresh["inherited_hook_ran"]
 
 
 def _threaded(pkg: Path, work: Path) -> tuple[int, str]:
