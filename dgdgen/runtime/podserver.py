@@ -1,11 +1,11 @@
 """Start the rehearsal's Dynamo processes as forks of one process that imported Dynamo once.
 
-Each frontend and mocker a rehearsal runs is ``python -m dynamo.frontend`` / ``dynamo.mocker``, a
-"pod" of its own, and a rehearsal starts dozens of them. Started from a bare interpreter, each
-spends about 0.45 s of CPU importing Dynamo's Python packages (its pydantic models, the Rust core)
-before it does anything of its own (docs/performance.md, "What a rehearsal's fixed part costs").
-A pod server imports them once; each process then starts as a fork of it and keeps what the
-proof needs of a pod:
+Each frontend and worker a rehearsal runs is ``python -m dynamo.frontend`` / ``dynamo.mocker`` /
+``dgdgen.runtime.answerer``, a "pod" of its own, and a rehearsal starts dozens of them. Started
+from a bare interpreter, each spent 0.30-0.40 s of CPU importing Dynamo's Python packages (its
+pydantic models, the Rust core) before it did anything of its own; a fork of the server that
+imported them once, 0.01-0.05 s (docs/rehearse.md, "Overhead and memory, before and after").
+Each process started as a fork keeps what the proof needs of a pod:
 
 * its own process: PID, session and process group (a stop signals the group, as a kubelet's
   does), working folder, environment (replaced whole, so the fork's own ``DYN_*`` variables
@@ -19,7 +19,11 @@ proof needs of a pod:
   is only what the server imported: modules of libraries, nothing run (no runtime, no thread, no
   socket; Python's ``random`` reseeds on fork);
 * nothing else of the server: descriptors other than its log are closed, the temp folder is read
-  again from its ``TMPDIR``, signal handlers and mask are a fresh interpreter's.
+  again from its ``TMPDIR``, signal handlers and mask are a fresh interpreter's;
+* the interpreter's exit: once the module returns, the fork waits for the threads it started
+  and runs the exit hooks its libraries registered when the server imported them (Dynamo's core
+  lets its runtime's tasks finish there), never those of the process the server was forked from;
+* its end with the server: a fork is killed when the server ends, however it ends.
 
 The server is forked while the calling process has no other thread (a fork of a threaded process
 is unsafe) and never starts one. It reaps each fork and reports its exit status over its socket;
@@ -33,6 +37,7 @@ which proves the same at the old cost.
 from __future__ import annotations
 
 import atexit
+import ctypes
 import gc
 import importlib
 import json
@@ -57,6 +62,7 @@ from dgdgen.runtime.forkserver import (
 )
 
 _MAX = 1 << 20
+_PR_SET_PDEATHSIG = 1  # prctl(2)
 # What a pod server imports: the entry modules pull in every library they need; the entry
 # packages themselves are then forgotten, so each fork imports them afresh (module docstring).
 DYNAMO_PRELOAD = ("dynamo.frontend.main", "dynamo.mocker.main", "dgdgen.runtime.answerer",
@@ -142,18 +148,19 @@ def _libraries(preload: Sequence[str], entries: Sequence[str]) -> list[str]:
 
 def _serve(sock: socket.socket, preload: Sequence[str], entries: Sequence[str],
            env: Mapping[str, str]) -> None:
-    # the forks' environment while the libraries import (one that reads a variable at import
-    # reads what a fresh process would)
     # no exit hook of the process it was forked from: a fork runs those its own imports register
     atexit._clear()
     # the search path a fresh interpreter starts from: this one's, less its first entry (the
     # caller's script folder or working folder) and what its PYTHONPATH added
     added = {os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p}
+    base_path = [p for p in sys.path[1:] if os.path.abspath(p) not in added]
     # setproctitle finds the command line's memory now, before the environment changes
     import setproctitle
 
     setproctitle.setproctitle(setproctitle.getproctitle())
-    base_path = [p for p in sys.path[1:] if os.path.abspath(p) not in added]
+    prctl = ctypes.CDLL(None, use_errno=True).prctl  # libc's, for the forks (no lookup there)
+    # the forks' environment while the libraries import (one that reads a variable at import
+    # reads what a fresh process would)
     os.environ.clear()
     os.environ.update(env)
     for name in _libraries(preload, entries):
@@ -165,6 +172,7 @@ def _serve(sock: socket.socket, preload: Sequence[str], entries: Sequence[str],
     gc.collect()
     gc.freeze()  # what is loaded now stays out of the forks' collections (copy-on-write)
     sock.send(b'{"ready": true}')
+    server = os.getpid()
     sel = selectors.DefaultSelector()
     sel.register(sock, selectors.EVENT_READ, None)
     running: dict[int, int] = {}  # pidfd → pid
@@ -194,6 +202,10 @@ def _serve(sock: socket.socket, preload: Sequence[str], entries: Sequence[str],
                     try:
                         os.close(ready_r)
                         os.setsid()
+                        # it ends with the server, however the server ends (SIGKILL too)
+                        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+                        if os.getppid() != server:  # the server ended before that
+                            os._exit(137)
                         os.close(ready_w)  # its process group exists before its PID is known
                         code = _run_pod(req, fds[0])
                     finally:
@@ -252,6 +264,7 @@ class PodServer:
         self.exited = threading.Condition()
         self._lock = threading.Lock()  # one start at a time: its reply is the next "pid"
         self._started: list[int] = []
+        self._ended = False  # the server's socket closed
         self._procs: dict[int, PodProcess] = {}
         self._early: dict[int, int] = {}  # exits reported before their start was answered
         self._sock: socket.socket | None = None
@@ -284,10 +297,14 @@ class PodServer:
             if self._reader is None and not self._ready():
                 return self.spawn(module, argv, cwd=cwd, env=env, log=log)
             assert self._sock is not None
-            socket.send_fds(self._sock, [json.dumps(req).encode()], [log])
+            try:
+                socket.send_fds(self._sock, [json.dumps(req).encode()], [log])
+            except OSError as exc:
+                raise RuntimeError(f"the pod server ended before starting {module}: {exc}") \
+                    from None
             with self.exited:
-                if not self.exited.wait_for(lambda: self._started or self._sock is None, 60):
-                    raise RuntimeError(f"the pod server did not start {module}")
+                if not self.exited.wait_for(lambda: self._started or self._ended, 60):
+                    raise RuntimeError(f"the pod server did not start {module} in 60 s")
                 if not self._started:
                     raise RuntimeError(f"the pod server ended before starting {module}")
                 pid = self._started.pop(0)
@@ -324,6 +341,7 @@ class PodServer:
                 msg = b""
             with self.exited:
                 if not msg:  # the server ended: nothing it started runs any more
+                    self._ended = True
                     for proc in self._procs.values():
                         if proc.returncode is None:
                             proc.returncode = -signal.SIGKILL

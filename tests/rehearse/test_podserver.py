@@ -169,6 +169,37 @@ def test_a_pod_is_what_a_fresh_interpreter_is(tmp_path: Path) -> None:
     assert not forked["inherited_hook_ran"] and not fresh["inherited_hook_ran"]
 
 
+def _server_killed(pkg: Path, work: Path) -> dict[str, Any]:
+    sys.path.insert(0, str(pkg))
+    with PodServer({"PATH": os.environ["PATH"]}, preload=("dgdgen_pod_lib", "setproctitle"),
+                   entries=("dgdgen_pod_probe",)) as server:
+        proc, out, _ = _start(server, pkg, work, "orphan", PROBE_SLEEP="60")
+        while not out.exists():
+            time.sleep(0.02)
+        os.kill(server.pid, signal.SIGKILL)
+        code = proc.wait(30)  # the server's end is reported as the fork's
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{proc.pid}").exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        gone = not Path(f"/proc/{proc.pid}").exists()
+        try:
+            _start(server, pkg, work, "after")
+            error = ""
+        except RuntimeError as exc:
+            error = str(exc)
+    return {"code": code, "gone": gone, "error": error}
+
+
+def test_a_killed_server_takes_its_forks_with_it(tmp_path: Path) -> None:
+    """A fork must not outlive the server it was forked from (leave nothing behind): killed by
+    SIGKILL, the server can run no clean-up, and the kernel ends its forks (PR_SET_PDEATHSIG);
+    a start after it is a clear error, not a wait."""
+    pkg = _lib(tmp_path)
+    seen = in_a_fork(_server_killed, pkg, tmp_path)
+    assert seen["code"] == -signal.SIGKILL and seen["gone"], seen
+    assert seen["error"].startswith("the pod server ended before starting dgdgen_pod_probe"), seen
+
+
 def _threaded(pkg: Path, work: Path) -> tuple[int, str]:
     stop = threading.Event()
     t = threading.Thread(target=stop.wait)
