@@ -104,7 +104,8 @@ def _run_child(req: dict[str, object], out_fd: int, err_fd: int) -> int:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     # as `python -m MODULE`: for dgdgen, its __main__ runs the console script's entry point,
     # which ends the process with the command's exit code once its output is flushed
-    return run_as_main(str(req["module"]), [str(a) for a in req["argv"]])  # type: ignore[attr-defined]
+    argv = [str(a) for a in req["argv"]]  # type: ignore[attr-defined]
+    return run_as_main(str(req["module"]), argv)
 
 
 def _serve(sock: socket.socket, preload: Sequence[str],

@@ -366,6 +366,13 @@ class PodServer:
                 self._sock.shutdown(socket.SHUT_WR)  # the server kills what runs, then ends
             except OSError:
                 pass
+        if self.pid and self._reader is None:
+            # it never started anything (a rehearsal that stopped early, on bad input say):
+            # no need to wait for it to finish importing
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         if self.pid:
             try:
                 os.waitpid(self.pid, 0)

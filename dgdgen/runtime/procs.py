@@ -97,9 +97,9 @@ def _ns_pid(host_pid: int) -> int | None:
 
 def proc_pids(children: Iterable[int]) -> dict[int, int]:
     """The number under /proc of each of this process's children (or grandchildren), by the PID
-    this process knows it by: the same, unless this process is the first of a PID namespace of its own (a rehearsal,
-    :func:`dgdgen.runtime.netns.fork_first_process`) while /proc is the host's — then read off
-    its children's ``NSpid``."""
+    this process knows it by: the same, unless this process is the first of a PID namespace of
+    its own (a rehearsal, :func:`dgdgen.runtime.netns.fork_first_process`) while /proc is the
+    host's — then read off their ``NSpid``."""
     wanted = set(children)
     try:
         me = int(os.readlink("/proc/self"))
