@@ -171,6 +171,9 @@ def _serve(sock: socket.socket, preload: Sequence[str], entries: Sequence[str],
                 continue
     gc.collect()
     gc.freeze()  # what is loaded now stays out of the forks' collections (copy-on-write)
+    # it watches its forks through pidfds (Linux 5.3): on an older kernel this ends the server
+    # before it says it is ready, and every process starts as `python -m`
+    os.close(os.pidfd_open(os.getpid()))
     sock.send(b'{"ready": true}')
     server = os.getpid()
     sel = selectors.DefaultSelector()
