@@ -70,12 +70,17 @@ def run_as_main(module: str, argv: list[str]) -> int:
         traceback.print_exc()
         code = 1
     logging.shutdown()  # what the interpreter's exit does for the module's log handlers
+    flush_standard_streams()
+    return code
+
+
+def flush_standard_streams() -> None:
+    """Flush standard output and error as the interpreter's exit does (a closed one is skipped)."""
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
         except (OSError, ValueError):
             pass
-    return code
 
 
 def exit_child(code: int) -> None:

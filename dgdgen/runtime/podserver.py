@@ -56,6 +56,7 @@ from typing import Self
 
 from dgdgen.runtime.forkserver import (
     exit_child,
+    flush_standard_streams,
     fork_server,
     open_standard_streams,
     run_as_main,
@@ -108,11 +109,7 @@ def _run_pod(req: dict[str, object], log_fd: int) -> int:
     # stopped by SIGTERM ended before its last stream's final frame reached the frontend)
     threading._shutdown()  # type: ignore[attr-defined]
     atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
+    flush_standard_streams()
     return code
 
 
