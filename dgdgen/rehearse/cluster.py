@@ -291,7 +291,7 @@ class LocalCluster:
         self.event(f"DGD {run.name} healthy: {len(_all(run))} processes, every worker routed")
 
     def _wait_workers(self, fe: Proc, run: DgdRun, workers: int, timeout: float) -> None:
-        from dgdgen.runtime.procs import (
+        from dgdgen.runtime.routing import (
             count_ready_workers,
             prefill_namespaces,
             prefill_routers_active,

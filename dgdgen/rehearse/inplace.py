@@ -90,12 +90,11 @@ from dgdgen.runtime.metrics import scrape
 from dgdgen.runtime.mocker import mocker_invocation, rehearsal_flags
 from dgdgen.runtime.model import make_model_dir
 from dgdgen.runtime.podserver import PodServer
-from dgdgen.runtime.procs import (
-    LocalDynamo,
-    Proc,
+from dgdgen.runtime.procs import LocalDynamo, Proc, inherited_env
+from dgdgen.runtime.routing import (
     count_ready_workers,
-    inherited_env,
     prefill_namespaces,
+    prefill_router_windows,
     prefill_routers_active,
 )
 
@@ -191,6 +190,8 @@ class InPlaceOutcome:
     rejected: list[str]  # worker pods ready by their own /health but never listed by the frontend
     roll: Roll | None = None  # the checker's model of the roll that was played
     roles: dict[str, Role] = dataclasses.field(default_factory=dict)  # component → role
+    # (frontend, namespace, from, to): listed with both worker types, its prefill router not active
+    router_windows: list[tuple[str, str, float, float]] = dataclasses.field(default_factory=list)
     exit_code: int = 0
     result: str = ""
 
@@ -299,6 +300,7 @@ class InPlaceRehearsal:
         self.opts = opts
         self.say = progress
         self.t0 = time.monotonic()
+        self.wall0 = time.time()  # t0 on the clock the processes' logs are stamped with
         self.events: list[tuple[float, str]] = []
         self.snapshots: list[Snapshot] = []
         self.pods: list[Pod] = []
@@ -411,6 +413,7 @@ class InPlaceRehearsal:
                 proxy.stop()
         records = load.snapshot() if load else []
         configs = {p.worker_id: p.config for p in self.pods if p.worker_id}
+        windows = self._router_windows()
         failed = any(not r.outcome.ok for r in records)
         return InPlaceOutcome(
             options=opts, prepared=prepared, stable_revision=prepared.plan.stable_revision,
@@ -418,7 +421,11 @@ class InPlaceRehearsal:
             frontend_mode=(f"DYN_NAMESPACE_PREFIX={base}" if hashed else f"--namespace {base}"),
             budgets={n: budgets[n] for n in rolled + sorted(fe_changed)},
             frontend_rolled=bool(fe_changed), records=records, configs=configs,
-            snapshots=list(self.snapshots), events=list(self.events), edit_at=edit_at,
+            snapshots=list(self.snapshots), events=sorted(self.events + [
+                (t, (f"{fe} lists {ns} with both worker types, its prefill router not active "
+                     f"for {(end - t) * 1000:.0f} ms (a request it routes there meanwhile: 503)"))
+                for fe, ns, t, end in windows], key=lambda e: e[0]),
+            router_windows=windows, edit_at=edit_at,
             rolled_at=rolled_at, duration=self.now(), rejected=list(self.rejected), roll=roll,
             roles={n: c.role for n, c in edited.components.items()},
             exit_code=1 if failed else 0,
@@ -426,6 +433,13 @@ class InPlaceRehearsal:
                     if roll.strategy.pace is Pace.ON_DELETE else "rolled (ungated)")
             + (" with client failures" if failed else ""),
         )
+
+    def _router_windows(self) -> list[tuple[str, str, float, float]]:
+        """(frontend, namespace, from, to) in seconds since t0: each frontend's windows in which
+        it listed a disaggregated namespace before activating its prefill router (its log)."""
+        return [(p.proc.name, ns, start - self.wall0, end - self.wall0)
+                for p in self.pods if p.role is Role.FRONTEND
+                for ns, start, end in prefill_router_windows(p.proc.log_path)]
 
     # ------------------------------------------------------------------ the roll
 
@@ -557,8 +571,11 @@ class InPlaceRehearsal:
             # a frontend pod on a cluster); the connections the proxy accepted before its reload
             # finish first. Without such a delay a cluster's endpoint propagation races the
             # SIGTERM, which is not rehearsed here.
-            self._service(proxy)
-            time.sleep(FRONTEND_DEREGISTRATION_SECONDS)
+            start = time.monotonic()
+            if self._service(proxy) and not proxy.drain(self.opts.stop_grace):
+                self.event(f"the proxy still holds connections accepted while {pod.proc.name} "
+                           f"was in its Service after {self.opts.stop_grace:g} s")
+            time.sleep(max(0.0, FRONTEND_DEREGISTRATION_SECONDS - (time.monotonic() - start)))
         self.event(f"stop {pod.proc.name} (SIGTERM)")
         if snapshot:
             self._snapshot(f"{pod.proc.name} terminating")
@@ -657,13 +674,13 @@ class InPlaceRehearsal:
         self.event(f"{pod.proc.name} available" + (f" (worker {pod.worker_id})"
                                                    if pod.worker_id else ""))
 
-    def _service(self, proxy: Proxy) -> None:
+    def _service(self, proxy: Proxy) -> bool:
         """The frontend Service: every available frontend pod that is not terminating, in round
-        robin (kube-proxy does not weigh)."""
+        robin (kube-proxy does not weigh). True if it changed."""
         backends: list[tuple[str, int, list[int]]] = [
             (p.proc.name, 1, [p.proc.port]) for p in self._frontends()]
         proxy.kind = "service"
-        proxy.apply(proxy.stand_in(backends))
+        return proxy.apply(proxy.stand_in(backends))
 
     def _snapshot(self, text: str) -> float:
         """Record the available workers now; the time recorded."""

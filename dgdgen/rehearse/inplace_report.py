@@ -6,9 +6,7 @@ latencies, and ``report.json`` / ``report.md`` / ``report.svg`` (:func:`write_re
 from __future__ import annotations
 
 import json
-import math
 import xml.etree.ElementTree as ET
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,7 +27,7 @@ from dgdgen.picture import (
 )
 from dgdgen.pipeline.picture import generation_names
 from dgdgen.rehearse.inplace import InPlaceOutcome, Snapshot
-from dgdgen.rehearse.load import Record
+from dgdgen.rehearse.load import Record, itl, p95, worst_p95
 from dgdgen.rehearse.report import WIDTH, split_text
 
 
@@ -197,44 +195,6 @@ def gap_summary(out: InPlaceOutcome) -> dict[str, Any]:
     }
 
 
-def itl(rec: Record) -> float | None:
-    """A stream's mean inter-token latency as its client saw it."""
-    o = rec.outcome
-    if not o.stream or o.ttft is None or o.tokens < 2:
-        return None
-    return (o.duration - o.ttft) / (o.tokens - 1)
-
-
-def p95(values: list[float]) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, math.ceil(0.95 * len(ordered)) - 1)]
-
-
-def worst_p95(records: list[Record], metric: Callable[[Record], float | None], *,
-              window: float = 5.0, minimum: int = 10) -> float | None:
-    """The worst p95 over consecutive ``window``-second stretches of request starts (stretches
-    with fewer than ``minimum`` values are merged into the next)."""
-    worst: float | None = None
-    bucket: list[float] = []
-    edge = None
-    for r in sorted(records, key=lambda r: r.start):
-        if edge is None:
-            edge = r.start + window
-        if r.start >= edge and len(bucket) >= minimum:
-            v = p95(bucket)
-            worst = v if worst is None or (v is not None and v > worst) else worst
-            bucket, edge = [], r.start + window
-        m = metric(r)
-        if m is not None:
-            bucket.append(m)
-    if len(bucket) >= minimum or (worst is None and bucket):
-        v = p95(bucket)
-        worst = v if worst is None or (v is not None and v > worst) else worst
-    return worst
-
-
 def to_json(out: InPlaceOutcome) -> dict[str, Any]:
     recs = out.records
     served: dict[str, int] = {}
@@ -285,6 +245,8 @@ def to_json(out: InPlaceOutcome) -> dict[str, Any]:
                       else round(s.observed, 1)} for s in segs],
         "gaps": gap_summary(out),
         "events": [{"t": round(t, 2), "event": e} for t, e in out.events],
+        "prefillRouterWindows": [{"frontend": fe, "namespace": ns, "start": round(a, 3),
+                                  "end": round(b, 3)} for fe, ns, a, b in out.router_windows],
         "failures": [{"t": round(r.start, 2), "seconds": round(r.outcome.duration, 2),
                       "servedBy": served_config(out, r),
                       "stream": r.outcome.stream, "status": r.outcome.status,

@@ -4,8 +4,10 @@ from the proxy's observation header —, status, tokens, truncation, time to fir
 
 from __future__ import annotations
 
+import math
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from dgdgen.runtime.client import Outcome, request
@@ -103,3 +105,42 @@ class Load:
     def snapshot(self) -> list[Record]:
         with self._lock:
             return sorted(self.records, key=lambda r: r.start)
+
+
+def itl(rec: Record) -> float | None:
+    """A stream's mean inter-token latency as its client saw it."""
+    o = rec.outcome
+    if not o.stream or o.ttft is None or o.tokens < 2:
+        return None
+    return (o.duration - o.ttft) / (o.tokens - 1)
+
+
+def p95(values: Sequence[float]) -> float | None:
+    """The 95th percentile (nearest rank) of ``values``; None for none."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, math.ceil(0.95 * len(ordered)) - 1)]
+
+
+def worst_p95(records: list[Record], metric: Callable[[Record], float | None], *,
+              window: float = 5.0, minimum: int = 10) -> float | None:
+    """The worst p95 over consecutive ``window``-second stretches of request starts (stretches
+    with fewer than ``minimum`` values are merged into the next)."""
+    worst: float | None = None
+    bucket: list[float] = []
+    edge = None
+    for r in sorted(records, key=lambda r: r.start):
+        if edge is None:
+            edge = r.start + window
+        if r.start >= edge and len(bucket) >= minimum:
+            v = p95(bucket)
+            worst = v if worst is None or (v is not None and v > worst) else worst
+            bucket, edge = [], r.start + window
+        m = metric(r)
+        if m is not None:
+            bucket.append(m)
+    if len(bucket) >= minimum or (worst is None and bucket):
+        v = p95(bucket)
+        worst = v if worst is None or (v is not None and v > worst) else worst
+    return worst

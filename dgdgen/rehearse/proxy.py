@@ -120,6 +120,7 @@ class Proxy:
         self.reloads = 0
         self.kind = ""  # "rendered" | "stand-in"
         self._service_ports: dict[str, int] = {}
+        self._former: set[int] = set()  # the workers that ran before the last reload
 
     @property
     def admin_socket(self) -> str:
@@ -267,10 +268,60 @@ class Proxy:
         if self.popen is None:
             self._start(binary)
         else:
+            former = self._worker_pids()
             self._reload()
             self.reloads += 1
+            self._wait_reloaded(former)
+            self._former = former
             self._wait_listening()
         return True
+
+    def drain(self, timeout: float) -> bool:
+        """Wait until the workers that ran before the last reload have exited: every connection
+        they accepted (under the former config) is done and none reaches them any more. False if
+        one still holds a connection after ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while self._former & self._worker_pids():
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
+        return True
+
+    def _worker_pids(self, timeout: float = 15.0) -> set[int]:
+        """The pids of the current and the old workers (still finishing connections)."""
+        from dgdgen.errors import DgdgenError
+
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                current, old = MasterCli(self.master_socket).workers()
+                return set(current) | set(old)
+            except DgdgenError as exc:  # the master refuses while it re-executes on a reload
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"haproxy master CLI: {exc}") from exc
+                time.sleep(0.05)
+
+    def _wait_reloaded(self, former: set[int], timeout: float = 15.0) -> None:
+        """Wait until the reload took effect: a worker started on the new config is current.
+        HAProxy 2.6's master answers ``reload`` before it re-executes, and until then the former
+        workers keep accepting connections under the former config (a Service switch seen
+        sending requests to a frontend 0.8 s after the reload returned, on a loaded machine)."""
+        from dgdgen.errors import DgdgenError
+
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                current, _old = MasterCli(self.master_socket).workers()
+            except DgdgenError:  # refused while it re-executes: not yet
+                current = []
+            if current and not set(current) & former:
+                return
+            if self.popen is not None and self.popen.poll() is not None:
+                raise RuntimeError("haproxy exited: " + self.log_tail())
+            if time.monotonic() > deadline:
+                raise RuntimeError("haproxy reload did not take effect in "
+                                   f"{timeout:.0f} s: " + self.log_tail())
+            time.sleep(0.05)
 
     def _reload(self, timeout: float = 15.0) -> None:
         """A hitless reload through the master CLI. The master re-executes itself on a reload and

@@ -13,7 +13,6 @@ import json
 import math
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,6 +30,7 @@ from dgdgen.picture import (
     time_axis,
     value_axis,
 )
+from dgdgen.rehearse.load import p95
 from dgdgen.rehearse.run import (
     ANSWERING_ENGINE,
     NO_DECISION,
@@ -47,13 +47,6 @@ if TYPE_CHECKING:
 # decision (an A/B experiment step without samples: neither promoted nor rolled back).
 _GATE_FILL = {"Successful": "#2ca02c", NO_DECISION: "#ff7f0e"}
 _GATE_NOT_PASSED = "#d62728"
-
-
-def _p95(values: Sequence[float]) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, math.ceil(0.95 * len(ordered)) - 1)]
 
 
 @dataclass(frozen=True)
@@ -118,7 +111,7 @@ def state_rows(out: Outcome) -> list[StateRow]:
             n = sum(1 for r in counted if r.outcome.served_by == gen)
             observed[gen] = 100.0 * n / len(counted) if counted else 0.0
         err = max((abs(observed[g] - s.planned[g]) for g in s.planned), default=0.0)
-        ttft = {g: _p95([r.outcome.ttft for r in counted
+        ttft = {g: p95([r.outcome.ttft for r in counted
                          if r.outcome.served_by == g and r.outcome.ttft is not None])
                 for g in s.planned}
         rows.append(StateRow(

@@ -24,7 +24,7 @@ from typing import Any
 from dgdgen import yamlio
 from dgdgen.pipeline.prepare import prepare
 from dgdgen.rehearse import inplace, inplace_report
-from dgdgen.rehearse.load import Record
+from dgdgen.rehearse.load import Record, itl, worst_p95
 
 # An in-place spec rehearsed as a gated rollout: a separate DGD, moved in these steps, each but
 # the last gated by the spec's SLO gate (dgdgen's default canary schedule, docs/spec.md).
@@ -110,8 +110,8 @@ def _gated_row(out: Any, data: dict[str, Any], candidate: str) -> dict[str, Any]
                       if failing is not None and back is not None else "not stopped (promoted)"),
         "secondsToRollback": (round(stop - first, 1)
                               if stop is not None and first is not None else None),
-        "worstTtftP95Seconds": _r(inplace_report.worst_p95(records, lambda r: r.outcome.ttft)),
-        "worstItlP95Seconds": _r(inplace_report.worst_p95(records, inplace_report.itl)),
+        "worstTtftP95Seconds": _r(worst_p95(records, lambda r: r.outcome.ttft)),
+        "worstItlP95Seconds": _r(worst_p95(records, itl)),
         "requests": len(records),
         "failed": data["failed"],
         "truncated": data["truncated"],

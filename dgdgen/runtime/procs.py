@@ -14,7 +14,6 @@ from __future__ import annotations
 import http.client
 import json
 import os
-import re
 import shutil
 import signal
 import socket
@@ -463,6 +462,8 @@ class LocalDynamo:
     ) -> dict[str, Any]:
         """Wait until the frontend serves ``model`` (with at least ``workers`` workers in all)."""
 
+        from dgdgen.runtime.routing import count_ready_workers
+
         def ready() -> dict[str, Any] | None:
             data = self.model_ready(proc, model)
             if not data or not data.get("ready"):
@@ -509,57 +510,3 @@ class LocalDynamo:
 
     def stop_all(self, grace: float = 5.0) -> None:
         self.stop_many(list(self.procs), grace)
-
-
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
-
-
-def prefill_routers_active(proc: Proc, namespaces: Iterable[str]) -> bool:
-    """Whether the frontend ``proc`` has activated the prefill router of every namespace given
-    (its log: "Prefill router target activated ... namespace=NS"). The 1.6.1 frontend's
-    ``/v1/models/{model}/ready`` counts a disaggregated namespace's prefill and decode workers a
-    few milliseconds before that, and a request it routes there in between fails with 503 "no
-    backend worker available" (docs/rehearse.md, In place: the operator's roll)."""
-    want = set(namespaces)
-    if want <= proc.prefill_routers:
-        return True
-    # only what the log gained since the last look, up to its last whole line: a frontend under
-    # load logs every request, and the whole log grows to megabytes in a rehearsal
-    try:
-        with open(proc.log_path, "rb") as fh:
-            fh.seek(proc.log_read)
-            new = fh.read()
-    except OSError:
-        return False
-    whole = new[:new.rfind(b"\n") + 1]
-    proc.log_read += len(whole)
-    for line in _ANSI.sub("", whole.decode("utf-8", "replace")).splitlines():
-        if "Prefill router target activated" in line:
-            m = re.search(r"\bnamespace=(\S+)", line)
-            if m:
-                proc.prefill_routers.add(m[1])
-    return want <= proc.prefill_routers
-
-
-def prefill_namespaces(ready: Mapping[str, Any]) -> list[str]:
-    """The namespaces of a ``/v1/models/{model}/ready`` answer that have prefill workers."""
-    namespaces = ready.get("namespaces")
-    if not isinstance(namespaces, dict):
-        return []
-    return sorted(ns for ns, v in namespaces.items()
-                  if isinstance(v, dict) and "prefill" in (v.get("worker_types") or {}))
-
-
-def count_ready_workers(ready: Mapping[str, Any]) -> int:
-    """Workers counted in a ``/v1/models/{model}/ready`` answer, over namespaces and types."""
-    total = 0
-    namespaces = ready.get("namespaces")
-    if not isinstance(namespaces, dict):
-        return 0
-    for ns in namespaces.values():
-        types = ns.get("worker_types") if isinstance(ns, dict) else None
-        if isinstance(types, dict):
-            for t in types.values():
-                if isinstance(t, dict) and isinstance(t.get("workers"), int):
-                    total += t["workers"]
-    return total

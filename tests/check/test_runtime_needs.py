@@ -94,7 +94,8 @@ def _measure(work: str) -> dict[str, Any]:
     """Runs in a private network namespace (dgdgen.runtime.netns.run_isolated)."""
     from dgdgen.runtime import client, metrics
     from dgdgen.runtime.model import make_model_dir
-    from dgdgen.runtime.procs import LocalDynamo, http_get, prefill_routers_active
+    from dgdgen.runtime.procs import LocalDynamo, http_get
+    from dgdgen.runtime.routing import prefill_routers_active
 
     root = Path(work)
     model_dir = make_model_dir(root / "model")

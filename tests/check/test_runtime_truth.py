@@ -48,7 +48,7 @@ import pytest
 
 from dgdgen import runtime
 from dgdgen.check.inplace import HASHED_MDC, RENAME, SHARED_MDC
-from dgdgen.runtime.procs import count_ready_workers
+from dgdgen.runtime.routing import count_ready_workers
 
 pytestmark = [pytest.mark.runtime, pytest.mark.long(minutes=4)]
 

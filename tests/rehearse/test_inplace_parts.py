@@ -23,8 +23,8 @@ from dgdgen.rehearse.inplace import (
     parse_budget,
     worker_hash,
 )
-from dgdgen.rehearse.inplace_report import to_json, to_markdown, to_svg, worst_p95
-from dgdgen.rehearse.load import Record
+from dgdgen.rehearse.inplace_report import to_json, to_markdown, to_svg
+from dgdgen.rehearse.load import Record, worst_p95
 from dgdgen.runtime.client import Outcome
 
 REPO = Path(__file__).resolve().parents[2]

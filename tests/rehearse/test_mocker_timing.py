@@ -52,7 +52,8 @@ def _first_tokens(with_transfer: bool) -> dict[str, Any]:
     from dgdgen.runtime import client
     from dgdgen.runtime.mocker import mocker_invocation, rehearsal_flags
     from dgdgen.runtime.model import make_model_dir
-    from dgdgen.runtime.procs import LocalDynamo, http_get, prefill_routers_active
+    from dgdgen.runtime.procs import LocalDynamo, http_get
+    from dgdgen.runtime.routing import prefill_routers_active
 
     doc = yamlio.load_file(str(REPO / "examples" / "vllm-disagg-block-size" / "dgd.yaml"))[0]
     facts = dgd_facts(dgdmod.parse(doc.data))

@@ -294,6 +294,71 @@ def test_a_stopped_replica_behind_a_service_loses_no_request(tmp_path: Path) -> 
     assert run_isolated(_stopped_replica, str(tmp_path), timeout=120) == [200] * 10
 
 
+def _reload_in_effect(tmp: str) -> dict[str, object]:
+    import threading
+    import urllib.request
+
+    from http_support import Handler, serving
+
+    from dgdgen.traffic.runtime import MasterCli
+
+    entered, release = threading.Event(), threading.Event()
+
+    class A(Handler):
+        def do_GET(self) -> None:
+            if self.path == "/hold":
+                entered.set()
+                release.wait(30)
+            self.reply(b"a")
+
+    class B(Handler):
+        def do_GET(self) -> None:
+            self.reply(b"b")
+
+    def get(path: str) -> bytes:
+        with urllib.request.urlopen(f"http://127.0.0.1:{proxy.port}{path}", timeout=30) as r:
+            return r.read()
+
+    out: dict[str, object] = {}
+    proxy = Proxy(Path(tmp))
+    with serving(A) as a, serving(B) as b:
+        try:
+            proxy.apply(proxy.stand_in([("a", 1, [int(a.rsplit(":", 1)[1])])]))
+            held: list[bytes] = []
+            holder = threading.Thread(target=lambda: held.append(get("/hold")))
+            holder.start()
+            entered.wait(30)
+            current, old = MasterCli(proxy.master_socket).workers()
+            before = set(current) | set(old)
+            proxy.apply(proxy.stand_in([("b", 1, [int(b.rsplit(":", 1)[1])])]))
+            # at once, no retry: the master answers and a worker on the new config is current
+            current, _ = MasterCli(proxy.master_socket).workers()
+            out["former still current"] = sorted(set(current) & before)
+            out["after"] = [get("/") for _ in range(10)]
+            out["drained while held"] = proxy.drain(0.3)
+            release.set()
+            holder.join(30)
+            out["held"] = held
+            out["drained after"] = proxy.drain(15)
+        finally:
+            release.set()
+            proxy.stop()
+    return out
+
+
+def test_a_reload_is_in_effect_when_apply_returns(tmp_path: Path) -> None:
+    # HAProxy 2.6 answers `reload` before its master re-executes; until then the former worker
+    # accepts connections under the former config (a frontend Service switch that sent requests
+    # to the stopped frontend). apply() returns once a worker on the new config is current, and
+    # drain() once the former worker has finished the connection it holds.
+    from dgdgen.runtime.netns import run_isolated
+
+    _haproxy_or_skip()
+    out = run_isolated(_reload_in_effect, str(tmp_path), timeout=120)
+    assert out == {"former still current": [], "after": [b"b"] * 10,
+                   "drained while held": False, "held": [b"a"], "drained after": True}, out
+
+
 def test_an_experiment_without_samples_is_named_before_the_run_as_documented(
         tmp_path: Path) -> None:
     from dgdgen.pipeline.prepare import prepare
@@ -316,7 +381,7 @@ def test_a_disaggregated_namespace_is_routable_once_its_prefill_router_is_active
     """The readiness the rehearsal waits for beyond /ready's worker count: the frontend's log line
     that activates a namespace's prefill router (the 1.6.1 frontend's words, colour codes and
     all), for every namespace with prefill workers."""
-    from dgdgen.runtime.procs import prefill_namespaces, prefill_routers_active
+    from dgdgen.runtime.routing import prefill_namespaces, prefill_routers_active
 
     log = tmp_path / "frontend.log"
     fe = Proc(name="fe", kind="frontend", namespace=None, popen=None,  # type: ignore[arg-type]
@@ -364,6 +429,59 @@ def _deep_work_folder(deep: str) -> tuple[bool, str, bool]:
     finally:
         proxy.stop()
     return short, procs, proxy.run_dir.exists()
+
+
+def test_a_frontend_log_names_each_window_before_a_prefill_router_is_active(
+        tmp_path: Path) -> None:
+    """The windows a report names (docs/rehearse.md, In place): from the moment the frontend has
+    both worker sets of a disaggregated namespace to its prefill router's activation, a request
+    routed there gets 503. Lines as the 1.6.1 frontend writes them (a rolling update's candidate
+    namespace: decode set first); a namespace listed again after its prefill set went opens a new
+    window; an aggregated namespace, or one active before its decode set came, has none."""
+    from datetime import datetime
+
+    from dgdgen.runtime.routing import prefill_router_windows
+
+    def at(stamp: str) -> str:
+        return f"\x1b[2m2026-11-29T19:08:{stamp}Z\x1b[0m \x1b[32m INFO\x1b[0m "
+
+    def worker_set(stamp: str, what: str, ns: str, kind: str) -> str:
+        component, endpoint = ("prefill", "") if kind == "prefill" else ("backend", "chat|completions")
+        verb = "Adding worker set to" if what == "add" else "Removed worker set from"
+        return (at(stamp) + f"\x1b[2mdynamo_llm::discovery::model\x1b[0m\x1b[2m:\x1b[0m {verb} model "
+                "\x1b[3mmodel\x1b[0m\x1b[2m=\x1b[0mQwen/Qwen3-0.6B \x1b[3mnamespace\x1b[0m\x1b[2m=\x1b[0m"
+                f'["{ns}","{component}","generate","{endpoint}","{kind}"]\n')
+
+    def activated(stamp: str, ns: str) -> str:
+        return (at(stamp) + "dynamo_llm::kv_router::prefill_router::activation: Prefill router "
+                "target activated model_name=Qwen/Qwen3-0.6B \x1b[3mnamespace\x1b[0m\x1b[2m=\x1b[0m"
+                f"{ns} endpoint_id={ns}/prefill/generate\n")
+
+    log = tmp_path / "frontend.log"
+    log.write_text("".join([
+        worker_set("12.491073", "add", "old", "prefill"),
+        activated("12.495000", "early"),  # not listed with both sets: no window
+        worker_set("12.501509", "add", "old", "decode"),
+        activated("12.505610", "old"),
+        worker_set("13.000000", "add", "agg", "decode"),
+        worker_set("20.362535", "add", "new", "decode"),
+        "\x1b[2m2026-11-29T19:08:20.40Z\x1b[0m ERROR http response sent status=503\n",
+        worker_set("20.398056", "add", "new", "prefill"),
+        activated("20.522135", "new"),
+        worker_set("20.683252", "remove", "old", "prefill"),
+        worker_set("21.000000", "add", "old", "prefill"),
+        activated("21.250000", "old"),
+    ]))
+
+    def t(stamp: str) -> float:
+        return datetime.fromisoformat(f"2026-11-29T19:08:{stamp}+00:00").timestamp()
+
+    assert prefill_router_windows(log) == [
+        ("old", t("12.501509"), t("12.505610")),
+        ("new", t("20.398056"), t("20.522135")),
+        ("old", t("21.000000"), t("21.250000")),
+    ]
+    assert prefill_router_windows(tmp_path / "absent.log") == []
 
 
 def test_a_deep_work_folder_gets_its_sockets_where_haproxy_takes_them(tmp_path: Path) -> None:

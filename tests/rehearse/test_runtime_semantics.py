@@ -61,7 +61,8 @@ def _in_place(stable: dict[str, Any], candidate: dict[str, Any],
     with short_workdir("dgdgen-inplace-") as work:
         from dgdgen.runtime import client, metrics
         from dgdgen.runtime.model import make_model_dir
-        from dgdgen.runtime.procs import LocalDynamo, count_ready_workers, prefill_routers_active
+        from dgdgen.runtime.procs import LocalDynamo
+        from dgdgen.runtime.routing import count_ready_workers, prefill_routers_active
 
         model_dir = make_model_dir(work / "model")
         ns = dgdmod.dynamo_namespace("inference", stable["metadata"]["name"])
