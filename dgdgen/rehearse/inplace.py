@@ -318,7 +318,12 @@ class InPlaceRehearsal:
 
     # ------------------------------------------------------------------ main
 
-    def run(self) -> InPlaceOutcome:
+    def run(self, *, pods: PodServer | None = None) -> InPlaceOutcome:
+        """The roll; with ``pods``, its processes start from that server (the caller's), else
+        from one of its own."""
+        if pods is not None:
+            self.podserver = pods
+            return self._run()
         # forked first, while this process has no other thread (dgdgen.runtime.podserver)
         with PodServer(inherited_env()) as self.podserver:
             return self._run()

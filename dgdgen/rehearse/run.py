@@ -8,6 +8,7 @@ modules of their own.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -366,6 +367,11 @@ def _git(cwd: Path, *args: str) -> str:
     return r.stdout.strip()
 
 
+def command_server(spec: Path) -> ForkServer:
+    """The server the rehearsal's dgdgen commands fork from, warmed by reading ``spec``."""
+    return ForkServer(COMMAND_MODULES, warm=lambda: prepare(str(spec)))
+
+
 class Rehearsal:
     def __init__(self, opts: Options, progress: Callable[[str], None]) -> None:
         self.drains: list[tuple[str, float, int]] = []  # (generation, seconds, exit code)
@@ -386,12 +392,17 @@ class Rehearsal:
 
     # ------------------------------------------------------------------ main
 
-    def run(self) -> Outcome:
-        # forked first, while this process has no other thread (dgdgen.runtime.forkserver);
-        # reading the spec once builds the validators every command would build on first use
-        spec = str(self.opts.spec)
-        with (ForkServer(COMMAND_MODULES, warm=lambda: prepare(spec)) as self.commands,
-              PodServer(inherited_env()) as self.pods):
+    def run(self, *, commands: ForkServer | None = None, pods: PodServer | None = None
+            ) -> Outcome:
+        """The rehearsal; with ``commands`` and ``pods``, through those servers (the caller's,
+        made while it had no other thread: --side-by-side hands one pair to all its runs),
+        else through servers of its own."""
+        with contextlib.ExitStack() as own:
+            # forked first, while this process has no other thread (dgdgen.runtime.forkserver);
+            # reading the spec once builds the validators every command would build on first use
+            self.commands = commands or own.enter_context(command_server(self.opts.spec))
+            self.pods = pods or own.enter_context(PodServer(inherited_env()))
+            self.commands_cpu0 = self.commands.cpu_seconds
             return self._run()
 
     def _run(self) -> Outcome:
@@ -567,7 +578,8 @@ class Rehearsal:
             records=records, scaled=scaled, provider=provider.value,
             stand_in=provider is not TrafficProvider.HAPROXY, t0_wall=time.time() - self.now(),
             duration=self.now(), prometheus=prom, rss_peak_mb=sampler.rss_peak,
-            pss_peak_mb=sampler.pss_peak, commands_cpu=self.commands.cpu_seconds,
+            pss_peak_mb=sampler.pss_peak,
+            commands_cpu=self.commands.cpu_seconds - self.commands_cpu0,
             processes_peak=sampler.procs_peak, drains=drains, events=self.events,
             workdir=workdir, options=opts, reloads=proxy.reloads, prepared=prepared,
             phases={k: round(v, 1) for k, v in self.phases.items()},

@@ -19,12 +19,16 @@ import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dgdgen import yamlio
 from dgdgen.pipeline.prepare import prepare
 from dgdgen.rehearse import inplace, inplace_report
 from dgdgen.rehearse.load import Record, itl, worst_p95
+
+if TYPE_CHECKING:
+    from dgdgen.runtime.forkserver import ForkServer
+    from dgdgen.runtime.podserver import PodServer
 
 # An in-place spec rehearsed as a gated rollout: a separate DGD, moved in these steps, each but
 # the last gated by the spec's SLO gate (dgdgen's default canary schedule, docs/spec.md).
@@ -153,35 +157,16 @@ def _r(v: float | None) -> float | None:
 
 
 def run(opts: SideBySideOptions, say: Callable[[str], None]) -> dict[str, Any]:
-    from dgdgen.rehearse.report import write_report
-    from dgdgen.rehearse.run import Options, Rehearsal
+    from dgdgen.rehearse.run import command_server
+    from dgdgen.runtime.podserver import PodServer
+    from dgdgen.runtime.procs import inherited_env
 
     spec_gated, isolation = gated_spec(opts.spec, opts.workdir / "gated-spec")
-    rows: list[dict[str, Any]] = []
-    # the runs' folders have short names: HAProxy's sockets live in them, and a Unix socket's path
-    # is limited to 107 bytes
-    for candidate, slow in (("healthy", 1.0), ("slow", opts.slowdown)):
-        name = f"in-place-{candidate}"
-        say(f"== {name}")
-        ip = inplace.InPlaceRehearsal(inplace.InPlaceOptions(
-            spec=opts.spec, rate=opts.rate, candidate_slowdown=slow,
-            worker_namespaces=opts.worker_namespaces, pod_startup=opts.pod_startup,
-            workers_run_by=opts.workers_run_by, grove_strategy=opts.grove_strategy,
-            workdir=opts.workdir / f"ip-{candidate[0]}"), say).run()
-        rows.append(_inplace_row(ip, inplace_report.write_report(ip, opts.report / name), candidate)
-                    | {"report": f"{name}/report.md"})
-        name = f"gated-{candidate}"
-        say(f"== {name}")
-        gated = Rehearsal(Options(
-            spec=spec_gated, time_scale=opts.time_scale, rate=opts.rate,
-            min_requests=opts.min_requests, auto_min_requests=opts.auto_min_requests,
-            candidate_slowdown=slow, experiment_samples=opts.experiment_samples,
-            workdir=opts.workdir / f"g-{candidate[0]}"), say).run()
-        try:
-            data = write_report(gated, opts.report / name)
-        finally:
-            gated.prometheus.stop()
-        rows.append(_gated_row(gated, data, candidate) | {"report": f"{name}/report.md"})
+    # one command server and one pod server for the four runs, forked while this process has no
+    # other thread: after the first run the tokenizer library's threads run here, and a server
+    # made then would start every process as `python -m` (dgdgen.runtime.podserver)
+    with command_server(spec_gated) as commands, PodServer(inherited_env()) as pods:
+        rows = _runs(opts, spec_gated, commands, pods, say)
     result = {
         "spec": str(opts.spec),
         "gatedIsolation": isolation,
@@ -197,6 +182,42 @@ def run(opts: SideBySideOptions, say: Callable[[str], None]) -> dict[str, Any]:
     (opts.report / "side-by-side.json").write_text(json.dumps(result, indent=2) + "\n")
     (opts.report / "side-by-side.md").write_text(to_markdown(result))
     return result
+
+
+def _runs(opts: SideBySideOptions, spec_gated: Path, commands: ForkServer, pods: PodServer,
+          say: Callable[[str], None]) -> list[dict[str, Any]]:
+    from dgdgen.rehearse.report import write_report
+    from dgdgen.rehearse.run import Options, Rehearsal
+
+    rows: list[dict[str, Any]] = []
+    # the runs' folders have short names: HAProxy's sockets live in them, and a Unix socket's path
+    # is limited to 107 bytes
+    for candidate, slow in (("healthy", 1.0), ("slow", opts.slowdown)):
+        name = f"in-place-{candidate}"
+        say(f"== {name}")
+        forks = pods.forks
+        ip = inplace.InPlaceRehearsal(inplace.InPlaceOptions(
+            spec=opts.spec, rate=opts.rate, candidate_slowdown=slow,
+            worker_namespaces=opts.worker_namespaces, pod_startup=opts.pod_startup,
+            workers_run_by=opts.workers_run_by, grove_strategy=opts.grove_strategy,
+            workdir=opts.workdir / f"ip-{candidate[0]}"), say).run(pods=pods)
+        rows.append(_inplace_row(ip, inplace_report.write_report(ip, opts.report / name), candidate)
+                    | {"report": f"{name}/report.md", "podServerStarts": pods.forks - forks})
+        name = f"gated-{candidate}"
+        say(f"== {name}")
+        forks = pods.forks
+        gated = Rehearsal(Options(
+            spec=spec_gated, time_scale=opts.time_scale, rate=opts.rate,
+            min_requests=opts.min_requests, auto_min_requests=opts.auto_min_requests,
+            candidate_slowdown=slow, experiment_samples=opts.experiment_samples,
+            workdir=opts.workdir / f"g-{candidate[0]}"), say).run(commands=commands, pods=pods)
+        try:
+            data = write_report(gated, opts.report / name)
+        finally:
+            gated.prometheus.stop()
+        rows.append(_gated_row(gated, data, candidate)
+                    | {"report": f"{name}/report.md", "podServerStarts": pods.forks - forks})
+    return rows
 
 
 def _s(v: float | None) -> str:

@@ -264,6 +264,7 @@ class PodServer:
         self.exited = threading.Condition()
         self._lock = threading.Lock()  # one start at a time: its reply is the next "pid"
         self._started: list[int] = []
+        self.forks = 0  # processes started as forks so far
         self._ended = False  # the server's socket closed
         self._procs: dict[int, PodProcess] = {}
         self._early: dict[int, int] = {}  # exits reported before their start was answered
@@ -309,6 +310,7 @@ class PodServer:
                     raise RuntimeError(f"the pod server ended before starting {module}")
                 pid = self._started.pop(0)
                 proc = PodProcess(self, args, pid)
+                self.forks += 1
                 if pid in self._early:
                     proc.returncode = self._early.pop(pid)
                 else:

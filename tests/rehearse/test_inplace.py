@@ -227,6 +227,9 @@ def test_side_by_side_caps_the_slow_candidate_at_the_first_step(tmp_path: Path) 
     runs = {(r["strategy"], r["candidate"]): r for r in result["runs"]}
     assert set(runs) == {("in-place", "healthy"), ("in-place", "slow"), ("gated", "healthy"),
                          ("gated", "slow")}
+    # every run's Dynamo processes start from the one pod server the four share (a server made
+    # after the first run, with the tokenizer library's threads running, would start none)
+    assert all(r["podServerStarts"] >= 3 for r in result["runs"]), result["runs"]
     gated, inplace = runs[("gated", "slow")], runs[("in-place", "slow")]
     # gated: the first gate fails, the rollback takes the candidate's traffic away; while it had
     # any, its share stayed at the first step's weight (the proxy's smooth weighted round robin

@@ -217,14 +217,14 @@ def test_side_by_side_hands_the_experiment_samples_to_the_gated_runs(
         def __init__(self, opts: InPlaceOptions, say: object) -> None:
             pass
 
-        def run(self) -> None:
+        def run(self, *, pods: object) -> None:
             return None
 
     class Gated:
         def __init__(self, opts: run.Options, say: object) -> None:
             seen.append(opts)
 
-        def run(self) -> None:
+        def run(self, *, commands: object, pods: object) -> None:
             raise Stop
 
     monkeypatch.setattr(inplace, "InPlaceRehearsal", InPlace)
