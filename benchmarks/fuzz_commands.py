@@ -13,8 +13,10 @@ process (the CLI's ``main``, as `dgdgen` runs it), in a folder of its own. The c
   and cleanup) — never 70 (an internal error);
 * no traceback and no "internal error" on stderr;
 * at most 10 s of CPU (the case's own and its Git processes'; a case that hangs is stopped after
-  120 s) and 500 MB (the peak resident set of this process while the case runs, which includes
-  the interpreter and everything imported: about 100 MB);
+  120 s) and 500 MB (the peak resident set the case would have as a `dgdgen` process of its own:
+  what it adds to this process's, on top of a fresh process's — the interpreter and the CLI's
+  imports, measured once; in a pytest worker that ran other tests first, this process can hold
+  500 MB before any case);
 * `render -o` and `argo -o` write nothing on exit 2.
 
 A case that breaks it is printed, and with --save kept as a folder (`case.json`: the command
@@ -29,6 +31,7 @@ from __future__ import annotations
 import argparse
 import base64
 import contextlib
+import functools
 import io
 import json
 import os
@@ -56,7 +59,7 @@ TIME_LIMIT = 10.0  # seconds of CPU per case (this process and the processes it 
 # a case that waits this long without using the CPU (a read that blocks) has hung: this
 # machine is shared, so wall time measures the neighbours as much as the case
 WALL_LIMIT = 120.0
-MEMORY_LIMIT_MB = 500.0  # peak resident set of the process while a case runs
+MEMORY_LIMIT_MB = 500.0  # peak resident set of a case as a process of its own
 # what each command may exit with (its --help); every other command: 0, 1, 2
 EXIT_CODES: dict[str, frozenset[int]] = {
     "analyze": frozenset({0, 1, 2, 3}),
@@ -551,15 +554,49 @@ def _peak_reset() -> None:
 
 
 def _peak_mb() -> float:
+    return _status_mb("VmHWM:")
+
+
+def _status_mb(field_name: str) -> float:
+    """A size from /proc/self/status (VmHWM: the peak resident set, VmRSS: the current one)."""
     try:
         for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
+            if line.startswith(field_name):
                 return int(line.split()[1]) / 1024
     except OSError:
         pass
     import resource
 
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+# A fresh interpreter that imported every dgdgen module (the most of dgdgen any command loads)
+_FRESH_PROBE = """
+import importlib, pkgutil, dgdgen
+for m in pkgutil.walk_packages(dgdgen.__path__, "dgdgen."):
+    if not m.name.endswith("__main__"):
+        importlib.import_module(m.name)
+print(next(l.split()[1] for l in open("/proc/self/status") if l.startswith("VmRSS:")))
+"""
+
+
+@functools.cache
+def _fresh_mb() -> float:
+    """The resident set of a fresh `dgdgen` process with all of dgdgen imported (55 MB here);
+    0 when it cannot be measured."""
+    probe = _FRESH_PROBE
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          check=False, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+    return int(done.stdout.strip()) / 1024 if done.returncode == 0 else 0.0
+
+
+def _case_peak_mb(before: float) -> float:
+    """The peak a case would have as a process of its own: what it added to this process's
+    resident set, on top of a fresh `dgdgen` process's. The process running the cases may be
+    larger than a fresh one (a pytest worker that ran other tests first holds their modules and
+    caches: 505 MB before a case, in one CI run); a library a case imports lazily counts with the
+    first case that imports it in this process."""
+    return min(before, _fresh_mb() or before) + max(0.0, _peak_mb() - before)
 
 
 class _Prometheus:
@@ -628,6 +665,7 @@ def run_case(case: Case, folder: Path, prometheus: _Prometheus | None) -> Result
     timed_out = False
     previous = {sig: signal.signal(sig, expire) for sig in (signal.SIGALRM, signal.SIGPROF)}
     _peak_reset()
+    before = _status_mb("VmRSS:")
     start, children = _cpu()
     code = -1
     with _in(folder), _quiet() as (out, err):
@@ -646,7 +684,8 @@ def run_case(case: Case, folder: Path, prometheus: _Prometheus | None) -> Result
                 signal.signal(sig, handler)
     end, children_end = _cpu()
     seconds = (end - start) + (children_end - children)
-    result = Result(code, err.getvalue(), seconds, _peak_mb(), out=out.getvalue()[-4000:])
+    result = Result(code, err.getvalue(), seconds, _case_peak_mb(before),
+                    out=out.getvalue()[-4000:])
     command = args[0]
     if timed_out or seconds > TIME_LIMIT:
         result.broken.append(f"ran past {TIME_LIMIT:.0f} s of CPU (or hung {WALL_LIMIT:.0f} s)")

@@ -69,3 +69,34 @@ def test_a_reproducer_keeps_the_contract_and_says_why(folder: Path, tmp_path: Pa
     assert not result.broken, (result.broken, result.err)
     assert result.code == expect["exit"], result.err
     assert expect["says"] in result.out + result.err, (result.out, result.err)
+
+
+def test_a_case_is_held_to_its_own_memory_not_the_process_s(
+        tmp_path: Path, prometheus: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The 500 MB are the case's, as a process of its own: a pytest worker that ran other tests
+    first may hold more than that before any case (505 MB in one CI run, which failed every
+    reproducer), and a case that itself takes more still breaks the contract."""
+    import dgdgen.cli
+
+    folder = CASES[0]
+    case = fuzz.load_case(folder)
+    over = int(fuzz.MEMORY_LIMIT_MB * 1.2) * 2**20
+    ballast = b"x" * over  # resident before the case: not the case's
+    (tmp_path / "a").mkdir()
+    with fuzz.isolated_environment(tmp_path):
+        result = fuzz.run_case(case, tmp_path / "a", prometheus)
+    assert len(ballast) == over
+    del ballast
+    assert not result.broken and result.peak_mb < fuzz.MEMORY_LIMIT_MB, result
+
+    real = dgdgen.cli.main
+
+    def hungry(argv: list[str]) -> int:
+        taken = b"y" * over  # the case's own
+        return real(argv) + 0 * len(taken)
+
+    monkeypatch.setattr(dgdgen.cli, "main", hungry)
+    (tmp_path / "b").mkdir()
+    with fuzz.isolated_environment(tmp_path):
+        result = fuzz.run_case(case, tmp_path / "b", prometheus)
+    assert result.broken == [f"peak {result.peak_mb:.0f} MB"], result
