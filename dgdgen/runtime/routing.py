@@ -25,6 +25,7 @@ class FrontendLog(Protocol):
     log_read: int
     prefill_routers: set[str]  # the namespaces whose prefill router its log showed activated
 
+
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
