@@ -597,7 +597,7 @@ def _case_peak_mb(before: float) -> float:
     """The peak a case would have as a process of its own: what it added to this process's
     resident set, on top of a fresh `dgdgen` process's. The process running the cases may be
     larger than a fresh one (a pytest worker that ran other tests first holds their modules and
-    caches: 505 MB before a case, in one CI run); a library a case imports lazily counts with the
+    caches: 505 MB before a case, in one `.ci/run` here); a library a case imports lazily counts with the
     first case that imports it in this process."""
     return min(before, _fresh_mb() or before) + max(0.0, _peak_mb() - before)
 
