@@ -3,9 +3,10 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
+
+import cli_server
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted(p.parent for p in (REPO / "examples").glob("*/rollout.yaml"))
@@ -20,12 +21,12 @@ def copy_example_inputs(example: Path, tmp: Path) -> None:
 
 def run_cli(*args: str, cwd: Path | str | None = None, env: dict[str, str] | None = None
             ) -> subprocess.CompletedProcess[str]:
+    """``python -m dgdgen ARGS`` as a process of its own: its exit code and output. It runs as a
+    fork of this worker's command server (cli_server.py), which imported dgdgen once, unless
+    ``env`` changes what an interpreter reads only when it starts (then a fresh one runs it)."""
     full_env = dict(os.environ)
     full_env.update(env or {})
-    return subprocess.run(
-        [sys.executable, "-m", "dgdgen", *args],
-        cwd=cwd or REPO, capture_output=True, text=True, env=full_env, timeout=300,
-    )
+    return cli_server.run(list(args), cwd=Path(cwd or REPO), env=full_env, timeout=300)
 
 
 def without_roll_settings(text: str) -> str:

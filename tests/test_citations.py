@@ -8,11 +8,9 @@ repository."""
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
-from gen_support import REPO
+from gen_support import REPO, run_cli
 
 # A citation of the notes: `facts/<name>.md`, its short form `facts §N`, or DESIGN.md (`§` also
 # as JSON writes it, `\u00a7`).
@@ -31,8 +29,9 @@ def test_docs_cite_no_facts_notes() -> None:
 def test_rule_explanations_cite_no_facts_notes() -> None:
     from dgdgen.check.rules.registry import RULES
     for code in RULES:
-        out = subprocess.run([sys.executable, "-m", "dgdgen", "rules", "explain", code],
-                             capture_output=True, text=True, check=True).stdout
+        done = run_cli("rules", "explain", code)
+        assert done.returncode == 0, done.stderr
+        out = done.stdout
         assert code in out and not _NOTES.search(out), code
 
 

@@ -4,21 +4,15 @@ but no spec (so `--max-input-size` applies and `--allow-outside-paths` would do 
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
+
+from gen_support import run_cli
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def _dgdgen(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "dgdgen", *args],
-        check=False,
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=60,
-    )
+    return run_cli(*args, cwd=REPO)
 
 
 def test_schema_refuses_options_that_do_nothing() -> None:

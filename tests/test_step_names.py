@@ -7,22 +7,16 @@ import filecmp
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
+
+from gen_support import run_cli
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "vllm-disagg-block-size" / "rollout.yaml"
 
 
 def _dgdgen(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "dgdgen", *args],
-        check=False,
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=120,
-    )
+    return run_cli(*args, cwd=REPO)
 
 
 def _files(root: Path) -> list[str]:

@@ -16,6 +16,7 @@ Standard library only at import time.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import importlib
 import json
@@ -148,8 +149,11 @@ def _serve(sock: socket.socket, preload: Sequence[str],
             os.close(fd)
         _, status, usage = os.wait4(pid, 0)
         code = os.waitstatus_to_exitcode(status)
-        sock.send(json.dumps({"code": 128 - code if code < 0 else code,
-                              "cpu": usage.ru_utime + usage.ru_stime}).encode())
+        try:
+            sock.send(json.dumps({"code": 128 - code if code < 0 else code,
+                                  "cpu": usage.ru_utime + usage.ru_stime}).encode())
+        except OSError:  # the other end gave up on the command (a timeout) and closed
+            return
 
 
 def threads() -> int:
@@ -186,6 +190,16 @@ def fork_server(serve: Callable[[socket.socket], None], *,
     return pid, ours
 
 
+# A spawned server's program: it ignores a terminal's Ctrl-C as a forked one does (its commands
+# reset it) and serves on the socket it was handed until the other end closes.
+_SPAWNED = """
+import signal, socket, sys
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+from dgdgen.runtime.forkserver import _serve
+_serve(socket.socket(fileno=int(sys.argv[1])), sys.argv[2:], None)
+"""
+
+
 class ForkServer:
     """A process that runs commands as fresh forks of itself (see the module's docstring).
 
@@ -210,6 +224,28 @@ class ForkServer:
         self.pid, self._sock = fork_server(lambda sock: _serve(sock, preload, warm),
                                            ignore=(signal.SIGINT,))
 
+    @classmethod
+    def spawned(cls, preload: Sequence[str] = (), *, cwd: Path | None = None) -> ForkServer:
+        """A server started as a fresh interpreter rather than forked from this process: for a
+        process that already runs threads (a test runner's worker), at the cost of one start.
+        It imports ``preload`` from ``cwd`` and ends when this process closes it or ends."""
+        server = cls.__new__(cls)
+        server._lock = threading.Lock()
+        server.cpu_seconds = 0.0
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, "-c", _SPAWNED, str(theirs.fileno()), *preload],
+                pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, cwd=cwd)
+        except OSError:
+            ours.close()
+            server.pid, server._sock = 0, None
+            return server
+        finally:
+            theirs.close()
+        server.pid, server._sock = proc.pid, ours
+        return server
+
     def __enter__(self) -> Self:
         return self
 
@@ -218,17 +254,27 @@ class ForkServer:
         self.close()
 
     def run(self, module: str, argv: Sequence[str], *, cwd: Path,
-            env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+            env: Mapping[str, str] | None = None,
+            timeout: float | None = None) -> subprocess.CompletedProcess[str]:
         """``python -m MODULE ARGV`` in ``cwd`` with ``env`` (default: this process's), its
-        output captured as text, as :func:`subprocess.run` would return it."""
+        output captured as text, as :func:`subprocess.run` would return it. Past ``timeout``
+        seconds the command is killed, the server closed and :class:`subprocess.TimeoutExpired`
+        raised, as :func:`subprocess.run` would."""
         env = dict(os.environ if env is None else env)
         if self._sock is None:
             return subprocess.run([sys.executable, "-m", module, *argv], cwd=cwd, env=env,
-                                  capture_output=True, text=True, check=False)
+                                  capture_output=True, text=True, check=False,
+                                  timeout=timeout)
         with self._lock, tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
             req = {"module": module, "argv": list(argv), "cwd": str(cwd), "env": env}
             socket.send_fds(self._sock, [json.dumps(req).encode()], [out.fileno(), err.fileno()])
-            reply = self._sock.recv(_MAX)
+            self._sock.settimeout(timeout)
+            try:
+                reply = self._sock.recv(_MAX)
+            except TimeoutError:
+                self._kill_commands()
+                self.close()
+                raise subprocess.TimeoutExpired([module, *argv], timeout or 0.0) from None
             if not reply:
                 raise RuntimeError(f"the command server ended while running {module} {argv}")
             answer = json.loads(reply)
@@ -239,6 +285,17 @@ class ForkServer:
             stdout = out.read().decode("utf-8", "replace")
             stderr = err.read().decode("utf-8", "replace")
         return subprocess.CompletedProcess([module, *argv], code, stdout, stderr)
+
+    def _kill_commands(self) -> None:
+        """SIGKILL the commands the server is running (its children)."""
+        try:
+            with open(f"/proc/{self.pid}/task/{self.pid}/children") as fh:
+                children = [int(p) for p in fh.read().split()]
+        except (OSError, ValueError):
+            return
+        for pid in children:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
     def close(self) -> None:
         if self._sock is not None:

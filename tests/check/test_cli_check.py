@@ -7,12 +7,12 @@ import json
 import os
 import re
 import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import jsonschema
 import pytest
+from gen_support import run_cli
 
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO / "tests" / "check" / "corpus"
@@ -21,9 +21,7 @@ SAFE = CORPUS / "vllm-replicas-only"
 
 
 def dgdgen(*args: str, cwd: Path | str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "dgdgen", *args], capture_output=True,
-                          text=True, cwd=cwd or REPO, env=env, timeout=120)
+    return run_cli(*args, cwd=cwd or REPO)
 
 
 def test_diff_exit_codes() -> None:

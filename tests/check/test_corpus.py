@@ -6,10 +6,9 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import sys
 
 import pytest
+from gen_support import run_cli
 
 CORPUS = os.path.join(os.path.dirname(__file__), "corpus")
 CASES = sorted(d for d in os.listdir(CORPUS) if os.path.isdir(os.path.join(CORPUS, d))
@@ -101,11 +100,11 @@ def test_verdict(name: str) -> None:
     d = os.path.join(CORPUS, name)
     with open(os.path.join(d, "expected.json"), encoding="utf-8") as fh:
         expected = json.load(fh)
-    cmd = [sys.executable, "-m", "dgdgen", "diff", os.path.join(d, "old.yaml"),
+    cmd = ["diff", os.path.join(d, "old.yaml"),
            os.path.join(d, "new.yaml"), "--format", "json", "--fail-on", "never"]
     if expected.get("dynamo_version"):
         cmd += ["--dynamo-version", expected["dynamo_version"]]
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    proc = run_cli(*cmd)
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     # Fail safe: what the checker cannot decide (a value set on one side whose default the

@@ -4,13 +4,12 @@ backing, and every consumer (checker, plan notes, admission policy, CLI choices)
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from gen_support import run_cli
 
 from dgdgen.check.flags import RELEASES, Category
 from dgdgen.check.inplace import (
@@ -33,8 +32,7 @@ CORPUS = REPO / "tests" / "check" / "corpus" / "vllm-block-size-disagg-v1alpha1"
 
 
 def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "dgdgen", *args], capture_output=True,
-                          text=True, check=False, cwd=cwd, env={**os.environ, "NO_COLOR": "1"})
+    return run_cli(*args, cwd=cwd, env={"NO_COLOR": "1"})
 
 
 @pytest.mark.parametrize("release", RELEASES)

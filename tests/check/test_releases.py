@@ -7,10 +7,9 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import sys
 
 import pytest
+from gen_support import run_cli
 from worker_support import shell_worker, worker_component
 
 from dgdgen import runtime
@@ -29,10 +28,8 @@ CORPUS = os.path.join(os.path.dirname(__file__), "corpus", "vllm-block-size-disa
 
 
 def diff(*extra: str, fmt: str = "json") -> str:
-    proc = subprocess.run(
-        [sys.executable, "-m", "dgdgen", "diff", os.path.join(CORPUS, "old.yaml"),
-         os.path.join(CORPUS, "new.yaml"), "--format", fmt, "--fail-on", "never", *extra],
-        capture_output=True, text=True, check=False)
+    proc = run_cli("diff", os.path.join(CORPUS, "old.yaml"), os.path.join(CORPUS, "new.yaml"),
+                   "--format", fmt, "--fail-on", "never", *extra)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
 
@@ -57,8 +54,9 @@ def test_every_command_assumes_the_same_default() -> None:
     described = DynamoTarget.model_fields["version"].description or ""
     assert all(r in described for r in RELEASES) and f"Default {DEFAULT}" in described
     for cmd in (["check", "--help"], ["diff", "--help"], ["policy", "render", "--help"]):
-        out = subprocess.run([sys.executable, "-m", "dgdgen", *cmd], capture_output=True,
-                             text=True, check=True).stdout
+        done = run_cli(*cmd)
+        assert done.returncode == 0, done.stderr
+        out = done.stdout
         flat = " ".join(out.split())
         # the default, why, and that 1.7's facts are from source
         assert "default 1.6" in flat and re.search(r"1\.7\S* (facts are )?from (its )?source",
@@ -74,10 +72,8 @@ def test_patch_releases_are_known(spelling: str, release: str) -> None:
 
 
 def test_an_unknown_release_says_which_are_known_and_why_the_default() -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "dgdgen", "diff", os.path.join(CORPUS, "old.yaml"),
-         os.path.join(CORPUS, "new.yaml"), "--dynamo-version", "1.8"],
-        capture_output=True, text=True, check=False)
+    proc = run_cli("diff", os.path.join(CORPUS, "old.yaml"), os.path.join(CORPUS, "new.yaml"),
+                   "--dynamo-version", "1.8")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "unknown Dynamo version '1.8'" in proc.stderr
     assert "1.3, 1.4, 1.5, 1.6, 1.7" in proc.stderr and "has run" in proc.stderr

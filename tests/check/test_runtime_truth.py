@@ -34,10 +34,7 @@ Marked `long` (tests/suite_support.py), and its tests share one worker.
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 import textwrap
 import time
 from dataclasses import dataclass, field
@@ -45,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from gen_support import run_cli
 
 from dgdgen import runtime
 from dgdgen.check.inplace import HASHED_MDC, RENAME, SHARED_MDC
@@ -392,11 +390,9 @@ def dgdgen_diff(tmp: Path, p: Probe, *extra: str) -> dict[str, Any]:
     base, head = sides(p)
     (tmp / "old.yaml").write_text(base, encoding="utf-8")
     (tmp / "new.yaml").write_text(head, encoding="utf-8")
-    proc = subprocess.run(
-        [sys.executable, "-m", "dgdgen", "diff", str(tmp / "old.yaml"), str(tmp / "new.yaml"),
-         "--format", "json", "--fail-on", "never", "--dynamo-version", runtime.DYNAMO_VERSION,
-         *extra],
-        capture_output=True, text=True, check=False, env={**os.environ, "NO_COLOR": "1"})
+    proc = run_cli("diff", str(tmp / "old.yaml"), str(tmp / "new.yaml"),
+                   "--format", "json", "--fail-on", "never", "--dynamo-version",
+                   runtime.DYNAMO_VERSION, *extra, env={"NO_COLOR": "1"})
     assert proc.returncode == 0, proc.stderr
     report: dict[str, Any] = json.loads(proc.stdout)
     return report
@@ -514,9 +510,8 @@ def test_prefix_selection_splits_across_checksums_and_dgd107_flags_it(
                         - name: DYN_NAMESPACE_PREFIX
                           value: inference-pfx
         """), encoding="utf-8")
-    proc = subprocess.run([sys.executable, "-m", "dgdgen", "check", str(case), "--format", "json",
-                           "--fail-on", "never", "--select", "DGD107"],
-                          capture_output=True, text=True, check=False)
+    proc = run_cli("check", str(case), "--format", "json", "--fail-on", "never", "--select",
+                   "DGD107")
     assert proc.returncode == 0, proc.stderr
     codes = [f["code"] for f in json.loads(proc.stdout)["findings"]]
     assert ("DGD107" in codes) == split, (codes, seen)

@@ -6,13 +6,12 @@ checker's messages, its JSON verdicts and the plan notes say the same."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from gen_support import run_cli
 
 from dgdgen.check.flags import RELEASES
 from dgdgen.check.inplace import (
@@ -31,8 +30,7 @@ MODEL = "            - Qwen/Qwen3-0.6B\n"
 
 
 def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "dgdgen", *args], capture_output=True,
-                          text=True, check=False, cwd=cwd, env={**os.environ, "NO_COLOR": "1"})
+    return run_cli(*args, cwd=cwd, env={"NO_COLOR": "1"})
 
 
 def _pair(tmp_path: Path, annotation: str | None = None) -> tuple[str, str]:

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
-import pytest
+from gen_support import run_cli
 
 REPO = Path(__file__).resolve().parents[2]
 UPSTREAM = REPO / "tests" / "data" / "upstream" / "dynamo" / "examples"
@@ -52,10 +51,7 @@ PROPOSED = GOOD.replace("    minAvailable: 1\n", "    minAvailable: 1\n    parti
 
 
 def verify(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "dgdgen", "verify", *args],
-        cwd=REPO, capture_output=True, text=True, timeout=120, check=False,
-    )
+    return run_cli("verify", *args, cwd=REPO)
 
 
 def test_valid_files_exit_0(tmp_path: Path) -> None:

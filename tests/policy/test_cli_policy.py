@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 
 import yaml
+from gen_support import run_cli
 
 from dgdgen.policy.schema import violations
 
@@ -14,8 +14,7 @@ CORPUS = os.path.join(os.path.dirname(__file__), "..", "check", "corpus")
 
 
 def dgdgen(*args: str, cwd: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "dgdgen", "policy", *args], capture_output=True,
-                          text=True, check=False, cwd=cwd)
+    return run_cli("policy", *args, cwd=cwd)
 
 
 def test_render_is_valid_and_deterministic() -> None:

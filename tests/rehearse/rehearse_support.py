@@ -10,12 +10,11 @@ import functools
 import json
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import cli_server
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
@@ -54,14 +53,13 @@ def require_runtime() -> None:
 
 
 def rehearse(tmp: Path, spec: str, *args: str, timeout: float = 600) -> tuple[int, dict, str]:
-    """Run `dgdgen rehearse` as a user would; (exit code, report.json, stderr)."""
+    """Run `dgdgen rehearse` as a user would, a process of its own (forked from the worker's
+    command server, tests/cli_server.py); (exit code, report.json, stderr)."""
     require_runtime()
     report = tmp / "report"
-    proc = subprocess.run(
-        [sys.executable, "-m", "dgdgen", "rehearse", str(REPO / spec), "--report", str(report),
-         "--workdir", str(tmp / "work"), *args],
-        capture_output=True, text=True, timeout=timeout, cwd=tmp, check=False,
-    )
+    proc = cli_server.run(
+        ["rehearse", str(REPO / spec), "--report", str(report), "--workdir", str(tmp / "work"),
+         *args], cwd=tmp, env=os.environ, timeout=timeout)
     data = json.loads((report / "report.json").read_text()) if (report / "report.json").exists() \
         else {}
     return proc.returncode, data, proc.stdout + proc.stderr

@@ -96,3 +96,55 @@ def test_with_a_thread_running_it_starts_fresh_interpreters(tmp_path: Path) -> N
         stop.set()
         t.join()
     assert r.returncode == 0 and r.stdout == _fresh(["plan", str(SPEC)], tmp_path).stdout
+
+
+SLEEPER = """
+import os, sys, time
+print(os.getpid(), flush=True)
+if len(sys.argv) > 2:
+    with open(sys.argv[2], "w") as fh:
+        fh.write(str(os.getpid()))
+time.sleep(float(sys.argv[1]))
+"""
+
+
+def test_a_spawned_server_serves_a_process_that_runs_threads(tmp_path: Path) -> None:
+    """A process with threads (a test runner's worker) cannot fork a server; it can start one
+    as a fresh interpreter, and its commands give what a fresh interpreter gives."""
+    stop = threading.Event()
+    t = threading.Thread(target=stop.wait)
+    t.start()
+    try:
+        with ForkServer.spawned(("dgdgen.cli", "dgdgen.commands.plan"), cwd=REPO) as server:
+            assert server.pid
+            got = [server.run("dgdgen", args, cwd=tmp_path)
+                   for args in (["plan", str(SPEC)], ["plan", "--no-such-flag"])]
+    finally:
+        stop.set()
+        t.join()
+    for r in got:
+        fresh = _fresh(list(r.args[1:]), tmp_path)
+        assert (r.returncode, r.stdout, r.stderr) == (fresh.returncode, fresh.stdout,
+                                                      fresh.stderr)
+    assert [r.returncode for r in got] == [0, 2]
+
+
+def test_a_command_past_its_timeout_is_killed_and_the_server_closed(tmp_path: Path) -> None:
+    (tmp_path / "dgdgen_sleeper.py").write_text(SLEEPER)
+    server = ForkServer.spawned(("json",), cwd=tmp_path)
+    pid = server.pid
+    assert pid
+    quick = server.run("dgdgen_sleeper", ["0"], cwd=tmp_path)
+    assert quick.returncode == 0 and int(quick.stdout) != pid
+    started = tmp_path / "started"
+    try:
+        server.run("dgdgen_sleeper", ["60", str(started)], cwd=tmp_path, timeout=2.0)
+    except subprocess.TimeoutExpired:
+        pass
+    else:
+        raise AssertionError("no timeout")
+    assert server.pid == 0  # closed, and reaped: the server is gone
+    assert not Path(f"/proc/{pid}").exists()
+    command = int(started.read_text())  # and its command, which was killed
+    assert not Path(f"/proc/{command}").exists() or "Z" in Path(
+        f"/proc/{command}/stat").read_text().split()[2]
