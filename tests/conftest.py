@@ -14,7 +14,8 @@ How the suite spends its time (docs/performance.md, "The test suite"):
 * **In parallel by default.** A plain `pytest` runs on pytest-xdist workers (`WORKERS`, more than
   the two CPUs CI has: many tests wait on real processes and scaled clocks), tests handed out one
   at a time in the order below, a module's tests that share a fixture together
-  (suite_support.GroupScheduling). Naming single tests (`pytest tests/x.py::t`) runs them in this
+  (suite_support.GroupScheduling), no more than four heavy ones at once while a light one is
+  left. Naming single tests (`pytest tests/x.py::t`) runs them in this
   process, as do `-n 0` and `-p no:xdist`.
 * **Slow tests first.** The waiting proofs (the docs run, rehearsals, the runtime probes, tests
   marked `long`) start at once and overlap with the tests that compute, instead of forming a tail.
@@ -38,10 +39,11 @@ settings.register_profile("fixed", derandomize=True, database=None)
 settings.register_profile("explore")
 settings.load_profile("explore" if os.environ.get("DGDGEN_EXPLORE") == "1" else "fixed")
 
-# Workers when none are asked for. Four on two CPUs: one follows the docs (the longest chain of
-# waits, ~10 min), the others start with the rehearsals and fill their waits with the tests that
-# compute. docs/performance.md has the runs this was chosen from.
-WORKERS = 4
+# Workers when none are asked for. Five on two CPUs: one follows the docs (the longest chain of
+# waits, ~11 min), three start with the rehearsals, and the fifth computes while those four wait
+# (suite_support.HEAVY_AT_ONCE: no more heavy tests at once while a light one is left); then
+# all five fill the CPUs. docs/performance.md has the runs this was chosen from.
+WORKERS = 5
 
 
 @pytest.hookimpl(tryfirst=True)

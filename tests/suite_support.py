@@ -29,6 +29,11 @@ from dgdgen.runtime.procs import INOTIFY_LIMIT_FILE
 LIMIT_SECONDS = 120.0
 LIMIT_ENV = "DGDGEN_TEST_LIMIT_SECONDS"  # a lower limit, for the test of the check itself
 WAITING_MARKS = ("rehearse", "runtime", "slow")
+# At most this many heavy tests (the long ones and the waiting proofs: ``heavy``) run at once.
+# They wait on real processes and scaled clocks, and four of them leave about a quarter of two
+# CPUs idle (docs/performance.md, "How it is scheduled"): a worker beyond these four computes
+# while they wait, and takes a heavy test only when no other is left.
+HEAVY_AT_ONCE = 4
 
 _setup_seconds = pytest.StashKey[float]()
 _wait_at_start = pytest.StashKey[float]()
@@ -146,6 +151,11 @@ def waits(item: pytest.Item) -> bool:
     return any(item.get_closest_marker(m) is not None for m in WAITING_MARKS)
 
 
+def heavy(item: pytest.Item) -> bool:
+    """A test marked long, or a waiting proof."""
+    return item.get_closest_marker("long") is not None or waits(item)
+
+
 def _cpu_wait() -> float:
     """Seconds this thread has spent runnable but waiting for a CPU another process held
     (/proc/thread-self/schedstat; 0 where there is none)."""
@@ -195,24 +205,58 @@ def write_groups(config: pytest.Config, items: list[pytest.Item]) -> None:
     if path is None:
         return
     groups = {item.nodeid: group for item in items if (group := _group(item)) is not None}
+    data = {"groups": groups, "heavy": [item.nodeid for item in items if heavy(item)]}
     tmp = f"{path}.{os.getpid()}"
-    Path(tmp).write_text(json.dumps(groups), encoding="utf-8")
+    Path(tmp).write_text(json.dumps(data), encoding="utf-8")
     os.replace(tmp, path)
 
 
 def scheduler(config: pytest.Config, log: Any, path: str) -> Any:
     """pytest-xdist's scope scheduling with a scope per test, or per group for grouped tests, in
-    collection order (``slow_first``), one unit at a time as workers run low."""
+    collection order (``slow_first``), one unit at a time as workers run low; no more than
+    ``HEAVY_AT_ONCE`` workers hold heavy units while a light one is left."""
     from xdist.scheduler import LoadScopeScheduling
 
     class GroupScheduling(LoadScopeScheduling):  # type: ignore[misc]
         groups: dict[str, str] | None = None
+        heavy: frozenset[str] = frozenset()
+
+        def __init__(self, config: pytest.Config, log: Any) -> None:
+            super().__init__(config, log)
+            self.heavy_of: dict[Any, list[dict[str, bool]]] = {}  # node: its heavy units
 
         def _split_scope(self, nodeid: str) -> str:
             if self.groups is None:  # read once, when the collections are in
-                self.groups = json.loads(Path(path).read_text(encoding="utf-8"))
+                data = json.loads(Path(path).read_text(encoding="utf-8"))
+                self.groups, self.heavy = data["groups"], frozenset(data["heavy"])
             group = self.groups.get(nodeid)
             return nodeid if group is None else f"group {group}"
+
+        def _is_heavy(self, unit: dict[str, bool]) -> bool:
+            return any(nodeid in self.heavy for nodeid in unit)
+
+        def _heavy_elsewhere(self, node: Any) -> int:
+            """Workers other than ``node`` holding a heavy unit not done yet."""
+            count = 0
+            for other, units in self.heavy_of.items():
+                units[:] = [u for u in units if not all(u.values())]
+                count += other is not node and bool(units)
+            return count
+
+        def _assign_work_unit(self, node: Any) -> None:
+            if self._heavy_elsewhere(node) >= HEAVY_AT_ONCE:
+                light = next((scope for scope, unit in self.workqueue.items()
+                              if not self._is_heavy(unit)), None)
+                if light is not None:
+                    self.workqueue.move_to_end(light, last=False)
+            unit = next(iter(self.workqueue.values()))
+            if self._is_heavy(unit):
+                self.heavy_of.setdefault(node, []).append(unit)
+            super()._assign_work_unit(node)
+
+        def remove_node(self, node: Any) -> Any:
+            self.heavy_of.pop(node, None)
+            return super().remove_node(node)
 
     config.option.loadscopereorder = False  # keep the collection's order
     return GroupScheduling(config, log)

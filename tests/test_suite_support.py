@@ -78,12 +78,12 @@ def _suite(tmp: Path) -> Path:
     return tmp
 
 
-def _run(tmp: Path, *args: str) -> tuple[dict[str, str], str]:
+def _run(tmp: Path, *args: str, **extra_env: str) -> tuple[dict[str, str], str]:
     """Outcome by test name (from JUnit XML), and the output."""
     xml = tmp / "out.xml"
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("PYTEST_") and k != "DGDGEN_REQUIRE_COMPONENTS"}  # ours, if a worker
-    env.update(DGDGEN_TEST_LIMIT_SECONDS="1", SETUPS=str(tmp / "setups"))
+    env.update(DGDGEN_TEST_LIMIT_SECONDS="1", SETUPS=str(tmp / "setups"), **extra_env)
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(tmp),
          "--junitxml", str(xml), *args], cwd=tmp, env=env, capture_output=True, text=True,
@@ -135,3 +135,49 @@ def test_workers_fit_the_machines_inotify_budget(tmp_path: Path, limit: str, wan
     budget.write_text(limit)
     assert suite_support.workers_within_inotify(wanted, str(budget)) == (workers, int(limit))
     assert suite_support.workers_within_inotify(wanted, str(tmp_path / "absent")) == (wanted, 0)
+
+
+HEAVY = '''
+import os
+import time
+
+import pytest
+
+
+def _record(kind, name, seconds):
+    start = time.time()
+    time.sleep(seconds)
+    with open(os.environ["INTERVALS"], "a") as fh:
+        fh.write(f"{kind} {name} {start} {time.time()}\\n")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n", range(7))
+def test_heavy(n):
+    _record("heavy", n, 0.8)  # under the 1 s limit the run sets
+
+
+@pytest.mark.parametrize("n", range(60))
+def test_light(n):
+    _record("light", n, 0.05)
+'''
+
+
+def test_a_fifth_worker_computes_while_four_heavy_tests_wait(tmp_path: Path) -> None:
+    """Five workers: no more than HEAVY_AT_ONCE heavy tests run at once while light ones are
+    left, and light tests run while the heavy ones do."""
+    assert suite_support.HEAVY_AT_ONCE == 4
+    (tmp_path / "conftest.py").write_text(CONFTEST)
+    (tmp_path / "test_heavy.py").write_text(HEAVY)
+    intervals = tmp_path / "intervals"
+    outcomes, out = _run(tmp_path, "-n", "5", "test_heavy.py", INTERVALS=str(intervals))
+    assert len(outcomes) == 67 and set(outcomes.values()) == {"passed"}, out
+    rows = [line.split() for line in intervals.read_text().splitlines()]
+    heavy = [(float(a), float(b)) for kind, _, a, b in rows if kind == "heavy"]
+    light = [(float(a), float(b)) for kind, _, a, b in rows if kind == "light"]
+    # the most heavy tests running at any one start of a heavy test (all five workers start
+    # together, once every collection is in: without the limit, five heavy tests run at once)
+    at_once = max(sum(1 for a, b in heavy if a <= start < b) for start, _ in heavy)
+    assert at_once <= suite_support.HEAVY_AT_ONCE, (at_once, heavy)
+    # and light tests ran while heavy ones did
+    assert any(a <= start < b for start, _ in light for a, b in heavy), (light, heavy)

@@ -220,6 +220,7 @@ class ForkServer:
         # CPU time (user + system) of the commands run through the server so far
         self.cpu_seconds = 0.0
         self._sock: socket.socket | None = None
+        self._proc: subprocess.Popen[bytes] | None = None  # a spawned server's process
         # the rehearsal stops it: a terminal's Ctrl-C to the process group is not for it
         self.pid, self._sock = fork_server(lambda sock: _serve(sock, preload, warm),
                                            ignore=(signal.SIGINT,))
@@ -232,18 +233,18 @@ class ForkServer:
         server = cls.__new__(cls)
         server._lock = threading.Lock()
         server.cpu_seconds = 0.0
+        server.pid, server._sock, server._proc = 0, None, None
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
-            proc = subprocess.Popen(
+            server._proc = subprocess.Popen(
                 [sys.executable, "-c", _SPAWNED, str(theirs.fileno()), *preload],
                 pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, cwd=cwd)
         except OSError:
             ours.close()
-            server.pid, server._sock = 0, None
             return server
         finally:
             theirs.close()
-        server.pid, server._sock = proc.pid, ours
+        server.pid, server._sock = server._proc.pid, ours
         return server
 
     def __enter__(self) -> Self:
@@ -301,9 +302,11 @@ class ForkServer:
         if self._sock is not None:
             self._sock.close()
             self._sock = None
-        if self.pid:
+        if self._proc is not None:
+            self._proc.wait()
+        elif self.pid:
             try:
                 os.waitpid(self.pid, 0)
             except ChildProcessError:
                 pass
-            self.pid = 0
+        self.pid = 0
