@@ -1,5 +1,6 @@
 """The tests' `python -m dgdgen` runs, without paying Python's start-up and dgdgen's imports
-each time (about 0.3 s of CPU a command, a fifth of the suite's: docs/performance.md).
+each time (a fresh interpreter spent 0.41 s of CPU a command, most of it importing; the suite's
+thousand such commands were a sixth of its CPU: docs/performance.md).
 
 Each pytest worker starts one command server the first time a test runs a command: a fresh
 interpreter that imports dgdgen's command modules, then runs every command as a fork of itself
@@ -35,8 +36,8 @@ PRELOAD = ("dgdgen.cli", *sorted(
 # Read by the interpreter (or the C library) when it starts, not when a command reads its
 # environment: a command whose environment differs from the server's in one of these runs in a
 # fresh interpreter.
-STARTUP = ("PYTHON", "LC_", "LANG", "LANGUAGE", "TZ", "MALLOC_", "GLIBC_TUNABLES",
-           "LD_PRELOAD", "LD_LIBRARY_PATH")
+STARTUP = ("PYTHON", "LC_", "LANG", "TZ", "MALLOC_", "GLIBC_TUNABLES", "LD_PRELOAD",
+           "LD_LIBRARY_PATH")
 
 _server: ForkServer | None = None
 _server_env: dict[str, str] = {}

@@ -9,7 +9,9 @@ goes"). A fork server keeps that proof and drops the cost: one process, forked f
 before it starts any thread, imports what the commands need once; each command then runs in a
 fresh fork of it — its own process, with its own working folder, environment, output files and
 exit code, and nothing left over from the command before — through the module's ``__main__``, as
-``python -m`` runs it (for dgdgen, the console script's entry point).
+``python -m`` runs it (for dgdgen, the console script's entry point). A process that already
+runs threads cannot fork one safely: :meth:`ForkServer.spawned` starts the server as a fresh
+interpreter instead (the test suite's workers run their commands so, tests/cli_server.py).
 
 Standard library only at import time.
 """
