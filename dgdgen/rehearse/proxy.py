@@ -351,13 +351,19 @@ class Proxy:
         self._wait_listening()
 
     def _wait_listening(self, timeout: float = 15.0) -> None:
+        """Wait until HAProxy accepts on its port and its master CLI answers. The master's socket
+        file exists before the master listens on it: a `show proc` right after a start that
+        only saw the file was refused (as an unprivileged user, on a loaded machine)."""
+        from dgdgen.errors import DgdgenError
+
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             try:
                 with socket.create_connection(("127.0.0.1", self.port), 1):
-                    if os.path.exists(self.master_socket):
-                        return
-            except OSError:
+                    pass
+                MasterCli(self.master_socket).workers()
+                return
+            except (OSError, DgdgenError):
                 pass
             if self.popen is not None and self.popen.poll() is not None:
                 raise RuntimeError("haproxy exited: " + self.log_tail())
