@@ -48,12 +48,19 @@ def _startup(env: Mapping[str, str]) -> dict[str, str]:
 
 
 def _get() -> ForkServer:
+    """This worker's server: started on first use, and again after one was closed (a command
+    past its timeout closes it)."""
     global _server, _server_env
     if _server is None or not _server.pid:
         _server_env = _startup(os.environ)
         _server = ForkServer.spawned(PRELOAD, cwd=REPO)
-        atexit.register(_server.close)
     return _server
+
+
+@atexit.register
+def _close() -> None:
+    if _server is not None:
+        _server.close()
 
 
 def run(argv: list[str], *, cwd: Path, env: Mapping[str, str],

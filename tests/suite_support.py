@@ -9,7 +9,9 @@
   worker (an ``xdist_group`` mark), so the fixture is set up once, not once per worker that gets
   one. ``GroupScheduling`` hands the groups out: pytest-xdist's own ``--dist loadgroup`` renames a
   grouped test's node id, which pytest 9.2 no longer lets it do, so the groups reach the
-  controller in a file the workers write at collection (``write_groups``).
+  controller in a file the workers write at collection (``write_groups``), with the heavy tests
+  (marked ``long``, or waiting proofs): no more than ``HEAVY_AT_ONCE`` workers hold one while a
+  light test is left.
 * ``check_duration``: a test whose set-up and call take more than ``LIMIT_SECONDS`` (less the time
   its process waited for a CPU others held) fails unless it is marked ``@pytest.mark.long`` — and
   a test marked so needs a docstring that says why it needs that long (``check_long_marks``).
@@ -30,9 +32,9 @@ LIMIT_SECONDS = 120.0
 LIMIT_ENV = "DGDGEN_TEST_LIMIT_SECONDS"  # a lower limit, for the test of the check itself
 WAITING_MARKS = ("rehearse", "runtime", "slow")
 # At most this many heavy tests (the long ones and the waiting proofs: ``heavy``) run at once.
-# They wait on real processes and scaled clocks, and four of them leave about a quarter of two
+# They wait on real processes and scaled clocks, and four of them left about a seventh of two
 # CPUs idle (docs/performance.md, "How it is scheduled"): a worker beyond these four computes
-# while they wait, and takes a heavy test only when no other is left.
+# while they wait, and takes a heavy test only when no light one is left.
 HEAVY_AT_ONCE = 4
 
 _setup_seconds = pytest.StashKey[float]()
