@@ -18,7 +18,7 @@ def _spec(tmp_path: Path, change: str, isolation: str) -> str:
     shutil.copy(DGD, tmp_path / "dgd.yaml")
     (tmp_path / "r.yaml").write_text(
         "apiVersion: dgdgen.dev/v1alpha1\nkind: DGDRollout\nmetadata: {name: agg}\nspec:\n"
-        "  stable: {dgd: dgd.yaml}\n  candidate:\n    components:\n"
+        "  stable: {dgd: dgd.yaml}\n  candidate:\n    revision: r2\n    components:\n"
         f"      VllmDecodeWorker: {{{change}}}\n  isolation: {isolation}\n"
         "  capacity: {maxSurge: 100%}\n")
     return str(tmp_path / "r.yaml")
@@ -43,7 +43,7 @@ def test_block_size_change_refused_in_place(tmp_path: Path) -> None:
         prepare(_spec(tmp_path, "args: {set: {--block-size: 32}}", "in-place"))
     assert "in-place is not allowed" in str(err.value)
     assert "kv_cache_block_size" in str(err.value)
-    assert "r.yaml:9:3" in str(err.value)
+    assert "r.yaml:10:3" in str(err.value)
 
 
 def test_in_place_without_migration_limit_is_noted(tmp_path: Path) -> None:

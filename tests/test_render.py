@@ -130,7 +130,7 @@ def test_sh_c_string_is_edited_as_words(tmp_path: Path) -> None:
     (tmp_path / "dgd.yaml").write_text(yamlio.dump(doc))
     (tmp_path / "r.yaml").write_text(
         "apiVersion: dgdgen.dev/v1alpha1\nkind: DGDRollout\nmetadata: {name: agg}\nspec:\n"
-        "  stable: {dgd: dgd.yaml}\n  candidate:\n    components:\n"
+        "  stable: {dgd: dgd.yaml}\n  candidate:\n    revision: r2\n    components:\n"
         "      W: {args: {set: {--block-size: 32}}}\n  capacity: {maxSurge: 100%}\n")
     prepared = prepare(str(tmp_path / "r.yaml"))
     mc = prepared.candidate.dgd.main_container("W")
@@ -142,7 +142,7 @@ def test_env_changes(tmp_path: Path) -> None:
     (tmp_path / "dgd.yaml").write_text((src / "dgd.yaml").read_text())
     (tmp_path / "r.yaml").write_text(
         "apiVersion: dgdgen.dev/v1alpha1\nkind: DGDRollout\nmetadata: {name: x}\nspec:\n"
-        "  stable: {dgd: dgd.yaml}\n  candidate:\n    components:\n"
+        "  stable: {dgd: dgd.yaml}\n  candidate:\n    revision: r2\n    components:\n"
         "      Frontend: {env: {set: {DYN_ROUTER_MODE: round-robin}}}\n"
         "      VllmDecodeWorker: {env: {set: {DYN_LOG: debug}}}\n")
     prepared = prepare(str(tmp_path / "r.yaml"))
