@@ -5,6 +5,7 @@ it starts gets a fresh interpreter."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -74,3 +75,17 @@ def test_what_an_interpreter_reads_at_start_gets_a_fresh_one(
                            timeout=60)
     assert other.returncode == 0 and fresh == [[sys.executable, "-m", "dgdgen", "--version"]]
     assert other.stdout == same.stdout
+
+
+def test_a_worker_whose_server_died_starts_another(tmp_path: Path) -> None:
+    """The command handed to a server that died fails; the worker's next command starts a new
+    server rather than failing every test after it."""
+    first = cli_server._get()
+    old = first.pid
+    assert cli_server.run(["--version"], cwd=tmp_path, env=os.environ, timeout=60).returncode == 0
+    os.kill(old, signal.SIGKILL)
+    with pytest.raises(RuntimeError, match="ended"):
+        cli_server.run(["--version"], cwd=tmp_path, env=os.environ, timeout=60)
+    again = cli_server.run(["--version"], cwd=tmp_path, env=os.environ, timeout=60)
+    assert again.returncode == 0
+    assert cli_server._get().pid not in (0, old)

@@ -270,15 +270,22 @@ class ForkServer:
                                   timeout=timeout)
         with self._lock, tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
             req = {"module": module, "argv": list(argv), "cwd": str(cwd), "env": env}
-            socket.send_fds(self._sock, [json.dumps(req).encode()], [out.fileno(), err.fileno()])
             self._sock.settimeout(timeout)
             try:
+                socket.send_fds(self._sock, [json.dumps(req).encode()],
+                                [out.fileno(), err.fileno()])
                 reply = self._sock.recv(_MAX)
             except TimeoutError:
                 self._kill_commands()
                 self.close()
                 raise subprocess.TimeoutExpired([module, *argv], timeout or 0.0) from None
+            except OSError:  # the server is gone (killed, out of memory): a broken pipe
+                reply = b""
             if not reply:
+                # Closed (and reaped) at once: this command is lost, the next one runs in a
+                # fresh interpreter, and an owner that starts servers on demand starts another
+                # (tests/cli_server.py).
+                self.close()
                 raise RuntimeError(f"the command server ended while running {module} {argv}")
             answer = json.loads(reply)
             code = int(answer["code"])

@@ -5,6 +5,8 @@ environment — and nothing one command does is seen by the next."""
 from __future__ import annotations
 
 import multiprocessing
+import os
+import signal
 import subprocess
 import sys
 import threading
@@ -155,3 +157,24 @@ def _gone(pid: int) -> bool:
     except FileNotFoundError:
         return True
     return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
+
+
+def test_a_server_killed_between_commands_is_closed_and_the_next_runs_fresh(
+        tmp_path: Path) -> None:
+    """A server that dies (an out-of-memory kill) loses the command it was handed, and is
+    closed and reaped at once: the next command runs in a fresh interpreter instead of failing
+    on a dead socket."""
+    (tmp_path / "dgdgen_sleeper.py").write_text(SLEEPER)
+    server = ForkServer.spawned(("json",), cwd=tmp_path)
+    pid = server.pid
+    assert pid and server.run("dgdgen_sleeper", ["0"], cwd=tmp_path).returncode == 0
+    os.kill(pid, signal.SIGKILL)
+    try:
+        server.run("dgdgen_sleeper", ["0"], cwd=tmp_path, timeout=60)
+    except RuntimeError as exc:
+        assert "ended" in str(exc)
+    else:
+        raise AssertionError("a command handed to a killed server ran")
+    assert server.pid == 0 and _gone(pid)
+    after = server.run("dgdgen_sleeper", ["0"], cwd=tmp_path, timeout=60)
+    assert after.returncode == 0 and int(after.stdout) not in (0, pid)
