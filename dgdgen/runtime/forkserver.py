@@ -50,6 +50,26 @@ def open_standard_streams() -> None:
                       errors="backslashreplace", closefd=False)
 
 
+# The signals whose disposition a fresh `python -m` inherits from its starter when ignored.
+INHERITED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD)
+
+
+def ignored_signals() -> list[int]:
+    """In the process that asks for a fork: the signals it ignores, which an interpreter it
+    started would ignore too (exec keeps an ignored signal ignored and resets a handled one)."""
+    return [int(s) for s in INHERITED if signal.getsignal(s) == signal.SIG_IGN]
+
+
+def inherit_dispositions(req: Mapping[str, object]) -> None:
+    """In the fork: each signal as a fresh interpreter started by the asker would have it —
+    ignored where the asker ignores it (a command started by `nohup` or a script's background
+    job), else the default, Python's own handler for SIGINT."""
+    ignored = {int(s) for s in req.get("ignored", ())}  # type: ignore[attr-defined]
+    for sig in INHERITED:
+        signal.signal(sig, signal.SIG_IGN if sig in ignored else
+                      signal.default_int_handler if sig == signal.SIGINT else signal.SIG_DFL)
+
+
 def run_as_main(module: str, argv: list[str]) -> int:
     """Run ``module`` as ``python -m MODULE ARGV`` would, in this (forked) process; the exit code
     the interpreter would end with (negative: the signal it would end by)."""
@@ -108,8 +128,7 @@ def _run_child(req: dict[str, object], out_fd: int, err_fd: int) -> int:
     assert isinstance(env, dict)
     os.environ.clear()
     os.environ.update({str(k): str(v) for k, v in env.items()})
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    inherit_dispositions(req)
     # as `python -m MODULE`: for dgdgen, its __main__ runs the console script's entry point,
     # which ends the process with the command's exit code once its output is flushed
     argv = [str(a) for a in req["argv"]]  # type: ignore[attr-defined]
@@ -269,7 +288,8 @@ class ForkServer:
                                   capture_output=True, text=True, check=False,
                                   timeout=timeout)
         with self._lock, tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-            req = {"module": module, "argv": list(argv), "cwd": str(cwd), "env": env}
+            req = {"module": module, "argv": list(argv), "cwd": str(cwd), "env": env,
+                   "ignored": ignored_signals()}
             self._sock.settimeout(timeout)
             try:
                 socket.send_fds(self._sock, [json.dumps(req).encode()],

@@ -58,6 +58,8 @@ from dgdgen.runtime.forkserver import (
     exit_child,
     flush_standard_streams,
     fork_server,
+    ignored_signals,
+    inherit_dispositions,
     open_standard_streams,
     run_as_main,
 )
@@ -80,9 +82,7 @@ def _run_pod(req: dict[str, object], log_fd: int) -> int:
     os.dup2(log_fd, 2)
     os.closerange(3, os.sysconf("SC_OPEN_MAX"))  # the server's socket, its pidfds, the log's
     signal.pthread_sigmask(signal.SIG_SETMASK, [])
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD):
-        signal.signal(sig, signal.SIG_DFL)
+    inherit_dispositions(req)  # as exec leaves them: what the starter ignores stays ignored
     open_standard_streams()
     cwd = str(req["cwd"])
     os.chdir(cwd)
@@ -293,7 +293,8 @@ class PodServer:
         if not self.serves(module):
             return subprocess.Popen(args, env=dict(env), stdin=subprocess.DEVNULL, stdout=log,
                                     stderr=subprocess.STDOUT, cwd=cwd, start_new_session=True)
-        req = {"module": module, "argv": list(argv), "cwd": str(cwd), "env": dict(env)}
+        req = {"module": module, "argv": list(argv), "cwd": str(cwd), "env": dict(env),
+               "ignored": ignored_signals()}
         with self._lock:
             if self._reader is None and not self._ready():
                 return self.spawn(module, argv, cwd=cwd, env=env, log=log)

@@ -14,6 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from dgdgen.runtime.forkserver import ForkServer
 
 REPO = Path(__file__).resolve().parents[2]
@@ -178,3 +180,34 @@ def test_a_server_killed_between_commands_is_closed_and_the_next_runs_fresh(
     assert server.pid == 0 and _gone(pid)
     after = server.run("dgdgen_sleeper", ["0"], cwd=tmp_path, timeout=60)
     assert after.returncode == 0 and int(after.stdout) not in (0, pid)
+
+
+DISPOSITIONS = """
+import signal
+for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    handler = signal.getsignal(sig)
+    # by value: ignored when the interpreter started reads 1, ignored from Python SIG_IGN
+    print({signal.SIG_IGN: "ignored", signal.SIG_DFL: "default"}.get(handler, str(handler)))
+"""
+
+
+def _dispositions(tmp: Path, ignore: bool) -> tuple[str, str]:
+    """In a fork: SIGINT and SIGHUP ignored as `nohup` or a script's background job leaves
+    them, or both default; what a served command and a fresh interpreter see."""
+    for sig, default in ((signal.SIGINT, signal.default_int_handler),
+                         (signal.SIGHUP, signal.SIG_DFL)):
+        signal.signal(sig, signal.SIG_IGN if ignore else default)
+    with ForkServer.spawned(("json",), cwd=tmp) as server:
+        assert server.pid
+        served = server.run("dgdgen_dispositions", [], cwd=tmp, env=dict(os.environ))
+    fresh = subprocess.run([sys.executable, "-m", "dgdgen_dispositions"], cwd=tmp,
+                           capture_output=True, text=True, check=False)
+    return served.stdout, fresh.stdout
+
+
+@pytest.mark.parametrize("ignore", [False, True], ids=["default-signals", "nohup"])
+def test_a_command_handles_signals_as_a_fresh_interpreter(tmp_path: Path, ignore: bool) -> None:
+    (tmp_path / "dgdgen_dispositions.py").write_text(DISPOSITIONS)
+    served, fresh = in_a_fork(_dispositions, tmp_path, ignore)
+    assert served == fresh == ("ignored\ndefault\nignored\n" if ignore else
+                               "<built-in function default_int_handler>\ndefault\ndefault\n")

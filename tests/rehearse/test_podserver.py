@@ -28,6 +28,15 @@ import json, os, signal, sys, tempfile, time
 import dgdgen_pod_lib
 # module-level code of the entry module: it runs in every fork, never in the server
 dgdgen_pod_lib.imports += 1
+
+
+def disposition(sig):
+    # by value: a signal ignored when the interpreter started reads as the number 1, one
+    # ignored from Python as signal.SIG_IGN; a program compares them equal
+    handler = signal.getsignal(sig)
+    return {signal.SIG_IGN: "ignored", signal.SIG_DFL: "default"}.get(handler, str(handler))
+
+
 if __name__ == "__main__":
     import atexit
     atexit.register(lambda: open(os.environ["PROBE_OUT"] + ".atexit", "w").close())
@@ -38,8 +47,8 @@ if __name__ == "__main__":
             "fds": sorted(int(f) for f in os.listdir("/proc/self/fd")),
             "cmdline": open("/proc/self/cmdline", "rb").read().decode().replace("\\0", " ").strip(),
             "imports": dgdgen_pod_lib.imports, "lib_loaded_in": dgdgen_pod_lib.loaded_in,
-            "sigint": str(signal.getsignal(signal.SIGINT)),
-            "sigterm": str(signal.getsignal(signal.SIGTERM)),
+            "sigint": disposition(signal.SIGINT), "sigterm": disposition(signal.SIGTERM),
+            "sighup": disposition(signal.SIGHUP),
             "mask": sorted(int(s) for s in signal.pthread_sigmask(signal.SIG_BLOCK, [])),
             "stdin": sys.stdin.read(),
         }, fh)
@@ -79,9 +88,13 @@ def _start(server: PodServer | None, pkg: Path, work: Path, name: str,
     return proc, out, log
 
 
-def _run_all(pkg: Path, work: Path, via_server: bool) -> dict[str, Any]:
+def _run_all(pkg: Path, work: Path, via_server: bool, ignore: bool) -> dict[str, Any]:
     """In a single-threaded fork: the probe run to its end, with an exit code, and stopped by
-    SIGTERM and by SIGKILL; what each saw and how it ended."""
+    SIGTERM and by SIGKILL; what each saw and how it ended. ``ignore``: started as `nohup` or a
+    script's background job starts a command, SIGINT and SIGHUP ignored; else both default."""
+    for sig, default in ((signal.SIGINT, signal.default_int_handler),
+                         (signal.SIGHUP, signal.SIG_DFL)):
+        signal.signal(sig, signal.SIG_IGN if ignore else default)
     sys.path.insert(0, str(pkg))
     # an exit hook of the process the server forks from: no fork may run it
     atexit.register(lambda: (work / "inherited-hook-ran").touch())
@@ -127,14 +140,18 @@ def _run_all(pkg: Path, work: Path, via_server: bool) -> dict[str, Any]:
             server.close()
 
 
-def test_a_pod_is_what_a_fresh_interpreter_is(tmp_path: Path) -> None:
+@pytest.mark.parametrize("ignore", [False, True], ids=["default-signals", "nohup"])
+def test_a_pod_is_what_a_fresh_interpreter_is(tmp_path: Path, ignore: bool) -> None:
+    """Whatever the signals its starter ignores: a suite started with SIGINT ignored (a
+    script's background job) once saw the fork with Python's handler and the fresh one
+    ignoring it."""
     pkg = _lib(tmp_path)
     results = {}
     for via in (False, True):
         work = tmp_path / ("server" if via else "fresh")
         (work / "a").mkdir(parents=True)
         (work / "b").mkdir()
-        results[via] = in_a_fork(_run_all, pkg, work, via)
+        results[via] = in_a_fork(_run_all, pkg, work, via, ignore)
     fresh, forked = results[False], results[True]
     assert forked["plain"]["type"] == "PodProcess" and fresh["plain"]["type"] == "Popen"
     for name in ("plain", "exit3"):
@@ -154,8 +171,11 @@ def test_a_pod_is_what_a_fresh_interpreter_is(tmp_path: Path) -> None:
             assert seen["stdin"] == ""
         # the same environment (nothing of the server's: SERVER_ONLY), folders, command line,
         # signal handling, and the entry module imported afresh in the fork
-        for key in ("env", "tmp", "argv", "sigint", "sigterm", "mask", "imports"):
+        for key in ("env", "tmp", "argv", "sigint", "sigterm", "sighup", "mask", "imports"):
             assert fs[key] == ss[key], key
+        assert (ss["sigint"], ss["sighup"]) == (
+            ("ignored", "ignored") if ignore
+            else ("<built-in function default_int_handler>", "default"))
         assert "SERVER_ONLY" not in ss["env"] and ss["imports"] == 1
         assert fs["cwd"] == ss["cwd"]
         assert fs["cmdline"].endswith("-m dgdgen_pod_probe a b c")
