@@ -80,8 +80,8 @@ def test_what_an_interpreter_reads_at_start_gets_a_fresh_one(
 def test_a_worker_whose_server_died_starts_another(tmp_path: Path) -> None:
     """The command handed to a server that died fails; the worker's next command starts a new
     server rather than failing every test after it."""
-    first = cli_server._get()
-    old = first.pid
+    old = cli_server._get().pid
+    assert old  # never os.kill(0, …): that is this worker's whole process group
     assert cli_server.run(["--version"], cwd=tmp_path, env=os.environ, timeout=60).returncode == 0
     os.kill(old, signal.SIGKILL)
     with pytest.raises(RuntimeError, match="ended"):

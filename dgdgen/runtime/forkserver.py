@@ -299,7 +299,7 @@ class ForkServer:
                 self._kill_commands()
                 self.close()
                 raise subprocess.TimeoutExpired([module, *argv], timeout or 0.0) from None
-            except OSError:  # the server is gone (killed, out of memory): a broken pipe
+            except ConnectionError:  # the server is gone (killed, out of memory): a broken pipe
                 reply = b""
             if not reply:
                 # Closed (and reaped) at once: this command is lost, the next one runs in a
