@@ -182,21 +182,33 @@ def test_a_server_killed_between_commands_is_closed_and_the_next_runs_fresh(
     assert after.returncode == 0 and int(after.stdout) not in (0, pid)
 
 
-DISPOSITIONS = """
-import signal
-for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+# A signal's disposition as a program reads it, by value: one ignored when the interpreter
+# started reads as the number 1, one ignored from Python as signal.SIG_IGN; they compare equal.
+# Source text, for the probes run as programs here and in test_podserver.py.
+DISPOSITION = """
+def disposition(sig):
     handler = signal.getsignal(sig)
-    # by value: ignored when the interpreter started reads 1, ignored from Python SIG_IGN
-    print({signal.SIG_IGN: "ignored", signal.SIG_DFL: "default"}.get(handler, str(handler)))
+    return {signal.SIG_IGN: "ignored", signal.SIG_DFL: "default"}.get(handler, str(handler))
+"""
+
+DISPOSITIONS = "import signal\n" + DISPOSITION + """
+for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    print(disposition(sig))
 """
 
 
-def _dispositions(tmp: Path, ignore: bool) -> tuple[str, str]:
-    """In a fork: SIGINT and SIGHUP ignored as `nohup` or a script's background job leaves
-    them, or both default; what a served command and a fresh interpreter see."""
+def start_as(ignore: bool) -> None:
+    """This process's SIGINT and SIGHUP as `nohup` or a script's background job leaves them
+    (ignored), or as an interactive shell does (Python's handler, the default)."""
     for sig, default in ((signal.SIGINT, signal.default_int_handler),
                          (signal.SIGHUP, signal.SIG_DFL)):
         signal.signal(sig, signal.SIG_IGN if ignore else default)
+
+
+def _dispositions(tmp: Path, ignore: bool) -> tuple[str, str]:
+    """In a fork started as ``start_as(ignore)``: what a served command and a fresh interpreter
+    see."""
+    start_as(ignore)
     with ForkServer.spawned(("json",), cwd=tmp) as server:
         assert server.pid
         served = server.run("dgdgen_dispositions", [], cwd=tmp, env=dict(os.environ))

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from rehearse_support import require_runtime, short_workdir
-from test_forkserver import in_a_fork
+from test_forkserver import DISPOSITION, in_a_fork, start_as
 
 from dgdgen.runtime.podserver import PodProcess, PodServer
 
@@ -28,14 +28,7 @@ import json, os, signal, sys, tempfile, time
 import dgdgen_pod_lib
 # module-level code of the entry module: it runs in every fork, never in the server
 dgdgen_pod_lib.imports += 1
-
-
-def disposition(sig):
-    # by value: a signal ignored when the interpreter started reads as the number 1, one
-    # ignored from Python as signal.SIG_IGN; a program compares them equal
-    handler = signal.getsignal(sig)
-    return {signal.SIG_IGN: "ignored", signal.SIG_DFL: "default"}.get(handler, str(handler))
-
+""" + DISPOSITION + """
 
 if __name__ == "__main__":
     import atexit
@@ -92,9 +85,7 @@ def _run_all(pkg: Path, work: Path, via_server: bool, ignore: bool) -> dict[str,
     """In a single-threaded fork: the probe run to its end, with an exit code, and stopped by
     SIGTERM and by SIGKILL; what each saw and how it ended. ``ignore``: started as `nohup` or a
     script's background job starts a command, SIGINT and SIGHUP ignored; else both default."""
-    for sig, default in ((signal.SIGINT, signal.default_int_handler),
-                         (signal.SIGHUP, signal.SIG_DFL)):
-        signal.signal(sig, signal.SIG_IGN if ignore else default)
+    start_as(ignore)
     sys.path.insert(0, str(pkg))
     # an exit hook of the process the server forks from: no fork may run it
     atexit.register(lambda: (work / "inherited-hook-ran").touch())
