@@ -26,9 +26,19 @@ class Record:
         return self.outcome.served_by
 
 
+# How long the load's requests may take, for the threads it needs (Little's law: rate × time in
+# flight). A healthy disaggregated stream takes about 0.67 s — its first token at 0.52 s, after
+# the rehearsal's simulated KV transfer (dgdgen.runtime.mocker.KV_TRANSFER_SECONDS), then 24
+# tokens ~6 ms apart —, a candidate slowed down four times about 2.8 s: 3 s of requests keep the
+# rate even when all of it goes to such a candidate (the in-place roll ends there). With 16
+# threads a 40 requests/s load sent 22 a second, and the gates' samples came up short.
+IN_FLIGHT_SECONDS = 3.0
+
+
 class Load:
-    """``rate`` requests per second, at most ``concurrency`` in flight, every ``unary_every``-th
-    one unary (the rest stream). Stops on :meth:`stop`, or at ``max_seconds`` whatever happens."""
+    """``rate`` requests per second, at most ``concurrency`` in flight (by default enough for
+    :data:`IN_FLIGHT_SECONDS` of requests), every ``unary_every``-th one unary (the rest stream).
+    Stops on :meth:`stop`, or at ``max_seconds`` whatever happens."""
 
     def __init__(
         self,
@@ -37,7 +47,7 @@ class Load:
         *,
         rate: float,
         t0: float,
-        concurrency: int = 16,
+        concurrency: int | None = None,
         unary_every: int = 4,
         max_tokens: int = 24,
         max_seconds: float = 3600.0,
@@ -51,7 +61,8 @@ class Load:
         self.model = model
         self.rate = rate
         self.t0 = t0
-        self.concurrency = concurrency
+        self.concurrency = (concurrency if concurrency is not None
+                            else max(4, math.ceil(rate * IN_FLIGHT_SECONDS)))
         self.unary_every = unary_every
         self.max_tokens = max_tokens
         self.max_seconds = max_seconds

@@ -37,7 +37,7 @@ from dgdgen.rehearse.prometheus import Prometheus
 from dgdgen.rehearse.proxy import Proxy, route_backends, route_preview
 from dgdgen.rehearse.scale import ScaledSpec, write_scaled_spec
 from dgdgen.runtime.forkserver import ForkServer
-from dgdgen.runtime.mocker import rehearsal_flags
+from dgdgen.runtime.mocker import KV_TRANSFER_SECONDS, rehearsal_flags
 from dgdgen.runtime.model import make_model_dir
 from dgdgen.runtime.podserver import PodServer
 from dgdgen.runtime.procs import LocalDynamo, Proc, inherited_env, memory_kb
@@ -325,8 +325,9 @@ def judge_note(accuracy: float | None) -> str | None:
 def engine_note(answering: bool, candidate_quality: float) -> str:
     """What answered the requests, for every report."""
     if not answering:
-        return ("workers: dynamo.mocker (simulated timing, with a 0.09 s KV transfer between "
-                "prefill and decode: docs/rehearse.md, Engine flags; empty answers)")
+        return (f"workers: dynamo.mocker (simulated timing, with a {KV_TRANSFER_SECONDS:g} s KV "
+                "transfer between prefill and decode: docs/rehearse.md, Engine flags; empty "
+                "answers)")
     return (f"workers: {ANSWERING_ENGINE}; the candidate answers "
             f"{candidate_quality:.0%} of the prompts wrongly, the stable none")
 
@@ -501,14 +502,14 @@ class Rehearsal:
                 self.say(f"load: {opts.rate:g} requests/s through the proxy on port {proxy.port}")
                 if self.parent is not None:
                     outside = Load(proxy.parent_port, model, rate=opts.rate * OUT_OF_MESH_SHARE,
-                                   t0=self.t0, concurrency=4, entry="out-of-mesh")
+                                   t0=self.t0, entry="out-of-mesh")
                     outside.start()
                     self.say(f"load: {opts.rate * OUT_OF_MESH_SHARE:g} requests/s more from "
                              f"callers outside the mesh, through Service {self.parent}'s "
                              "selector")
                 if route is not None:
                     previewing = Load(proxy.port, model, rate=opts.rate * PREVIEW_SHARE,
-                                      t0=self.t0, concurrency=4, entry="preview",
+                                      t0=self.t0, entry="preview",
                                       headers=route.request_headers())
                     previewing.start()
                     self.say(f"load: {opts.rate * PREVIEW_SHARE:g} requests/s more with the "
