@@ -59,10 +59,22 @@ class Segment:
     observed: float | None  # % of the requests attributed, None without any
 
 
-def segments(out: InPlaceOutcome, *, settle: float = 0.5) -> list[Segment]:
+# How long before the rehearsal records a new worker available the frontend may already route to
+# it: the frontend discovers a worker when it registers, the rehearsal counts it available when its
+# own poll finds it ready by /health and listed (dgdgen.rehearse.inplace), and a request's start
+# is taken just before the load's thread sends it. In a side-by-side run beside the rest of the
+# suite the frontend listed a candidate namespace 0.08 s before the rehearsal counted its decode
+# worker available, and four requests started in that stretch went to it (2026-12-07).
+DISCOVERY_LEAD = 0.25
+
+
+def segments(out: InPlaceOutcome, *, settle: float = 0.5,
+             lead: float = DISCOVERY_LEAD) -> list[Segment]:
     """Per stretch between two pod changes: the candidate's share of the serving role's available
     workers, and the share of the requests that started in it (from ``settle`` seconds after the
-    change: the frontend's discovery follows a removal within milliseconds) its workers served."""
+    change: the frontend's discovery follows a removal within milliseconds; to ``lead`` seconds
+    before the next: it may route to a new worker before the rehearsal counts it available) its
+    workers served."""
     role = serving_role(out)
     comps = {n for n, c in out.prepared.stable.dgd.components.items() if c.role is role}
     rows = []
@@ -73,7 +85,8 @@ def segments(out: InPlaceOutcome, *, settle: float = 0.5) -> list[Segment]:
                   for cfg, m in snap.workers.items()}
         total = sum(counts.values())
         expected = 100.0 * counts.get("candidate", 0) / total if total else 0.0
-        recs = [r for r in out.records if snap.t + settle <= r.start < end]
+        until = end - lead if i + 1 < len(snaps) else end
+        recs = [r for r in out.records if snap.t + settle <= r.start < until]
         served = [served_config(out, r) for r in recs]
         attributed = [s for s in served if s]
         cand = sum(1 for s in attributed if s == "candidate")

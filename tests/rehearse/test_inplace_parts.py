@@ -123,12 +123,14 @@ def test_report_attributes_each_request_and_compares_with_the_workers() -> None:
                             "candidate": {"VllmDecodeWorker": 1}}, "c")]
     records = ([_served(0.6 + i * 0.1, "d1", "p1") for i in range(10)]
                + [_served(0.2, "d1", "p1")]  # inside the settle margin: not counted
+               # within the discovery lead before the next change: routed under either set
+               + [_served(1.9, "d2", "p2")]
                + [_served(2.6, "d2", "p2"), _served(2.7, "d1", "p1"), _served(2.8, "d1", "p2"),
                   _served(2.9, "", "", status=503)])
     out = _outcome(records, snaps)
     data = to_json(out)
-    assert data["served"] == {"candidate": 1, "mixed": 1, "stable": 12, "unattributed": 1}
-    assert data["candidateServed"] == 1 and data["failed"] == 1
+    assert data["served"] == {"candidate": 2, "mixed": 1, "stable": 12, "unattributed": 1}
+    assert data["candidateServed"] == 2 and data["failed"] == 1
     assert data["servingRole"] == "decode"
     first, second = data["segments"]
     assert (first["expectedCandidatePercent"], first["requests"],
