@@ -33,6 +33,9 @@ class Record:
 # rate even when all of it goes to such a candidate (the in-place roll ends there). With 16
 # threads a 40 requests/s load sent 22 a second, and the gates' samples came up short.
 IN_FLIGHT_SECONDS = 3.0
+# The bound: past this many requests in flight the load falls behind its rate rather than start
+# more threads (an 85 requests/s load and up).
+MAX_CONCURRENCY = 256
 
 
 class Load:
@@ -62,7 +65,8 @@ class Load:
         self.rate = rate
         self.t0 = t0
         self.concurrency = (concurrency if concurrency is not None
-                            else max(4, math.ceil(rate * IN_FLIGHT_SECONDS)))
+                            else min(MAX_CONCURRENCY,
+                                     max(4, math.ceil(rate * IN_FLIGHT_SECONDS))))
         self.unary_every = unary_every
         self.max_tokens = max_tokens
         self.max_seconds = max_seconds

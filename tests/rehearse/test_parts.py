@@ -145,6 +145,19 @@ def test_docs_list_the_carried_and_dropped_flags() -> None:
     assert flag_table_markdown() in doc
 
 
+def test_the_load_keeps_threads_for_its_requests_in_flight_within_a_bound() -> None:
+    # Little's law: the rate times how long a request may take (a healthy one ~0.67 s, a
+    # slowed candidate's ~2.8 s); with 16 threads a 40 requests/s load sent 22 a second and the
+    # examples' gates were Inconclusive (tests/rehearse/test_examples_on_defaults.py proves the
+    # rate kept). A small rate keeps a few threads, a huge one stops at the bound.
+    from dgdgen.rehearse.load import IN_FLIGHT_SECONDS, MAX_CONCURRENCY, Load
+
+    assert Load(1, "m", rate=40, t0=0.0).concurrency == 40 * IN_FLIGHT_SECONDS
+    assert Load(1, "m", rate=0.5, t0=0.0).concurrency == 4
+    assert Load(1, "m", rate=1000, t0=0.0).concurrency == MAX_CONCURRENCY
+    assert Load(1, "m", rate=40, t0=0.0, concurrency=2).concurrency == 2
+
+
 def test_failed_requests_are_listed_with_their_state() -> None:
     from types import SimpleNamespace
 
