@@ -119,7 +119,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "(default: what every gate's scaled bake collects at --rate; a scaled clock "
                    "cannot collect a production-sized sample) or `spec` (the spec's own)")
     p.add_argument("--candidate-slowdown", type=_positive, default=None, metavar="X",
-                   help="make the candidate X times slower (the mocker's speedup ratio 1/X), "
+                   help="make the candidate X times slower (the mocker's speedup ratios 1/X and "
+                   "its simulated KV transfer X times slower), "
                    "to rehearse a regression the gates must catch (default 1; with "
                    "--side-by-side, the slowed runs' factor, default 4)")
     p.add_argument("--candidate-quality", type=_fraction, default=0.0, metavar="F",

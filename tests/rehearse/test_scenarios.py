@@ -108,7 +108,9 @@ def test_slow_candidate_is_rolled_back(tmp_path: Path) -> None:
     # took some time, and the report and summary say so
     by = data["wallSecondsBy"]
     assert sum(by.values()) == pytest.approx(data["wallSeconds"], abs=0.5), by
-    wait = float(re.search(r"\[step-01\] bake (\d+) s", log)[1])
+    baked = re.search(r"\[step-01\] bake (\d+) s", log)
+    assert baked, log  # the log names the step's bake
+    wait = float(baked[1])
     moved = next(e["t"] for e in data["events"] if e["event"].startswith("step-01: traffic moved"))
     gated = next(e["t"] for e in data["events"] if e["event"].startswith("step-01: gate "))
     assert gated - moved >= wait - 0.5 and by["bake"] > 0, (wait, moved, gated, by)
