@@ -19,7 +19,8 @@ Each process started as a fork keeps what the proof needs of a pod:
   is only what the server imported: modules of libraries, nothing run (no runtime, no thread, no
   socket; Python's ``random`` reseeds on fork);
 * nothing else of the server: descriptors other than its log are closed, the temp folder is read
-  again from its ``TMPDIR``, signal handlers and mask are a fresh interpreter's;
+  again from its ``TMPDIR``, signal handlers and mask are a fresh interpreter's (and what the
+  libraries wrote to a temp folder as the server imported them is gone with the server's own);
 * the interpreter's exit: once the module returns, the fork waits for the threads it started
   and runs the exit hooks its libraries registered when the server imported them (Dynamo's core
   lets its runtime's tasks finish there), never those of the process the server was forked from;
@@ -160,12 +161,21 @@ def _serve(sock: socket.socket, preload: Sequence[str], entries: Sequence[str],
     # reads what a fresh process would)
     os.environ.clear()
     os.environ.update(env)
-    for name in _libraries(preload, entries):
-        if name not in sys.modules:
-            try:
-                importlib.import_module(name)
-            except Exception:  # noqa: BLE001, S112 - one a fork can still import for itself
-                continue
+    # what the libraries leave in the temp folder as they import (Dynamo's logging set-up writes
+    # a JSON file there and never removes it: ai-dynamo 1.6.1 dynamo/runtime/logging.py) goes to
+    # a folder of the server's own, removed once they are imported; a fork reads its own TMPDIR
+    with tempfile.TemporaryDirectory(prefix="dgdgen-pod-server-") as scratch:
+        os.environ["TMPDIR"] = scratch
+        tempfile.tempdir = None
+        for name in _libraries(preload, entries):
+            if name not in sys.modules:
+                try:
+                    importlib.import_module(name)
+                except Exception:  # noqa: BLE001, S112 - one a fork can still import for itself
+                    continue
+    os.environ.clear()
+    os.environ.update(env)
+    tempfile.tempdir = None
     gc.collect()
     gc.freeze()  # what is loaded now stays out of the forks' collections (copy-on-write)
     # it watches its forks through pidfds (Linux 5.3): on an older kernel this ends the server

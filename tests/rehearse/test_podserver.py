@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -240,11 +241,27 @@ def test_without_a_usable_server_each_process_is_a_fresh_interpreter(tmp_path: P
 
 
 def _dynamo_pods() -> dict[str, Any]:
+    from dgdgen.runtime.procs import inherited_env
+
+    with short_workdir("dgdgen-pods-") as work:
+        # this process (an isolated fork of the test's) and the server share a temp folder
+        server_tmp = work / "server-tmp"
+        server_tmp.mkdir()
+        os.environ["TMPDIR"] = str(server_tmp)
+        tempfile.tempdir = None
+        seen = _serve_dynamo(work, inherited_env())
+        # what Dynamo's imports wrote to the temp folder (its logging set-up's JSON file) went
+        # with the server
+        seen["left_in_server_tmp"] = sorted(p.name for p in server_tmp.iterdir())
+        return seen
+
+
+def _serve_dynamo(work: Path, env: dict[str, str]) -> dict[str, Any]:
     from dgdgen.runtime.client import request
     from dgdgen.runtime.model import make_model_dir
-    from dgdgen.runtime.procs import LocalDynamo, inherited_env, proc_pids
+    from dgdgen.runtime.procs import LocalDynamo, proc_pids
 
-    with short_workdir("dgdgen-pods-") as work, PodServer(inherited_env()) as pods:
+    with PodServer(env) as pods:
         assert pods.pid  # forked before make_model_dir starts the tokenizer's threads
         model_dir = make_model_dir(work / "model")
         with LocalDynamo(work / "rt", pods=pods) as rt:
@@ -275,3 +292,4 @@ def test_the_dynamo_frontend_and_mocker_serve_as_forks() -> None:
     assert seen["code"] == 0  # SIGTERM: it stops cleanly, as a fresh one does
     assert any(" -m dynamo.frontend " in c for c in seen["cmd"].values()), seen["cmd"]
     assert any(" -m dynamo.mocker --model-path " in c for c in seen["cmd"].values()), seen["cmd"]
+    assert seen["left_in_server_tmp"] == []
