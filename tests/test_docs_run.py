@@ -23,8 +23,12 @@ modified (outputs go under ignored folders).
 
 The only blocks not run are those marked, on the line before the fence, with
 `<!-- docs-run: needs a live Prometheus -->` or `<!-- docs-run: needs a live HAProxy socket -->`;
-any other `docs-run:` marker fails. Shell blocks without `$ ` prompts (kubectl, docker, argo
-against a cluster) are illustrations, not run.
+and one marker spares the second reading a block: `<!-- docs-run: first reading only: TEST -->`,
+allowed only on a block of `dgdgen rehearse` commands and naming the test that runs a rehearsal
+again over the report and the temp folder of the one before it (what the second reading proved
+of those blocks, for one rollout instead of four on the default clock: 1.7 CPU-minutes and
+four minutes of the suite's longest chain). Any other `docs-run:` marker fails. Shell blocks
+without `$ ` prompts (kubectl, docker, argo against a cluster) are illustrations, not run.
 """
 
 from __future__ import annotations
@@ -45,6 +49,9 @@ from gen_support import REPO
 FENCE = re.compile(r"^(\s*)(```+|~~~+)\s*([\w-]*)\s*$")
 MARKER = re.compile(r"<!--\s*docs-run:\s*(.*?)\s*-->")
 ALLOWED_SKIPS = ("needs a live Prometheus", "needs a live HAProxy socket")
+# a block run in the first reading only; the marker names the test that proves its second run
+ONCE = "first reading only: "
+RERUN_PROOF = "tests/rehearse/test_rerun.py"
 EXIT = re.compile(r"#\s*exits?\s+(\d+(?:\s+or\s+\d+)*)\b[^'\"]*$")
 LINKED = re.compile(r"`((?:docs|examples)/[\w./-]*?(?:\.md|/))`")
 
@@ -156,8 +163,28 @@ def test_the_reading_order_is_the_documentation_list(tmp_path: Path) -> None:
 
 def test_only_live_service_blocks_are_skipped() -> None:
     bad = [(b.doc, b.line, b.skip) for bl in ALL.values() for b in bl
-           if b.skip is not None and b.skip not in ALLOWED_SKIPS]
-    assert bad == [], f"allowed markers: {ALLOWED_SKIPS}"
+           if b.skip is not None and b.skip not in ALLOWED_SKIPS and not _once(b)]
+    assert bad == [], f"allowed markers: {ALLOWED_SKIPS}, or {ONCE!r}{RERUN_PROOF}"
+
+
+def _once(b: Block) -> bool:
+    """Whether ``b`` is marked to run in the first reading only, and may be: every command of
+    it a `dgdgen rehearse` (a rehearsal's run again is what the named test proves), and the
+    test the marker names exists."""
+    return (b.skip == ONCE + RERUN_PROOF and (REPO / RERUN_PROOF).is_file()
+            and all(re.match(r"dgdgen rehearse\s", c.text) for c in b.commands))
+
+
+def test_a_first_reading_marker_is_refused_on_other_commands(tmp_path: Path) -> None:
+    doc = tmp_path / "x.md"
+    doc.write_text(
+        f"<!-- docs-run: {ONCE}{RERUN_PROOF} -->\n```console\n$ dgdgen rehearse a.yaml\n```\n"
+        f"<!-- docs-run: {ONCE}{RERUN_PROOF} -->\n```console\n$ dgdgen rehearse a.yaml\n"
+        "$ dgdgen plan a.yaml\n```\n"
+        f"<!-- docs-run: {ONCE}tests/no_such_test.py -->\n```console\n$ dgdgen rehearse a\n```\n")
+    assert [_once(b) for b in blocks(doc)] == [True, False, False]
+    first, second = (_script(blocks(doc)[:1], reading) for reading in READINGS)
+    assert "dgdgen rehearse a.yaml" in first and "dgdgen rehearse" not in second
 
 
 def test_the_parser_reads_prompts_continuations_markers_and_exit_codes(tmp_path: Path) -> None:
@@ -212,11 +239,11 @@ def _expected_exit(command: str) -> tuple[int, ...]:
     return tuple(int(c) for c in m.group(1).split(" or ")) if m else (0,)
 
 
-def _script(bl: list[Block]) -> str:
+def _script(bl: list[Block], reading: int = READINGS[0]) -> str:
     lines = ["set -u", 'sample="$(mktemp)"; seen="$(mktemp)"',
              'trap \'rm -f "$sample" "$seen"\' EXIT']
     for b in bl:
-        if b.skip is not None:
+        if b.skip is not None and not (_once(b) and reading == READINGS[0]):
             continue
         for cmd in b.commands:
             where = f"{b.doc}:{b.line}: $ {cmd.text}"
@@ -339,8 +366,9 @@ class Reader:
     def follow(self, doc: str, reading: int = READINGS[0]) -> subprocess.CompletedProcess[str]:
         for earlier in SEQUENCE[:SEQUENCE.index((reading, doc)) + 1]:
             if earlier not in self.done and _cannot_run(earlier[1]) is None:
+                reading_now, now = earlier
                 self.done[earlier] = subprocess.run(
-                    ["bash", "-c", _script(RUNNABLE[earlier[1]])], cwd=self.checkout,
+                    ["bash", "-c", _script(RUNNABLE[now], reading_now)], cwd=self.checkout,
                     env=self.env, capture_output=True, text=True, timeout=900)
         return self.done[(reading, doc)]
 
@@ -355,7 +383,7 @@ def reader(sandbox: dict[str, str], tmp_path_factory: pytest.TempPathFactory) ->
 
 def _rehearses(doc: str) -> bool:
     return any(re.match(r"dgdgen rehearse\b(?!.*--help)", c.text)
-               for b in RUNNABLE[doc] if b.skip is None for c in b.commands)
+               for b in RUNNABLE[doc] if b.skip is None or _once(b) for c in b.commands)
 
 
 def _cannot_run(doc: str) -> str | None:
@@ -373,9 +401,9 @@ def _cannot_run(doc: str) -> str | None:
 
 # The readings form one chain in one scratch checkout (the `reader` fixture, module-scoped: its
 # tests share one worker, in this order). Long: docs/rehearse.md rehearses four rollouts on the
-# default time scale, about 4–5 minutes a reading; the chain is 10–11 minutes on two CPUs and is
-# the suite's longest, so it starts first (tests/suite_support.py).
-LONG_CHAIN = [pytest.mark.slow, pytest.mark.long(minutes=11)]
+# default time scale in its first reading, about 4–5 minutes; the chain is 7–8 minutes on two
+# CPUs and is the suite's longest, so it starts first (tests/suite_support.py).
+LONG_CHAIN = [pytest.mark.slow, pytest.mark.long(minutes=8)]
 
 
 @pytest.mark.parametrize(("reading", "doc"), SEQUENCE,
@@ -385,7 +413,7 @@ LONG_CHAIN = [pytest.mark.slow, pytest.mark.long(minutes=11)]
 def test_doc_runs_as_written_after_the_ones_before_it(reading: int, doc: str,
                                                       reader: Reader) -> None:
     """Each document after the ones before it. Long: run on its own, a document runs every one
-    before it first (docs/rehearse.md's rehearsals take 4–5 minutes a reading)."""
+    before it first (docs/rehearse.md's rehearsals take 4–5 minutes, in the first reading)."""
     reason = _cannot_run(doc)
     if reason is not None:
         pytest.skip(reason)
