@@ -1,6 +1,6 @@
-"""cel-python's typing forms, remembered (dgdgen/crd/cel.py ``_RememberedForm``): the same
+"""cel-python's typing forms, remembered (dgdgen/crd/celpy_speed.py ``RememberedForm``): the same
 subscription gives the same form typing gives, and the evaluator's isinstance forms are left
-alone. And the constants of a rule (``_remember_constants``): a literal, list or map with no name
+alone. And the constants of a rule (``remember_constants``): a literal, list or map with no name
 in it is evaluated once, an error never remembered, and every rule evaluates as before."""
 
 from __future__ import annotations
@@ -10,14 +10,14 @@ import typing
 import celpy.evaluation
 import pytest
 
-from dgdgen.crd import cel
+from dgdgen.crd import cel, celpy_speed
 
 
 def test_remembered_forms_subscript_as_typing_does() -> None:
     cel.compile_rule("self.a == 1")  # builds the environment, which installs the forms
-    for name in cel._REMEMBERED:
+    for name in celpy_speed.REMEMBERED:
         form = getattr(celpy.evaluation, name)
-        assert isinstance(form, cel._RememberedForm), name
+        assert isinstance(form, celpy_speed.RememberedForm), name
         assert form.form is getattr(typing, name)
     ev = celpy.evaluation
     assert ev.Union[int, str] == typing.Union[int, str]  # noqa: UP007 - typing's own form
