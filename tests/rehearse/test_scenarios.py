@@ -79,6 +79,15 @@ def test_healthy_candidate_reaches_cleanup(tmp_path: Path) -> None:
         assert s["splitErrorPoints"] <= 3.0, s
     gated = [s for s in data["states"] if s["gate"]]
     assert gated and all(s["verdict"] == "Successful" for s in gated), gated
+    # GAMMA: callers outside the mesh follow the parent Service's selector, not the route's
+    # weights: the stable's frontend until the candidate takes all the traffic, then the
+    # candidate's (finding 1: a parent left on a workerless stable fails them here)
+    outside = data["outOfMesh"]
+    assert outside["service"] == "qwen-router" and outside["requests"] > 20, outside
+    assert outside["failed"] == 0 and outside["truncated"] == 0, (data["failures"], log)
+    served = {s["state"]: s["servedBy"] for s in outside["states"]}
+    stable, candidate = list(data["states"][0]["planned"])
+    assert set(served["step-00"]) == {stable} and set(served["cleanup"]) == {candidate}, served
     # every planned generation with weight got traffic; none without weight did
     for s in _moving_states(data):
         for gen, w in s["planned"].items():
