@@ -163,7 +163,9 @@ def _serve(sock: socket.socket, preload: Sequence[str], entries: Sequence[str],
     os.environ.update(env)
     # what the libraries leave in the temp folder as they import (Dynamo's logging set-up writes
     # a JSON file there and never removes it: ai-dynamo 1.6.1 dynamo/runtime/logging.py) goes to
-    # a folder of the server's own, removed once they are imported; a fork reads its own TMPDIR
+    # a folder of the server's own (in the forks' TMPDIR, not one this process had read before),
+    # removed once they are imported; a fork reads its own TMPDIR
+    tempfile.tempdir = None
     with tempfile.TemporaryDirectory(prefix="dgdgen-pod-server-") as scratch:
         os.environ["TMPDIR"] = scratch
         tempfile.tempdir = None

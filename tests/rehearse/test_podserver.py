@@ -212,6 +212,41 @@ def test_a_killed_server_takes_its_forks_with_it(tmp_path: Path) -> None:
     assert seen["error"].startswith("the pod server ended before starting dgdgen_pod_probe"), seen
 
 
+# a library that writes to the temp folder as it is imported, as Dynamo's logging set-up does
+TMPLIB = ("import os, tempfile\n"
+          "fd, path = tempfile.mkstemp(suffix='.json')\n"
+          "os.close(fd)\n"
+          "open(os.environ['TMPLIB_OUT'], 'w').write(path)\n")
+
+
+def _import_writes(pkg: Path, work: Path) -> dict[str, Any]:
+    sys.path.insert(0, str(pkg))
+    caller, forks, out = work / "caller", work / "forks", work / "written"
+    caller.mkdir()
+    forks.mkdir()
+    tempfile.tempdir = str(caller)  # a temp folder this process read before: not the forks'
+    with PodServer({"PATH": os.environ["PATH"], "TMPDIR": str(forks), "TMPLIB_OUT": str(out)},
+                   preload=("dgdgen_pod_tmplib", "dgdgen_pod_lib", "setproctitle"),
+                   entries=("dgdgen_pod_probe",)) as server:
+        proc, _, _ = _start(server, pkg, work, "p")  # the server has imported by then
+        code = proc.wait(60)
+    return {"code": code, "written": out.read_text(), "caller": sorted(os.listdir(caller)),
+            "forks": sorted(os.listdir(forks))}
+
+
+def test_what_the_imports_write_to_the_temp_folder_goes_with_the_server(tmp_path: Path) -> None:
+    """The server imports in a folder of its own inside the forks' TMPDIR (a rehearsal's private
+    one: it goes with it even after a SIGKILL), never the caller's, and removes it once imported."""
+    pkg = _lib(tmp_path)
+    (pkg / "dgdgen_pod_tmplib.py").write_text(TMPLIB)
+    seen = in_a_fork(_import_writes, pkg, tmp_path)
+    assert seen["code"] == 0, seen
+    written = Path(seen["written"])
+    assert written.parent.parent == tmp_path / "forks", seen
+    assert written.parent.name.startswith("dgdgen-pod-server-"), seen
+    assert seen["caller"] == [] and seen["forks"] == [], seen
+
+
 def _threaded(pkg: Path, work: Path) -> tuple[int, str]:
     stop = threading.Event()
     t = threading.Thread(target=stop.wait)
