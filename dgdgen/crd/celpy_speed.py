@@ -80,15 +80,16 @@ _CONSTANTS: dict[int, list[Any]] = {}
 
 
 def remember_constants(tree: lark.Tree[Any]) -> None:
-    """Mark the primaries of ``tree`` that hold no name (a literal, a list or map of them):
-    :func:`_constant_primary` evaluates each once.
+    """Mark the primaries of ``tree`` that hold no name (a literal, a list or map of them): the
+    evaluator :func:`install` patches (``_constant_primaries``) evaluates each once.
 
     cel-python 0.5.0 interprets the parse tree node by node at every evaluation, and a list
     literal's each element is a dozen nodes deep (``c.type in ["prefill", "decode"]`` inside a
     ``map()`` builds the list again for every element): the policy's rules are mostly such
     tables (the corpus of tests/policy/test_corpus_agreement.py: 46.8 → 34.9 CPU-s). A value
     is remembered only when it is not an error; CEL's functions and macros build new values and
-    never change their arguments (nor do :data:`FUNCTIONS`), so a shared one stays as built."""
+    never change their arguments (nor do those of :data:`dgdgen.crd.cel.FUNCTIONS`), so a
+    shared one stays as built."""
     pure: dict[int, bool] = {}
     for sub in tree.iter_subtrees():  # bottom-up: a node's children come before it
         pure[id(sub)] = sub.data in _PURE_NODES and all(
