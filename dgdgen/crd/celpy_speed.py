@@ -92,8 +92,8 @@ def remember_constants(tree: lark.Tree[Any]) -> None:
     shared one stays as built."""
     pure: dict[int, bool] = {}
     for sub in tree.iter_subtrees():  # bottom-up: a node's children come before it
-        pure[id(sub)] = sub.data in _PURE_NODES and all(
-            pure[id(c)] for c in sub.children if isinstance(c, lark.Tree))
+        pure[id(sub)] = sub.data in _PURE_NODES and all(  # (one not seen yet: not remembered)
+            pure.get(id(c), False) for c in sub.children if isinstance(c, lark.Tree))
         if sub.data == "primary" and pure[id(sub)]:
             _CONSTANTS[id(sub)] = [sub, _UNSET]
 
