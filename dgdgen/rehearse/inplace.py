@@ -324,7 +324,6 @@ class InPlaceRehearsal:
         if pods is not None:
             self.podserver = pods
             return self._run()
-        # forked first, while this process has no other thread (dgdgen.runtime.podserver)
         with PodServer(inherited_env()) as self.podserver:
             return self._run()
 

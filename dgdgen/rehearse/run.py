@@ -399,8 +399,9 @@ class Rehearsal:
         made while it had no other thread: --side-by-side hands one pair to all its runs),
         else through servers of its own."""
         with contextlib.ExitStack() as own:
-            # forked first, while this process has no other thread (dgdgen.runtime.forkserver);
-            # reading the spec once builds the validators every command would build on first use
+            # the command server forked first, while this process has no other thread
+            # (dgdgen.runtime.forkserver); reading the spec once builds the validators every
+            # command would build on first use. The pod server is a fresh interpreter.
             self.commands = commands or own.enter_context(command_server(self.opts.spec))
             self.pods = pods or own.enter_context(PodServer(inherited_env()))
             self.commands_cpu0 = self.commands.cpu_seconds

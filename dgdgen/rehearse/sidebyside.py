@@ -162,9 +162,10 @@ def run(opts: SideBySideOptions, say: Callable[[str], None]) -> dict[str, Any]:
     from dgdgen.runtime.procs import inherited_env
 
     spec_gated, isolation = gated_spec(opts.spec, opts.workdir / "gated-spec")
-    # one command server and one pod server for the four runs, forked while this process has no
-    # other thread: after the first run the tokenizer library's threads run here, and a server
-    # made then would start every process as `python -m` (dgdgen.runtime.podserver)
+    # one command server and one pod server for the four runs; the command server forked while
+    # this process has no other thread: after the first run the tokenizer library's threads run
+    # here, and a command server made then would run every command as `python -m`
+    # (dgdgen.runtime.forkserver)
     with command_server(spec_gated) as commands, PodServer(inherited_env()) as pods:
         rows = _runs(opts, spec_gated, commands, pods, say)
     result = {

@@ -211,6 +211,26 @@ def fork_server(serve: Callable[[socket.socket], None], *,
     return pid, ours
 
 
+def spawn_server(program: str, args: Sequence[str] = (), *, cwd: Path | None = None,
+                 env: Mapping[str, str] | None = None,
+                 ) -> tuple[subprocess.Popen[bytes] | None, socket.socket | None]:
+    """Start ``python -c PROGRAM FD ARGS``, a fresh interpreter that serves on its end of a socket
+    pair (descriptor FD), in ``cwd`` with ``env`` (default: this process's); (its process, this
+    process's end), or (None, None) when it cannot start. Safe in a process that runs threads."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", program, str(theirs.fileno()), *args],
+            pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, cwd=cwd,
+            env=None if env is None else dict(env))
+    except OSError:
+        ours.close()
+        return None, None
+    finally:
+        theirs.close()
+    return proc, ours
+
+
 # A spawned server's program: it ignores a terminal's Ctrl-C as a forked one does (its commands
 # reset it) and serves on the socket it was handed until the other end closes.
 _SPAWNED = """
@@ -254,18 +274,10 @@ class ForkServer:
         server = cls.__new__(cls)
         server._lock = threading.Lock()
         server.cpu_seconds = 0.0
-        server.pid, server._sock, server._proc = 0, None, None
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        try:
-            server._proc = subprocess.Popen(
-                [sys.executable, "-c", _SPAWNED, str(theirs.fileno()), *preload],
-                pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, cwd=cwd)
-        except OSError:
-            ours.close()
-            return server
-        finally:
-            theirs.close()
-        server.pid, server._sock = server._proc.pid, ours
+        server.pid = 0
+        server._proc, server._sock = spawn_server(_SPAWNED, preload, cwd=cwd)
+        if server._proc is not None:
+            server.pid = server._proc.pid
         return server
 
     def __enter__(self) -> Self:

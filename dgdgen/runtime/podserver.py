@@ -23,16 +23,20 @@ Each process started as a fork keeps what the proof needs of a pod:
   libraries wrote to a temp folder as the server imported them is gone with the server's own);
 * the interpreter's exit: once the module returns, the fork waits for the threads it started
   and runs the exit hooks its libraries registered when the server imported them (Dynamo's core
-  lets its runtime's tasks finish there), never those of the process the server was forked from;
+  lets its runtime's tasks finish there), never those of the server's own modules;
 * its end with the server: a fork is killed when the server ends, however it ends.
 
-The server is forked while the calling process has no other thread (a fork of a threaded process
-is unsafe) and never starts one. It reaps each fork and reports its exit status over its socket;
+The server is a fresh interpreter (``python -c``, in the forks' environment, on the caller's
+search path), not a fork of the caller: a fork inherits every page of the process it is forked
+from, and each pod would carry the rehearsal's own memory (dgdgen's modules, the plan, the load's
+buffers: about 10 MB of RSS in each of a rehearsal's pods, docs/rehearse.md "Memory"). Started so,
+it also serves a caller that runs threads. It never starts a thread itself, reaps each fork and
+reports its exit status over its socket;
 :class:`PodProcess` is what :class:`subprocess.Popen` is to the rest of the rehearsal (``pid``,
 ``returncode``, ``poll``, ``wait``). When the caller closes the server (or dies: the rehearsal
 runs in a PID namespace of its own, :mod:`dgdgen.runtime.netns`), every fork still running is
-killed. A server that cannot start runs each process with :class:`subprocess.Popen` instead,
-which proves the same at the old cost.
+killed. A server that cannot start (or cannot import what it preloads) runs each process with
+:class:`subprocess.Popen` instead, which proves the same at the old cost.
 """
 
 from __future__ import annotations
@@ -58,11 +62,11 @@ from typing import Self
 from dgdgen.runtime.forkserver import (
     exit_child,
     flush_standard_streams,
-    fork_server,
     ignored_signals,
     inherit_dispositions,
     open_standard_streams,
     run_as_main,
+    spawn_server,
 )
 
 _MAX = 1 << 20
@@ -144,18 +148,34 @@ def _libraries(preload: Sequence[str], entries: Sequence[str]) -> list[str]:
     return names
 
 
+# The server's program (PodServer): it ignores what a terminal or a stop sends the caller's
+# process group (the caller closes it), reads what to serve from its socket, imports this module
+# from the caller's search path and serves until the caller closes its end; never the exit hooks.
+_SPAWNED = """
+import json, os, signal, socket, sys
+for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    signal.signal(sig, signal.SIG_IGN)
+sock = socket.socket(fileno=int(sys.argv[1]))
+code = 70
+try:
+    config = json.loads(sock.recv(1 << 20))
+    sys.path[:] = config["path"]
+    from dgdgen.runtime.podserver import _serve
+    _serve(sock, config["preload"], config["entries"], config["env"], config["base_path"])
+    code = 0
+finally:
+    os._exit(code)
+"""
+
+
 def _serve(sock: socket.socket, preload: Sequence[str], entries: Sequence[str],
-           env: Mapping[str, str]) -> None:
-    # no exit hook of the process it was forked from: a fork runs those its own imports register
+           env: Mapping[str, str], base_path: Sequence[str]) -> None:
+    # a fork runs the exit hooks its libraries registered, none of the server's own modules'
     atexit._clear()
-    # the search path a fresh interpreter starts from: this one's, less its first entry (the
-    # caller's script folder or working folder) and what its PYTHONPATH added
-    added = {os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p}
-    base_path = [p for p in sys.path[1:] if os.path.abspath(p) not in added]
     # setproctitle finds the command line's memory now, before the environment changes
     import setproctitle
 
-    setproctitle.setproctitle(setproctitle.getproctitle())
+    setproctitle.setproctitle(f"{sys.executable} -c <dgdgen pod server: {', '.join(preload)}>")
     prctl = ctypes.CDLL(None, use_errno=True).prctl  # libc's, for the forks (no lookup there)
     # the forks' environment while the libraries import (one that reads a variable at import
     # reads what a fresh process would)
@@ -206,7 +226,7 @@ def _serve(sock: socket.socket, preload: Sequence[str], entries: Sequence[str],
                 if not msg:
                     return
                 req = json.loads(msg)
-                req.update(entries=list(entries), base_path=base_path)
+                req.update(entries=list(entries), base_path=list(base_path))
                 ready_r, ready_w = os.pipe()
                 pid = os.fork()
                 if pid == 0:
@@ -264,9 +284,9 @@ class PodProcess:
 class PodServer:
     """A process that starts ``python -m MODULE`` processes as forks of itself (module docstring).
 
-    ``env`` is the environment the forks start from (their own is given with each start), set in
-    the server before it imports ``preload``. Create it while the process is single-threaded;
-    :meth:`spawn` may then be called from any thread. Closing it kills what is still running.
+    ``env`` is the environment the server starts in and imports ``preload`` in (each fork's own is
+    given with its start). :meth:`spawn` may be called from any thread. Closing it kills what is
+    still running.
     """
 
     def __init__(self, env: Mapping[str, str], preload: Sequence[str] = DYNAMO_PRELOAD,
@@ -282,10 +302,22 @@ class PodServer:
         self._early: dict[int, int] = {}  # exits reported before their start was answered
         self._sock: socket.socket | None = None
         self._reader: threading.Thread | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        # the search path a fresh `python -m` starts from: this process's, less its first entry
+        # (the script's folder or the working folder) and what its PYTHONPATH added
+        added = {os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+                 if p}
+        config = {"path": sys.path, "preload": list(preload), "entries": list(self.entries),
+                  "env": dict(env),
+                  "base_path": [p for p in sys.path[1:] if os.path.abspath(p) not in added]}
         # it ends when its socket closes (the rehearsal closes it, or ends)
-        self.pid, self._sock = fork_server(
-            lambda sock: _serve(sock, preload, self.entries, dict(env)),
-            ignore=(signal.SIGINT, signal.SIGTERM, signal.SIGHUP))
+        self._proc, self._sock = spawn_server(_SPAWNED, env=env)
+        if self._proc is not None and self._sock is not None:
+            self.pid = self._proc.pid
+            try:
+                self._sock.send(json.dumps(config).encode())
+            except OSError:
+                self.close()
 
     def __enter__(self) -> Self:
         return self
@@ -381,18 +413,13 @@ class PodServer:
                 self._sock.shutdown(socket.SHUT_WR)  # the server kills what runs, then ends
             except OSError:
                 pass
-        if self.pid and self._reader is None:
-            # it never started anything (a rehearsal that stopped early, on bad input say):
-            # no need to wait for it to finish importing
-            try:
-                os.kill(self.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        if self.pid:
-            try:
-                os.waitpid(self.pid, 0)
-            except ChildProcessError:
-                pass
+        if self._proc is not None:
+            if self._reader is None:
+                # it never started anything (a rehearsal that stopped early, on bad input say):
+                # no need to wait for it to finish importing
+                self._proc.kill()
+            self._proc.wait()
+            self._proc = None
             self.pid = 0
         if self._reader is not None:
             self._reader.join(5)

@@ -220,7 +220,7 @@ def run_probes(workdir: str) -> dict[str, dict[str, Any]]:
     work = Path(workdir)
     out: dict[str, dict[str, Any]] = {}
     # the probes' hundred-odd workers start as forks of a server that imported Dynamo once
-    # (dgdgen.runtime.podserver), forked before the tokenizer library starts its threads
+    # (dgdgen.runtime.podserver)
     with PodServer(inherited_env()) as pods, LocalDynamo(work / "dynamo", pods=pods) as dyn:
         dirs = {k: make_model_dir(work / "models" / k, **v)  # type: ignore[arg-type]
                 for k, v in DIRS.items()}

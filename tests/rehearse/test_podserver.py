@@ -15,6 +15,7 @@ import sys
 import tempfile
 import threading
 import time
+import types
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,9 @@ if __name__ == "__main__":
             "sighup": disposition(signal.SIGHUP),
             "mask": sorted(int(s) for s in signal.pthread_sigmask(signal.SIG_BLOCK, [])),
             "stdin": sys.stdin.read(),
+            "caller_only": "dgdgen_caller_only" in sys.modules,
+            "rss_kb": int(next(l for l in open("/proc/self/status")
+                               if l.startswith("VmRSS:")).split()[1]),
         }, fh)
     print("to stdout", flush=True)
     print("to stderr", file=sys.stderr, flush=True)
@@ -88,6 +92,9 @@ def _run_all(pkg: Path, work: Path, via_server: bool, ignore: bool) -> dict[str,
     script's background job starts a command, SIGINT and SIGHUP ignored; else both default."""
     start_as(ignore)
     sys.path.insert(0, str(pkg))
+    # what the caller holds (a module, 64 MB written to): a fork of the server holds none of it
+    sys.modules["dgdgen_caller_only"] = types.ModuleType("dgdgen_caller_only")
+    ballast = bytearray(b"\x01") * (64 << 20)
     # an exit hook of the process the server forks from: no fork may run it
     atexit.register(lambda: (work / "inherited-hook-ran").touch())
     server = PodServer({"PATH": os.environ["PATH"], "SERVER_ONLY": "1"},
@@ -126,6 +133,7 @@ def _run_all(pkg: Path, work: Path, via_server: bool, ignore: bool) -> dict[str,
             server.close()
             seen["left"] = {"code": proc.poll(), "gone": not Path(f"/proc/{left}").exists()}
         seen["inherited_hook_ran"] = (work / "inherited-hook-ran").exists()
+        seen["ballast"] = len(ballast)
         return seen
     finally:
         if server is not None:
@@ -163,8 +171,13 @@ def test_a_pod_is_what_a_fresh_interpreter_is(tmp_path: Path, ignore: bool) -> N
             assert seen["stdin"] == ""
         # the same environment (nothing of the server's: SERVER_ONLY), folders, command line,
         # signal handling, and the entry module imported afresh in the fork
-        for key in ("env", "tmp", "argv", "sigint", "sigterm", "sighup", "mask", "imports"):
+        for key in ("env", "tmp", "argv", "sigint", "sigterm", "sighup", "mask", "imports",
+                    "caller_only"):
             assert fs[key] == ss[key], key
+        # nothing of the caller's memory: the server is a fresh interpreter, not a fork of it
+        assert not ss["caller_only"]
+        assert ss["rss_kb"] < fs["rss_kb"] + forked["ballast"] // 2048, (ss["rss_kb"],
+                                                                        fs["rss_kb"])
         assert (ss["sigint"], ss["sighup"]) == (
             ("ignored", "ignored") if ignore
             else ("<built-in function default_int_handler>", "default"))
@@ -248,6 +261,7 @@ def test_what_the_imports_write_to_the_temp_folder_goes_with_the_server(tmp_path
 
 
 def _threaded(pkg: Path, work: Path) -> tuple[int, str]:
+    sys.path.insert(0, str(pkg))
     stop = threading.Event()
     t = threading.Thread(target=stop.wait)
     t.start()
@@ -267,11 +281,14 @@ def _missing(pkg: Path, work: Path) -> tuple[int, str]:
         return server.pid, f"{type(proc).__name__} {proc.wait(60)} {log.read_text()}"
 
 
-def test_without_a_usable_server_each_process_is_a_fresh_interpreter(tmp_path: Path) -> None:
-    """Forking a process with threads can copy a lock another thread holds, and a server whose
-    imports fail serves nothing: then every process starts as `python -m`, with the same result."""
+def test_a_caller_with_threads_is_served_and_a_server_without_its_imports_is_not(
+        tmp_path: Path) -> None:
+    """The server is a fresh interpreter, so a caller that runs threads (whose fork could copy a
+    lock another thread holds) is served too; a server whose imports fail serves nothing: then
+    every process starts as `python -m`, with the same result."""
     pkg = _lib(tmp_path)
-    assert in_a_fork(_threaded, pkg, tmp_path) == (0, "Popen 0 to stdout\nto stderr\n")
+    pid, seen = in_a_fork(_threaded, pkg, tmp_path)
+    assert pid and seen == "PodProcess 0 to stdout\nto stderr\n"
     assert in_a_fork(_missing, pkg, tmp_path) == (0, "Popen 0 to stdout\nto stderr\n")
 
 
@@ -297,7 +314,7 @@ def _serve_dynamo(work: Path, env: dict[str, str]) -> dict[str, Any]:
     from dgdgen.runtime.procs import LocalDynamo, proc_pids
 
     with PodServer(env) as pods:
-        assert pods.pid  # forked before make_model_dir starts the tokenizer's threads
+        assert pods.pid
         model_dir = make_model_dir(work / "model")
         with LocalDynamo(work / "rt", pods=pods) as rt:
             fe = rt.frontend("ns")
