@@ -70,6 +70,11 @@ from dgdgen.runtime.forkserver import (
 )
 
 _MAX = 1 << 20
+# Room in the server's command line for its forks' command lines (setproctitle writes a title
+# into that memory; SPT_NOENV keeps it out of the environment's, so /proc/PID/environ still
+# reads as the environment the server started in, the rehearsal's own, and a title is cut at
+# the command line's length): a rehearsal's longest, a mocker's, is about 260 characters.
+_TITLE_ROOM = 4096
 _PR_SET_PDEATHSIG = 1  # prctl(2)
 # What a pod server imports: the entry modules pull in every library they need; the entry
 # packages themselves are then forgotten, so each fork imports them afresh (module docstring).
@@ -151,6 +156,7 @@ def _libraries(preload: Sequence[str], entries: Sequence[str]) -> list[str]:
 # The server's program (PodServer): it ignores what a terminal or a stop sends the caller's
 # process group (the caller closes it), reads what to serve from its socket, imports this module
 # from the caller's search path and serves until the caller closes its end; never the exit hooks.
+# Its second argument is room for the forks' command lines (_TITLE_ROOM).
 _SPAWNED = """
 import json, os, signal, socket, sys
 for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
@@ -172,7 +178,9 @@ def _serve(sock: socket.socket, preload: Sequence[str], entries: Sequence[str],
            env: Mapping[str, str], base_path: Sequence[str]) -> None:
     # a fork runs the exit hooks its libraries registered, none of the server's own modules'
     atexit._clear()
-    # setproctitle finds the command line's memory now, before the environment changes
+    # setproctitle finds the command line's memory now, before the environment changes, and
+    # leaves the environment's alone (_TITLE_ROOM)
+    os.environ["SPT_NOENV"] = "1"
     import setproctitle
 
     setproctitle.setproctitle(f"{sys.executable} -c <dgdgen pod server: {', '.join(preload)}>")
@@ -311,7 +319,7 @@ class PodServer:
                   "env": dict(env),
                   "base_path": [p for p in sys.path[1:] if os.path.abspath(p) not in added]}
         # it ends when its socket closes (the rehearsal closes it, or ends)
-        self._proc, self._sock = spawn_server(_SPAWNED, env=env)
+        self._proc, self._sock = spawn_server(_SPAWNED, [" " * _TITLE_ROOM], env=env)
         if self._proc is not None and self._sock is not None:
             self.pid = self._proc.pid
             try:

@@ -13,6 +13,7 @@ sleeps a fixed time.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -68,6 +69,13 @@ def processes_of(tmp: Path) -> dict[int, str]:
         if state != "Z":
             out[pid] = cmd
     return out
+
+
+def kill_all(tmp: Path) -> None:
+    """SIGKILL what :func:`processes_of` finds (one may end between the look and the kill)."""
+    for pid in processes_of(tmp):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
 
 
 def wait_for(what: str, check: Callable[[], object], timeout: float) -> object:
@@ -149,8 +157,7 @@ def test_a_stopped_rehearsal_leaves_no_process_and_no_file(how: str, tmp_path: P
             left = sorted(p.name for p in tmp.iterdir())
         assert left == [], left
     finally:
-        for pid in processes_of(tmp):  # only if the assertions above failed
-            os.kill(pid, signal.SIGKILL)
+        kill_all(tmp)  # only if the assertions above failed
         subprocess.run(["rm", "-rf", str(tmp)], check=False)
 
 
@@ -178,8 +185,7 @@ def test_a_running_rehearsals_folder_is_not_swept(tmp_path: Path) -> None:
                  GONE_WITHIN)
         assert list(tmp.iterdir()) == []
     finally:
-        for pid in processes_of(tmp):
-            os.kill(pid, signal.SIGKILL)
+        kill_all(tmp)
         subprocess.run(["rm", "-rf", str(tmp)], check=False)
 
 
@@ -240,8 +246,7 @@ def test_the_runtime_helpers_end_with_the_process_that_started_them(tmp_path: Pa
                 proc.wait()
         wait_for("every helper process gone", lambda: not processes_of(tmp), GONE_WITHIN)
     finally:
-        for pid in processes_of(tmp):
-            os.kill(pid, signal.SIGKILL)
+        kill_all(tmp)
         subprocess.run(["rm", "-rf", str(tmp)], check=False)
 
 

@@ -47,6 +47,8 @@ if __name__ == "__main__":
             "mask": sorted(int(s) for s in signal.pthread_sigmask(signal.SIG_BLOCK, [])),
             "stdin": sys.stdin.read(),
             "caller_only": "dgdgen_caller_only" in sys.modules,
+            "proc_environ": sorted(k.split(b"=")[0].decode() for k in
+                                   open("/proc/self/environ", "rb").read().split(b"\\0") if k),
             "rss_kb": int(next(l for l in open("/proc/self/status")
                                if l.startswith("VmRSS:")).split()[1]),
         }, fh)
@@ -67,8 +69,8 @@ def _lib(tmp: Path) -> Path:
     return pkg
 
 
-def _start(server: PodServer | None, pkg: Path, work: Path, name: str,
-           **env: str) -> tuple[Any, Path, Path]:
+def _start(server: PodServer | None, pkg: Path, work: Path, name: str, argv: tuple[str, ...] = (
+        "a", "b c"), **env: str) -> tuple[Any, Path, Path]:
     out, log = work / f"{name}.json", work / f"{name}.log"
     # LC_ALL: a fresh interpreter in the C locale would add LC_CTYPE to its environment (PEP 538);
     # the rehearsal's processes inherit the caller's locale variables either way
@@ -77,13 +79,22 @@ def _start(server: PodServer | None, pkg: Path, work: Path, name: str,
     with open(log, "wb") as fh:
         if server is None:
             proc: Any = subprocess.Popen(
-                [sys.executable, "-m", "dgdgen_pod_probe", "a", "b c"], env=full, cwd=work,
+                [sys.executable, "-m", "dgdgen_pod_probe", *argv], env=full, cwd=work,
                 stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT,
                 start_new_session=True)
         else:
-            proc = server.spawn("dgdgen_pod_probe", ["a", "b c"], cwd=work, env=full,
+            proc = server.spawn("dgdgen_pod_probe", list(argv), cwd=work, env=full,
                                 log=fh.fileno())
     return proc, out, log
+
+
+def _wait_for_probe(out: Path) -> None:
+    """Until the probe has written ``out`` (it then sleeps), at most 30 s: its log says why not."""
+    deadline = time.monotonic() + 30
+    while not out.exists():
+        log = out.with_suffix(".log")
+        assert time.monotonic() < deadline, log.read_text() if log.exists() else "no log"
+        time.sleep(0.02)
 
 
 def _run_all(pkg: Path, work: Path, via_server: bool, ignore: bool) -> dict[str, Any]:
@@ -127,8 +138,7 @@ def _run_all(pkg: Path, work: Path, via_server: bool, ignore: bool) -> dict[str,
         # closing the server kills what still runs
         if server is not None:
             proc, out, _ = _start(server, pkg, work / "a", "left", PROBE_SLEEP="60")
-            while not out.exists():
-                time.sleep(0.02)
+            _wait_for_probe(out)
             left = proc.pid
             server.close()
             seen["left"] = {"code": proc.poll(), "gone": not Path(f"/proc/{left}").exists()}
@@ -174,6 +184,10 @@ def test_a_pod_is_what_a_fresh_interpreter_is(tmp_path: Path, ignore: bool) -> N
         for key in ("env", "tmp", "argv", "sigint", "sigterm", "sighup", "mask", "imports",
                     "caller_only"):
             assert fs[key] == ss[key], key
+        # /proc/PID/environ: a fresh one's reads as its own environment, a fork's as the one the
+        # server started in (its command line is written where the server's was, never there)
+        assert "PROBE_OUT" in fs["proc_environ"]
+        assert ss["proc_environ"] == ["PATH", "SERVER_ONLY"]
         # nothing of the caller's memory: the server is a fresh interpreter, not a fork of it
         assert not ss["caller_only"]
         assert ss["rss_kb"] < fs["rss_kb"] + forked["ballast"] // 2048, (ss["rss_kb"],
@@ -199,8 +213,7 @@ def _server_killed(pkg: Path, work: Path) -> dict[str, Any]:
     with PodServer({"PATH": os.environ["PATH"]}, preload=("dgdgen_pod_lib", "setproctitle"),
                    entries=("dgdgen_pod_probe",)) as server:
         proc, out, _ = _start(server, pkg, work, "orphan", PROBE_SLEEP="60")
-        while not out.exists():
-            time.sleep(0.02)
+        _wait_for_probe(out)
         os.kill(server.pid, signal.SIGKILL)
         code = proc.wait(30)  # the server's end is reported as the fork's
         deadline = time.monotonic() + 10
@@ -223,6 +236,25 @@ def test_a_killed_server_takes_its_forks_with_it(tmp_path: Path) -> None:
     seen = in_a_fork(_server_killed, pkg, tmp_path)
     assert seen["code"] == -signal.SIGKILL and seen["gone"], seen
     assert seen["error"].startswith("the pod server ended before starting dgdgen_pod_probe"), seen
+
+
+def _long_command_line(pkg: Path, work: Path) -> dict[str, Any]:
+    sys.path.insert(0, str(pkg))
+    with PodServer({"PATH": os.environ["PATH"]}, preload=("dgdgen_pod_lib", "setproctitle"),
+                   entries=("dgdgen_pod_probe",)) as server:
+        proc, out, _ = _start(server, pkg, work, "long", ("x" * 3000, "y"))
+        code = proc.wait(60)
+    return {"code": code, **json.loads(out.read_text())}
+
+
+def test_a_long_command_line_reads_whole(tmp_path: Path) -> None:
+    """A rehearsal's mocker command lines run to hundreds of characters (a model folder, flags):
+    a fork's title is written into the server's command line, which leaves room for 4,096."""
+    pkg = _lib(tmp_path)
+    seen = in_a_fork(_long_command_line, pkg, tmp_path)
+    assert seen["code"] == 0, seen
+    assert seen["cmdline"] == f"{sys.executable} -m dgdgen_pod_probe {'x' * 3000} y"
+    assert seen["proc_environ"] == ["PATH"]
 
 
 # a library that writes to the temp folder as it is imported, as Dynamo's logging set-up does
