@@ -11,7 +11,7 @@ Each process started as a fork keeps what the proof needs of a pod:
   does), working folder, environment (replaced whole, so the fork's own ``DYN_*`` variables
   and ``TMPDIR`` are the ones read), log (standard output and error), exit code, and a command
   line that reads as the ``python -m`` command it stands for (``ps``, /proc/PID/cmdline:
-  setproctitle);
+  setproctitle; its /proc/PID/environ, the starting environment, is the server's);
 * the module run as ``python -m`` runs it, through its ``__main__``; the entry packages
   (``dynamo.frontend``, ``dynamo.mocker``) are never imported by the server, only the libraries
   they load (found in a throwaway fork), so what they do at import time (the mocker sets
