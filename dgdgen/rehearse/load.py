@@ -20,6 +20,9 @@ class Record:
     # the way in: the route, "out-of-mesh" (a GAMMA parent's selector), or "preview" (the route,
     # with the preview's header or cookie)
     entry: str = "route"
+    # seconds it started after its time in the load's schedule (the rate's): a load that cannot
+    # keep its rate (a busy machine, MAX_CONCURRENCY in flight) starts its requests ever later
+    late: float = 0.0
 
     @property
     def generation(self) -> str:
@@ -103,12 +106,13 @@ class Load:
             delay = at - time.monotonic()
             if delay > 0 and self._stop.wait(delay):
                 return
-            started = time.monotonic() - self.t0
+            now = time.monotonic()
+            started = now - self.t0
             outcome = request(self.port, self.model, stream=(i % self.unary_every != 0),
                               max_tokens=self.max_tokens, timeout=120.0,
                               worker_ids=self.worker_ids, headers=self.headers)
             with self._lock:
-                self.records.append(Record(started, outcome, self.entry))
+                self.records.append(Record(started, outcome, self.entry, max(0.0, now - at)))
 
     def stop(self, timeout: float = 130.0) -> None:
         """Send nothing more; wait for the requests in flight to finish."""
@@ -120,6 +124,22 @@ class Load:
     def snapshot(self) -> list[Record]:
         with self._lock:
             return sorted(self.records, key=lambda r: r.start)
+
+
+# Past this, a request started late enough that the load no longer kept its rate: the states'
+# windows saw fewer requests than the rate promised (the report says so).
+LATE_SECONDS = 1.0
+
+
+def lateness(records: Sequence[Record]) -> dict[str, float | int]:
+    """How far behind its schedule the load started its requests: the latest, the 99th
+    percentile (nearest rank), and how many started more than :data:`LATE_SECONDS` late."""
+    late = sorted(r.late for r in records)
+    if not late:
+        return {"maxSeconds": 0.0, "p99Seconds": 0.0, "over": 0}
+    return {"maxSeconds": round(late[-1], 3),
+            "p99Seconds": round(late[min(len(late) - 1, math.ceil(0.99 * len(late)) - 1)], 3),
+            "over": sum(1 for v in late if v > LATE_SECONDS)}
 
 
 def itl(rec: Record) -> float | None:

@@ -603,3 +603,67 @@ def test_prometheus_starts_with_a_smaller_go_heap(
     assert env["GOGC"] == "25" and env["GOMAXPROCS"] == "2"
     assert env["PATH"] == prom_mod.os.environ["PATH"]
     assert prom_mod.prometheus_env({})["GOMAXPROCS"] == "1"
+
+
+def test_a_load_that_falls_behind_its_rate_says_so(tmp_path: Path) -> None:
+    """One thread against a server that answers in 0.3 s cannot send 20 requests/s: request i
+    starts at least 0.25 × i s after its time in the schedule (each waits for the one before),
+    and the report and the console say the load fell behind, with the count."""
+    import http.server
+    import threading
+    import time
+
+    from dgdgen.rehearse.load import LATE_SECONDS, Load, lateness
+    from dgdgen.rehearse.report import load_text, summary_lines
+
+    class Slow(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 - the standard library's name
+            self.rfile.read(int(self.headers["Content-Length"]))
+            time.sleep(0.3)
+            self.send_response(503)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Slow)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        load = Load(server.server_address[1], "m", rate=20, t0=time.monotonic(), concurrency=1)
+        load.start()
+        deadline = time.monotonic() + 60
+        while len(load.snapshot()) < 8 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        load.stop()
+    finally:
+        server.shutdown()
+        server.server_close()
+    recs = load.snapshot()
+    assert len(recs) >= 8
+    for i, r in enumerate(recs):
+        assert r.late >= 0.25 * i - 0.05, (i, r.late)
+    late = lateness(recs)
+    assert late["over"] >= sum(1 for i in range(len(recs)) if 0.25 * i - 0.05 > LATE_SECONDS)
+    assert late["over"] >= 3 and late["maxSeconds"] >= 0.25 * (len(recs) - 1) - 0.05
+    data = {"loadLate": late, "requests": len(recs), "requestRate": 20.0, "states": [],
+            "failures": []}
+    assert load_text(data).startswith(f"**The load fell behind its rate**: {late['over']} of "
+                                      f"{len(recs)} requests started more than 1 s after")
+    assert summary_lines(data)[0].startswith(
+        f"  load fell behind its rate: {late['over']} requests started more than 1 s late")
+
+
+def test_a_load_that_kept_its_rate_says_how_close() -> None:
+    from dgdgen.rehearse.load import Record, lateness
+    from dgdgen.rehearse.report import load_text, summary_lines
+    from dgdgen.runtime.client import Outcome
+
+    ok = Outcome(status=200, stream=True, tokens=3, ttft=0.1, duration=0.2, truncated=False)
+    recs = [Record(i / 10, ok, late=0.001 * i) for i in range(200)]
+    late = lateness(recs)
+    assert late == {"maxSeconds": 0.199, "p99Seconds": 0.197, "over": 0}
+    data = {"loadLate": late, "requests": 200, "requestRate": 10.0, "states": [], "failures": []}
+    assert load_text(data) == ("The load kept its rate: every request started within 0.20 s of "
+                               "its time in the rate's schedule (p99 0.20 s).")
+    assert summary_lines(data) == []
