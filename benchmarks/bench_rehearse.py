@@ -11,7 +11,9 @@ overhead (wall time less the scaled bakes), the CPU time of the whole process tr
 of every descendant, from the kernel's accounting of waited-for children: on a shared machine it
 moves less than the wall time), the peak memory of the local processes as the report samples it
 (RSS summed, and PSS: shared pages such as the Dynamo core library counted once), and the same
-for the whole process tree sampled here, the rehearsal's own Python included. Each run gets a
+for the whole process tree sampled here, the rehearsal's own Python included; and the memory
+it took (how far the machine's MemAvailable fell below its value at the start: on a machine
+where nothing else starts meanwhile, what the tree really took). Each run gets a
 private ``TMPDIR``; whatever is left in it afterwards is counted (it must be nothing). With
 ``--repeat N`` a median row follows the N runs.
 """
@@ -72,12 +74,26 @@ def _memory_kb(pid: int) -> tuple[int, int]:
     return rss, pss
 
 
-class TreeSampler(threading.Thread):
-    """Peak RSS and PSS summed over a process tree, sampled twice a second."""
+def mem_available_mb() -> float:
+    """The kernel's estimate of the memory a new process could take without swapping."""
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
 
-    def __init__(self, root: int) -> None:
+
+class TreeSampler(threading.Thread):
+    """Peak RSS and PSS summed over a process tree, sampled twice a second; and how far the
+    machine's available memory fell below what it was when the sampler was made (``taken``: what
+    the tree really took, every page counted once, page tables and the kernel's part included,
+    on a machine where nothing else starts meanwhile)."""
+
+    def __init__(self, root: int, available_before: float) -> None:
         super().__init__(daemon=True)
         self.root = root
+        self.available_before = available_before
+        self.taken = 0.0
         self.rss_peak = self.pss_peak = 0.0
         self.procs_peak = 0
         self.stopped = threading.Event()
@@ -92,6 +108,7 @@ class TreeSampler(threading.Thread):
             self.rss_peak = max(self.rss_peak, rss / 1024)
             self.pss_peak = max(self.pss_peak, pss / 1024)
             self.procs_peak = max(self.procs_peak, len(pids))
+            self.taken = max(self.taken, self.available_before - mem_available_mb())
 
 
 def _bake(data: dict[str, Any]) -> float:
@@ -103,6 +120,7 @@ def run_once(ex: str, args: argparse.Namespace) -> dict[str, Any]:
         private_tmp = Path(tmp) / "tmp"
         private_tmp.mkdir()
         env = {**os.environ, "TMPDIR": str(private_tmp)}
+        available = mem_available_mb()
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t = time.monotonic()
         popen = subprocess.Popen(
@@ -112,7 +130,7 @@ def run_once(ex: str, args: argparse.Namespace) -> dict[str, Any]:
              "--min-requests", "spec" if args.no_min_requests else args.min_requests],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp,
         )
-        sampler = TreeSampler(popen.pid)
+        sampler = TreeSampler(popen.pid, available)
         sampler.start()
         stdout, stderr = popen.communicate()
         sampler.stopped.set()
@@ -125,6 +143,7 @@ def run_once(ex: str, args: argparse.Namespace) -> dict[str, Any]:
         row: dict[str, Any] = {
             "example": ex.split("/")[1], "exit": popen.returncode, "command wall": wall,
             "cpu": cpu, "tree rss": sampler.rss_peak, "tree pss": sampler.pss_peak,
+            "taken": sampler.taken,
             "tree procs": sampler.procs_peak, "left": left,
         }
         if not report.exists():
@@ -160,7 +179,8 @@ def print_row(row: dict[str, Any], label: str | None = None) -> None:
     if "result" not in row:
         print(f"| {name} | — | not rehearsed: {row.get('reason', '?')} | {row['exit']} "
               f"| {row['command wall']:.1f} | | | | {row['cpu']:.0f} | | | | | | "
-              f"{row['tree rss']:.0f} / {row['tree pss']:.0f} | {left} |", flush=True)
+              f"{row['tree rss']:.0f} / {row['tree pss']:.0f} | {row['taken']:.0f} | {left} |",
+              flush=True)
         return
     pss = f"{row['pss']:.0f}" if row.get("pss") is not None else "—"
     commands = (f" (commands {row['commands_cpu']:.1f})" if row.get("commands_cpu") is not None
@@ -170,13 +190,14 @@ def print_row(row: dict[str, Any], label: str | None = None) -> None:
           f"**{row['overhead']:.1f}** ({_short(row['by'])}) | {row['cpu']:.0f}{commands} | "
           f"{row['requests']} | {row['failed']} | {row['truncated']} | {row['split']:.1f} | "
           f"{row['gates'] or '—'} | {row['procs']}: **{row['rss']:.0f}** / {pss} | "
-          f"{row['tree procs']}: {row['tree rss']:.0f} / {row['tree pss']:.0f} | {left} |",
+          f"{row['tree procs']}: {row['tree rss']:.0f} / {row['tree pss']:.0f} | "
+          f"{row['taken']:.0f} | {left} |",
           flush=True)
 
 
 def median_row(rows: list[dict[str, Any]]) -> dict[str, Any]:
     out = dict(rows[0])
-    for key in ("command wall", "cpu", "tree rss", "tree pss", "wall", "bake", "overhead",
+    for key in ("command wall", "cpu", "tree rss", "tree pss", "taken", "wall", "bake", "overhead",
                 "rss", "requests", "split", "commands_cpu"):
         values = [r[key] for r in rows if r.get(key) is not None]
         if values:
@@ -218,9 +239,9 @@ def main() -> int:
     print("| example | provider | result | exit | command wall (s) | rehearsal wall (s) "
           "| bake (s) | overhead (s) | CPU (s) | requests | failed | truncated "
           "| max split error (points) | gates | local processes: RSS / PSS peak (MB) "
-          "| whole tree: RSS / PSS peak (MB) | left in TMPDIR |")
+          "| whole tree: RSS / PSS peak (MB) | memory taken (MB) | left in TMPDIR |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- "
-          "| --- | --- | --- |")
+          "| --- | --- | --- | --- |")
     for ex in examples:
         rows = []
         for _ in range(args.repeat):
