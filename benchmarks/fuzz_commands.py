@@ -153,8 +153,13 @@ def mutate_lines(rng: random.Random, text: str) -> str:
             lines = lines[:i]
         else:
             lines[i] = re.sub(r"^(\s*(?:- )?)[A-Za-z]+",
-                              lambda m, k="x" + value[:5]: m.group(1) + k, line)
+                              functools.partial(_renamed, key="x" + value[:5]), line)
     return "\n".join(lines)
+
+
+def _renamed(m: re.Match[str], key: str) -> str:
+    """A matched line's indent (and list dash) with ``key`` for its key."""
+    return m.group(1) + key
 
 
 def _paths(data: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
@@ -699,9 +704,9 @@ def run_case(case: Case, folder: Path, prometheus: _Prometheus | None) -> Result
     if result.peak_mb > MEMORY_LIMIT_MB:
         result.broken.append(f"peak {result.peak_mb:.0f} MB")
     if code == 2:
-        for out in case.outputs:
-            if (folder / out).exists():
-                result.broken.append(f"{out}/ written on exit 2")
+        for name in case.outputs:
+            if (folder / name).exists():
+                result.broken.append(f"{name}/ written on exit 2")
     return result
 
 
