@@ -27,7 +27,15 @@ from dgdgen.picture import (
 )
 from dgdgen.pipeline.picture import generation_names
 from dgdgen.rehearse.inplace import InPlaceOutcome, Snapshot
-from dgdgen.rehearse.load import Record, itl, p95, worst_p95
+from dgdgen.rehearse.load import (
+    Record,
+    itl,
+    lateness,
+    lateness_lines,
+    lateness_text,
+    p95,
+    worst_p95,
+)
 from dgdgen.rehearse.report import WIDTH, split_text
 
 
@@ -242,6 +250,8 @@ def to_json(out: InPlaceOutcome) -> dict[str, Any]:
         "streams": sum(1 for r in recs if r.outcome.stream),
         "failed": sum(1 for r in recs if not r.outcome.ok and not r.outcome.truncated),
         "truncated": sum(1 for r in recs if r.outcome.truncated),
+        # how far behind its rate the load started its requests (dgdgen.rehearse.load)
+        "loadLate": lateness(recs),
         "served": dict(sorted(served.items())),
         "candidateServed": served.get("candidate", 0),
         "rejectedWorkers": out.rejected,
@@ -329,6 +339,8 @@ def to_markdown(out: InPlaceOutcome, data: dict[str, Any]) -> str:
            if out.options.candidate_slowdown != 1 else "")
         + f" A new worker pod's process starts {out.options.pod_startup:g} s after the pod is "
         "created (image pull and model load).",
+        "",
+        lateness_text(data["loadLate"], data["requests"], out.options.rate),
         "",
         (f"The roll is Dynamo {data['dynamo']['release']}'s"
          + (f" ({data['dynamo']['note']}), played by the {DYNAMO_VERSION} runtime"
@@ -551,7 +563,8 @@ def write_report(out: InPlaceOutcome, dest: Path) -> dict[str, Any]:
 
 
 def summary_lines(data: dict[str, Any]) -> list[str]:
-    out = ["  served: " + ", ".join(f"{k} {v}" for k, v in data["served"].items())]
+    out = [*lateness_lines(data.get("loadLate")),
+           "  served: " + ", ".join(f"{k} {v}" for k, v in data["served"].items())]
     st = data.get("updateStrategy")
     if st:
         out.append(f"  update strategy: {st['name']}"

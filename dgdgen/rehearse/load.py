@@ -9,6 +9,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from dgdgen.runtime.client import Outcome, request
 
@@ -140,6 +141,26 @@ def lateness(records: Sequence[Record]) -> dict[str, float | int]:
     return {"maxSeconds": round(late[-1], 3),
             "p99Seconds": round(late[min(len(late) - 1, math.ceil(0.99 * len(late)) - 1)], 3),
             "over": sum(1 for v in late if v > LATE_SECONDS)}
+
+
+def lateness_text(late: dict[str, Any], requests: int, rate: float) -> str:
+    """Whether the load kept its rate (:func:`lateness`), in a sentence for a report."""
+    if not late["over"]:
+        return (f"The load kept its rate: every request started within {late['maxSeconds']:.2f} s "
+                f"of its time in the rate's schedule (p99 {late['p99Seconds']:.2f} s).")
+    return (f"**The load fell behind its rate**: {late['over']} of {requests} requests started "
+            f"more than {LATE_SECONDS:g} s after their time in the rate's schedule (the latest "
+            f"{late['maxSeconds']:.1f} s): this machine, or the bound of {MAX_CONCURRENCY} "
+            f"requests in flight, did not keep {rate:g} requests/s, and the windows saw fewer "
+            "requests than that rate gives.")
+
+
+def lateness_lines(late: dict[str, Any] | None) -> list[str]:
+    """The terminal summary's line when the load fell behind its rate; none when it kept it."""
+    if not late or not late.get("over"):
+        return []
+    return [(f"  load fell behind its rate: {late['over']} requests started more than "
+             f"{LATE_SECONDS:g} s late (the latest {late['maxSeconds']:.1f} s)")]
 
 
 def itl(rec: Record) -> float | None:

@@ -30,7 +30,7 @@ from dgdgen.picture import (
     time_axis,
     value_axis,
 )
-from dgdgen.rehearse.load import LATE_SECONDS, MAX_CONCURRENCY, lateness, p95
+from dgdgen.rehearse.load import lateness, lateness_lines, lateness_text, p95
 from dgdgen.rehearse.run import (
     ANSWERING_ENGINE,
     NO_DECISION,
@@ -382,7 +382,7 @@ def to_markdown(out: Outcome, rows: list[StateRow], data: dict[str, Any]) -> str
         + (f"; candidate slowed down {out.options.candidate_slowdown:g}×"
            if out.options.candidate_slowdown != 1 else "") + ".",
         "",
-        load_text(data),
+        lateness_text(data["loadLate"], data["requests"], data["requestRate"]),
         "",
         "| field | spec | rehearsed |",
         "| --- | --- | --- |",
@@ -703,25 +703,8 @@ def split_text(shares: dict[str, Any], unit: str = " %") -> str:
     return " / ".join(f"{g} {v}{unit}" for g, v in shares.items()) or "—"
 
 
-def load_text(data: dict[str, Any]) -> str:
-    """Whether the load kept its rate, in a sentence for the report."""
-    late = data["loadLate"]
-    if not late["over"]:
-        return (f"The load kept its rate: every request started within {late['maxSeconds']:.2f} s "
-                f"of its time in the rate's schedule (p99 {late['p99Seconds']:.2f} s).")
-    return (f"**The load fell behind its rate**: {late['over']} of {data['requests']} requests "
-            f"started more than {LATE_SECONDS:g} s after their time in the rate's schedule (the "
-            f"latest {late['maxSeconds']:.1f} s): this machine, or the bound of "
-            f"{MAX_CONCURRENCY} requests in flight, did not keep {data['requestRate']:g} "
-            "requests/s, and the states' windows saw fewer requests than that rate gives.")
-
-
 def summary_lines(data: dict[str, Any]) -> list[str]:
-    out = []
-    late = data.get("loadLate") or {}
-    if late.get("over"):
-        out.append(f"  load fell behind its rate: {late['over']} requests started more than "
-                   f"{LATE_SECONDS:g} s late (the latest {late['maxSeconds']:.1f} s)")
+    out = lateness_lines(data.get("loadLate"))
     for s in data["states"]:
         err = s["splitErrorPoints"]
         out.append(f"  {s['state']:<9} planned {split_text(s['planned'])}, observed "

@@ -613,8 +613,9 @@ def test_a_load_that_falls_behind_its_rate_says_so(tmp_path: Path) -> None:
     import threading
     import time
 
-    from dgdgen.rehearse.load import LATE_SECONDS, Load, lateness
-    from dgdgen.rehearse.report import load_text, summary_lines
+    from dgdgen.rehearse import inplace_report
+    from dgdgen.rehearse.load import LATE_SECONDS, Load, lateness, lateness_text
+    from dgdgen.rehearse.report import summary_lines
 
     class Slow(http.server.BaseHTTPRequestHandler):
         def do_POST(self) -> None:  # noqa: N802 - the standard library's name
@@ -648,15 +649,19 @@ def test_a_load_that_falls_behind_its_rate_says_so(tmp_path: Path) -> None:
     assert late["over"] >= 3 and late["maxSeconds"] >= 0.25 * (len(recs) - 1) - 0.05
     data = {"loadLate": late, "requests": len(recs), "requestRate": 20.0, "states": [],
             "failures": []}
-    assert load_text(data).startswith(f"**The load fell behind its rate**: {late['over']} of "
-                                      f"{len(recs)} requests started more than 1 s after")
-    assert summary_lines(data)[0].startswith(
-        f"  load fell behind its rate: {late['over']} requests started more than 1 s late")
+    assert lateness_text(late, len(recs), 20).startswith(
+        f"**The load fell behind its rate**: {late['over']} of {len(recs)} requests started "
+        "more than 1 s after")
+    line = f"  load fell behind its rate: {late['over']} requests started more than 1 s late"
+    assert summary_lines(data)[0].startswith(line)
+    # the in-place rehearsal's summary says it first too
+    assert inplace_report.summary_lines({**data, "served": {}, "gaps": {"disaggregated": False},
+                                         "segments": []})[0].startswith(line)
 
 
 def test_a_load_that_kept_its_rate_says_how_close() -> None:
-    from dgdgen.rehearse.load import Record, lateness
-    from dgdgen.rehearse.report import load_text, summary_lines
+    from dgdgen.rehearse.load import Record, lateness, lateness_text
+    from dgdgen.rehearse.report import summary_lines
     from dgdgen.runtime.client import Outcome
 
     ok = Outcome(status=200, stream=True, tokens=3, ttft=0.1, duration=0.2, truncated=False)
@@ -664,6 +669,7 @@ def test_a_load_that_kept_its_rate_says_how_close() -> None:
     late = lateness(recs)
     assert late == {"maxSeconds": 0.199, "p99Seconds": 0.197, "over": 0}
     data = {"loadLate": late, "requests": 200, "requestRate": 10.0, "states": [], "failures": []}
-    assert load_text(data) == ("The load kept its rate: every request started within 0.20 s of "
-                               "its time in the rate's schedule (p99 0.20 s).")
+    assert lateness_text(late, 200, 10) == ("The load kept its rate: every request started "
+                                            "within 0.20 s of its time in the rate's schedule "
+                                            "(p99 0.20 s).")
     assert summary_lines(data) == []
