@@ -315,9 +315,13 @@ class PodServer:
         # (the script's folder or the working folder) and what its PYTHONPATH added
         added = {os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
                  if p}
-        config = {"path": sys.path, "preload": list(preload), "entries": list(self.entries),
-                  "env": dict(env),
-                  "base_path": [p for p in sys.path[1:] if os.path.abspath(p) not in added]}
+        # (an entry a caller put there as a Path is a folder too; what is neither, the import
+        # system skips as well)
+        path = [os.fspath(p) if isinstance(p, str | os.PathLike) else None for p in sys.path]
+        config = {"path": [p for p in path if p is not None], "preload": list(preload),
+                  "entries": list(self.entries), "env": dict(env),
+                  "base_path": [p for p in path[1:]
+                                if p is not None and os.path.abspath(p) not in added]}
         # it ends when its socket closes (the rehearsal closes it, or ends)
         self._proc, self._sock = spawn_server(_SPAWNED, [" " * _TITLE_ROOM], env=env)
         if self._proc is not None and self._sock is not None:

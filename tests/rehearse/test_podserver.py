@@ -294,6 +294,7 @@ def test_what_the_imports_write_to_the_temp_folder_goes_with_the_server(tmp_path
 
 def _threaded(pkg: Path, work: Path) -> tuple[int, str]:
     sys.path.insert(0, str(pkg))
+    sys.path.insert(0, pkg.parent)  # type: ignore[arg-type] # a caller may put a Path there
     stop = threading.Event()
     t = threading.Thread(target=stop.wait)
     t.start()
