@@ -55,3 +55,25 @@ def test_gate_help_says_what_promote_does_with_each_gate_record(tmp_path: Path) 
     assert _dgdgen("gate", spec, "--into", into, "--result", "passed").returncode == 0
     assert _dgdgen("promote", spec, "--into", into).returncode == 0
     assert _dgdgen("rollback", spec, "--into", into).returncode == 0  # step 2, gate not recorded
+
+
+def test_rehearse_refuses_numbers_it_cannot_run_with(tmp_path: Path) -> None:
+    """An infinite rate or clock, or a pod start longer than the roll waits for a pod, is a usage
+    error (exit 2, one line, nothing written): `--rate inf` was an internal error (exit 70) and
+    `--pod-startup inf` waited 180 s before it failed (exit 3)."""
+    spec = str(REPO / "examples" / "vllm-agg-auto" / "rollout.yaml")
+    report = tmp_path / "report"
+    for option, value, said in (
+            ("--rate", "inf", "must be a finite number greater than 0, got 'inf'"),
+            ("--rate", "nan", "must be a finite number greater than 0, got 'nan'"),
+            ("--time-scale", "inf", "must be a finite number greater than 0, got 'inf'"),
+            ("--candidate-slowdown", "inf", "must be a finite number greater than 0"),
+            ("--pod-startup", "inf", "--pod-startup must be 0 or more and under 180 s"),
+            ("--pod-startup", "nan", "--pod-startup must be 0 or more and under 180 s"),
+            ("--pod-startup", "180", "--pod-startup must be 0 or more and under 180 s"),
+            ("--pod-startup", "-1", "--pod-startup must be 0 or more and under 180 s")):
+        r = _dgdgen("rehearse", spec, option, value, "--report", str(report))
+        assert r.returncode == 2, (option, value, r.returncode, r.stderr)
+        lines = r.stderr.strip().splitlines()
+        assert said in lines[-1] and "Traceback" not in r.stderr, (option, value, r.stderr)
+        assert not report.exists()

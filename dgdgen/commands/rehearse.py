@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -80,8 +81,8 @@ def _positive(value: str) -> float:
         f = float(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number, got {value!r}") from None
-    if not f > 0:
-        raise argparse.ArgumentTypeError(f"must be greater than 0, got {value!r}")
+    if not (f > 0 and math.isfinite(f)):
+        raise argparse.ArgumentTypeError(f"must be a finite number greater than 0, got {value!r}")
     return f
 
 
@@ -200,8 +201,12 @@ def run(args: argparse.Namespace) -> int:
         raise runtime.MissingExtra("--min-requests must be at least 1")
     auto_min = args.min_requests == "auto"
     min_requests = args.min_requests if isinstance(args.min_requests, int) else None
-    if args.pod_startup < 0:
-        raise runtime.MissingExtra("--pod-startup must be 0 or more")
+    from dgdgen.rehearse.inplace import POD_WAIT_SECONDS
+
+    if not 0 <= args.pod_startup < POD_WAIT_SECONDS:  # (NaN fails it too)
+        raise runtime.MissingExtra(
+            f"--pod-startup must be 0 or more and under {POD_WAIT_SECONDS:g} s (how long the "
+            f"roll waits for a pod to become available), got {args.pod_startup:g}")
     if args.side_by_side and args.in_place:
         raise runtime.MissingExtra("--side-by-side rehearses in place and gated: drop --in-place")
     runtime.require()

@@ -105,6 +105,9 @@ DEFAULT_MAX_UNAVAILABLE = "25%"
 WORKER_NAMESPACES = ("hashed", "shared")
 # Seconds between taking a frontend pod out of its Service and its SIGTERM.
 FRONTEND_DEREGISTRATION_SECONDS = 1.0
+# How long the roll waits for a candidate pod to become available (its process started after
+# --pod-startup, ready, and for a hashed worker listed by the frontend) before it gives up.
+POD_WAIT_SECONDS = 180.0
 
 
 @dataclass(frozen=True)
@@ -634,7 +637,7 @@ class InPlaceRehearsal:
         health = http_json(pod.proc.system_port, "/health")
         return health is not None and health.get("status") == "ready"
 
-    def _wait_any(self, timeout: float = 180.0) -> Pod:
+    def _wait_any(self, timeout: float = POD_WAIT_SECONDS) -> Pod:
         """The next candidate pod to become available, launching the pods that are due."""
         deadline = time.monotonic() + timeout
         admit = self.opts.worker_namespaces == "hashed"
