@@ -135,11 +135,9 @@ LATE_SECONDS = 1.0
 def lateness(records: Sequence[Record]) -> dict[str, float | int]:
     """How far behind its schedule the load started its requests: the latest, the 99th
     percentile (nearest rank), and how many started more than :data:`LATE_SECONDS` late."""
-    late = sorted(r.late for r in records)
-    if not late:
-        return {"maxSeconds": 0.0, "p99Seconds": 0.0, "over": 0}
-    return {"maxSeconds": round(late[-1], 3),
-            "p99Seconds": round(late[min(len(late) - 1, math.ceil(0.99 * len(late)) - 1)], 3),
+    late = [r.late for r in records]
+    return {"maxSeconds": round(max(late, default=0.0), 3),
+            "p99Seconds": round(percentile(late, 0.99) or 0.0, 3),
             "over": sum(1 for v in late if v > LATE_SECONDS)}
 
 
@@ -171,12 +169,17 @@ def itl(rec: Record) -> float | None:
     return (o.duration - o.ttft) / (o.tokens - 1)
 
 
-def p95(values: Sequence[float]) -> float | None:
-    """The 95th percentile (nearest rank) of ``values``; None for none."""
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """The ``q`` quantile (nearest rank) of ``values``; None for none."""
     if not values:
         return None
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, math.ceil(0.95 * len(ordered)) - 1)]
+    return ordered[min(len(ordered) - 1, math.ceil(q * len(ordered)) - 1)]
+
+
+def p95(values: Sequence[float]) -> float | None:
+    """The 95th percentile (nearest rank) of ``values``; None for none."""
+    return percentile(values, 0.95)
 
 
 def worst_p95(records: list[Record], metric: Callable[[Record], float | None], *,
